@@ -1,0 +1,29 @@
+# The two commands a fresh machine needs: `make run` and `make test`.
+GO ?= go
+CONFIG ?= $(if $(wildcard forge.yml),forge.yml,)
+PKGS := ./...
+
+.PHONY: run build test lint bench tidy
+
+run:
+	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
+
+build:
+	$(GO) build -o bin/forge ./cmd/forge
+
+test: lint
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Benchmarks are not tests: long, and their figures need a quiet machine.
+# `make test` runs none of them (no -bench). BenchmarkIngest runs fixed
+# phases (~2 min) whatever b.N is; the store's benchmarks scale with b.N, and
+# the paced one sends b.N deliveries at 500/s.
+bench:
+	$(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1x -timeout 30m ./app/
+	$(GO) test -run '^$$' -bench '^BenchmarkAccept$$' -benchtime 3s -timeout 10m ./app/store/
+	$(GO) test -run '^$$' -bench '^BenchmarkAcceptPaced$$' -benchtime 2000x -timeout 10m ./app/store/

@@ -1,0 +1,272 @@
+// Package agents holds the runtimes that run Forge's agents: exec (an agent
+// CLI as a child process) and, later, openai (an OpenAI-compatible endpoint).
+// Each implements agent.Runtime.
+package agents
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+)
+
+// Defaults of ExecConfig (DESIGN §7, §8).
+const (
+	DefaultTimeout     = 30 * time.Minute
+	DefaultOutputLimit = 1 << 20
+	DefaultKillGrace   = 5 * time.Second
+)
+
+// ModelPlaceholder in a command argument is replaced by the request's model,
+// so one runtime serves every model a repository picks
+// (["claude", "-p", "--model", "{{MODEL}}"]).
+const ModelPlaceholder = "{{MODEL}}"
+
+// Sizes of what is kept for failure reports: enough to explain an error in a
+// comment, far below GitHub's 65,536-character limit.
+const (
+	tailKeepBytes = 64 << 10
+	tailLines     = 20
+	tailMaxBytes  = 4 << 10
+)
+
+// ExecConfig is one `type: exec` runtime of the server configuration.
+type ExecConfig struct {
+	// Command is the argv of the agent CLI. It is run directly, never
+	// through a shell. A relative path with a slash is resolved against the
+	// server's working directory now, so a working copy can never supply
+	// the program.
+	Command []string
+	// Timeout bounds each call whose Request has none (default 30m).
+	Timeout time.Duration
+	// OutputLimit caps the answer kept from stdout, in bytes (default 1 MiB).
+	OutputLimit int
+	// Env names variables of the server's environment the agent may see
+	// besides PATH, HOME and LANG, e.g. the CLI's own API key. FORGE_* names
+	// are refused: Forge's own settings and secrets live there.
+	Env []string
+	// KillGrace is how long the agent's process group has between SIGTERM
+	// and SIGKILL once it must end (default 5s).
+	KillGrace time.Duration
+}
+
+// Exec runs an agent CLI as a child process: the prompt on stdin, the answer
+// on stdout, in the working copy, with a minimal environment, in a process
+// group of its own that is ended whole on timeout or cancel.
+type Exec struct {
+	command []string
+	timeout time.Duration
+	limit   int
+	passEnv []string
+	grace   time.Duration
+}
+
+var _ agent.Runtime = (*Exec)(nil)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// NewExec checks cfg and fills in its defaults.
+func NewExec(cfg ExecConfig) (*Exec, error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, errors.New("exec runtime: command is empty")
+	}
+	if cfg.Timeout < 0 || cfg.OutputLimit < 0 || cfg.KillGrace < 0 {
+		return nil, fmt.Errorf("exec runtime %q: timeout, output limit and kill grace must not be negative", cfg.Command[0])
+	}
+	command := append([]string(nil), cfg.Command...)
+	if strings.Contains(command[0], "/") && !filepath.IsAbs(command[0]) {
+		abs, err := filepath.Abs(command[0])
+		if err != nil {
+			return nil, fmt.Errorf("exec runtime: resolve command %q: %w", command[0], err)
+		}
+		command[0] = abs
+	}
+	e := &Exec{
+		command: command,
+		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
+		limit:   cmp.Or(cfg.OutputLimit, DefaultOutputLimit),
+		grace:   cmp.Or(cfg.KillGrace, DefaultKillGrace),
+	}
+	seen := map[string]bool{"PATH": true, "HOME": true, "LANG": true}
+	for _, name := range cfg.Env {
+		switch {
+		case !envName.MatchString(name):
+			return nil, fmt.Errorf("exec runtime %q: env %q is not a variable name", command[0], name)
+		case strings.HasPrefix(strings.ToUpper(name), "FORGE_"):
+			return nil, fmt.Errorf("exec runtime %q: env %q: FORGE_* variables are Forge's own and never reach an agent", command[0], name)
+		case seen[name]:
+			continue
+		}
+		seen[name] = true
+		e.passEnv = append(e.passEnv, name)
+	}
+	return e, nil
+}
+
+// Check reports whether the command can be found and executed, so the server
+// can warn at startup instead of at the first forge.
+func (e *Exec) Check() error {
+	if _, err := exec.LookPath(e.command[0]); err != nil {
+		return fmt.Errorf("agent command %q: %w", e.command[0], err)
+	}
+	return nil
+}
+
+// Run runs the agent once. A non-zero exit, a timeout or a cancel returns a
+// *agent.Failure, with the Result still holding what the agent printed; a
+// request that cannot be run (bad role, missing working copy, command not
+// found) returns a plain error. Whatever the outcome, no process the agent
+// started is left running when Run returns.
+func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error) {
+	argv, err := e.argv(req)
+	if err != nil {
+		return agent.Result{}, err
+	}
+	if err := checkDir(req.Dir); err != nil {
+		return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
+	}
+	timeout := cmp.Or(req.Timeout, e.timeout)
+	errTimeout := fmt.Errorf("after %s: %w", timeout, context.DeadlineExceeded)
+	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	defer cancel()
+
+	stdout := &headWriter{limit: e.limit, tail: tailWriter{keep: tailKeepBytes}}
+	stderr := &tailWriter{keep: tailKeepBytes}
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd.Dir = req.Dir
+	cmd.Env = agentEnv(os.LookupEnv, e.passEnv, req)
+	cmd.Stdin = strings.NewReader(req.Prompt)
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	// A group of its own lets one signal reach every process the agent
+	// started; the default Cancel would kill only the direct child and leave
+	// its children running in the working copy.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var termAt atomic.Int64
+	cmd.Cancel = func() error {
+		termAt.Store(time.Now().UnixNano())
+		return signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+	}
+	// After the grace, os/exec SIGKILLs the direct child and closes the pipes
+	// a lingering grandchild still holds; endGroup then kills the rest.
+	cmd.WaitDelay = e.grace
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return agent.Result{}, startError(req.Role, argv[0], err)
+	}
+	waitErr := cmd.Wait()
+	duration := time.Since(start)
+	signalled := termAt.Load()
+	endGroup(cmd.Process.Pid, e.grace, signalled)
+
+	res := agent.Result{
+		Output:    stdout.String(),
+		Truncated: stdout.truncated,
+		ExitCode:  -1,
+		Duration:  duration,
+	}
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if waitErr == nil || (errors.Is(waitErr, exec.ErrWaitDelay) && signalled == 0) {
+		// ErrWaitDelay alone means the agent exited 0 but left a process
+		// holding its output open; the answer is complete and the process
+		// is gone now.
+		res.ExitCode = 0
+		return res, nil
+	}
+
+	f := &agent.Failure{ExitCode: res.ExitCode, Tail: failureTail(stderr.String(), stdout.tail.String())}
+	var exitErr *exec.ExitError
+	switch {
+	case signalled != 0 && errors.Is(context.Cause(runCtx), errTimeout):
+		f.TimedOut = true
+		f.Err = errTimeout
+	case signalled != 0:
+		// The caller's context ended the call (/forge cancel, shutdown).
+		f.Err = runCtx.Err()
+	case errors.As(waitErr, &exitErr) && exitErr.ExitCode() > 0:
+		// The status says it all; the ExitError would only repeat it.
+	default:
+		f.Err = waitErr
+	}
+	return res, f
+}
+
+// argv is the command for req, with the model filled in.
+func (e *Exec) argv(req agent.Request) ([]string, error) {
+	if !req.Role.Valid() {
+		return nil, fmt.Errorf("run agent: unknown role %q", req.Role)
+	}
+	if err := checkModel(req.Model); err != nil {
+		return nil, fmt.Errorf("run %s agent: %w", req.Role, err)
+	}
+	argv := make([]string, len(e.command))
+	for i, a := range e.command {
+		if strings.Contains(a, ModelPlaceholder) {
+			if req.Model == "" {
+				return nil, fmt.Errorf("run %s agent: command %q needs a model and none is configured", req.Role, e.command[0])
+			}
+			a = strings.ReplaceAll(a, ModelPlaceholder, req.Model)
+		}
+		argv[i] = a
+	}
+	return argv, nil
+}
+
+// checkModel refuses model names that could pass for an option or break an
+// argument: they come from repository configuration, which people other
+// than the server's operator write.
+func checkModel(model string) error {
+	if strings.HasPrefix(model, "-") {
+		return fmt.Errorf("model %q must not start with '-'", model)
+	}
+	for _, r := range model {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("model %q must not contain spaces or control characters", model)
+		}
+	}
+	return nil
+}
+
+func checkDir(dir string) error {
+	if dir == "" {
+		return errors.New("no working copy given")
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("working copy: %w", err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("working copy %s is not a directory", dir)
+	}
+	return nil
+}
+
+func startError(role agent.Role, command string, err error) error {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("run %s agent: command %q not found: %w", role, command, err)
+	}
+	return fmt.Errorf("run %s agent: start %q: %w", role, command, err)
+}
+
+// failureTail picks what a failure report shows: the error output if the
+// agent wrote any, else the end of its answer.
+func failureTail(stderr, stdout string) string {
+	if strings.TrimSpace(stderr) != "" {
+		return lastLines(stderr, tailLines, tailMaxBytes)
+	}
+	return lastLines(stdout, tailLines, tailMaxBytes)
+}

@@ -1,0 +1,107 @@
+package agents
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/agent"
+)
+
+// Config is the server's `agents` section (DESIGN §7): named runtimes and
+// the runtime each role uses by default. Only the server defines runtimes;
+// a repository may pick among them per role, never define one.
+type Config struct {
+	Timeout  time.Duration            `yaml:"timeout"`
+	Runtimes map[string]RuntimeConfig `yaml:"runtimes"`
+	// Roles maps a role (drafter, auditor, reviser, implementer,
+	// phase_auditor) or "default" to a runtime name.
+	Roles map[string]string `yaml:"roles"`
+}
+
+// RuntimeConfig is one named runtime.
+type RuntimeConfig struct {
+	Type        string        `yaml:"type"` // exec | openai
+	Command     []string      `yaml:"command"`
+	Env         []string      `yaml:"env"`
+	OutputLimit int           `yaml:"output_limit"`
+	Timeout     time.Duration `yaml:"timeout"`
+	BaseURL     string        `yaml:"base_url"`
+	APIKeyEnv   string        `yaml:"api_key_env"`
+	Model       string        `yaml:"model"`
+}
+
+// Registry resolves roles to runtimes; it implements pipeline.AgentSource.
+type Registry struct {
+	runtimes map[string]agent.Runtime
+	models   map[string]string
+	roles    map[string]string
+}
+
+var _ pipeline.AgentSource = (*Registry)(nil)
+
+// NewRegistry builds every configured runtime, refusing a configuration
+// that names an unknown runtime or type.
+func NewRegistry(c Config) (*Registry, error) {
+	r := &Registry{runtimes: map[string]agent.Runtime{}, models: map[string]string{}, roles: map[string]string{}}
+	names := make([]string, 0, len(c.Runtimes))
+	for n := range c.Runtimes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rc := c.Runtimes[name]
+		timeout := rc.Timeout
+		if timeout == 0 {
+			timeout = c.Timeout
+		}
+		switch rc.Type {
+		case "exec":
+			e, err := NewExec(ExecConfig{Command: rc.Command, Timeout: timeout, OutputLimit: rc.OutputLimit, Env: rc.Env})
+			if err != nil {
+				return nil, fmt.Errorf("agents.runtimes.%s: %w", name, err)
+			}
+			r.runtimes[name] = e
+		case "openai":
+			return nil, fmt.Errorf("agents.runtimes.%s: type openai is not available in this version of Forge; use type exec", name)
+		default:
+			return nil, fmt.Errorf("agents.runtimes.%s: unknown type %q (want exec or openai)", name, rc.Type)
+		}
+		r.models[name] = rc.Model
+	}
+	for role, name := range c.Roles {
+		if role != "default" && !agent.Role(role).Valid() {
+			return nil, fmt.Errorf("agents.roles: unknown role %q", role)
+		}
+		if _, ok := r.runtimes[name]; !ok {
+			return nil, fmt.Errorf("agents.roles.%s: no runtime named %q", role, name)
+		}
+		r.roles[role] = name
+	}
+	return r, nil
+}
+
+// Runtime picks the repository's runtime for the role when it chose one,
+// else the server's role default, else the server's default.
+func (r *Registry) Runtime(role agent.Role, choice pipeline.RepoAgent) (agent.Runtime, string, error) {
+	name := choice.Runtime
+	if name == "" {
+		name = r.roles[string(role)]
+	}
+	if name == "" {
+		name = r.roles["default"]
+	}
+	if name == "" {
+		return nil, "", fmt.Errorf("no agent runtime is configured for the %s (set agents.roles.default in the server configuration)", role)
+	}
+	rt, ok := r.runtimes[name]
+	if !ok {
+		return nil, "", fmt.Errorf("the repository asks for agent runtime %q, which this server does not define", name)
+	}
+	model := choice.Model
+	if model == "" {
+		model = r.models[name]
+	}
+	return rt, model, nil
+}

@@ -1,0 +1,191 @@
+// Package apptest starts a real Forge server (HTTP, River on SQLite or
+// PostgreSQL) against the GitHub test double, for end-to-end tests.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/agents"
+	"github.com/forge-dev/forge/app/ghdouble"
+)
+
+// Server is a running Forge.
+type Server struct {
+	App    *app.App
+	URL    string // http://127.0.0.1:port
+	Config app.Config
+	Logs   *SyncBuffer
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Options tune a test server.
+type Options struct {
+	// DataDir defaults to a fresh t.TempDir(); reuse one to restart on the
+	// same database.
+	DataDir string
+	// Unconfigured starts without App credentials (first-run setup).
+	Unconfigured bool
+	// Configure edits the configuration before start.
+	Configure func(*app.Config)
+}
+
+// Start runs Forge against gh until the test ends.
+func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
+	t.Helper()
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	cfg := app.Config{DataDir: o.DataDir}
+	cfg.Server.Address, cfg.Server.Port = "127.0.0.1", 0
+	cfg.Server.ShutdownGrace = 10 * time.Second
+	cfg.Database.URL = filepath.Join(o.DataDir, "forge.db")
+	cfg.Github.WebURL = gh.WebURL()
+	cfg.Github.V3APIURL = gh.URL()
+	cfg.Github.V4APIURL = gh.URL() + "graphql"
+	cfg.Logging.Level = "debug"
+	cfg.Queue.Workers = 4
+	if !o.Unconfigured {
+		cfg.Github.App.IntegrationID = gh.AppID()
+		cfg.Github.App.PrivateKey = string(gh.PrivateKeyPEM())
+		cfg.Github.App.WebhookSecret = gh.WebhookSecret()
+	}
+	if o.Configure != nil {
+		o.Configure(&cfg)
+	}
+	logs := &SyncBuffer{}
+	log := zerolog.New(logs).With().Timestamp().Logger()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		cancel()
+		t.Fatalf("start forge: %v", err)
+	}
+	if err := a.Listen(); err != nil {
+		cancel()
+		t.Fatalf("listen: %v", err)
+	}
+	s := &Server{App: a, URL: "http://" + a.Addr(), Config: cfg, Logs: logs, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- a.Run(ctx) }()
+	t.Cleanup(func() { s.Stop(t) })
+	s.waitReady(t)
+	return s
+}
+
+// Stop shuts the server down as SIGTERM would and waits for it to exit.
+func (s *Server) Stop(t testing.TB) {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("forge exited with error: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("forge did not stop within 30s")
+	}
+}
+
+func (s *Server) waitReady(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(s.URL + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("forge not ready at %s", s.URL)
+}
+
+// HookURL is where GitHub sends webhooks.
+func (s *Server) HookURL() string { return s.URL + "/api/github/hook" }
+
+// Eventually polls cond until it holds or the timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// Metrics fetches /metrics as text.
+func (s *Server) Metrics(t testing.TB) string {
+	t.Helper()
+	res, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatalf("get metrics: %v", err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+// SyncBuffer is a goroutine-safe log sink.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// RepoRoot is the repository's top folder, found from this file.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// ScriptAgents configures the exec runtime with the test agents of
+// testdata/agents: drafter.sh, auditor.sh and reviser.sh, one runtime each.
+// override maps a role to another command (a script the test wrote).
+func ScriptAgents(c *app.Config, timeout time.Duration, override map[string][]string) {
+	dir := filepath.Join(RepoRoot(), "testdata", "agents")
+	c.Agents.Timeout = timeout
+	c.Agents.Runtimes = map[string]agents.RuntimeConfig{}
+	c.Agents.Roles = map[string]string{}
+	for _, role := range []string{"drafter", "auditor", "reviser"} {
+		cmd := []string{filepath.Join(dir, role+".sh")}
+		if o, ok := override[role]; ok {
+			cmd = o
+		}
+		c.Agents.Runtimes[role] = agents.RuntimeConfig{Type: "exec", Command: cmd}
+		c.Agents.Roles[role] = role
+	}
+	c.Agents.Roles["default"] = "drafter"
+}

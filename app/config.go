@@ -1,0 +1,183 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/forge-dev/forge/app/agents"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the server configuration: a YAML file (--config, FORGE_CONFIG)
+// with environment overrides. The github keys are go-githubapp's.
+type Config struct {
+	Server   ServerConfig     `yaml:"server"`
+	Github   githubapp.Config `yaml:"github"`
+	Database DatabaseConfig   `yaml:"database"`
+	// DataDir holds the SQLite database, the App credentials written by the
+	// first-run setup and, later, the cached clones.
+	DataDir string        `yaml:"data_dir"`
+	Logging LoggingConfig `yaml:"logging"`
+	Queue   QueueConfig   `yaml:"queue"`
+	// Agents defines the agent runtimes and which role uses which.
+	Agents agents.Config `yaml:"agents"`
+}
+
+// ServerConfig uses go-baseapp's keys for the listen address.
+type ServerConfig struct {
+	Address   string `yaml:"address"`
+	Port      int    `yaml:"port"`
+	PublicURL string `yaml:"public_url"`
+	// ShutdownGrace bounds how long SIGTERM waits for running jobs.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+}
+
+type DatabaseConfig struct {
+	// URL is a plain path or sqlite://path for the embedded SQLite file, or a
+	// postgres:// URL for several replicas.
+	URL string `yaml:"url"`
+}
+
+type LoggingConfig struct {
+	Level string `yaml:"level"`
+	// Text switches from JSON lines to human-readable console output.
+	Text bool `yaml:"text"`
+}
+
+type QueueConfig struct {
+	// Workers is how many jobs run at once in this process.
+	Workers int `yaml:"workers"`
+}
+
+// Defaults for everything a fresh `make run` needs.
+const (
+	DefaultAddress       = "127.0.0.1"
+	DefaultPort          = 8080
+	DefaultDataDir       = "data"
+	DefaultShutdownGrace = 30 * time.Second
+	DefaultWorkers       = 10
+	DefaultWebURL        = "https://github.com"
+	DefaultV3APIURL      = "https://api.github.com/"
+	DefaultV4APIURL      = "https://api.github.com/graphql"
+)
+
+// LoadConfig reads the YAML file at path (none when path is empty), then
+// applies environment overrides, then fills defaults.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("read config %s: %w", path, err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		// An empty file decodes as io.EOF and means "all defaults".
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return c, fmt.Errorf("parse config %s: %w", path, err)
+		}
+	}
+	if err := c.applyEnv(); err != nil {
+		return c, err
+	}
+	c.applyDefaults()
+	return c, c.validate()
+}
+
+func (c *Config) applyEnv() error {
+	c.Github.SetValuesFromEnv("")
+	if v := os.Getenv("FORGE_ADDR"); v != "" {
+		host, port, err := net.SplitHostPort(v)
+		if err != nil {
+			return fmt.Errorf("FORGE_ADDR %q: %w", v, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return fmt.Errorf("FORGE_ADDR %q: bad port: %w", v, err)
+		}
+		c.Server.Address, c.Server.Port = host, p
+	}
+	if v := os.Getenv("FORGE_PUBLIC_URL"); v != "" {
+		c.Server.PublicURL = v
+	}
+	if v := os.Getenv("FORGE_DATABASE_URL"); v != "" {
+		c.Database.URL = v
+	}
+	if v := os.Getenv("FORGE_DATA_DIR"); v != "" {
+		c.DataDir = v
+	}
+	if v := os.Getenv("FORGE_LOG_LEVEL"); v != "" {
+		c.Logging.Level = v
+	}
+	return nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Server.Address == "" && c.Server.Port == 0 {
+		c.Server.Address = DefaultAddress
+	}
+	if c.Server.Port == 0 {
+		c.Server.Port = DefaultPort
+	}
+	if c.Server.ShutdownGrace == 0 {
+		c.Server.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.Database.URL == "" {
+		c.Database.URL = filepath.Join(c.DataDir, "forge.db")
+	}
+	if c.Github.WebURL == "" {
+		c.Github.WebURL = DefaultWebURL
+	}
+	if c.Github.V3APIURL == "" {
+		c.Github.V3APIURL = DefaultV3APIURL
+	}
+	if c.Github.V4APIURL == "" {
+		c.Github.V4APIURL = DefaultV4APIURL
+	}
+	if c.Logging.Level == "" {
+		c.Logging.Level = "info"
+	}
+	if c.Agents.Timeout == 0 {
+		c.Agents.Timeout = 30 * time.Minute
+	}
+	if c.Queue.Workers == 0 {
+		c.Queue.Workers = DefaultWorkers
+	}
+}
+
+func (c *Config) validate() error {
+	if c.Server.Port < 0 || c.Server.Port > 65535 {
+		return fmt.Errorf("server.port %d is out of range", c.Server.Port)
+	}
+	if c.Queue.Workers < 1 {
+		return fmt.Errorf("queue.workers must be at least 1, got %d", c.Queue.Workers)
+	}
+	if c.Server.PublicURL != "" && !strings.HasPrefix(c.Server.PublicURL, "http://") && !strings.HasPrefix(c.Server.PublicURL, "https://") {
+		return fmt.Errorf("server.public_url %q must start with http:// or https://", c.Server.PublicURL)
+	}
+	return nil
+}
+
+// ListenAddr is the host:port the HTTP server binds.
+func (c Config) ListenAddr() string {
+	return net.JoinHostPort(c.Server.Address, strconv.Itoa(c.Server.Port))
+}
+
+// AppConfigured reports whether the GitHub App credentials are all present.
+func (c Config) AppConfigured() bool {
+	a := c.Github.App
+	return a.IntegrationID != 0 && a.PrivateKey != "" && a.WebhookSecret != ""
+}

@@ -1,0 +1,426 @@
+package app_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/apptest"
+	"github.com/forge-dev/forge/app/ghdouble"
+)
+
+const forgeWait = 60 * time.Second
+
+type forgeOptions struct {
+	agentTimeout time.Duration
+	override     map[string][]string
+	files        map[string]string
+}
+
+// newForgeWorld is a repository with code, a person with write access, and
+// Forge with script agents.
+func newForgeWorld(t *testing.T, o forgeOptions) *world {
+	t.Helper()
+	gh := ghdouble.New(t)
+	w := &world{gh: gh, repo: "octo/hello"}
+	w.inst = gh.AddInstallation("octo")
+	r := gh.AddRepo(w.inst, w.repo)
+	files := map[string]string{"README.md": "# hello\n\nHello, world.\n", "main.go": "package main\n\nfunc main() {}\n"}
+	for k, v := range o.files {
+		files[k] = v
+	}
+	r.Seed(files, "initial commit")
+	gh.SetPermission(w.repo, "alice", "write")
+	gh.SetPermission(w.repo, "rita", "read")
+	w.issue = gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Add rate limiting", Author: "alice"})
+	timeout := o.agentTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
+		apptest.ScriptAgents(c, timeout, o.override)
+	}})
+	return w
+}
+
+// command posts a comment as author and delivers it.
+func (w *world) command(t *testing.T, author, body string) (int64, string) {
+	t.Helper()
+	id, payload := w.comment(t, author, body)
+	res, delivery := w.deliver(t, "issue_comment", payload)
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("deliver %q: %d", body, res.StatusCode)
+	}
+	return id, delivery
+}
+
+func (w *world) pulls(t *testing.T) []ghdouble.Pull { return w.gh.Pulls(w.repo) }
+
+func (w *world) botComments(t *testing.T, issue int) []ghdouble.Comment {
+	var out []ghdouble.Comment
+	for _, c := range w.gh.Comments(w.repo, issue) {
+		if c.Author == w.gh.BotLogin() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w *world) progress(t *testing.T) string {
+	for _, c := range w.botComments(t, w.issue) {
+		if strings.Contains(c.Body, ":progress -->") {
+			return c.Body
+		}
+	}
+	return ""
+}
+
+func (w *world) waitProgress(t *testing.T, what string, cond func(body string) bool) string {
+	t.Helper()
+	var body string
+	apptest.Eventually(t, forgeWait, what, func() bool {
+		body = w.progress(t)
+		return cond(body)
+	})
+	return body
+}
+
+func commitMessages(cs []ghdouble.CommitInfo) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Message)
+	}
+	return out
+}
+
+func countPrefix(msgs []string, prefix string) int {
+	n := 0
+	for _, m := range msgs {
+		if strings.HasPrefix(strings.TrimSpace(m), prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestForgeHappyPath: /forge on an issue becomes a draft PR with a drafted
+// plan, a blocking round 1 reviewed and revised, a clean round 2, and the
+// auto-implement decision; within 30 GitHub REST calls.
+func TestForgeHappyPath(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{})
+	comment, _ := w.command(t, "alice", "/forge add rate limiting to the webhook endpoint")
+	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+
+	if n := eyes(w.gh, w.repo, comment); n != 1 {
+		t.Errorf("eyes reactions: %d", n)
+	}
+	prs := w.pulls(t)
+	if len(prs) != 1 {
+		t.Fatalf("pull requests: %d, want 1", len(prs))
+	}
+	pr := prs[0]
+	if !pr.Draft || pr.Head != "plan-001/add-rate-limiting-to-the-webhook-endpoint" || pr.Title != "plan-001: add rate limiting to the webhook endpoint" {
+		t.Errorf("pull request: draft %v head %q title %q", pr.Draft, pr.Head, pr.Title)
+	}
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	for prefix, want := range map[string]int{"plan-001: create plan": 1, "plan-001: draft": 1, "plan-001: revision 1": 1, "plan-001: revision 2": 0, "plan-001: audit log": 1} {
+		if got := countPrefix(msgs, prefix); got != want {
+			t.Errorf("commits %q: %d, want %d (all: %q)", prefix, got, want, msgs)
+		}
+	}
+	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+		if strings.HasPrefix(c.Message, "plan-001") && !c.Verified {
+			t.Errorf("commit %q is not verified: not made through the Git Data API", c.Message)
+		}
+	}
+	reviews := w.gh.Reviews(w.repo, pr.Number)
+	if len(reviews) != 2 {
+		t.Fatalf("reviews: %d, want 2", len(reviews))
+	}
+	for i, rv := range reviews {
+		if rv.State != "COMMENTED" || rv.User != w.gh.BotLogin() || !strings.Contains(rv.Body, fmt.Sprintf("<!-- forge:plan-001:audit:%d -->", i+1)) {
+			t.Errorf("review %d: %s by %s: %q", i+1, rv.State, rv.User, rv.Body)
+		}
+	}
+	if !strings.Contains(reviews[0].Body, "verdict blocking") || !strings.Contains(reviews[1].Body, "verdict minor") {
+		t.Errorf("verdicts do not open the reviews:\n%s\n---\n%s", reviews[0].Body, reviews[1].Body)
+	}
+	inline := w.gh.ReviewComments(w.repo, pr.Number)
+	if len(inline) < 2 {
+		t.Errorf("inline comments: %d, want the findings' lines", len(inline))
+	}
+	planPath := "docs/plans/plan-001-add-rate-limiting-to-the-webhook-endpoint.md"
+	for _, c := range inline {
+		if c.Path != planPath || c.Line < 1 {
+			t.Errorf("inline comment on %s:%d", c.Path, c.Line)
+		}
+	}
+	plan, ok := w.gh.Repo(w.repo).File(pr.Head, planPath)
+	if !ok {
+		t.Fatalf("no plan file %s", planPath)
+	}
+	for _, want := range []string{"**ID:** plan-001", "## Objective", "### Review 1", "### Review 2", "**Verdict:** blocking", "**Verdict:** minor"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("plan file lacks %q:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "CAP_REACHED") {
+		t.Errorf("CAP_REACHED in a plan that passed")
+	}
+	for _, want := range []string{"Forge complete. Plan plan-001 ready for review (2 rounds", "Auto-implement"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("progress comment lacks %q:\n%s", want, body)
+		}
+	}
+	checks := forgeChecks(w, pr)
+	if len(checks) == 0 || checks[len(checks)-1].Status != "completed" {
+		t.Fatalf("forge check runs on the head: %+v", checks)
+	}
+
+	calls := w.gh.TotalCalls(true)
+	t.Logf("GitHub REST calls, installation tokens excluded: %d", calls)
+	if calls > 30 {
+		t.Errorf("the happy path used %d GitHub REST calls, want at most 30", calls)
+	}
+}
+
+func forgeChecks(w *world, pr ghdouble.Pull) []ghdouble.CheckRun {
+	var out []ghdouble.CheckRun
+	head := w.gh.Repo(w.repo).Head(pr.Head)
+	for _, c := range w.gh.CheckRuns(w.repo, head) {
+		if c.Name == "forge" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestForgeCapReached: five blocking rounds end with CAP_REACHED and the
+// plan left for people to review.
+func TestForgeCapReached(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{})
+	w.command(t, "alice", "/forge stubborn plan forge-test: always-blocking")
+	body := w.waitProgress(t, "the forge to stop at the cap", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 5 {
+		t.Errorf("reviews: %d, want 5", n)
+	}
+	plan, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-stubborn-plan-forge-test-always-blocking.md")
+	if !strings.Contains(plan, "VERDICT: CAP_REACHED") || !strings.Contains(plan, "**Status:** REVIEW") {
+		t.Errorf("plan file lacks the cap or the REVIEW status:\n%s", plan)
+	}
+	if !strings.Contains(body, "CAP_REACHED") || strings.Contains(body, "Auto-implement:") {
+		t.Errorf("completion comment:\n%s", body)
+	}
+	checks := forgeChecks(w, pr)
+	if c := checks[len(checks)-1]; c.Conclusion != "action_required" || !strings.Contains(c.Output.Title, "CAP_REACHED") {
+		t.Errorf("forge check: %s %q", c.Conclusion, c.Output.Title)
+	}
+}
+
+// slowScript writes an agent that sleeps, then runs the real one.
+func slowScript(t *testing.T, seconds float64, role string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "slow-"+role+".sh")
+	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", role+".sh")
+	script := fmt.Sprintf("#!/bin/sh\nsleep %v\nexec %s\n", seconds, real)
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+func failingScript(t *testing.T, body string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\ncat >/dev/null\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+// TestForgeCancel: /forge cancel during drafting stops the forge at the top
+// of its first round: CANCELLED, no review.
+func TestForgeCancel(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": slowScript(t, 3, "drafter")}})
+	w.command(t, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to start", func(b string) bool { return b != "" })
+	w.command(t, "alice", "/forge cancel")
+	body := w.waitProgress(t, "the forge to be cancelled", func(b string) bool { return strings.Contains(b, "Forge cancelled") })
+	if !strings.Contains(body, "CANCELLED") {
+		t.Errorf("progress: %s", body)
+	}
+	pr := w.pulls(t)[0]
+	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 0 {
+		t.Errorf("reviews after cancel: %d", n)
+	}
+	var answered bool
+	for _, c := range w.botComments(t, w.issue) {
+		answered = answered || strings.Contains(c.Body, "Forge cancel requested.")
+	}
+	if !answered {
+		t.Errorf("no answer to /forge cancel")
+	}
+	// The issue is free again: a new forge may start.
+	w.command(t, "alice", "/forge another try")
+	apptest.Eventually(t, forgeWait, "a second plan", func() bool { return len(w.pulls(t)) == 2 })
+}
+
+// TestForgeRefusals: a reader gets one polite refusal, a bot nothing, an
+// edited comment nothing, and a redelivery starts no second forge.
+func TestForgeRefusals(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{})
+	c1, _ := w.command(t, "rita", "/forge please do it")
+	apptest.Eventually(t, 20*time.Second, "the refusal", func() bool { return len(w.botComments(t, w.issue)) == 1 })
+	w.command(t, "rita", "/forge again")
+	time.Sleep(time.Second)
+	bot := w.botComments(t, w.issue)
+	if len(bot) != 1 || !strings.Contains(bot[0].Body, "@rita") {
+		t.Fatalf("refusals: %+v", bot)
+	}
+	if eyes(w.gh, w.repo, c1) != 0 {
+		t.Errorf("a refused command got eyes")
+	}
+
+	// A bot's comment and an edited comment are recorded, never worked.
+	id, payload := w.comment(t, "alice", "/forge from a bot")
+	botPayload := ghdouble.EditPayload(t, payload, ghdouble.Set("sender.type", "Bot"), ghdouble.Set("comment.user.type", "Bot"),
+		ghdouble.Set("sender.login", "other[bot]"), ghdouble.Set("comment.user.login", "other[bot]"))
+	w.deliver(t, "issue_comment", botPayload)
+	edited := ghdouble.EditPayload(t, payload, ghdouble.Set("action", "edited"))
+	w.deliver(t, "issue_comment", edited)
+	time.Sleep(time.Second)
+	if n := w.jobs(t, "command"); n != 2 {
+		t.Errorf("command jobs: %d, want 2 (rita's two)", n)
+	}
+	if eyes(w.gh, w.repo, id) != 0 || len(w.pulls(t)) != 0 {
+		t.Errorf("a bot or edited comment started work")
+	}
+
+	// A redelivered command starts one forge.
+	_, delivery := w.command(t, "alice", "/forge add rate limiting")
+	w.gh.Redeliver(delivery)
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	if n := len(w.pulls(t)); n != 1 {
+		t.Errorf("pull requests after a redelivery: %d", n)
+	}
+	// A second forge on the same issue while one runs is refused.
+}
+
+// TestForgeAgentFails: an agent that fails twice (the first attempt and
+// its one retry) sends the plan back to DRAFT and reports its exit status
+// and last lines.
+func TestForgeAgentFails(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{
+		"drafter": failingScript(t, "echo 'model quota exceeded' >&2\nexit 3"),
+	}})
+	w.command(t, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the failure", func(b string) bool { return strings.Contains(b, "Forge failed") })
+	var report string
+	for _, c := range w.botComments(t, w.issue) {
+		if strings.Contains(c.Body, ":error:") {
+			report = c.Body
+		}
+	}
+	for _, want := range []string{"Forge failed on plan-001 while drafting", "exit", "3", "model quota exceeded", "DRAFT"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("failure report lacks %q:\n%s", want, report)
+		}
+	}
+	pr := w.pulls(t)[0]
+	checks := forgeChecks(w, pr)
+	if len(checks) == 0 || checks[len(checks)-1].Conclusion != "failure" {
+		t.Errorf("forge check: %+v", checks)
+	}
+	// What was written is kept: the branch and the template file.
+	if _, ok := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-add-rate-limiting.md"); !ok {
+		t.Errorf("the plan file was lost")
+	}
+}
+
+// TestForgeAgentTimesOut: an agent past its timeout is ended and reported.
+func TestForgeAgentTimesOut(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{agentTimeout: 2 * time.Second, override: map[string][]string{
+		"auditor": failingScript(t, "sleep 30"),
+	}})
+	start := time.Now()
+	w.command(t, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the timeout", func(b string) bool { return strings.Contains(b, "Forge failed") })
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("a 2 s timeout took %s to report", d)
+	}
+	var report string
+	for _, c := range w.botComments(t, w.issue) {
+		if strings.Contains(c.Body, ":error:") {
+			report = c.Body
+		}
+	}
+	if !strings.Contains(report, "auditing") || !strings.Contains(strings.ToLower(report), "timed out") {
+		t.Errorf("failure report:\n%s", report)
+	}
+}
+
+// TestForgeBadRepoConfig: an invalid .github/forge.yml is reported with
+// its line and key, and nothing runs.
+func TestForgeBadRepoConfig(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "max_audit_rounds: 3\nphases:\n  timeout: soon\n"}})
+	w.command(t, "alice", "/forge add rate limiting")
+	apptest.Eventually(t, 20*time.Second, "the config report", func() bool { return len(w.botComments(t, w.issue)) == 1 })
+	got := w.botComments(t, w.issue)[0].Body
+	if !strings.Contains(got, "line 3") || !strings.Contains(got, "phases.timeout") {
+		t.Errorf("config report lacks the line and key:\n%s", got)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if len(w.pulls(t)) != 0 {
+		t.Errorf("a forge ran despite the invalid config")
+	}
+}
+
+// TestForgeOnePerIssueAndQueue: a second /forge on an issue with a running
+// forge gets the seed's answer; beyond limits.max_concurrent_runs a forge is
+// queued and starts when a slot frees.
+func TestForgeOnePerIssueAndQueue(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{
+		override: map[string][]string{"drafter": slowScript(t, 2, "drafter")},
+		files:    map[string]string{".github/forge.yml": "limits:\n  max_concurrent_runs: 1\n"},
+	})
+	w.command(t, "alice", "/forge first")
+	w.waitProgress(t, "the first forge to start", func(b string) bool { return b != "" })
+	w.command(t, "alice", "/forge second on the same issue")
+	apptest.Eventually(t, 20*time.Second, "the already-running answer", func() bool {
+		for _, c := range w.botComments(t, w.issue) {
+			if strings.Contains(c.Body, "A forge is already running for this issue (plan-001). Use `/forge cancel` to stop it first.") {
+				return true
+			}
+		}
+		return false
+	})
+
+	other := w.gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Other", Author: "alice"})
+	id := w.gh.AddComment(w.repo, other, "alice", "/forge on another issue")
+	payload := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "issue_comment/created"),
+		w.gh.InstallationEdit(w.inst), w.gh.RepositoryEdit(w.repo), w.gh.SenderEdit("alice"),
+		w.gh.IssueEdit(w.repo, other), w.gh.CommentEdit(w.repo, id))
+	w.deliver(t, "issue_comment", payload)
+	apptest.Eventually(t, 20*time.Second, "the queued answer", func() bool {
+		for _, c := range w.botComments(t, other) {
+			if strings.Contains(c.Body, "Queued: plan-002") {
+				return true
+			}
+		}
+		return false
+	})
+	apptest.Eventually(t, 2*forgeWait, "the queued forge to run after the first", func() bool {
+		for _, c := range w.botComments(t, other) {
+			if strings.Contains(c.Body, "Forge finished plan-002") {
+				return true
+			}
+		}
+		return false
+	})
+}

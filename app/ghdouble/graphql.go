@@ -1,0 +1,629 @@
+package ghdouble
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// The GraphQL API, as GitHub Enterprise Server lays it out: POST /api/graphql
+// beside the REST API's /api/v3 (GraphQLURL, github.v4_api_url). It serves the
+// few mutations REST has no equivalent for; it is not validated against an
+// OpenAPI description (there is none for GraphQL), and any other operation is
+// reported and answered with a GraphQL error.
+func (s *Server) graphqlWebRoutes() []WebRoute {
+	return []WebRoute{{Pattern: "POST /api/graphql", Handler: s.serveGraphQL}}
+}
+
+// GraphQLURL is the GraphQL endpoint, WebURL()+"api/graphql", for
+// github.v4_api_url.
+func (s *Server) GraphQLURL() string { return s.WebURL() + "api/graphql" }
+
+// gqlError is one entry of a GraphQL answer's "errors".
+type gqlError struct {
+	Type    string `json:"type,omitempty"`
+	Path    []any  `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
+	scheme, value := credential(req)
+	if value == "" || (scheme != "bearer" && scheme != "token") {
+		s.writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "This endpoint requires you to be authenticated.", "documentation_url": "https://docs.github.com/graphql/guides/forming-calls-with-graphql#authenticating-with-graphql"})
+		return
+	}
+	s.mu.Lock()
+	tok := s.tokens[value]
+	ok := tok != nil && s.now().Before(tok.ExpiresAt) && s.liveInstallationLocked(tok.InstallationID) != nil
+	s.mu.Unlock()
+	if !ok {
+		s.writeJSON(w, http.StatusUnauthorized, map[string]any{"message": msgBadCredentials, "documentation_url": "https://docs.github.com/graphql"})
+		return
+	}
+	var body struct {
+		Query     string         `json:"query"`
+		Variables map[string]any `json:"variables"`
+	}
+	if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+		s.writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Problems parsing JSON"})
+		return
+	}
+	op, err := parseGraphQL(body.Query)
+	if err != nil {
+		s.reportf("POST /api/graphql: GitHub would refuse this document: %v", err)
+		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{{Message: err.Error()}}})
+		return
+	}
+	if op.kind != "mutation" {
+		s.reportf("POST /api/graphql: the double serves no GraphQL %s (only the mutations %s)", op.kind, strings.Join(slices.Sorted(maps.Keys(s.mutations())), ", "))
+		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{{Message: "The GitHub double serves no GraphQL " + op.kind}}})
+		return
+	}
+	data := map[string]any{}
+	var errs []gqlError
+	for _, f := range op.selections {
+		key := cmpOr(f.alias, f.name)
+		resolve, known := s.mutations()[f.name]
+		if !known {
+			s.reportf("POST /api/graphql: mutation %s is not served by the double", f.name)
+			errs = append(errs, gqlError{Type: "undefinedField", Path: []any{key}, Message: fmt.Sprintf("Field '%s' doesn't exist on type 'Mutation'", f.name)})
+			continue
+		}
+		args, err := f.resolveArgs(body.Variables)
+		if err != nil {
+			errs = append(errs, gqlError{Path: []any{key}, Message: err.Error()})
+			continue
+		}
+		input, _ := args["input"].(map[string]any)
+		result, gerr := resolve(tok, input)
+		if gerr != nil {
+			gerr.Path = []any{key}
+			errs = append(errs, *gerr)
+			data[key] = nil
+			continue
+		}
+		if id, ok := input["clientMutationId"]; ok {
+			result["clientMutationId"] = id
+		} else {
+			result["clientMutationId"] = nil
+		}
+		projected, err := project(result, f.selections)
+		if err != nil {
+			s.reportf("POST /api/graphql: %s: %v", f.name, err)
+			errs = append(errs, gqlError{Path: []any{key}, Message: err.Error()})
+			data[key] = nil
+			continue
+		}
+		data[key] = projected
+	}
+	out := map[string]any{"data": data}
+	if len(errs) > 0 {
+		out["errors"] = errs
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+type mutation func(tok *Token, input map[string]any) (map[string]any, *gqlError)
+
+func (s *Server) mutations() map[string]mutation {
+	return map[string]mutation{
+		"markPullRequestReadyForReview": func(tok *Token, in map[string]any) (map[string]any, *gqlError) {
+			return s.setDraft(tok, in, false)
+		},
+		"convertPullRequestToDraft": func(tok *Token, in map[string]any) (map[string]any, *gqlError) {
+			return s.setDraft(tok, in, true)
+		},
+		"minimizeComment": func(tok *Token, in map[string]any) (map[string]any, *gqlError) {
+			return s.minimize(tok, in, true)
+		},
+		"unminimizeComment": func(tok *Token, in map[string]any) (map[string]any, *gqlError) {
+			return s.minimize(tok, in, false)
+		},
+		"resolveReviewThread": func(tok *Token, in map[string]any) (map[string]any, *gqlError) {
+			return s.resolveThread(tok, in, true)
+		},
+		"unresolveReviewThread": func(tok *Token, in map[string]any) (map[string]any, *gqlError) {
+			return s.resolveThread(tok, in, false)
+		},
+	}
+}
+
+// parseNodeID reads the double's node ids (see nodeID): "<len>:<Type><id>".
+func parseNodeID(id string) (typ string, n int64, ok bool) {
+	raw, err := base64.StdEncoding.DecodeString(id)
+	if err != nil {
+		return "", 0, false
+	}
+	length, rest, found := strings.Cut(string(raw), ":")
+	l, err := strconv.Atoi(length)
+	if !found || err != nil || l > len(rest) {
+		return "", 0, false
+	}
+	n, err = strconv.ParseInt(rest[l:], 10, 64)
+	return rest[:l], n, err == nil
+}
+
+// reposOf are the repositories the token reaches.
+func (s *Server) reposOf(tok *Token) []*Repo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*Repo
+	for _, r := range s.repos {
+		if r.InstallationID == tok.InstallationID && (tok.RepoIDs == nil || slices.Contains(tok.RepoIDs, r.ID)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func notANode(id any) *gqlError {
+	return &gqlError{Type: "NOT_FOUND", Message: fmt.Sprintf("Could not resolve to a node with the global id of '%v'", id)}
+}
+
+var gqlForbidden = &gqlError{Type: "FORBIDDEN", Message: "Resource not accessible by integration"}
+
+// withNode runs fn under the lock of the repository holding the node (of one
+// of types) the token reaches.
+func (s *Server) withNode(tok *Token, id any, types []string, fn func(r *Repo, typ string, n int64) (map[string]any, *gqlError)) (map[string]any, *gqlError) {
+	str, _ := id.(string)
+	typ, n, ok := parseNodeID(str)
+	if !ok || !slices.Contains(types, typ) {
+		return nil, notANode(id)
+	}
+	for _, r := range s.reposOf(tok) {
+		r.mu.Lock()
+		found := false
+		switch typ {
+		case "PullRequest":
+			found = slices.ContainsFunc(slices.Collect(maps.Values(r.pulls)), func(p *pullState) bool { return p.id == n })
+		case "IssueComment":
+			found = r.comments[n] != nil
+		case "PullRequestReviewComment", "PullRequestReviewThread":
+			found = r.reviewComments[n] != nil
+		}
+		if found {
+			out, gerr := fn(r, typ, n)
+			r.mu.Unlock()
+			return out, gerr
+		}
+		r.mu.Unlock()
+	}
+	return nil, notANode(id)
+}
+
+func (s *Server) setDraft(tok *Token, in map[string]any, draft bool) (map[string]any, *gqlError) {
+	if !tok.allows("pull_requests:write") {
+		return nil, gqlForbidden
+	}
+	return s.withNode(tok, in["pullRequestId"], []string{"PullRequest"}, func(r *Repo, _ string, id int64) (map[string]any, *gqlError) {
+		for _, p := range r.pulls {
+			if p.id != id {
+				continue
+			}
+			is := r.issues[p.number]
+			if is.State != "open" {
+				return nil, &gqlError{Type: "UNPROCESSABLE", Message: "Pull request is closed"}
+			}
+			p.draft = draft
+			is.UpdatedAt = s.now().UTC().Truncate(time.Second)
+			state := "OPEN"
+			return map[string]any{"pullRequest": map[string]any{
+				"__typename": "PullRequest", "id": nodeID("PullRequest", p.id), "number": p.number,
+				"isDraft": p.draft, "state": state, "title": is.Title, "url": s.issueHTMLURL(r, is),
+			}}, nil
+		}
+		return nil, notANode(in["pullRequestId"])
+	})
+}
+
+// minimizeClassifiers are GitHub's ReportedContentClassifiers.
+var minimizeClassifiers = []string{"SPAM", "ABUSE", "OFF_TOPIC", "OUTDATED", "DUPLICATE", "RESOLVED"}
+
+func (s *Server) minimize(tok *Token, in map[string]any, hide bool) (map[string]any, *gqlError) {
+	classifier, _ := in["classifier"].(string)
+	if hide && !slices.Contains(minimizeClassifiers, classifier) {
+		return nil, &gqlError{Type: "INVALID_ARGUMENTS", Message: fmt.Sprintf("Argument 'classifier' on InputObject 'MinimizeCommentInput' has an invalid value (%v).", in["classifier"])}
+	}
+	return s.withNode(tok, in["subjectId"], []string{"IssueComment", "PullRequestReviewComment"}, func(r *Repo, typ string, id int64) (map[string]any, *gqlError) {
+		if typ == "IssueComment" && !tok.allows(issuePermission(r.issues[r.comments[id].Issue], "write")) ||
+			typ == "PullRequestReviewComment" && !tok.allows("pull_requests:write") {
+			return nil, gqlForbidden
+		}
+		if hide {
+			r.minimized[id] = classifier
+		} else {
+			delete(r.minimized, id)
+		}
+		var reason any
+		if hide {
+			reason = strings.ToLower(classifier)
+		}
+		return map[string]any{"minimizedComment": map[string]any{
+			"__typename": typ, "isMinimized": hide, "minimizedReason": reason, "viewerCanMinimize": true,
+		}, "unminimizedComment": map[string]any{
+			"__typename": typ, "isMinimized": hide, "viewerCanMinimize": true,
+		}}, nil
+	})
+}
+
+// ThreadNodeID is the GraphQL id of the review thread the comment opened (a
+// reply's thread is its first comment's), for resolveReviewThread.
+func (cm ReviewComment) ThreadNodeID() string {
+	root := cm.ID
+	if cm.InReplyTo != 0 {
+		root = cm.InReplyTo
+	}
+	return nodeID("PullRequestReviewThread", root)
+}
+
+func (s *Server) resolveThread(tok *Token, in map[string]any, resolved bool) (map[string]any, *gqlError) {
+	if !tok.allows("pull_requests:write") {
+		return nil, gqlForbidden
+	}
+	return s.withNode(tok, in["threadId"], []string{"PullRequestReviewThread"}, func(r *Repo, _ string, id int64) (map[string]any, *gqlError) {
+		root := r.reviewComments[id]
+		if root.InReplyTo != 0 {
+			return nil, notANode(in["threadId"])
+		}
+		root.Resolved = resolved
+		return map[string]any{"thread": map[string]any{
+			"__typename": "PullRequestReviewThread", "id": nodeID("PullRequestReviewThread", id), "isResolved": resolved,
+		}}, nil
+	})
+}
+
+// Minimized is the classifier a comment (issue or review comment) was
+// minimized with through GraphQL, "" when it is not.
+func (s *Server) Minimized(repo string, commentID int64) string {
+	s.t.Helper()
+	r := s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.minimized[commentID]
+}
+
+// project keeps of a resolver's result the fields the selection set asks
+// for, under their aliases, as a GraphQL server answers.
+func project(v any, sel []*gqlField) (any, error) {
+	if len(sel) == 0 || v == nil {
+		return v, nil
+	}
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, item := range x {
+			p, err := project(item, sel)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = p
+		}
+		return out, nil
+	case map[string]any:
+		out := map[string]any{}
+		for _, f := range sel {
+			val, ok := x[f.name]
+			if !ok {
+				typ, _ := x["__typename"].(string)
+				return nil, fmt.Errorf("Field '%s' doesn't exist on type '%s' (or the double does not serve it)", f.name, cmpOr(typ, "payload"))
+			}
+			p, err := project(val, f.selections)
+			if err != nil {
+				return nil, err
+			}
+			out[cmpOr(f.alias, f.name)] = p
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("cannot select fields of a %T", v)
+}
+
+// gqlOperation is a parsed GraphQL operation: its kind and top-level fields.
+type gqlOperation struct {
+	kind       string // "query" or "mutation" or "subscription"
+	selections []*gqlField
+}
+
+type gqlField struct {
+	alias, name string
+	args        map[string]any // values; variables are gqlVar
+	selections  []*gqlField
+}
+
+type gqlVar string
+
+// resolveArgs substitutes the variables in the field's arguments.
+func (f *gqlField) resolveArgs(vars map[string]any) (map[string]any, error) {
+	out, err := substitute(f.args, vars)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := out.(map[string]any)
+	return m, nil
+}
+
+func substitute(v any, vars map[string]any) (any, error) {
+	switch x := v.(type) {
+	case gqlVar:
+		val, ok := vars[string(x)]
+		if !ok {
+			return nil, fmt.Errorf("Variable $%s was not provided", x)
+		}
+		return val, nil
+	case map[string]any:
+		out := map[string]any{}
+		for k, item := range x {
+			s, err := substitute(item, vars)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = s
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, item := range x {
+			s, err := substitute(item, vars)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// gqlParser reads the executable subset of GraphQL clients send: one
+// operation with variables, aliases, arguments and nested selections; no
+// fragments or directives.
+type gqlParser struct {
+	toks []string
+	pos  int
+}
+
+func parseGraphQL(doc string) (*gqlOperation, error) {
+	toks, err := lexGraphQL(doc)
+	if err != nil {
+		return nil, err
+	}
+	p := &gqlParser{toks: toks}
+	op := &gqlOperation{kind: "query"}
+	if tok := p.peek(); tok == "query" || tok == "mutation" || tok == "subscription" {
+		op.kind = p.next()
+		if isName(p.peek()) {
+			p.next()
+		}
+		if p.peek() == "(" {
+			if err := p.skipVariableDefinitions(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if op.selections, err = p.selectionSet(); err != nil {
+		return nil, err
+	}
+	if p.pos != len(p.toks) {
+		return nil, fmt.Errorf("unexpected %q after the operation (one operation per document, no fragments)", p.peek())
+	}
+	return op, nil
+}
+
+func (p *gqlParser) peek() string {
+	if p.pos < len(p.toks) {
+		return p.toks[p.pos]
+	}
+	return ""
+}
+
+func (p *gqlParser) next() string {
+	t := p.peek()
+	p.pos++
+	return t
+}
+
+func (p *gqlParser) expect(t string) error {
+	if got := p.next(); got != t {
+		return fmt.Errorf("expected %q, got %q", t, got)
+	}
+	return nil
+}
+
+func (p *gqlParser) skipVariableDefinitions() error {
+	depth := 0
+	for {
+		switch p.next() {
+		case "(":
+			depth++
+		case ")":
+			depth--
+			if depth == 0 {
+				return nil
+			}
+		case "":
+			return fmt.Errorf("unterminated variable definitions")
+		}
+	}
+}
+
+func (p *gqlParser) selectionSet() ([]*gqlField, error) {
+	if err := p.expect("{"); err != nil {
+		return nil, err
+	}
+	var fields []*gqlField
+	for p.peek() != "}" {
+		if p.peek() == "..." || p.peek() == "@" {
+			return nil, fmt.Errorf("fragments and directives are not served by the double")
+		}
+		name := p.next()
+		if !isName(name) {
+			return nil, fmt.Errorf("expected a field, got %q", name)
+		}
+		f := &gqlField{name: name}
+		if p.peek() == ":" {
+			p.next()
+			f.alias, f.name = name, p.next()
+		}
+		if p.peek() == "(" {
+			args, err := p.arguments()
+			if err != nil {
+				return nil, err
+			}
+			f.args = args
+		}
+		if p.peek() == "{" {
+			sel, err := p.selectionSet()
+			if err != nil {
+				return nil, err
+			}
+			f.selections = sel
+		}
+		fields = append(fields, f)
+	}
+	p.next()
+	return fields, nil
+}
+
+func (p *gqlParser) arguments() (map[string]any, error) {
+	p.next()
+	args := map[string]any{}
+	for p.peek() != ")" {
+		name := p.next()
+		if err := p.expect(":"); err != nil {
+			return nil, err
+		}
+		v, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		args[name] = v
+	}
+	p.next()
+	return args, nil
+}
+
+func (p *gqlParser) value() (any, error) {
+	t := p.next()
+	switch {
+	case t == "$":
+		return gqlVar(p.next()), nil
+	case t == "{":
+		obj := map[string]any{}
+		for p.peek() != "}" {
+			name := p.next()
+			if err := p.expect(":"); err != nil {
+				return nil, err
+			}
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			obj[name] = v
+		}
+		p.next()
+		return obj, nil
+	case t == "[":
+		list := []any{}
+		for p.peek() != "]" {
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		p.next()
+		return list, nil
+	case strings.HasPrefix(t, `"`):
+		var s string
+		if err := json.Unmarshal([]byte(t), &s); err != nil {
+			return nil, fmt.Errorf("bad string %s", t)
+		}
+		return s, nil
+	case t == "true", t == "false":
+		return t == "true", nil
+	case t == "null":
+		return nil, nil
+	case t != "" && (t[0] == '-' || unicode.IsDigit(rune(t[0]))):
+		return json.Number(t), nil
+	case isName(t):
+		return t, nil // an enum value
+	}
+	return nil, fmt.Errorf("unexpected %q in a value", t)
+}
+
+func isName(t string) bool {
+	if t == "" || !(t[0] == '_' || unicode.IsLetter(rune(t[0]))) {
+		return false
+	}
+	for _, c := range t {
+		if c != '_' && !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// lexGraphQL splits a document into tokens: punctuators, names, numbers and
+// strings (kept quoted); commas, whitespace and comments are ignored.
+func lexGraphQL(doc string) ([]string, error) {
+	var toks []string
+	for i := 0; i < len(doc); {
+		c := doc[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',':
+			i++
+		case c == '#':
+			for i < len(doc) && doc[i] != '\n' {
+				i++
+			}
+		case strings.HasPrefix(doc[i:], "..."):
+			toks = append(toks, "...")
+			i += 3
+		case strings.ContainsRune("!$():=@[]{}|", rune(c)):
+			toks = append(toks, string(c))
+			i++
+		case c == '"':
+			if strings.HasPrefix(doc[i:], `"""`) {
+				end := strings.Index(doc[i+3:], `"""`)
+				if end < 0 {
+					return nil, fmt.Errorf("unterminated block string")
+				}
+				quoted, _ := json.Marshal(doc[i+3 : i+3+end])
+				toks = append(toks, string(quoted))
+				i += end + 6
+				continue
+			}
+			j := i + 1
+			for j < len(doc) && doc[j] != '"' {
+				if doc[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(doc) {
+				return nil, fmt.Errorf("unterminated string")
+			}
+			toks = append(toks, doc[i:j+1])
+			i = j + 1
+		default:
+			j := i
+			for j < len(doc) && (doc[j] == '_' || doc[j] == '-' || doc[j] == '.' || doc[j] == '+' ||
+				unicode.IsLetter(rune(doc[j])) || unicode.IsDigit(rune(doc[j]))) {
+				j++
+			}
+			if j == i {
+				return nil, fmt.Errorf("unexpected character %q", c)
+			}
+			toks = append(toks, doc[i:j])
+			i = j
+		}
+	}
+	return toks, nil
+}

@@ -1,0 +1,328 @@
+package ghdouble
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxBodyChars is GitHub's limit on issue, comment and review bodies.
+const maxBodyChars = 65536
+
+// Issue is an issue or a pull request's issue side (IsPull): GitHub's issue
+// endpoints serve both, and they share one numbering.
+type Issue struct {
+	Number      int
+	ID          int64
+	Title       string
+	Body        string
+	Author      string
+	State       string // "open" or "closed"
+	StateReason string
+	Labels      []string
+	Assignees   []string
+	Locked      bool
+	IsPull      bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ClosedAt    time.Time
+	ClosedBy    string
+	Reactions   []Reaction
+}
+
+func (is *Issue) clone() Issue {
+	out := *is
+	out.Labels = slices.Clone(is.Labels)
+	out.Assignees = slices.Clone(is.Assignees)
+	out.Reactions = slices.Clone(is.Reactions)
+	return out
+}
+
+// IssueSpec describes an issue for AddIssue.
+type IssueSpec struct {
+	Title     string
+	Body      string
+	Author    string // a person's login (default "octocat")
+	Labels    []string
+	Assignees []string
+	Closed    bool
+}
+
+// AddIssue opens an issue as a person would and returns its number. Labels that
+// do not exist are created.
+func (s *Server) AddIssue(repo string, spec IssueSpec) int {
+	s.t.Helper()
+	r := s.mustRepo(repo)
+	if spec.Author == "" {
+		spec.Author = "octocat"
+	}
+	s.ensureUser(spec.Author, "User")
+	now := s.now().UTC().Truncate(time.Second)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	is := &Issue{
+		Number:    r.nextNumberLocked(),
+		ID:        s.nextID(),
+		Title:     spec.Title,
+		Body:      spec.Body,
+		Author:    spec.Author,
+		State:     "open",
+		Assignees: slices.Clone(spec.Assignees),
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	if spec.Closed {
+		is.State, is.StateReason, is.ClosedAt, is.ClosedBy = "closed", "completed", now, spec.Author
+	}
+	s.setIssueLabelsLocked(r, is, spec.Labels)
+	r.issues[is.Number] = is
+	return is.Number
+}
+
+// Issue is a copy of the issue (or pull request) number of repo.
+func (s *Server) Issue(repo string, number int) Issue {
+	s.t.Helper()
+	r := s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	is := r.issues[number]
+	if is == nil {
+		s.t.Fatalf("ghdouble: %s has no issue #%d", repo, number)
+		return Issue{}
+	}
+	return is.clone()
+}
+
+// issuePermission is what a token needs on the issue: a pull request's issue side
+// is open to the pull_requests permission too.
+func issuePermission(is *Issue, level string) string {
+	if is.IsPull {
+		return "issues:" + level + "|pull_requests:" + level
+	}
+	return "issues:" + level
+}
+
+// issueLocked finds the route's {issue_number} and checks the token may act on
+// it; a nil issue comes with the answer to give.
+func (c *Call) issueLocked(level string) (*Issue, int, any) {
+	is := c.Repo.issues[int(c.IntParam("issue_number"))]
+	if is == nil {
+		status, body := notFound()
+		return nil, status, body
+	}
+	if !c.Token.allows(issuePermission(is, level)) {
+		status, body := forbidden("Resource not accessible by integration")
+		return nil, status, body
+	}
+	return is, 0, nil
+}
+
+// bodyTooLong is GitHub's refusal of an issue body over maxBodyChars.
+func bodyTooLong(resource string) (int, any) {
+	if resource == "IssueComment" {
+		return validationFailed(FieldError{Resource: resource, Code: "unprocessable", Field: "data",
+			Message: fmt.Sprintf("Body is too long (maximum is %d characters)", maxBodyChars)})
+	}
+	return validationFailed(FieldError{Resource: resource, Code: "custom", Field: "body",
+		Message: fmt.Sprintf("body is too long (maximum is %d characters)", maxBodyChars)})
+}
+
+func tooLong(body string) bool { return utf8.RuneCountInString(body) > maxBodyChars }
+
+func (s *Server) issueRoutes() []Route {
+	return []Route{
+		{Method: "GET", Path: "/repos/{owner}/{repo}/issues/{issue_number}", Permission: "issues:read|pull_requests:read", Handler: s.getIssue},
+		{Method: "PATCH", Path: "/repos/{owner}/{repo}/issues/{issue_number}", Permission: "issues:write|pull_requests:write", Handler: s.updateIssue},
+	}
+}
+
+func (s *Server) getIssue(c *Call) (int, any) {
+	c.Repo.mu.Lock()
+	defer c.Repo.mu.Unlock()
+	is, status, e := c.issueLocked("read")
+	if is == nil {
+		return status, e
+	}
+	return http.StatusOK, s.issueJSONLocked(c.Repo, is)
+}
+
+func (s *Server) updateIssue(c *Call) (int, any) {
+	var req map[string]json.RawMessage
+	if err := c.Decode(&req); err != nil {
+		return http.StatusBadRequest, &Error{Message: "Problems parsing JSON"}
+	}
+	actor := c.Actor()
+	r := c.Repo
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	is, status, e := c.issueLocked("write")
+	if is == nil {
+		return status, e
+	}
+	next := is.clone()
+	if raw, ok := req["title"]; ok {
+		var title any
+		_ = json.Unmarshal(raw, &title)
+		switch t := title.(type) {
+		case string:
+			next.Title = t
+		case float64:
+			next.Title = strconv.FormatFloat(t, 'f', -1, 64)
+		}
+		if strings.TrimSpace(next.Title) == "" {
+			return validationFailed(FieldError{Resource: "Issue", Code: "missing_field", Field: "title"})
+		}
+	}
+	if raw, ok := req["body"]; ok {
+		var body *string
+		_ = json.Unmarshal(raw, &body)
+		next.Body = ""
+		if body != nil {
+			next.Body = *body
+		}
+		if tooLong(next.Body) {
+			return bodyTooLong("Issue")
+		}
+	}
+	now := s.now().UTC().Truncate(time.Second)
+	if raw, ok := req["state"]; ok {
+		var state, reason string
+		_ = json.Unmarshal(raw, &state)
+		if r, ok := req["state_reason"]; ok {
+			_ = json.Unmarshal(r, &reason)
+		}
+		switch {
+		case state == "closed" && is.State == "open":
+			next.State, next.ClosedAt, next.ClosedBy = "closed", now, actor.Login
+			next.StateReason = cmpOr(reason, "completed")
+		case state == "open" && is.State == "closed":
+			next.State, next.ClosedAt, next.ClosedBy, next.StateReason = "open", time.Time{}, "", "reopened"
+		}
+	}
+	if raw, ok := req["assignees"]; ok {
+		var logins []string
+		_ = json.Unmarshal(raw, &logins)
+		next.Assignees = nil
+		for _, login := range logins {
+			// GitHub drops assignees it cannot assign instead of refusing the update.
+			if u := s.findUser(login); u != nil && u.Type == "User" {
+				next.Assignees = append(next.Assignees, u.Login)
+			}
+		}
+	}
+	if raw, ok := req["labels"]; ok {
+		names, ok := labelNames(raw)
+		if !ok {
+			return validationFailed(FieldError{Resource: "Issue", Code: "invalid", Field: "labels"})
+		}
+		s.setIssueLabelsLocked(r, &next, names)
+	}
+	next.UpdatedAt = now
+	*is = next
+	return http.StatusOK, s.issueJSONLocked(r, is)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// issueHTMLURL is where people see the issue, or the pull request.
+func (s *Server) issueHTMLURL(r *Repo, is *Issue) string {
+	kind := "issues"
+	if is.IsPull {
+		kind = "pull"
+	}
+	return fmt.Sprintf("%s/%s/%d", s.repoHTMLURL(r), kind, is.Number)
+}
+
+// association is the author_association of login on r; call with r.mu held.
+func (s *Server) association(r *Repo, login string) string {
+	switch {
+	case strings.EqualFold(login, r.Owner):
+		return "OWNER"
+	case r.permissions[strings.ToLower(login)] != "":
+		return "COLLABORATOR"
+	}
+	return "NONE"
+}
+
+// issueJSONLocked is an issue; call with r.mu held.
+func (s *Server) issueJSONLocked(r *Repo, is *Issue) map[string]any {
+	api := fmt.Sprintf("%s/issues/%d", s.repoAPIURL(r), is.Number)
+	labels := []any{}
+	for _, name := range is.Labels {
+		if l := r.labels[strings.ToLower(name)]; l != nil {
+			labels = append(labels, s.labelJSON(r, l))
+		}
+	}
+	assignees := []any{}
+	for _, login := range is.Assignees {
+		assignees = append(assignees, s.loginJSON(login))
+	}
+	comments := 0
+	for _, cm := range r.comments {
+		if cm.Issue == is.Number {
+			comments++
+		}
+	}
+	out := map[string]any{
+		"id":                       is.ID,
+		"node_id":                  nodeID("Issue", is.ID),
+		"url":                      api,
+		"repository_url":           s.repoAPIURL(r),
+		"labels_url":               api + "/labels{/name}",
+		"comments_url":             api + "/comments",
+		"events_url":               api + "/events",
+		"timeline_url":             api + "/timeline",
+		"html_url":                 s.issueHTMLURL(r, is),
+		"number":                   is.Number,
+		"state":                    is.State,
+		"state_reason":             nil,
+		"title":                    is.Title,
+		"body":                     nil,
+		"user":                     s.loginJSON(is.Author),
+		"labels":                   labels,
+		"assignee":                 nil,
+		"assignees":                assignees,
+		"milestone":                nil,
+		"locked":                   is.Locked,
+		"active_lock_reason":       nil,
+		"comments":                 comments,
+		"closed_at":                nil,
+		"closed_by":                nil,
+		"created_at":               timeJSON(is.CreatedAt),
+		"updated_at":               timeJSON(is.UpdatedAt),
+		"author_association":       s.association(r, is.Author),
+		"reactions":                s.rollupJSON(api+"/reactions", is.Reactions),
+		"performed_via_github_app": nil,
+	}
+	if is.Body != "" {
+		out["body"] = is.Body
+	}
+	if is.StateReason != "" {
+		out["state_reason"] = is.StateReason
+	}
+	if len(assignees) > 0 {
+		out["assignee"] = assignees[0]
+	}
+	if !is.ClosedAt.IsZero() {
+		out["closed_at"] = timeJSON(is.ClosedAt)
+		out["closed_by"] = s.loginJSON(is.ClosedBy)
+	}
+	if is.IsPull {
+		pulls := fmt.Sprintf("%s/pulls/%d", s.repoAPIURL(r), is.Number)
+		html := s.issueHTMLURL(r, is)
+		out["pull_request"] = map[string]any{
+			"url": pulls, "html_url": html, "diff_url": html + ".diff", "patch_url": html + ".patch", "merged_at": nil,
+		}
+	}
+	return out
+}

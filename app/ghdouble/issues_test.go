@@ -1,0 +1,247 @@
+package ghdouble
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// tokenFixture is a fixture with issue #1 and an installation token.
+type tokenFixture struct {
+	fixture
+	token string
+}
+
+func newTokenFixture(t *testing.T) tokenFixture {
+	s, _ := newRecorded(t)
+	inst := s.AddInstallation("acme")
+	s.AddRepo(inst, "acme/widgets")
+	s.AddIssue("acme/widgets", IssueSpec{Title: "Add a widget", Author: "alice"})
+	return tokenFixture{fixture: fixture{s: s, inst: inst, repo: "acme/widgets"}, token: installationToken(t, s, inst)}
+}
+
+func (f tokenFixture) call(t *testing.T, method, path string, body any) answer {
+	t.Helper()
+	return call(t, method, f.s.URL()+"repos/acme/widgets/"+path, "token "+f.token, body)
+}
+
+func TestReactionsCreatedThenExisting(t *testing.T) {
+	for _, target := range []string{"issues/comments/{comment}/reactions", "issues/1/reactions"} {
+		t.Run(target, func(t *testing.T) {
+			f := newTokenFixture(t)
+			comment := f.s.AddComment(f.repo, 1, "alice", "/forge run")
+			path := strings.ReplaceAll(target, "{comment}", idStr(comment))
+
+			first := f.call(t, "POST", path, map[string]any{"content": "eyes"})
+			again := f.call(t, "POST", path, map[string]any{"content": "eyes"})
+			other := f.call(t, "POST", path, map[string]any{"content": "rocket"})
+			if first.status != http.StatusCreated || again.status != http.StatusOK || other.status != http.StatusCreated {
+				t.Fatalf("statuses %d, %d, %d; want 201, 200, 201", first.status, again.status, other.status)
+			}
+			if first.json["id"] != again.json["id"] {
+				t.Errorf("the repeated reaction answered %v, want the existing %v", again.json["id"], first.json["id"])
+			}
+			list := f.call(t, "GET", path+"?content=eyes", nil)
+			if len(list.list) != 1 {
+				t.Errorf("listed %d eyes reactions, want 1", len(list.list))
+			}
+			reactions := f.s.IssueReactions(f.repo, 1)
+			if strings.Contains(target, "comments") {
+				reactions = f.s.Reactions(f.repo, comment)
+			}
+			if len(reactions) != 2 || reactions[0].User != f.s.BotLogin() {
+				t.Errorf("stored reactions %+v", reactions)
+			}
+		})
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		request func(f tokenFixture, comment int64, body string) (method, path string, payload any)
+		wantMsg string
+	}{
+		{"create comment", func(f tokenFixture, _ int64, body string) (string, string, any) {
+			return "POST", "issues/1/comments", map[string]any{"body": body}
+		}, "Body is too long (maximum is 65536 characters)"},
+		{"edit comment", func(f tokenFixture, comment int64, body string) (string, string, any) {
+			return "PATCH", "issues/comments/" + idStr(comment), map[string]any{"body": body}
+		}, "Body is too long (maximum is 65536 characters)"},
+		{"edit issue", func(f tokenFixture, _ int64, body string) (string, string, any) {
+			return "PATCH", "issues/1", map[string]any{"body": body}
+		}, "body is too long (maximum is 65536 characters)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newTokenFixture(t)
+			comment := f.s.AddComment(f.repo, 1, "alice", "hi")
+			// Characters count, not bytes: "é" is two bytes.
+			method, path, payload := tt.request(f, comment, strings.Repeat("é", maxBodyChars))
+			if got := f.call(t, method, path, payload); got.status >= 300 {
+				t.Fatalf("a body of exactly %d characters: %d %s", maxBodyChars, got.status, got.raw)
+			}
+			method, path, payload = tt.request(f, comment, strings.Repeat("x", maxBodyChars+1))
+			got := f.call(t, method, path, payload)
+			if got.status != http.StatusUnprocessableEntity || got.json["message"] != "Validation Failed" || !strings.Contains(got.raw, tt.wantMsg) {
+				t.Errorf("a body one too long: %d %s", got.status, got.raw)
+			}
+		})
+	}
+}
+
+func TestLabels(t *testing.T) {
+	f := newTokenFixture(t)
+	added := f.call(t, "POST", "issues/1/labels", map[string]any{"labels": []any{"forge", map[string]any{"name": "BUG"}}})
+	if added.status != http.StatusOK || len(added.list) != 2 {
+		t.Fatalf("add labels: %d %s", added.status, added.raw)
+	}
+	if got := f.s.Labels(f.repo, 1); !slices.Equal(got, []string{"bug", "forge"}) {
+		t.Errorf("Labels = %q, want the existing bug label reused and forge created", got)
+	}
+	var forge Label
+	for _, l := range f.s.RepoLabels(f.repo) {
+		if l.Name == "forge" {
+			forge = l
+		}
+	}
+	if forge.Color != autoLabelColor || forge.Default {
+		t.Errorf("created label %+v, want color %s", forge, autoLabelColor)
+	}
+
+	if got := f.call(t, "POST", "labels", map[string]any{"name": "Forge", "color": "ff0000"}); got.status != 422 || !strings.Contains(got.raw, "already_exists") {
+		t.Errorf("duplicate label: %d %s", got.status, got.raw)
+	}
+	if got := f.call(t, "POST", "labels", map[string]any{"name": "forge:review", "color": "#0E8A16", "description": "in review"}); got.status != http.StatusCreated || got.json["color"] != "0e8a16" {
+		t.Errorf("create label: %d %s", got.status, got.raw)
+	}
+	if got := f.call(t, "GET", "labels/forge%3Areview", nil); got.status != http.StatusOK || got.json["description"] != "in review" {
+		t.Errorf("get label: %d %s", got.status, got.raw)
+	}
+	if got := f.call(t, "DELETE", "issues/1/labels/wontfix", nil); got.status != http.StatusNotFound || got.json["message"] != "Label does not exist" {
+		t.Errorf("remove a label the issue lacks: %d %s", got.status, got.raw)
+	}
+	if got := f.call(t, "PUT", "issues/1/labels", map[string]any{"labels": []string{"forge:review"}}); got.status != http.StatusOK {
+		t.Errorf("set labels: %d %s", got.status, got.raw)
+	}
+	if got := f.s.Labels(f.repo, 1); !slices.Equal(got, []string{"forge:review"}) {
+		t.Errorf("Labels after PUT = %q", got)
+	}
+}
+
+func TestCollaboratorPermission(t *testing.T) {
+	tests := []struct {
+		name           string
+		private        bool
+		role           string // "" sets nothing
+		user           string
+		wantStatus     int
+		wantPermission string
+		wantRole       string
+	}{
+		{"admin", false, "admin", "alice", 200, "admin", "admin"},
+		{"maintain reads as write", false, "maintain", "alice", 200, "write", "maintain"},
+		{"write", false, "write", "alice", 200, "write", "write"},
+		{"triage reads as read", false, "triage", "alice", 200, "read", "triage"},
+		{"read", true, "read", "alice", 200, "read", "read"},
+		{"no role on a public repository", false, "none", "alice", 200, "read", "read"},
+		{"no role on a private repository", true, "none", "alice", 200, "none", "none"},
+		{"unknown user", false, "", "nobody-here", 404, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newRecorded(t)
+			inst := s.AddInstallation("acme")
+			var opts []RepoOption
+			if tt.private {
+				opts = append(opts, RepoPrivate())
+			}
+			s.AddRepo(inst, "acme/widgets", opts...)
+			if tt.role != "" {
+				s.SetPermission("acme/widgets", tt.user, tt.role)
+			}
+			perm, resp, err := client(t, s, inst).Repositories.GetPermissionLevel(context.Background(), "acme", "widgets", tt.user)
+			if resp == nil || resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %v, err %v; want %d", resp, err, tt.wantStatus)
+			}
+			if tt.wantStatus != 200 {
+				return
+			}
+			if perm.GetPermission() != tt.wantPermission || perm.GetRoleName() != tt.wantRole || perm.GetUser().GetLogin() != tt.user {
+				t.Errorf("permission %s, role %s, user %s", perm.GetPermission(), perm.GetRoleName(), perm.GetUser().GetLogin())
+			}
+		})
+	}
+}
+
+func TestIssueUpdate(t *testing.T) {
+	f := newTokenFixture(t)
+	f.s.AddUser("bob")
+	got := f.call(t, "PATCH", "issues/1", map[string]any{
+		"title": "Add two widgets", "state": "closed", "state_reason": "not_planned", "labels": []string{"forge"}, "assignees": []string{"bob", "ghost"},
+	})
+	if got.status != http.StatusOK {
+		t.Fatalf("update: %d %s", got.status, got.raw)
+	}
+	is := f.s.Issue(f.repo, 1)
+	if is.Title != "Add two widgets" || is.State != "closed" || is.StateReason != "not_planned" || is.ClosedBy != f.s.BotLogin() ||
+		!slices.Equal(is.Labels, []string{"forge"}) || !slices.Equal(is.Assignees, []string{"bob"}) {
+		t.Errorf("issue = %+v", is)
+	}
+	reopened := f.call(t, "PATCH", "issues/1", map[string]any{"state": "open"})
+	if reopened.json["state"] != "open" || reopened.json["state_reason"] != "reopened" || reopened.json["closed_at"] != nil {
+		t.Errorf("reopened = %s", reopened.raw)
+	}
+	if got := f.call(t, "GET", "issues/99", nil); got.status != http.StatusNotFound {
+		t.Errorf("missing issue: %d", got.status)
+	}
+}
+
+// TestCommentPagination: go-github follows the Link header through the pages.
+func TestCommentPagination(t *testing.T) {
+	f := newTokenFixture(t)
+	for i := range 35 {
+		f.s.AddComment(f.repo, 1, "alice", fmt.Sprintf("comment %d", i))
+	}
+	first := f.call(t, "GET", "issues/1/comments?per_page=30", nil)
+	if len(first.list) != 30 || !strings.Contains(first.header.Get("Link"), `rel="next"`) {
+		t.Fatalf("first page: %d comments, Link %q", len(first.list), first.header.Get("Link"))
+	}
+	gh := client(t, f.s, f.inst)
+	var bodies []string
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 10}}
+	for {
+		page, resp, err := gh.Issues.ListComments(context.Background(), "acme", "widgets", 1, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range page {
+			bodies = append(bodies, c.GetBody())
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	if len(bodies) != 35 || bodies[0] != "comment 0" || bodies[34] != "comment 34" {
+		t.Errorf("paged through %d comments: first %q last %q", len(bodies), bodies[0], bodies[len(bodies)-1])
+	}
+}
+
+func TestCommentOnAnotherReposIssueIsNotFound(t *testing.T) {
+	f := newTokenFixture(t)
+	other := f.s.AddRepo(f.inst, "acme/gadgets")
+	f.s.AddIssue(other.FullName, IssueSpec{Title: "x"})
+	comment := f.s.AddComment(other.FullName, 1, "alice", "hi")
+	if got := f.call(t, "GET", "issues/comments/"+idStr(comment), nil); got.status != http.StatusNotFound {
+		t.Errorf("a comment of acme/gadgets read through acme/widgets: %d", got.status)
+	}
+	if got := f.call(t, "DELETE", "issues/comments/"+idStr(comment), nil); got.status != http.StatusNotFound {
+		t.Errorf("deleted through the wrong repository: %d", got.status)
+	}
+}

@@ -1,0 +1,193 @@
+package ghdouble
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// apiPrefix is where the REST API lives, as on GitHub Enterprise Server: go-github's
+// WithEnterpriseURLs and go-githubapp both accept a base URL ending in /api/v3/.
+const apiPrefix = "/api/v3"
+
+// Server is a stateful fake of GitHub's REST API and of the few github.com web pages
+// an App meets, served over real HTTP on 127.0.0.1.
+//
+// Locking order: a Repo's mu, then s.mu, then the leaf locks (users, calls,
+// router); s.mu is never held while a Repo's mu is taken. The id counters are atomic.
+type Server struct {
+	t      testing.TB
+	http   *httptest.Server
+	now    func() time.Time
+	routes *router
+	web    *http.ServeMux
+	// webLogin is the person signed in on the web side.
+	webLogin      string
+	lastID        atomic.Int64
+	lastRequestID atomic.Int64
+
+	users userTable
+	calls callTable
+
+	mu            sync.Mutex
+	app           *App
+	installations map[int64]*Installation
+	tokens        map[string]*Token
+	repos         map[string]*Repo // by lower-cased full name
+	manifestCodes map[string]*manifestCode
+	lastManifest  map[string]any
+	deliveries    map[string]*delivery
+}
+
+// Option configures a Server in New.
+type Option func(*options)
+
+type options struct {
+	appID         int64
+	appName       string
+	keyPEM        []byte
+	webhookSecret string
+	permissions   map[string]string
+	events        []string
+	webUser       string
+	now           func() time.Time
+}
+
+// WithAppID sets the App's id (default: a fresh id).
+func WithAppID(id int64) Option { return func(o *options) { o.appID = id } }
+
+// WithAppName sets the App's name; its slug, and so the bot login "<slug>[bot]",
+// derive from it as on GitHub (default "Forge Test").
+func WithAppName(name string) Option { return func(o *options) { o.appName = name } }
+
+// WithPrivateKey sets the App's RSA key (PKCS#1 or PKCS#8 PEM) instead of a generated one.
+func WithPrivateKey(pemBytes []byte) Option { return func(o *options) { o.keyPEM = pemBytes } }
+
+// WithWebhookSecret sets the App's webhook secret instead of a generated one.
+func WithWebhookSecret(secret string) Option {
+	return func(o *options) { o.webhookSecret = secret }
+}
+
+// WithAppPermissions sets the App's permissions, e.g. {"issues": "write"}; new
+// installations get them, and tokens are checked against them.
+func WithAppPermissions(p map[string]string) Option {
+	return func(o *options) { o.permissions = p }
+}
+
+// WithAppEvents sets the webhook events the App subscribes to.
+func WithAppEvents(events ...string) Option { return func(o *options) { o.events = events } }
+
+// WithWebUser sets the login of the person signed in on the web side, who owns
+// Apps created through the manifest flow (default "forge-admin").
+func WithWebUser(login string) Option { return func(o *options) { o.webUser = login } }
+
+// WithClock replaces time.Now, for tests of token and JWT expiry.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// DefaultPermissions are the App's permissions unless WithAppPermissions says otherwise:
+// what Forge asks for in its manifest.
+func DefaultPermissions() map[string]string {
+	return map[string]string{
+		"metadata":      "read",
+		"contents":      "write",
+		"issues":        "write",
+		"pull_requests": "write",
+		"checks":        "write",
+		"statuses":      "read",
+		"members":       "read",
+	}
+}
+
+// New starts a double on 127.0.0.1; it is closed when the test ends.
+func New(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	o := options{
+		appName:     "Forge Test",
+		permissions: DefaultPermissions(),
+		events:      []string{"issues", "issue_comment", "pull_request", "pull_request_review", "check_run", "check_suite"},
+		webUser:     "forge-admin",
+		now:         time.Now,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	doc, err := loadSpec()
+	if err != nil {
+		t.Fatalf("ghdouble: %v", err)
+	}
+	s := &Server{
+		t:             t,
+		now:           o.now,
+		web:           http.NewServeMux(),
+		webLogin:      o.webUser,
+		installations: map[int64]*Installation{},
+		tokens:        map[string]*Token{},
+		repos:         map[string]*Repo{},
+		manifestCodes: map[string]*manifestCode{},
+		deliveries:    map[string]*delivery{},
+	}
+	s.users.byLogin = map[string]*User{}
+	s.calls.counts = map[string]int{}
+	s.lastID.Store(1000)
+	s.routes, err = newRouter(doc, s.apiRoutes())
+	if err != nil {
+		t.Fatalf("ghdouble: %v", err)
+	}
+	for _, wr := range s.webRoutes() {
+		s.web.HandleFunc(wr.Pattern, wr.Handler)
+	}
+	s.web.HandleFunc("/", s.serveUnknownWeb)
+
+	app, err := s.newApp(o)
+	if err != nil {
+		t.Fatalf("ghdouble: %v", err)
+	}
+	s.app = app
+	s.http = httptest.NewServer(s)
+	t.Cleanup(s.http.Close)
+	return s
+}
+
+// URL is the REST API base, ending in a slash as go-github's BaseURL requires:
+// "http://127.0.0.1:PORT/api/v3/". Use it for go-githubapp's github.v3_api_url.
+func (s *Server) URL() string { return s.http.URL + apiPrefix + "/" }
+
+// WebURL is the github.com side, "http://127.0.0.1:PORT/": html_url links point
+// there and the manifest flow's /settings/apps/new is served there.
+func (s *Server) WebURL() string { return s.http.URL + "/" }
+
+// ServeHTTP sends /api/v3/ to the REST router and everything else to the web side.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == apiPrefix || strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
+		s.serveAPI(w, r)
+		return
+	}
+	s.web.ServeHTTP(w, r)
+}
+
+// reportf fails the test with a request GitHub would have refused or a bug of the
+// double itself. It is safe from the server's goroutines: httptest.Server.Close,
+// run by t.Cleanup, waits for the requests in flight before the test ends.
+func (s *Server) reportf(format string, args ...any) {
+	s.t.Errorf("ghdouble: "+format, args...)
+}
+
+func (s *Server) nextID() int64 { return s.lastID.Add(1) }
+
+// apiBase is the API URL without the trailing slash, to build resource URLs.
+func (s *Server) apiBase() string { return s.http.URL + apiPrefix }
+
+func (s *Server) serveUnknownWeb(w http.ResponseWriter, r *http.Request) {
+	s.reportf("%s %s: the web side of the double serves no such page", r.Method, r.URL.Path)
+	http.NotFound(w, r)
+}
+
+// WebRoute is a page of the github.com side (no OpenAPI validation, no token).
+type WebRoute struct {
+	Pattern string // an http.ServeMux pattern, e.g. "POST /settings/apps/new"
+	Handler http.HandlerFunc
+}

@@ -1,0 +1,384 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v66/github"
+
+	"github.com/forge-dev/forge/pipeline"
+)
+
+// githubAPI implements pipeline.GitHub with go-github.
+type githubAPI struct {
+	c *github.Client
+	// trees remembers commit → tree for the commits Forge made, so the
+	// next commit on top needs no lookup.
+	trees *treeCache
+}
+
+var _ pipeline.GitHub = (*githubAPI)(nil)
+
+type treeCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (t *treeCache) get(commit string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[commit]
+}
+
+func (t *treeCache) put(commit, tree string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) > 10000 {
+		t.m = map[string]string{}
+	}
+	t.m[commit] = tree
+}
+
+func (g *githubAPI) ReactToComment(ctx context.Context, repo pipeline.Repo, commentID int64, content string) error {
+	_, _, err := g.c.Reactions.CreateIssueCommentReaction(ctx, repo.Owner, repo.Name, commentID, content)
+	return apiError(err)
+}
+
+func (g *githubAPI) Permission(ctx context.Context, repo pipeline.Repo, user string) (string, error) {
+	p, _, err := g.c.Repositories.GetPermissionLevel(ctx, repo.Owner, repo.Name, user)
+	if err != nil {
+		return "", apiError(err)
+	}
+	return p.GetPermission(), nil
+}
+
+func (g *githubAPI) CreateComment(ctx context.Context, repo pipeline.Repo, issue int, body string) (int64, error) {
+	c, _, err := g.c.Issues.CreateComment(ctx, repo.Owner, repo.Name, issue, &github.IssueComment{Body: &body})
+	if err != nil {
+		return 0, apiError(err)
+	}
+	return c.GetID(), nil
+}
+
+func (g *githubAPI) UpdateComment(ctx context.Context, repo pipeline.Repo, id int64, body string) error {
+	_, _, err := g.c.Issues.EditComment(ctx, repo.Owner, repo.Name, id, &github.IssueComment{Body: &body})
+	return apiError(err)
+}
+
+func (g *githubAPI) ListComments(ctx context.Context, repo pipeline.Repo, issue int) ([]pipeline.Comment, error) {
+	var out []pipeline.Comment
+	opt := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		cs, res, err := g.c.Issues.ListComments(ctx, repo.Owner, repo.Name, issue, opt)
+		if err != nil {
+			return nil, apiError(err)
+		}
+		for _, c := range cs {
+			out = append(out, pipeline.Comment{ID: c.GetID(), Body: c.GetBody(), Author: c.GetUser().GetLogin(),
+				AuthorBot: c.GetUser().GetType() == "Bot"})
+		}
+		if res.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = res.NextPage
+	}
+}
+
+func (g *githubAPI) AddLabels(ctx context.Context, repo pipeline.Repo, issue int, labels ...string) error {
+	_, _, err := g.c.Issues.AddLabelsToIssue(ctx, repo.Owner, repo.Name, issue, labels)
+	return apiError(err)
+}
+
+func (g *githubAPI) RemoveLabel(ctx context.Context, repo pipeline.Repo, issue int, label string) error {
+	_, err := g.c.Issues.RemoveLabelForIssue(ctx, repo.Owner, repo.Name, issue, label)
+	if err = apiError(err); errors.Is(err, pipeline.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (g *githubAPI) BranchHead(ctx context.Context, repo pipeline.Repo, branch string) (string, error) {
+	ref, _, err := g.c.Git.GetRef(ctx, repo.Owner, repo.Name, "refs/heads/"+branch)
+	if err != nil {
+		return "", apiError(err)
+	}
+	return ref.GetObject().GetSHA(), nil
+}
+
+func (g *githubAPI) CreateBranch(ctx context.Context, repo pipeline.Repo, branch, sha string) error {
+	_, _, err := g.c.Git.CreateRef(ctx, repo.Owner, repo.Name, &github.Reference{
+		Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: &sha},
+	})
+	err = apiError(err)
+	if errors.Is(err, pipeline.ErrRejected) && strings.Contains(err.Error(), "already exists") {
+		return fmt.Errorf("%w: %v", pipeline.ErrAlreadyExists, err)
+	}
+	return err
+}
+
+func (g *githubAPI) Commit(ctx context.Context, repo pipeline.Repo, sha string) (pipeline.Commit, error) {
+	c, _, err := g.c.Git.GetCommit(ctx, repo.Owner, repo.Name, sha)
+	if err != nil {
+		return pipeline.Commit{}, apiError(err)
+	}
+	g.trees.put(c.GetSHA(), c.GetTree().GetSHA())
+	out := pipeline.Commit{SHA: c.GetSHA(), Message: c.GetMessage()}
+	for _, p := range c.Parents {
+		out.Parents = append(out.Parents, p.GetSHA())
+	}
+	return out, nil
+}
+
+// CommitFiles makes a commit through the Git Data API (a tree with the
+// files inline, a commit, a ref update without force) so GitHub signs it
+// and never lets it overwrite a push it did not see.
+func (g *githubAPI) CommitFiles(ctx context.Context, repo pipeline.Repo, branch, parent, message string, files []pipeline.FileChange) (string, error) {
+	base := g.trees.get(parent)
+	if base == "" {
+		if _, err := g.Commit(ctx, repo, parent); err != nil {
+			return "", fmt.Errorf("read parent commit: %w", err)
+		}
+		base = g.trees.get(parent)
+	}
+	var entries []*github.TreeEntry
+	for _, f := range files {
+		mode := "100644"
+		if f.Executable {
+			mode = "100755"
+		}
+		e := &github.TreeEntry{Path: github.String(f.Path), Mode: github.String(mode), Type: github.String("blob")}
+		if f.Deleted {
+			// go-github sends "sha": null for an entry with neither sha
+			// nor content, which deletes the path.
+			entries = append(entries, e)
+			continue
+		}
+		if len(f.Content) == 0 || !utf8.Valid(f.Content) {
+			// Inline content must be non-empty UTF-8: others go as a blob.
+			b, _, err := g.c.Git.CreateBlob(ctx, repo.Owner, repo.Name, &github.Blob{
+				Content: github.String(base64.StdEncoding.EncodeToString(f.Content)), Encoding: github.String("base64"),
+			})
+			if err != nil {
+				return "", fmt.Errorf("create blob for %s: %w", f.Path, apiError(err))
+			}
+			e.SHA = b.SHA
+		} else {
+			e.Content = github.String(string(f.Content))
+		}
+		entries = append(entries, e)
+	}
+	tree, _, err := g.c.Git.CreateTree(ctx, repo.Owner, repo.Name, base, entries)
+	if err != nil {
+		return "", fmt.Errorf("create tree: %w", apiError(err))
+	}
+	commit, _, err := g.c.Git.CreateCommit(ctx, repo.Owner, repo.Name, &github.Commit{
+		Message: github.String(message), Tree: &github.Tree{SHA: tree.SHA},
+		Parents: []*github.Commit{{SHA: github.String(parent)}},
+	}, nil)
+	if err != nil {
+		return "", fmt.Errorf("create commit: %w", apiError(err))
+	}
+	g.trees.put(commit.GetSHA(), tree.GetSHA())
+	_, _, err = g.c.Git.UpdateRef(ctx, repo.Owner, repo.Name, &github.Reference{
+		Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: commit.SHA},
+	}, false)
+	if err != nil {
+		err = apiError(err)
+		if strings.Contains(strings.ToLower(err.Error()), "fast forward") {
+			return "", fmt.Errorf("%w: %v", pipeline.ErrNotFastForward, err)
+		}
+		return "", fmt.Errorf("update %s: %w", branch, err)
+	}
+	return commit.GetSHA(), nil
+}
+
+func (g *githubAPI) FindPullRequest(ctx context.Context, repo pipeline.Repo, branch string) (*pipeline.PullRequest, error) {
+	prs, _, err := g.c.PullRequests.List(ctx, repo.Owner, repo.Name, &github.PullRequestListOptions{
+		State: "open", Head: repo.Owner + ":" + branch, ListOptions: github.ListOptions{PerPage: 10},
+	})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	if len(prs) == 0 {
+		return nil, nil
+	}
+	pr := toPR(prs[0])
+	return &pr, nil
+}
+
+func toPR(p *github.PullRequest) pipeline.PullRequest {
+	return pipeline.PullRequest{
+		Number: p.GetNumber(), NodeID: p.GetNodeID(), Title: p.GetTitle(), Body: p.GetBody(),
+		HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Draft: p.GetDraft(),
+		State: p.GetState(), Merged: p.GetMerged(), HTMLURL: p.GetHTMLURL(),
+	}
+}
+
+func (g *githubAPI) CreatePullRequest(ctx context.Context, repo pipeline.Repo, n pipeline.NewPullRequest) (pipeline.PullRequest, error) {
+	pr, _, err := g.c.PullRequests.Create(ctx, repo.Owner, repo.Name, &github.NewPullRequest{
+		Title: &n.Title, Body: &n.Body, Head: &n.Head, Base: &n.Base, Draft: &n.Draft,
+	})
+	if err != nil {
+		return pipeline.PullRequest{}, apiError(err)
+	}
+	return toPR(pr), nil
+}
+
+func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, number int, title, body string) error {
+	u := &github.PullRequest{}
+	if title != "" {
+		u.Title = &title
+	}
+	if body != "" {
+		u.Body = &body
+	}
+	_, _, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, u)
+	return apiError(err)
+}
+
+func (g *githubAPI) ClosePullRequest(ctx context.Context, repo pipeline.Repo, number int) error {
+	_, _, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, &github.PullRequest{State: github.String("closed")})
+	return apiError(err)
+}
+
+func (g *githubAPI) ListReviews(ctx context.Context, repo pipeline.Repo, pr int) ([]pipeline.Review, error) {
+	var out []pipeline.Review
+	opt := &github.ListOptions{PerPage: 100}
+	for {
+		rs, res, err := g.c.PullRequests.ListReviews(ctx, repo.Owner, repo.Name, pr, opt)
+		if err != nil {
+			return nil, apiError(err)
+		}
+		for _, r := range rs {
+			out = append(out, pipeline.Review{ID: r.GetID(), Body: r.GetBody(), State: r.GetState(),
+				Author: r.GetUser().GetLogin(), CommitID: r.GetCommitID()})
+		}
+		if res.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = res.NextPage
+	}
+}
+
+func (g *githubAPI) CreateReview(ctx context.Context, repo pipeline.Repo, pr int, r pipeline.NewReview) (int64, error) {
+	req := &github.PullRequestReviewRequest{CommitID: &r.CommitID, Body: &r.Body, Event: &r.Event}
+	for _, c := range r.Comments {
+		req.Comments = append(req.Comments, &github.DraftReviewComment{
+			Path: github.String(c.Path), Line: github.Int(c.Line), Side: github.String("RIGHT"), Body: github.String(c.Body),
+		})
+	}
+	rv, _, err := g.c.PullRequests.CreateReview(ctx, repo.Owner, repo.Name, pr, req)
+	if err != nil {
+		return 0, apiError(err)
+	}
+	return rv.GetID(), nil
+}
+
+func (g *githubAPI) FindCheckRun(ctx context.Context, repo pipeline.Repo, sha, name string) (*pipeline.CheckRun, error) {
+	rs, _, err := g.c.Checks.ListCheckRunsForRef(ctx, repo.Owner, repo.Name, sha, &github.ListCheckRunsOptions{
+		CheckName: github.String(name), Filter: github.String("latest"),
+	})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	for _, r := range rs.CheckRuns {
+		return &pipeline.CheckRun{ID: r.GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
+			Conclusion: r.GetConclusion(), ExternalID: r.GetExternalID()}, nil
+	}
+	return nil, nil
+}
+
+func checkOutput(c pipeline.CheckRun) *github.CheckRunOutput {
+	return &github.CheckRunOutput{Title: github.String(c.Title), Summary: github.String(c.Summary), Text: github.String(c.Text)}
+}
+
+func checkActions(as []pipeline.CheckAction) []*github.CheckRunAction {
+	var out []*github.CheckRunAction
+	for _, a := range as {
+		out = append(out, &github.CheckRunAction{Label: a.Label, Description: a.Description, Identifier: a.Identifier})
+	}
+	return out
+}
+
+func (g *githubAPI) CreateCheckRun(ctx context.Context, repo pipeline.Repo, c pipeline.CheckRun) (int64, error) {
+	opts := github.CreateCheckRunOptions{
+		Name: c.Name, HeadSHA: c.HeadSHA, Status: github.String(c.Status), Output: checkOutput(c), Actions: checkActions(c.Actions),
+	}
+	if c.ExternalID != "" {
+		opts.ExternalID = github.String(c.ExternalID)
+	}
+	if c.Conclusion != "" {
+		opts.Conclusion = github.String(c.Conclusion)
+	}
+	r, _, err := g.c.Checks.CreateCheckRun(ctx, repo.Owner, repo.Name, opts)
+	if err != nil {
+		return 0, apiError(err)
+	}
+	return r.GetID(), nil
+}
+
+func (g *githubAPI) UpdateCheckRun(ctx context.Context, repo pipeline.Repo, c pipeline.CheckRun) error {
+	opts := github.UpdateCheckRunOptions{Name: c.Name, Output: checkOutput(c), Actions: checkActions(c.Actions)}
+	if c.Status != "" {
+		opts.Status = github.String(c.Status)
+	}
+	if c.Conclusion != "" {
+		opts.Conclusion = github.String(c.Conclusion)
+	}
+	_, _, err := g.c.Checks.UpdateCheckRun(ctx, repo.Owner, repo.Name, c.ID, opts)
+	return apiError(err)
+}
+
+// apiError maps GitHub's answers to the pipeline's errors: a refused
+// installation token, not found, 422, and passing failures.
+func apiError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var he *ghinstallation.HTTPError
+	if errors.As(err, &he) && he.Response != nil {
+		switch he.Response.StatusCode {
+		case http.StatusNotFound, http.StatusForbidden, http.StatusUnauthorized:
+			return fmt.Errorf("%w: %v", pipeline.ErrInstallationGone, err)
+		}
+		if he.Response.StatusCode >= 500 {
+			return fmt.Errorf("%w: %v", pipeline.ErrTransient, err)
+		}
+	}
+	var ge *github.ErrorResponse
+	if errors.As(err, &ge) && ge.Response != nil {
+		switch code := ge.Response.StatusCode; {
+		case code == http.StatusNotFound:
+			return fmt.Errorf("%w: %v", pipeline.ErrNotFound, err)
+		case code == http.StatusUnprocessableEntity:
+			return fmt.Errorf("%w: %s", pipeline.ErrRejected, errorMessage(ge))
+		case code >= 500 || code == http.StatusTooManyRequests:
+			return fmt.Errorf("%w: %v", pipeline.ErrTransient, err)
+		}
+	}
+	var rl *github.RateLimitError
+	var arl *github.AbuseRateLimitError
+	var ne net.Error
+	if errors.As(err, &rl) || errors.As(err, &arl) || errors.As(err, &ne) {
+		return fmt.Errorf("%w: %v", pipeline.ErrTransient, err)
+	}
+	return err
+}
+
+func errorMessage(ge *github.ErrorResponse) string {
+	parts := []string{ge.Message}
+	for _, e := range ge.Errors {
+		if e.Message != "" {
+			parts = append(parts, e.Message)
+		}
+	}
+	return strings.Join(parts, ": ")
+}

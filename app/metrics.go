@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Metrics are Forge's Prometheus series. Each App has its own registry so
+// tests running several servers in one process do not collide.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Deliveries       *prometheus.CounterVec
+	DeliveryDuration *prometheus.HistogramVec
+	Jobs             *prometheus.CounterVec
+	JobDuration      *prometheus.HistogramVec
+	GitHubCalls      *prometheus.CounterVec
+	GitHubDuration   *prometheus.HistogramVec
+}
+
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "forge_webhook_deliveries_total",
+			Help: "Webhook deliveries by event and outcome (accepted, duplicate, ignored, unhandled, bad_signature, bad_payload, too_large, not_configured, error).",
+		}, []string{"event", "outcome"}),
+		DeliveryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "forge_webhook_duration_seconds",
+			Help:    "Time to answer a webhook delivery.",
+			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 10},
+		}, []string{"event"}),
+		Jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "forge_jobs_total",
+			Help: "Jobs worked, by kind and outcome (success, error).",
+		}, []string{"kind", "outcome"}),
+		JobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "forge_job_duration_seconds",
+			Help:    "Time spent working a job.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 5, 30, 120, 600, 1800},
+		}, []string{"kind"}),
+		GitHubCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "forge_github_requests_total",
+			Help: "GitHub API requests by endpoint and status code.",
+		}, []string{"method", "endpoint", "status"}),
+		GitHubDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "forge_github_request_duration_seconds",
+			Help:    "GitHub API request latency by endpoint.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "endpoint"}),
+	}
+	reg.MustRegister(m.Deliveries, m.DeliveryDuration, m.Jobs, m.JobDuration, m.GitHubCalls, m.GitHubDuration,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}
+
+// ClientMiddleware records every GitHub API call, installation-token
+// requests included, by endpoint template and status.
+func (m *Metrics) ClientMiddleware() githubapp.ClientMiddleware {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			start := time.Now()
+			endpoint := EndpointTemplate(r.URL.Path)
+			res, err := next.RoundTrip(r)
+			status := "error"
+			if err == nil {
+				status = strconv.Itoa(res.StatusCode)
+			}
+			m.GitHubCalls.WithLabelValues(r.Method, endpoint, status).Inc()
+			m.GitHubDuration.WithLabelValues(r.Method, endpoint).Observe(time.Since(start).Seconds())
+			return res, err
+		})
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+var (
+	numericSegment = regexp.MustCompile(`^[0-9]+$`)
+	shaSegment     = regexp.MustCompile(`^[0-9a-f]{40}$`)
+)
+
+// EndpointTemplate turns a request path into a low-cardinality label:
+// owner and repository names, numbers and SHAs become placeholders.
+func EndpointTemplate(path string) string {
+	// An API base URL may carry a prefix (GitHub Enterprise's /api/v3).
+	path = strings.TrimPrefix(path, "/api/v3")
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, s := range segs {
+		switch {
+		case i > 0 && segs[0] == "repos" && i == 1:
+			segs[i] = "{owner}"
+		case i > 0 && segs[0] == "repos" && i == 2:
+			segs[i] = "{repo}"
+		case i > 0 && (segs[0] == "users" || segs[0] == "orgs") && i == 1:
+			segs[i] = "{name}"
+		case numericSegment.MatchString(s):
+			segs[i] = "{n}"
+		case shaSegment.MatchString(s):
+			segs[i] = "{sha}"
+		case i > 0 && segs[0] == "app-manifests" && i == 1:
+			segs[i] = "{code}"
+		case i >= 4 && segs[0] == "repos" && (segs[3] == "git" || segs[3] == "contents" || segs[3] == "compare" || segs[3] == "branches" || segs[3] == "collaborators" || segs[3] == "commits"):
+			// Ref names, file paths, usernames and ranges after the
+			// resource name are unbounded.
+			if (segs[3] == "git" && i == 5) || (segs[3] != "git" && i == 4) {
+				segs = append(segs[:i], "{rest}")
+				return "/" + strings.Join(segs, "/")
+			}
+		}
+	}
+	return "/" + strings.Join(segs, "/")
+}
+
+// jobMetrics is River worker middleware counting jobs by kind and outcome.
+type jobMetrics struct {
+	river.MiddlewareDefaults
+	m *Metrics
+}
+
+func (j *jobMetrics) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	start := time.Now()
+	err := doInner(ctx)
+	outcome := "success"
+	if err != nil {
+		outcome = "error"
+	}
+	j.m.Jobs.WithLabelValues(job.Kind, outcome).Inc()
+	j.m.JobDuration.WithLabelValues(job.Kind).Observe(time.Since(start).Seconds())
+	return err
+}
+
+var _ rivertype.WorkerMiddleware = (*jobMetrics)(nil)

@@ -1,0 +1,321 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/app/agents"
+	"github.com/forge-dev/forge/app/store"
+	"github.com/forge-dev/forge/gitops"
+	"github.com/forge-dev/forge/handlers"
+	"github.com/forge-dev/forge/pipeline"
+)
+
+// App is one running Forge server: HTTP, the queue and its workers.
+type App struct {
+	cfg     Config
+	log     zerolog.Logger
+	metrics *Metrics
+	store   *store.Store
+	river   *river.Client[*sql.Tx]
+	ingest  *store.Ingester
+
+	// github is set once the App credentials are known, at start or when
+	// the first-run setup completes.
+	github atomic.Pointer[githubState]
+	mu     sync.Mutex // serializes configure
+	trees  treeCache
+
+	forge *pipeline.Forge
+	git   *gitops.Cache
+
+	setup    *setupFlow
+	server   *http.Server
+	listener net.Listener
+}
+
+type githubState struct {
+	cfg     Config
+	clients githubapp.ClientCreator
+	hook    http.Handler
+	tokens  *tokenSource
+}
+
+// New opens the store, applies migrations and wires the server. It does not
+// listen yet; Run does.
+func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
+	a := &App{cfg: cfg, log: log, metrics: NewMetrics()}
+
+	if !cfg.AppConfigured() {
+		creds, err := LoadCredentials(cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if creds != nil {
+			creds.apply(&a.cfg)
+		}
+	}
+
+	st, err := store.Open(ctx, a.cfg.Database.URL)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	a.store = st
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("migrate database: %w", err)
+	}
+
+	registry, err := agents.NewRegistry(a.cfg.Agents)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("open git cache: %w", err)
+	}
+	a.git = cache
+	host, _ := os.Hostname()
+	a.forge = &pipeline.Forge{
+		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a,
+		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomID()),
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &pipeline.CommandWorker{Forge: a.forge})
+	river.AddWorker(workers, &pipeline.ForgeWorker{Forge: a.forge})
+	river.AddWorker(workers, &pipeline.ReconcileWorker{Forge: a.forge})
+	rc, err := river.NewClient(st.Driver(), &river.Config{
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(reconcileEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true})},
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.cfg.Queue.Workers}},
+		Workers:           workers,
+		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics}},
+		FetchCooldown:     20 * time.Millisecond,
+		FetchPollInterval: 100 * time.Millisecond,
+		Logger:            slog.New(slog.NewJSONHandler(logWriter{log}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("create queue client: %w", err)
+	}
+	a.river = rc
+	a.ingest = store.NewIngester(st, rc, store.IngesterOptions{})
+	a.setup = newSetupFlow(a)
+
+	if a.cfg.AppConfigured() {
+		if err := a.configure(a.cfg); err != nil {
+			st.Close()
+			return nil, err
+		}
+	} else {
+		log.Warn().Msg("GitHub App credentials are not configured: open /setup to register the App")
+	}
+	a.server = &http.Server{
+		Handler:           a.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return log.WithContext(context.Background()) },
+	}
+	return a, nil
+}
+
+// configure builds the GitHub clients and the webhook dispatcher for a set
+// of credentials and makes them live.
+func (a *App) configure(cfg Config) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cc, err := NewClientCreator(cfg, a.metrics)
+	if err != nil {
+		return err
+	}
+	base := handlers.Base{Ingest: a.ingest}
+	hook := githubapp.NewEventDispatcher(handlers.All(base), cfg.Github.App.WebhookSecret,
+		githubapp.WithErrorCallback(a.webhookError))
+	tokens := &tokenSource{appID: cfg.Github.App.IntegrationID, key: []byte(cfg.Github.App.PrivateKey), apiURL: cfg.Github.V3APIURL}
+	a.github.Store(&githubState{cfg: cfg, clients: cc, hook: hook, tokens: tokens})
+	return nil
+}
+
+func (a *App) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+githubapp.DefaultWebhookRoute, a.webhook)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.Handle("GET /metrics", a.metrics.Handler())
+	a.setup.register(mux)
+	return mux
+}
+
+func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := a.store.Ping(ctx); err != nil {
+		http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+		return
+	}
+	ok, err := a.store.MigrationsApplied(ctx)
+	if err != nil || !ok {
+		http.Error(w, "migrations not applied", http.StatusServiceUnavailable)
+		return
+	}
+	io.WriteString(w, "ready\n")
+}
+
+// Listen binds the configured address; Addr then reports it (port 0 picks
+// a free port, as tests do).
+func (a *App) Listen() error {
+	l, err := net.Listen("tcp", a.cfg.ListenAddr())
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", a.cfg.ListenAddr(), err)
+	}
+	a.listener = l
+	return nil
+}
+
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// Run serves until ctx is done, then shuts down: stop accepting, answer the
+// requests in flight, let running jobs finish within the grace period.
+func (a *App) Run(ctx context.Context) error {
+	if a.listener == nil {
+		if err := a.Listen(); err != nil {
+			return err
+		}
+	}
+	if err := a.river.Start(ctx); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	a.ingest.Start(context.WithoutCancel(ctx))
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- a.server.Serve(a.listener) }()
+	a.log.Info().Str("addr", a.Addr()).Bool("configured", a.github.Load() != nil).Msg("forge serving")
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = fmt.Errorf("http server: %w", err)
+	}
+	a.shutdown()
+	return err
+}
+
+func (a *App) shutdown() {
+	grace := a.cfg.Server.ShutdownGrace
+	a.log.Info().Dur("grace", grace).Msg("shutting down")
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := a.server.Shutdown(ctx); err != nil {
+		a.log.Warn().Err(err).Msg("http shutdown")
+	}
+	a.ingest.Stop(ctx)
+	if err := a.river.Stop(ctx); err != nil {
+		a.log.Warn().Err(err).Msg("running jobs did not finish within the grace period; cancelling them")
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		a.river.StopAndCancel(cctx)
+		ccancel()
+	}
+	a.store.Close()
+	a.log.Info().Msg("stopped")
+}
+
+// GitHub implements pipeline.Installations.
+func (a *App) GitHub(ctx context.Context, installationID int64) (pipeline.GitHub, error) {
+	st := a.github.Load()
+	if st == nil {
+		return nil, errors.New("GitHub App is not configured")
+	}
+	c, err := st.clients.NewInstallationClient(installationID)
+	if err != nil {
+		return nil, fmt.Errorf("installation %d client: %w", installationID, err)
+	}
+	return &githubAPI{c: c, trees: &a.trees}, nil
+}
+
+// Workspace implements pipeline.Installations.
+func (a *App) Workspace(ctx context.Context, installationID int64) (pipeline.Workspace, error) {
+	st := a.github.Load()
+	if st == nil {
+		return nil, errors.New("GitHub App is not configured")
+	}
+	return &workspace{cache: a.git, webURL: st.cfg.Github.WebURL, token: func(ctx context.Context) (string, error) {
+		return st.tokens.token(ctx, installationID)
+	}}, nil
+}
+
+// Enqueue implements pipeline.Enqueuer.
+func (a *App) Enqueue(ctx context.Context, args river.JobArgs) error {
+	_, err := a.river.Insert(ctx, args, nil)
+	return err
+}
+
+// reconcileEvery is how often orphaned and queued forges are looked for: a
+// third of the plan lease, so a forge whose worker died resumes within a
+// minute.
+const reconcileEvery = 5 * time.Second
+
+func randomID() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Forget implements pipeline.Installations.
+func (a *App) Forget(ctx context.Context, installationID int64) error {
+	return a.store.MarkInstallation(ctx, installationID, "deleted")
+}
+
+// NewLogger builds the JSON (or console) logger.
+func NewLogger(c LoggingConfig, out io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(c.Level)
+	if err != nil {
+		return zerolog.Nop(), fmt.Errorf("logging.level %q: %w", c.Level, err)
+	}
+	if out == nil {
+		out = os.Stderr
+	}
+	if c.Text {
+		out = zerolog.ConsoleWriter{Out: out}
+	}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// logWriter lets River's slog output land in the zerolog stream.
+type logWriter struct{ log zerolog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Warn().RawJSON("river", trimNewline(p)).Msg("queue")
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// Queue is the River client, for tools such as benchmarks that pause it.
+func (a *App) Queue() *river.Client[*sql.Tx] { return a.river }

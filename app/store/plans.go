@@ -1,0 +1,271 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/forge-dev/forge/pipeline"
+)
+
+// Plans is the pipeline's PlanStore over this database.
+func (s *Store) Plans() pipeline.PlanStore { return planStore{s} }
+
+type planStore struct{ s *Store }
+
+var _ pipeline.PlanStore = planStore{}
+
+const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, cancel_requested, generation, data, created_at, updated_ms`
+
+func nowMS(t time.Time) int64 { return t.UnixMilli() }
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanPlan(row rowScanner) (*pipeline.Plan, error) {
+	var (
+		p                  pipeline.Plan
+		repo, run, status  string
+		data               string
+		created            time.Time
+		updated            int64
+		number, issue, pr  int64
+		cancel             bool
+		generation         int64
+		id, installationID int64
+	)
+	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &cancel, &generation, &data, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, pipeline.ErrPlanNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(data), &p); err != nil {
+		return nil, fmt.Errorf("decode plan %d: %w", id, err)
+	}
+	p.ID, p.InstallationID = id, installationID
+	owner, name, _ := strings.Cut(repo, "/")
+	p.Repo = pipeline.Repo{Owner: owner, Name: name}
+	p.Number, p.Issue, p.PR = int(number), int(issue), int(pr)
+	p.Run, p.Status, p.CancelRequested, p.Generation = pipeline.RunState(run), pipeline.Status(status), cancel, int(generation)
+	p.StartedAt, p.UpdatedAt = created, time.UnixMilli(updated)
+	return &p, nil
+}
+
+func planData(p *pipeline.Plan) (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("encode plan: %w", err)
+	}
+	return string(b), nil
+}
+
+func (ps planStore) CreatePlan(ctx context.Context, p *pipeline.Plan) (bool, error) {
+	repo := p.Repo.String()
+	created := false
+	err := ps.s.inTx(ctx, func(tx *sql.Tx) error {
+		existing, err := scanPlan(tx.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans WHERE repository = $1 AND trigger = $2`, repo, p.Trigger))
+		if err == nil {
+			*p = *existing
+			return nil
+		}
+		if !errors.Is(err, pipeline.ErrPlanNotFound) {
+			return err
+		}
+		var active int
+		err = tx.QueryRowContext(ctx, `SELECT count(*) FROM plans WHERE repository = $1 AND issue = $2 AND run <> 'idle'`, repo, p.Issue).Scan(&active)
+		if err != nil {
+			return err
+		}
+		if active > 0 && p.Run != pipeline.RunIdle {
+			return pipeline.ErrForgeRunning
+		}
+		var number int
+		err = tx.QueryRowContext(ctx, `INSERT INTO plan_counters (repository, last_number) VALUES ($1, 1)
+			ON CONFLICT (repository) DO UPDATE SET last_number = plan_counters.last_number + 1
+			RETURNING last_number`, repo).Scan(&number)
+		if err != nil {
+			return fmt.Errorf("reserve plan number: %w", err)
+		}
+		now := time.Now().UTC()
+		p.Number, p.StartedAt, p.UpdatedAt = number, now, now
+		data, err := planData(p)
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRowContext(ctx, `INSERT INTO plans (installation_id, repository, number, issue, pr, trigger, run, status,
+			cancel_requested, generation, data, created_at, updated_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
+			p.InstallationID, repo, number, p.Issue, p.PR, p.Trigger, string(p.Run), string(p.Status),
+			false, p.Generation, data, now, nowMS(now)).Scan(&p.ID)
+		if err != nil {
+			if isUniqueViolation(err) {
+				return pipeline.ErrForgeRunning
+			}
+			return fmt.Errorf("insert plan: %w", err)
+		}
+		created = true
+		return nil
+	})
+	return created, err
+}
+
+func isUniqueViolation(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505") || strings.Contains(s, "duplicate key value")
+}
+
+func (ps planStore) one(ctx context.Context, where string, args ...any) (*pipeline.Plan, error) {
+	return scanPlan(ps.s.db.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans WHERE `+where, args...))
+}
+
+func (ps planStore) Plan(ctx context.Context, id int64) (*pipeline.Plan, error) {
+	return ps.one(ctx, `id = $1`, id)
+}
+
+func (ps planStore) PlanForIssue(ctx context.Context, repo pipeline.Repo, issue int) (*pipeline.Plan, error) {
+	return ps.one(ctx, `repository = $1 AND issue = $2 ORDER BY (run <> 'idle') DESC, number DESC LIMIT 1`, repo.String(), issue)
+}
+
+func (ps planStore) PlanForPR(ctx context.Context, repo pipeline.Repo, pr int) (*pipeline.Plan, error) {
+	if pr == 0 {
+		return nil, pipeline.ErrPlanNotFound
+	}
+	return ps.one(ctx, `repository = $1 AND pr = $2 ORDER BY number DESC LIMIT 1`, repo.String(), pr)
+}
+
+func (ps planStore) PlanByNumber(ctx context.Context, repo pipeline.Repo, number int) (*pipeline.Plan, error) {
+	return ps.one(ctx, `repository = $1 AND number = $2`, repo.String(), number)
+}
+
+// SavePlan writes the plan. It never lowers the generation (a stale worker
+// cannot undo an adoption) and never touches the lease; a cancel request
+// survives until the plan goes idle.
+func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
+	now := time.Now()
+	p.UpdatedAt = now
+	data, err := planData(p)
+	if err != nil {
+		return err
+	}
+	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET pr = $2, run = $3, status = $4,
+		cancel_requested = CASE WHEN $3 = 'idle' THEN false ELSE cancel_requested END,
+		generation = CASE WHEN generation > $5 THEN generation ELSE $5 END,
+		data = $6, updated_ms = $7 WHERE id = $1`,
+		p.ID, p.PR, string(p.Run), string(p.Status), p.Generation, data, nowMS(now))
+	if err != nil {
+		return fmt.Errorf("save plan %d: %w", p.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return pipeline.ErrPlanNotFound
+	}
+	return nil
+}
+
+func (ps planStore) RequestCancel(ctx context.Context, id int64) error {
+	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET cancel_requested = true, updated_ms = $2 WHERE id = $1 AND run <> 'idle'`, id, nowMS(time.Now()))
+	return err
+}
+
+func (ps planStore) CountRunning(ctx context.Context, installationID int64) (int, error) {
+	var n int
+	err := ps.s.db.QueryRowContext(ctx, `SELECT count(*) FROM plans WHERE installation_id = $1 AND run = 'running'`, installationID).Scan(&n)
+	return n, err
+}
+
+func (ps planStore) NextQueued(ctx context.Context, installationID int64) (*pipeline.Plan, error) {
+	p, err := ps.one(ctx, `installation_id = $1 AND run = 'queued' ORDER BY id LIMIT 1`, installationID)
+	if errors.Is(err, pipeline.ErrPlanNotFound) {
+		return nil, nil
+	}
+	return p, err
+}
+
+func (ps planStore) InstallationsWithQueued(ctx context.Context) ([]int64, error) {
+	rows, err := ps.s.db.QueryContext(ctx, `SELECT DISTINCT installation_id FROM plans WHERE run = 'queued'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+func (ps planStore) AcquireLease(ctx context.Context, id int64, owner string, ttl time.Duration) (bool, error) {
+	now := time.Now()
+	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET lease_owner = $2, lease_until_ms = $3
+		WHERE id = $1 AND run = 'running' AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < $4)`,
+		id, owner, nowMS(now.Add(ttl)), nowMS(now))
+	if err != nil {
+		return false, fmt.Errorf("acquire lease on plan %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func (ps planStore) RenewLease(ctx context.Context, id int64, owner string, ttl time.Duration) (bool, error) {
+	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET lease_until_ms = $3 WHERE id = $1 AND lease_owner = $2`,
+		id, owner, nowMS(time.Now().Add(ttl)))
+	if err != nil {
+		return false, fmt.Errorf("renew lease on plan %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func (ps planStore) ReleaseLease(ctx context.Context, id int64, owner string) error {
+	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET lease_owner = NULL, lease_until_ms = NULL WHERE id = $1 AND lease_owner = $2`, id, owner)
+	return err
+}
+
+func (ps planStore) AdoptOrphans(ctx context.Context, grace time.Duration) ([]*pipeline.Plan, error) {
+	now := time.Now()
+	rows, err := ps.s.db.QueryContext(ctx, `SELECT id, generation FROM plans WHERE run = 'running' AND (
+		(lease_owner IS NOT NULL AND lease_until_ms < $1) OR (lease_owner IS NULL AND updated_ms < $2))`,
+		nowMS(now), nowMS(now.Add(-grace)))
+	if err != nil {
+		return nil, fmt.Errorf("find orphaned plans: %w", err)
+	}
+	type cand struct{ id, gen int64 }
+	var cands []cand
+	for rows.Next() {
+		var c cand
+		if err := rows.Scan(&c.id, &c.gen); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		cands = append(cands, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []*pipeline.Plan
+	for _, c := range cands {
+		res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET generation = generation + 1, lease_owner = NULL,
+			lease_until_ms = NULL, updated_ms = $3 WHERE id = $1 AND generation = $2 AND run = 'running'`, c.id, c.gen, nowMS(now))
+		if err != nil {
+			return nil, fmt.Errorf("adopt plan %d: %w", c.id, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			continue // another replica adopted it
+		}
+		p, err := ps.Plan(ctx, c.id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

@@ -1,0 +1,186 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forge-dev/forge/app/store/storetest"
+	"github.com/forge-dev/forge/pipeline"
+)
+
+var testRepo = pipeline.Repo{Owner: "octo", Name: "hello"}
+
+func newPlan(trigger string, issue int, run pipeline.RunState) *pipeline.Plan {
+	return &pipeline.Plan{InstallationID: 1, Repo: testRepo, Issue: issue, Trigger: trigger, Title: "t",
+		Status: pipeline.StatusDraft, Run: run, Mode: pipeline.ModeForge}
+}
+
+func TestPlanNumbersAreReservedAtomically(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		// Two stores on one database play two replicas.
+		url := b.URL(t)
+		s1, s2 := storetest.Open(t, url), storetest.Open(t, url)
+		const n = 40
+		numbers := make(chan int, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				s := s1
+				if i%2 == 1 {
+					s = s2
+				}
+				p := newPlan("comment:"+string(rune('a'+i%26))+string(rune('a'+i/26)), 100+i, pipeline.RunIdle)
+				for {
+					created, err := s.Plans().CreatePlan(ctx, p)
+					if err != nil && isBusy(err) {
+						time.Sleep(5 * time.Millisecond)
+						continue
+					}
+					if err != nil || !created {
+						t.Errorf("create plan %d: created %v, %v", i, created, err)
+						return
+					}
+					numbers <- p.Number
+					return
+				}
+			}(i)
+		}
+		wg.Wait()
+		close(numbers)
+		seen := map[int]bool{}
+		for num := range numbers {
+			if seen[num] {
+				t.Errorf("plan number %d given twice", num)
+			}
+			seen[num] = true
+		}
+		for i := 1; i <= n; i++ {
+			if !seen[i] {
+				t.Errorf("plan number %d never given (numbers must be 1..%d)", i, n)
+			}
+		}
+	})
+}
+
+func isBusy(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked") || strings.Contains(s, "could not serialize")
+}
+
+func TestPlanStore(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		ps := b.Open(t).Plans()
+
+		p := newPlan("comment:1", 7, pipeline.RunRunning)
+		p.Audits = []pipeline.AuditRound{{Round: 1, Verdict: pipeline.SeverityBlocking, Findings: []pipeline.Finding{{Severity: pipeline.SeverityBlocking, Description: "x"}}}}
+		created, err := ps.CreatePlan(ctx, p)
+		if err != nil || !created || p.Number != 1 || p.ID == 0 {
+			t.Fatalf("CreatePlan: %v %v %+v", created, err, p)
+		}
+		// The same trigger again is the same plan.
+		again := newPlan("comment:1", 7, pipeline.RunRunning)
+		if created, err := ps.CreatePlan(ctx, again); err != nil || created || again.ID != p.ID {
+			t.Fatalf("same trigger: created %v, %v, id %d want %d", created, err, again.ID, p.ID)
+		}
+		// One active forge per issue.
+		if _, err := ps.CreatePlan(ctx, newPlan("comment:2", 7, pipeline.RunRunning)); !errors.Is(err, pipeline.ErrForgeRunning) {
+			t.Fatalf("second active forge on the issue: %v, want ErrForgeRunning", err)
+		}
+		got, err := ps.Plan(ctx, p.ID)
+		if err != nil || got.Audits[0].Verdict != pipeline.SeverityBlocking || got.Repo != testRepo || got.Issue != 7 {
+			t.Fatalf("Plan: %+v %v", got, err)
+		}
+		if got, err := ps.PlanForIssue(ctx, testRepo, 7); err != nil || got.ID != p.ID {
+			t.Fatalf("PlanForIssue: %v %v", got, err)
+		}
+		if _, err := ps.PlanForIssue(ctx, testRepo, 8); !errors.Is(err, pipeline.ErrPlanNotFound) {
+			t.Fatalf("PlanForIssue of another issue: %v", err)
+		}
+
+		// Leases: one owner at a time; an expired lease can be taken over.
+		if ok, err := ps.AcquireLease(ctx, p.ID, "a", time.Minute); err != nil || !ok {
+			t.Fatalf("acquire: %v %v", ok, err)
+		}
+		if ok, _ := ps.AcquireLease(ctx, p.ID, "b", time.Minute); ok {
+			t.Fatal("b took a current lease")
+		}
+		if ok, _ := ps.RenewLease(ctx, p.ID, "b", time.Minute); ok {
+			t.Fatal("b renewed a's lease")
+		}
+		if orphans, _ := ps.AdoptOrphans(ctx, time.Hour); len(orphans) != 0 {
+			t.Fatalf("a plan with a current lease was adopted")
+		}
+		if ok, _ := ps.RenewLease(ctx, p.ID, "a", -time.Second); !ok {
+			t.Fatal("a could not renew")
+		}
+		orphans, err := ps.AdoptOrphans(ctx, time.Hour)
+		if err != nil || len(orphans) != 1 || orphans[0].Generation != 1 {
+			t.Fatalf("expired lease not adopted once: %v %+v", err, orphans)
+		}
+		if again, _ := ps.AdoptOrphans(ctx, time.Hour); len(again) != 0 {
+			t.Fatal("adopted twice")
+		}
+		if ok, _ := ps.AcquireLease(ctx, p.ID, "b", time.Minute); !ok {
+			t.Fatal("b could not take the adopted plan")
+		}
+		// A stale save never lowers the generation.
+		got.Generation = 0
+		if err := ps.SavePlan(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); cur.Generation != 1 {
+			t.Fatalf("generation lowered to %d", cur.Generation)
+		}
+
+		// Cancel requests survive saves until the plan goes idle.
+		if err := ps.RequestCancel(ctx, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		cur, _ := ps.Plan(ctx, p.ID)
+		cur.CancelRequested = false
+		ps.SavePlan(ctx, cur)
+		if cur, _ := ps.Plan(ctx, p.ID); !cur.CancelRequested {
+			t.Fatal("a save dropped the cancel request")
+		}
+		cur.Run = pipeline.RunIdle
+		ps.SavePlan(ctx, cur)
+		if cur, _ := ps.Plan(ctx, p.ID); cur.CancelRequested {
+			t.Fatal("an idle plan kept its cancel request")
+		}
+
+		// Queue: running counts per installation, oldest queued first.
+		q1 := newPlan("comment:3", 9, pipeline.RunQueued)
+		q2 := newPlan("comment:4", 10, pipeline.RunQueued)
+		ps.CreatePlan(ctx, q1)
+		ps.CreatePlan(ctx, q2)
+		if n, _ := ps.CountRunning(ctx, 1); n != 0 {
+			t.Fatalf("running: %d", n)
+		}
+		if next, _ := ps.NextQueued(ctx, 1); next == nil || next.ID != q1.ID {
+			t.Fatalf("next queued: %+v", next)
+		}
+		if insts, _ := ps.InstallationsWithQueued(ctx); len(insts) != 1 || insts[0] != 1 {
+			t.Fatalf("installations with queued: %v", insts)
+		}
+		q1.PR = 42
+		q1.Run = pipeline.RunRunning
+		ps.SavePlan(ctx, q1)
+		if got, err := ps.PlanForPR(ctx, testRepo, 42); err != nil || got.ID != q1.ID {
+			t.Fatalf("PlanForPR: %v %v", got, err)
+		}
+		if n, _ := ps.CountRunning(ctx, 1); n != 1 {
+			t.Fatalf("running after start: %d", n)
+		}
+		if got, err := ps.PlanByNumber(ctx, testRepo, q2.Number); err != nil || got.ID != q2.ID {
+			t.Fatalf("PlanByNumber: %v %v", got, err)
+		}
+	})
+}

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/handlers"
+)
+
+// MaxWebhookBody is GitHub's own cap on a delivery's payload.
+const MaxWebhookBody = 25 << 20
+
+// webhook answers GitHub deliveries. The signature is verified by
+// go-githubapp's dispatcher before anything of the body is read or decoded.
+func (a *App) webhook(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	event := r.Header.Get("X-GitHub-Event")
+	ctx, outcome := handlers.WithOutcome(r.Context())
+	log := zerolog.Ctx(ctx).With().Str("event", event).Str("delivery", r.Header.Get("X-GitHub-Delivery")).Logger()
+	ctx = log.WithContext(ctx)
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		o := string(*outcome)
+		if o == "" {
+			o = outcomeFromStatus(rec.status)
+		}
+		a.metrics.Deliveries.WithLabelValues(metricEvent(event), o).Inc()
+		a.metrics.DeliveryDuration.WithLabelValues(metricEvent(event)).Observe(time.Since(start).Seconds())
+	}()
+
+	gh := a.github.Load()
+	switch {
+	case gh == nil:
+		*outcome = "not_configured"
+		http.Error(rec, "Forge is not set up yet: open /setup", http.StatusServiceUnavailable)
+		return
+	case r.ContentLength > MaxWebhookBody:
+		// Refuse before reading: GitHub never sends more than 25 MiB.
+		*outcome = "too_large"
+		w.Header().Set("Connection", "close")
+		http.Error(rec, "payload too large", http.StatusRequestEntityTooLarge)
+		return
+	case !strings.HasPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256="):
+		// go-github would fall back to the SHA-1 signature; Forge wants SHA-256.
+		*outcome = "bad_signature"
+		http.Error(rec, "missing X-Hub-Signature-256", http.StatusUnauthorized)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxWebhookBody)
+	gh.hook.ServeHTTP(rec, r.WithContext(ctx))
+}
+
+// webhookError maps the dispatcher's and handlers' errors to answers.
+func (a *App) webhookError(w http.ResponseWriter, r *http.Request, err error) {
+	log := zerolog.Ctx(r.Context())
+	var (
+		tooBig *http.MaxBytesError
+		bad    *handlers.BadPayloadError
+		ve     githubapp.ValidationError
+	)
+	// go-githubapp's ValidationError does not unwrap to its cause.
+	if errors.As(err, &ve) {
+		err = fmt.Errorf("%w: %w", ve, ve.Cause)
+	}
+	switch {
+	case errors.As(err, &tooBig):
+		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+	case errors.As(err, &bad):
+		log.Warn().Err(err).Msg("malformed webhook payload")
+		http.Error(w, "malformed payload", http.StatusBadRequest)
+	case errors.As(err, &ve) && isSignatureError(ve.Cause):
+		log.Warn().Msg("webhook signature refused")
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+	case errors.As(err, &ve):
+		log.Warn().Err(ve.Cause).Msg("invalid webhook request")
+		http.Error(w, "invalid webhook request", http.StatusBadRequest)
+	default:
+		log.Error().Err(err).Msg("webhook not recorded")
+		http.Error(w, "delivery not recorded", http.StatusInternalServerError)
+	}
+}
+
+func isSignatureError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "signature") || strings.Contains(s, "hash type")
+}
+
+func outcomeFromStatus(status int) string {
+	switch status {
+	case http.StatusAccepted:
+		return "unhandled"
+	case http.StatusOK:
+		return "ping"
+	case http.StatusUnauthorized:
+		return "bad_signature"
+	case http.StatusBadRequest:
+		return "bad_payload"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	}
+	return "error"
+}
+
+// metricEvent keeps the event label bounded to GitHub's event names.
+func metricEvent(e string) string {
+	if e == "" || len(e) > 40 || strings.ContainsAny(e, " /\\\"") {
+		return "invalid"
+	}
+	return e
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}

@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+
+	"github.com/forge-dev/forge/gitops"
+	"github.com/forge-dev/forge/pipeline"
+)
+
+// workspace implements pipeline.Workspace over the cached clones, with the
+// installation's token passed per fetch and never stored.
+type workspace struct {
+	cache  *gitops.Cache
+	webURL string
+	token  func(ctx context.Context) (string, error)
+}
+
+var _ pipeline.Workspace = (*workspace)(nil)
+
+func (w *workspace) remote(ctx context.Context, repo pipeline.Repo) (gitops.Remote, error) {
+	tok, err := w.token(ctx)
+	if err != nil {
+		return gitops.Remote{}, apiError(fmt.Errorf("installation token: %w", err))
+	}
+	return gitops.Remote{URL: strings.TrimSuffix(w.webURL, "/") + "/" + repo.Owner + "/" + repo.Name + ".git", Token: tok}, nil
+}
+
+func (w *workspace) ReadFile(ctx context.Context, repo pipeline.Repo, ref, path string) ([]byte, error) {
+	r, err := w.remote(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	return w.cache.ReadFile(ctx, r, ref, path)
+}
+
+func (w *workspace) Checkout(ctx context.Context, repo pipeline.Repo, ref string) (pipeline.WorkingCopy, error) {
+	r, err := w.remote(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	return w.cache.Checkout(ctx, r, ref)
+}
+
+// tokenSource keeps one ghinstallation transport per installation: it
+// caches the installation token and renews it before it expires.
+type tokenSource struct {
+	mu     sync.Mutex
+	appID  int64
+	key    []byte
+	apiURL string
+	m      map[int64]*ghinstallation.Transport
+}
+
+func (t *tokenSource) token(ctx context.Context, installationID int64) (string, error) {
+	t.mu.Lock()
+	tr, ok := t.m[installationID]
+	if !ok {
+		var err error
+		tr, err = ghinstallation.New(http.DefaultTransport, t.appID, installationID, t.key)
+		if err != nil {
+			t.mu.Unlock()
+			return "", err
+		}
+		tr.BaseURL = strings.TrimSuffix(t.apiURL, "/")
+		if t.m == nil {
+			t.m = map[int64]*ghinstallation.Transport{}
+		}
+		t.m[installationID] = tr
+	}
+	t.mu.Unlock()
+	return tr.Token(ctx)
+}

@@ -1,0 +1,78 @@
+// Command forge is the Forge server: `forge serve` runs it, `forge migrate`
+// applies the database migrations and exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/store"
+)
+
+const usage = `usage: forge <command> [--config FILE]
+
+commands:
+  serve     run the server (webhooks, queue, setup page)
+  migrate   apply database migrations and exit (safe to run again)
+
+The configuration file may also be given as FORGE_CONFIG.
+`
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "forge:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("no command given")
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file (YAML)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cfg, err := app.LoadConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	log, err := app.NewLogger(cfg.Logging, os.Stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	switch cmd {
+	case "serve":
+		a, err := app.New(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		return a.Run(ctx)
+	case "migrate":
+		st, err := store.Open(ctx, cfg.Database.URL)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		if err := st.Migrate(ctx); err != nil {
+			return err
+		}
+		log.Info().Msg("migrations applied")
+		return nil
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}

@@ -1,0 +1,84 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// ReadFile returns the file at path (slash-separated, relative to the
+// repository root) in ref: a branch, a full ref or a full commit SHA. The
+// branch is fetched first; a SHA only when the mirror lacks it. An absent
+// file gives an error matching fs.ErrNotExist; an absent branch one matching
+// ErrRefNotFound. A symbolic link reads as its target, as git stores it.
+func (c *Cache) ReadFile(ctx context.Context, r Remote, ref, path string) ([]byte, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	st, unlock, err := c.lockRepo(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	h, _, err := c.resolveLocked(ctx, st, r, ref)
+	if err != nil {
+		return nil, err
+	}
+	s, closeStore := openStorage(st.path)
+	defer closeStore()
+	commit, err := object.GetCommit(s, h)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+	}
+	entry, err := tree.FindEntry(path)
+	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrFileNotFound) {
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+	}
+	switch entry.Mode {
+	case filemode.Dir:
+		return nil, fmt.Errorf("read %s at %s: is a directory", path, ref)
+	case filemode.Submodule:
+		return nil, fmt.Errorf("read %s at %s: is a submodule", path, ref)
+	}
+	blob, err := object.GetBlob(s, entry.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+	}
+	rd, err := blob.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+	}
+	defer rd.Close()
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+	}
+	return data, nil
+}
+
+// checkPath accepts a clean, relative, slash-separated path inside a
+// repository, outside its .git.
+func checkPath(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+		return fmt.Errorf("invalid path %q: want a relative file path", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if err := validName(part); err != nil {
+			return fmt.Errorf("invalid path %q: %w", p, err)
+		}
+	}
+	return nil
+}

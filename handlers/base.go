@@ -1,0 +1,139 @@
+// Package handlers holds one small type per GitHub webhook event. A handler
+// decodes its event, decides what work it means, and records the delivery
+// with that work in one transaction; it never calls GitHub, git or an agent,
+// so the answer to GitHub never waits for them.
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/riverqueue/river"
+	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/app/store"
+)
+
+// Ingester durably records a delivery and enqueues its jobs.
+type Ingester interface {
+	Accept(ctx context.Context, d store.Delivery) (store.Outcome, error)
+}
+
+// Base is embedded by every handler.
+type Base struct {
+	Ingest Ingester
+}
+
+// BadPayloadError is a delivery whose body is not the JSON its event
+// promises; the dispatcher answers it 400.
+type BadPayloadError struct {
+	Event string
+	Err   error
+}
+
+func (e *BadPayloadError) Error() string {
+	return fmt.Sprintf("decode %s payload: %v", e.Event, e.Err)
+}
+
+func (e *BadPayloadError) Unwrap() error { return e.Err }
+
+// Outcome names what became of a delivery, for metrics and logs.
+type Outcome string
+
+const (
+	OutcomeAccepted  Outcome = "accepted"
+	OutcomeDuplicate Outcome = "duplicate"
+	OutcomeIgnored   Outcome = "ignored"
+)
+
+type outcomeKey struct{}
+
+// WithOutcome prepares ctx to carry the outcome a handler reports.
+func WithOutcome(ctx context.Context) (context.Context, *Outcome) {
+	o := new(Outcome)
+	return context.WithValue(ctx, outcomeKey{}, o), o
+}
+
+func decode(event string, payload []byte, v any) error {
+	if err := json.Unmarshal(payload, v); err != nil {
+		return &BadPayloadError{Event: event, Err: err}
+	}
+	return nil
+}
+
+// accept records the delivery with its jobs and sets the HTTP answer:
+// 202 when accepted or ignored, 200 for a delivery seen before.
+func (b *Base) accept(ctx context.Context, d store.Delivery) error {
+	outcome, err := b.Ingest.Accept(ctx, d)
+	if err != nil {
+		return fmt.Errorf("record %s delivery %s: %w", d.Event, d.ID, err)
+	}
+	var o Outcome
+	status := http.StatusAccepted
+	switch outcome {
+	case store.Accepted:
+		o = OutcomeAccepted
+	case store.Duplicate:
+		o, status = OutcomeDuplicate, http.StatusOK
+	case store.Ignored:
+		o = OutcomeIgnored
+	default:
+		return errors.New("unknown ingest outcome")
+	}
+	if p, ok := ctx.Value(outcomeKey{}).(*Outcome); ok {
+		*p = o
+	}
+	zerolog.Ctx(ctx).Debug().Str("outcome", string(o)).Int("jobs", len(d.Jobs)).Msg("delivery recorded")
+	githubapp.SetResponder(ctx, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		fmt.Fprintln(w, o)
+	})
+	return nil
+}
+
+// delivery starts a Delivery from the fields every event shares.
+func delivery(event, deliveryID, action string, inst *github.Installation, repo *github.Repository) store.Delivery {
+	d := store.Delivery{ID: deliveryID, Event: event, Action: action}
+	if inst != nil {
+		d.InstallationID = inst.GetID()
+		d.Account = inst.GetAccount().GetLogin()
+	}
+	if repo != nil {
+		d.Repository = repo.GetFullName()
+	}
+	return d
+}
+
+func job(args river.JobArgs) river.InsertManyParams {
+	return river.InsertManyParams{Args: args}
+}
+
+func repoOf(r *github.Repository) (owner, name string) {
+	return r.GetOwner().GetLogin(), r.GetName()
+}
+
+// isBot reports whether a GitHub user is an App or other bot account; bots
+// never trigger anything, Forge least of all.
+func isBot(u *github.User) bool {
+	return u.GetType() == "Bot"
+}
+
+// All returns one handler per event Forge subscribes to.
+func All(b Base) []githubapp.EventHandler {
+	return []githubapp.EventHandler{
+		&IssueComment{b},
+		&Issues{b},
+		&PullRequest{b},
+		&PullRequestReview{b},
+		&CheckRun{b},
+		&CheckSuite{b},
+		&Installation{b},
+		&InstallationRepositories{b},
+	}
+}

@@ -1,0 +1,96 @@
+// Package agent is the vocabulary the forge loop uses to call an AI agent:
+// who is asked (Role), what it is given (Request), what comes back (Result,
+// Failure) and the one interface every runtime implements (Runtime).
+// Runtimes themselves (exec, openai) live in app/agents, so the pipeline
+// never depends on how an agent is run.
+package agent
+
+import (
+	"context"
+	"time"
+)
+
+// Role names the job an agent does in the forge loop (DESIGN §7). The
+// values are the keys of the `roles` maps in the server and repository
+// configuration.
+type Role string
+
+const (
+	Drafter      Role = "drafter"
+	Auditor      Role = "auditor"
+	Reviser      Role = "reviser"
+	Implementer  Role = "implementer"
+	PhaseAuditor Role = "phase_auditor"
+)
+
+// Roles lists every role, in the order the forge loop meets them.
+func Roles() []Role {
+	return []Role{Drafter, Auditor, Reviser, Implementer, PhaseAuditor}
+}
+
+// Valid reports whether r is one of the roles Forge knows.
+func (r Role) Valid() bool {
+	switch r {
+	case Drafter, Auditor, Reviser, Implementer, PhaseAuditor:
+		return true
+	}
+	return false
+}
+
+// Writes reports whether the role may change files in the working copy.
+// Every other role reads it and answers with text only.
+func (r Role) Writes() bool { return r == Implementer }
+
+// Request is one call of one agent.
+type Request struct {
+	Role  Role
+	Model string // empty: the runtime's own default
+
+	// Prompt is the whole instruction: given on stdin (exec) or as the user
+	// message (openai).
+	Prompt string
+
+	// Dir is the working copy of the plan branch and the agent's working
+	// directory. Only an Implementer may change it.
+	Dir string
+
+	// Repo ("owner/name"), PlanID ("plan-017"), PhaseID ("phase-2", empty
+	// outside phases) and Round (the audit round, 0 outside audits) say
+	// where the call belongs; the exec runtime passes them as FORGE_REPO,
+	// FORGE_PLAN_ID, FORGE_PHASE_ID and FORGE_ROUND.
+	Repo    string
+	PlanID  string
+	PhaseID string
+	Round   int
+
+	// Timeout bounds the call; 0 means the runtime's default.
+	Timeout time.Duration
+}
+
+// Result is what a successful call returns.
+type Result struct {
+	// Output is the agent's answer (stdout for exec, the final assistant
+	// message for openai), cut at the runtime's output limit.
+	Output    string
+	Truncated bool // Output was cut at the limit
+	ExitCode  int  // 0 for runtimes without processes
+	Duration  time.Duration
+	Usage     Usage
+}
+
+// Usage counts tokens where the runtime can know them (zero for exec).
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Total is the number shown to people as "N tokens".
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+
+// Runtime runs agents. A failed call returns a *Failure when the agent ran
+// and failed (exit status, timeout, cancel; the Result may still hold its
+// partial output), and another error when it could not be started at all
+// (bad request, command not found): retrying only helps the first kind.
+type Runtime interface {
+	Run(ctx context.Context, req Request) (Result, error)
+}

@@ -1,0 +1,340 @@
+package pipeline
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// CommandKind names what a /forge or /plan comment asks for. The values are
+// stable strings so they can travel in job arguments and logs.
+type CommandKind string
+
+// The commands of DESIGN §2.
+const (
+	CommandStart   CommandKind = "start"   // /forge <description>
+	CommandPlan    CommandKind = "plan"    // /plan <description>
+	CommandHelp    CommandKind = "help"    // /forge, /forge help, /plan
+	CommandStatus  CommandKind = "status"  // /forge status [plan-NNN]
+	CommandCancel  CommandKind = "cancel"  // /forge cancel [plan-NNN]
+	CommandApprove CommandKind = "approve" // /forge approve [plan-NNN]
+	CommandRevise  CommandKind = "revise"  // /forge revise [plan-NNN] [notes]
+	CommandAudit   CommandKind = "audit"   // /forge audit [plan-NNN]
+	CommandPhases  CommandKind = "phases"  // /forge phases [--regenerate] [plan-NNN]
+	CommandRun     CommandKind = "run"     // /forge run [plan-NNN]
+	CommandRunOne  CommandKind = "run-one" // /forge run-one [plan-NNN]
+	CommandSkip    CommandKind = "skip"    // /forge skip [plan-NNN]
+	CommandClose   CommandKind = "close"   // /forge close [plan-NNN]
+)
+
+// cmdUsage holds the usage line of each command; a subcommand is reserved
+// exactly when it has an entry here (start and plan are not subcommands).
+var cmdUsage = map[CommandKind]string{
+	CommandStart:   "/forge <description>",
+	CommandPlan:    "/plan <description>",
+	CommandHelp:    "/forge help",
+	CommandStatus:  "/forge status [plan-NNN]",
+	CommandCancel:  "/forge cancel [plan-NNN]",
+	CommandApprove: "/forge approve [plan-NNN]",
+	CommandRevise:  "/forge revise [plan-NNN] [notes]",
+	CommandAudit:   "/forge audit [plan-NNN]",
+	CommandPhases:  "/forge phases [--regenerate] [plan-NNN]",
+	CommandRun:     "/forge run [plan-NNN]",
+	CommandRunOne:  "/forge run-one [plan-NNN]",
+	CommandSkip:    "/forge skip [plan-NNN]",
+	CommandClose:   "/forge close [plan-NNN]",
+}
+
+// Usage returns the command's usage line, e.g. "/forge phases [--regenerate] [plan-NNN]".
+func (k CommandKind) Usage() string { return cmdUsage[k] }
+
+// AllowedOn reports whether the command may be used on a pull request
+// (isPR) or on an issue, per the "where" column of DESIGN §2.
+func (k CommandKind) AllowedOn(isPR bool) bool {
+	switch k {
+	case CommandStart, CommandPlan:
+		return !isPR
+	case CommandApprove, CommandRevise, CommandAudit, CommandPhases, CommandRun, CommandRunOne, CommandSkip:
+		return isPR
+	case CommandHelp, CommandStatus, CommandCancel, CommandClose:
+		return true
+	}
+	return false
+}
+
+// Command is one parsed /forge or /plan command.
+type Command struct {
+	Kind CommandKind
+	// Description is the rest of the command line for start and plan: it
+	// becomes the plan title.
+	Description string
+	// Context is, for start and plan, the comment's lines after the command
+	// line (trimmed of blank lines around them): more detail for the drafter.
+	Context string
+	// Notes is, for revise, the rest of the line after the optional plan id
+	// plus the lines after it: a note usually spans several lines.
+	Notes string
+	// PlanID is the plan named in the command ("plan-017"), lower-cased; empty
+	// when left out.
+	PlanID string
+	// Regenerate is set by /forge phases --regenerate.
+	Regenerate bool
+	// Err is a *CommandUsageError when a reserved subcommand was given
+	// arguments it does not take; Kind still names that subcommand.
+	Err error
+	// Raw is the command line as written, trimmed.
+	Raw string
+}
+
+// CommandUsageError says which argument of a reserved subcommand was wrong.
+type CommandUsageError struct {
+	Kind    CommandKind
+	Problem string
+}
+
+func (e *CommandUsageError) Error() string {
+	return fmt.Sprintf("%s; usage: %s", e.Problem, e.Kind.Usage())
+}
+
+var (
+	cmdPlanIDRe = regexp.MustCompile(`^plan-[0-9]{3,}$`)
+	// cmdPlanIDLikeRe catches a plan id with too few digits, so "plan-17"
+	// gets a precise answer instead of "unexpected argument".
+	cmdPlanIDLikeRe = regexp.MustCompile(`^plan-[0-9]+$`)
+)
+
+// ParseCommand finds the command in a comment body. The first line that
+// begins with /forge or /plan (case-insensitive, after optional whitespace)
+// is the command; lines in fenced code blocks, block quotes and HTML
+// comments never count, nor do words that merely start with the prefix
+// (/forged, /planning). It reports false when the body holds no command,
+// and true for a command with a usage error (Command.Err), which deserves
+// an answer.
+//
+// An unknown first word after /forge starts a forge with the rest of the
+// line as description; /plan does the same for a plan without agent. The
+// reserved subcommands mean the same after either prefix (users of the seed
+// type "!plan approve"). A bare /forge or /plan is help: the description
+// must be on the command line itself.
+func ParseCommand(body string) (Command, bool) {
+	lines := mdScan(body)
+	for i, l := range lines {
+		if l.Code || l.Quote {
+			continue
+		}
+		text := strings.TrimLeftFunc(l.Visible, unicode.IsSpace)
+		prefix, rest, ok := cmdSplitPrefix(text)
+		if !ok {
+			continue
+		}
+		following := make([]string, 0, len(lines)-i-1)
+		for _, f := range lines[i+1:] {
+			following = append(following, f.Text)
+		}
+		return cmdParseLine(prefix, rest, following, strings.TrimSpace(text)), true
+	}
+	return Command{}, false
+}
+
+// cmdSplitPrefix splits "/forge rest" into its prefix ("/forge" or "/plan",
+// lower-cased) and the rest of the line.
+func cmdSplitPrefix(text string) (prefix, rest string, ok bool) {
+	if !strings.HasPrefix(text, "/") {
+		return "", "", false
+	}
+	end := strings.IndexFunc(text, unicode.IsSpace)
+	if end < 0 {
+		end = len(text)
+	}
+	word := text[:end]
+	switch {
+	case strings.EqualFold(word, "/forge"):
+		return "/forge", text[end:], true
+	case strings.EqualFold(word, "/plan"):
+		return "/plan", text[end:], true
+	}
+	return "", "", false
+}
+
+func cmdParseLine(prefix, rest string, following []string, raw string) Command {
+	rest = strings.TrimSpace(rest)
+	cmd := Command{Raw: raw}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		cmd.Kind = CommandHelp
+		return cmd
+	}
+	sub := strings.ToLower(fields[0])
+	args := fields[1:]
+	// afterSub keeps the user's spacing, which Fields would lose.
+	afterSub := strings.TrimSpace(rest[len(fields[0]):])
+
+	switch sub {
+	case "help", "--help", "-h":
+		cmd.Kind = CommandHelp
+	case string(CommandRevise):
+		cmd.Kind = CommandRevise
+		notes := afterSub
+		if len(args) > 0 {
+			first := strings.ToLower(args[0])
+			switch {
+			case cmdPlanIDRe.MatchString(first):
+				cmd.PlanID = first
+				notes = strings.TrimSpace(afterSub[len(args[0]):])
+			case cmdPlanIDLikeRe.MatchString(first):
+				cmd.Err = &CommandUsageError{Kind: CommandRevise, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", args[0])}
+			}
+		}
+		cmd.Notes = cmdJoinLines(append([]string{notes}, following...))
+	case string(CommandStatus), string(CommandCancel), string(CommandApprove), string(CommandAudit),
+		string(CommandPhases), string(CommandRun), string(CommandRunOne), string(CommandSkip), string(CommandClose):
+		cmd.Kind = CommandKind(sub)
+		cmd.PlanID, cmd.Regenerate, cmd.Err = cmdParseArgs(cmd.Kind, args)
+	default:
+		if prefix == "/plan" {
+			cmd.Kind = CommandPlan
+		} else {
+			cmd.Kind = CommandStart
+		}
+		cmd.Description = rest
+		cmd.Context = cmdJoinLines(following)
+	}
+	return cmd
+}
+
+// cmdParseArgs accepts an optional plan id, and --regenerate for phases, in
+// any order; anything else is a usage error.
+func cmdParseArgs(kind CommandKind, args []string) (planID string, regenerate bool, err error) {
+	for _, a := range args {
+		lower := strings.ToLower(a)
+		switch {
+		case kind == CommandPhases && lower == "--regenerate":
+			regenerate = true
+		case cmdPlanIDRe.MatchString(lower):
+			if planID != "" && planID != lower {
+				return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("two plan ids given (%s and %s)", planID, lower)}
+			}
+			planID = lower
+		case cmdPlanIDLikeRe.MatchString(lower):
+			return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", a)}
+		default:
+			return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("unexpected argument %q", a)}
+		}
+	}
+	return planID, regenerate, nil
+}
+
+// cmdJoinLines joins lines with \n, dropping trailing spaces of each line
+// and blank lines at both ends; indentation is kept (code, lists).
+func cmdJoinLines(lines []string) string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = strings.TrimRightFunc(l, unicode.IsSpace)
+	}
+	for len(out) > 0 && out[0] == "" {
+		out = out[1:]
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return strings.Join(out, "\n")
+}
+
+// mdLine is one line of a Markdown text with what a reader of the rendered
+// text would make of it.
+type mdLine struct {
+	Number  int    // 1-based
+	Text    string // the line without its line ending
+	Visible string // Text without HTML comments
+	Code    bool   // inside a fenced code block, or one of its fences
+	Quote   bool   // a block quote line (starts with >)
+}
+
+// mdScan splits a Markdown text into lines, tracking fenced code blocks
+// (``` and ~~~, closed by the same character at least as long, or by the end
+// of the text, as CommonMark does) and HTML comments that span lines. It
+// accepts any indentation on fences, so fences inside list items count too.
+func mdScan(text string) []mdLine {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(text, "\r", "\n")
+	raw := strings.Split(text, "\n")
+	out := make([]mdLine, 0, len(raw))
+	var fenceChar byte
+	fenceLen := 0
+	inComment := false
+	for i, t := range raw {
+		l := mdLine{Number: i + 1, Text: t}
+		trimmed := strings.TrimLeftFunc(t, unicode.IsSpace)
+		if fenceLen > 0 {
+			l.Code = true
+			if n := mdFenceRun(trimmed, fenceChar); n >= fenceLen && strings.TrimSpace(trimmed[n:]) == "" {
+				fenceLen = 0
+			}
+			out = append(out, l)
+			continue
+		}
+		l.Visible, inComment = mdStripComments(t, inComment)
+		vis := strings.TrimLeftFunc(l.Visible, unicode.IsSpace)
+		if strings.HasPrefix(vis, ">") {
+			l.Quote = true
+		} else if c, n := mdFenceOpen(vis); n > 0 {
+			l.Code = true
+			fenceChar, fenceLen = c, n
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// mdFenceOpen reports the fence character and length when s opens a fenced
+// code block.
+func mdFenceOpen(s string) (byte, int) {
+	if s == "" || (s[0] != '`' && s[0] != '~') {
+		return 0, 0
+	}
+	n := mdFenceRun(s, s[0])
+	if n < 3 {
+		return 0, 0
+	}
+	// A backtick fence's info string may not hold a backtick: "```x```" is
+	// inline code, not a fence.
+	if s[0] == '`' && strings.Contains(s[n:], "`") {
+		return 0, 0
+	}
+	return s[0], n
+}
+
+func mdFenceRun(s string, c byte) int {
+	n := 0
+	for n < len(s) && s[n] == c {
+		n++
+	}
+	return n
+}
+
+// mdStripComments removes the HTML comment parts of one line, given whether
+// a comment was open when the line began, and says whether one is still open
+// at its end.
+func mdStripComments(line string, open bool) (string, bool) {
+	var b strings.Builder
+	for {
+		if open {
+			end := strings.Index(line, "-->")
+			if end < 0 {
+				return b.String(), true
+			}
+			line = line[end+3:]
+			open = false
+			continue
+		}
+		start := strings.Index(line, "<!--")
+		if start < 0 {
+			b.WriteString(line)
+			return b.String(), false
+		}
+		b.WriteString(line[:start])
+		line = line[start+4:]
+		open = true
+	}
+}

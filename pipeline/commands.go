@@ -1,0 +1,407 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/forge-dev/forge/templates"
+)
+
+// commandMinPermission is who Forge obeys (DESIGN §10).
+const commandMinPermission = "write"
+
+// HandleCommand answers one command. attempt > 1 means the job ran before,
+// so answers already posted are looked up instead of written twice.
+func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) error {
+	gh, err := f.Installations.GitHub(ctx, a.InstallationID)
+	if err != nil {
+		return err
+	}
+	c := &commandCtx{f: f, gh: gh, a: a, retry: attempt > 1}
+
+	var cmd Command
+	if a.Label != "" {
+		cmd = Command{Kind: CommandStart, Description: strings.TrimSpace(a.Title), Context: a.IssueBody}
+	} else {
+		var ok bool
+		if cmd, ok = ParseCommand(a.Body); !ok {
+			return nil
+		}
+	}
+
+	perm, err := f.permission(ctx, gh, a.InstallationID, a.Repo, a.Author)
+	if err != nil {
+		return err
+	}
+	if !AtLeast(perm, commandMinPermission) {
+		return c.refuse(ctx)
+	}
+
+	if a.Label != "" {
+		// The label only counts when it is the repository's trigger label.
+		ws, err := f.Installations.Workspace(ctx, a.InstallationID)
+		if err != nil {
+			return err
+		}
+		cfg, err := readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
+		if err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				return c.configError(ctx, ce)
+			}
+			return err
+		}
+		if !strings.EqualFold(a.Label, cfg.Labels.Trigger) {
+			return nil
+		}
+		return c.start(ctx, cmd, cfg)
+	}
+
+	if err := gh.ReactToComment(ctx, a.Repo, a.CommentID, "eyes"); err != nil {
+		return fmt.Errorf("react to comment %d: %w", a.CommentID, err)
+	}
+	if cmd.Err != nil {
+		var ue *CommandUsageError
+		if errors.As(cmd.Err, &ue) {
+			return c.reply(ctx, "usage-error", map[string]any{"Problem": ue.Problem, "Usage": ue.Kind.Usage()})
+		}
+		return c.reply(ctx, "usage-error", map[string]any{"Problem": "the command could not be read", "Usage": cmd.Kind.Usage()})
+	}
+	if !cmd.Kind.AllowedOn(a.IsPR) {
+		return c.reply(ctx, "wrong-place", map[string]any{"Usage": cmd.Kind.Usage(), "OnPR": !a.IsPR})
+	}
+
+	switch cmd.Kind {
+	case CommandHelp:
+		return c.help(ctx)
+	case CommandStart, CommandPlan:
+		ws, err := f.Installations.Workspace(ctx, a.InstallationID)
+		if err != nil {
+			return err
+		}
+		cfg, err := readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
+		if err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				return c.configError(ctx, ce)
+			}
+			return err
+		}
+		return c.start(ctx, cmd, cfg)
+	case CommandStatus:
+		return c.status(ctx, cmd)
+	case CommandCancel:
+		return c.cancel(ctx, cmd)
+	case CommandClose:
+		return c.close(ctx, cmd)
+	case CommandRevise, CommandAudit:
+		return c.rerun(ctx, cmd)
+	default:
+		return c.reply(ctx, "unavailable", map[string]any{"Usage": cmd.Kind.Usage()})
+	}
+}
+
+type commandCtx struct {
+	f     *Forge
+	gh    GitHub
+	a     CommandArgs
+	retry bool
+}
+
+// reply answers the command in a comment on its issue or PR. The answer
+// carries a marker naming the command, so a retried job finds it.
+func (c *commandCtx) reply(ctx context.Context, tmpl string, data any) error {
+	body, err := templates.Text(tmpl, data)
+	if err != nil {
+		return err
+	}
+	marker := fmt.Sprintf("<!-- forge:reply:%s -->", c.replyKey())
+	if c.retry {
+		found, err := c.hasComment(ctx, marker)
+		if err != nil || found {
+			return err
+		}
+	}
+	if _, err := c.gh.CreateComment(ctx, c.a.Repo, c.a.IssueNumber, marker+"\n"+body); err != nil {
+		return fmt.Errorf("answer command on %s#%d: %w", c.a.Repo, c.a.IssueNumber, err)
+	}
+	return nil
+}
+
+func (c *commandCtx) replyKey() string {
+	if c.a.CommentID != 0 {
+		return "comment-" + strconv.FormatInt(c.a.CommentID, 10)
+	}
+	return "delivery-" + c.a.DeliveryID
+}
+
+func (c *commandCtx) hasComment(ctx context.Context, marker string) (bool, error) {
+	comments, err := c.gh.ListComments(ctx, c.a.Repo, c.a.IssueNumber)
+	if err != nil {
+		return false, fmt.Errorf("list comments of %s#%d: %w", c.a.Repo, c.a.IssueNumber, err)
+	}
+	for _, cm := range comments {
+		if cm.AuthorBot && HasMarker(cm.Body, marker) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// refuse answers a person without write permission once per issue: a
+// second command from them is ignored rather than answered again.
+func (c *commandCtx) refuse(ctx context.Context) error {
+	marker := fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(c.a.Author))
+	found, err := c.hasComment(ctx, marker)
+	if err != nil || found {
+		return err
+	}
+	body, err := templates.Text("refusal", map[string]any{"Marker": marker, "User": c.a.Author, "Need": commandMinPermission})
+	if err != nil {
+		return err
+	}
+	_, err = c.gh.CreateComment(ctx, c.a.Repo, c.a.IssueNumber, body)
+	return err
+}
+
+func (c *commandCtx) help(ctx context.Context) error {
+	label := "forge"
+	if ws, err := c.f.Installations.Workspace(ctx, c.a.InstallationID); err == nil {
+		if cfg, err := readRepoConfig(ctx, ws, c.a.Repo, c.a.DefaultBranch); err == nil {
+			label = cfg.Labels.Trigger
+		}
+	}
+	return c.reply(ctx, "help", map[string]any{"TriggerLabel": label})
+}
+
+func (c *commandCtx) configError(ctx context.Context, ce *ConfigError) error {
+	var problems []string
+	for _, p := range ce.Problems {
+		problems = append(problems, p.String())
+	}
+	return c.reply(ctx, "config-error", map[string]any{
+		"Path": RepoConfigPath, "Branch": c.a.DefaultBranch, "Problems": problems,
+	})
+}
+
+// start creates a plan and starts (or queues) its forge.
+func (c *commandCtx) start(ctx context.Context, cmd Command, cfg RepoConfig) error {
+	f, a := c.f, c.a
+	title := strings.TrimSpace(cmd.Description)
+	if title == "" {
+		return c.reply(ctx, "usage-error", map[string]any{"Problem": "A description is needed", "Usage": cmd.Kind.Usage()})
+	}
+	if existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber); err == nil && existing.Run != RunIdle {
+		if existing.Trigger == c.trigger() {
+			return nil // this very command, run again
+		}
+		return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(existing.Number)})
+	} else if err != nil && !errors.Is(err, ErrPlanNotFound) {
+		return err
+	}
+
+	forge := cmd.Kind == CommandStart
+	p := &Plan{
+		InstallationID: a.InstallationID, Repo: a.Repo, Title: title,
+		Description: cmd.Description, Context: cmd.Context, Issue: a.IssueNumber,
+		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge,
+		Status: StatusDraft, Run: RunRunning, Mode: ModeForge, DefaultBranch: a.DefaultBranch,
+		Slug: Slug(title),
+	}
+	if !forge {
+		p.Mode = ModePlan
+	}
+	limit, running := cfg.Limits.MaxConcurrentRuns, 0
+	if forge {
+		n, err := f.Plans.CountRunning(ctx, a.InstallationID)
+		if err != nil {
+			return err
+		}
+		if running = n; n >= limit {
+			p.Run = RunQueued
+		}
+	}
+	created, err := f.Plans.CreatePlan(ctx, p)
+	if errors.Is(err, ErrForgeRunning) {
+		existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber)
+		if err != nil {
+			return err
+		}
+		return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(existing.Number)})
+	}
+	if err != nil {
+		return fmt.Errorf("create plan for %s#%d: %w", a.Repo, a.IssueNumber, err)
+	}
+	if p.Run == RunQueued {
+		if !created && !c.retry {
+			return nil
+		}
+		return c.reply(ctx, "queued", map[string]any{
+			"Marker": Marker(p.Number, "queued"), "PlanID": PlanID(p.Number), "Running": running, "Limit": limit,
+		})
+	}
+	if created || c.retry {
+		if err := f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation}); err != nil {
+			return fmt.Errorf("enqueue forge of %s: %w", PlanID(p.Number), err)
+		}
+	}
+	return nil
+}
+
+func (c *commandCtx) trigger() string {
+	if c.a.CommentID != 0 {
+		return "comment:" + strconv.FormatInt(c.a.CommentID, 10)
+	}
+	return "delivery:" + c.a.DeliveryID
+}
+
+// findPlan is the plan a command on this issue or PR is about.
+func (c *commandCtx) findPlan(ctx context.Context, cmd Command) (*Plan, error) {
+	var (
+		p   *Plan
+		err error
+	)
+	switch {
+	case cmd.PlanID != "":
+		n, _ := strconv.Atoi(strings.TrimPrefix(cmd.PlanID, "plan-"))
+		p, err = c.f.Plans.PlanByNumber(ctx, c.a.Repo, n)
+	case c.a.IsPR:
+		p, err = c.f.Plans.PlanForPR(ctx, c.a.Repo, c.a.IssueNumber)
+	default:
+		p, err = c.f.Plans.PlanForIssue(ctx, c.a.Repo, c.a.IssueNumber)
+	}
+	if errors.Is(err, ErrPlanNotFound) {
+		return nil, nil
+	}
+	return p, err
+}
+
+func (c *commandCtx) noPlan(ctx context.Context, cmd Command) error {
+	return c.reply(ctx, "no-plan-here", map[string]any{"OnPR": c.a.IsPR, "PlanID": cmd.PlanID})
+}
+
+func (c *commandCtx) status(ctx context.Context, cmd Command) error {
+	p, err := c.findPlan(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return c.reply(ctx, "no-plan", map[string]any{"Hint": "Start one with `/forge <description>` on an issue."})
+	}
+	v := map[string]any{
+		"PlanID": PlanID(p.Number), "Title": p.Title, "Status": p.Status, "Queued": p.Run == RunQueued,
+		"Running": "", "PRURL": "", "Round": 0, "LastVerdict": "", "Error": p.Error,
+	}
+	if p.Run == RunRunning {
+		v["Running"] = runningWhat(p)
+	}
+	if p.PR != 0 {
+		v["PRURL"] = "#" + strconv.Itoa(p.PR)
+	}
+	if n := len(p.Audits); n > 0 {
+		v["Round"] = p.Audits[n-1].Round
+		v["LastVerdict"] = p.Audits[n-1].Verdict.String()
+	}
+	return c.reply(ctx, "status", v)
+}
+
+func runningWhat(p *Plan) string {
+	switch {
+	case p.Mode == ModePlan:
+		return "creating the plan"
+	case p.Step < StepDrafted && p.Mode == ModeForge:
+		return "drafting"
+	default:
+		return fmt.Sprintf("audit round %d", p.Round-p.RunStartRound+1)
+	}
+}
+
+func (c *commandCtx) cancel(ctx context.Context, cmd Command) error {
+	p, err := c.findPlan(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	if p == nil || p.Run == RunIdle {
+		return c.reply(ctx, "no-plan", map[string]any{})
+	}
+	if p.Run == RunQueued {
+		to, err := p.Status.Next(EventCancel)
+		if err != nil {
+			return c.reply(ctx, "no-plan", map[string]any{})
+		}
+		p.Status, p.Run = to, RunIdle
+		if err := c.f.Plans.SavePlan(ctx, p); err != nil {
+			return err
+		}
+		return c.reply(ctx, "cancel", map[string]any{"Queued": true, "PlanID": PlanID(p.Number)})
+	}
+	if err := c.f.Plans.RequestCancel(ctx, p.ID); err != nil {
+		return err
+	}
+	return c.reply(ctx, "cancel", map[string]any{"PlanID": PlanID(p.Number)})
+}
+
+func (c *commandCtx) close(ctx context.Context, cmd Command) error {
+	p, err := c.findPlan(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return c.noPlan(ctx, cmd)
+	}
+	if p.Status == StatusClosed {
+		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number)})
+	}
+	if p.Run == RunRunning || p.Status == StatusImplementing {
+		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number), "Refused": true, "Status": p.Status})
+	}
+	to, err := p.Status.Next(EventClose)
+	if err != nil {
+		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number), "Refused": true, "Status": p.Status})
+	}
+	p.Status, p.Run = to, RunIdle
+	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
+		return err
+	}
+	return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number)})
+}
+
+// rerun starts a revision or a standalone audit on an idle plan.
+func (c *commandCtx) rerun(ctx context.Context, cmd Command) error {
+	p, err := c.findPlan(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return c.noPlan(ctx, cmd)
+	}
+	if p.Run != RunIdle {
+		if p.Trigger == c.trigger() {
+			return nil
+		}
+		return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(p.Number)})
+	}
+	switch p.Status {
+	case StatusDraft, StatusReview:
+	default:
+		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number), "Refused": true, "Status": p.Status})
+	}
+	p.Mode, p.Notes = ModeAudit, ""
+	if cmd.Kind == CommandRevise {
+		p.Mode, p.Notes = ModeRevise, cmd.Notes
+	}
+	p.Run, p.Trigger, p.CancelRequested = RunRunning, c.trigger(), false
+	p.Step, p.RunStartRound, p.Error = StepRounds, p.Round, ""
+	p.Generation++
+	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
+		return err
+	}
+	return c.f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation})
+}
+
+// ErrForgeRunning is CreatePlan's answer when the issue already has a
+// running or queued forge (the store enforces one per issue).
+var ErrForgeRunning = errors.New("a forge is already running for this issue")

@@ -1,0 +1,261 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+)
+
+// Forge is the pipeline's service: it answers commands and runs plans.
+type Forge struct {
+	Plans         PlanStore
+	Installations Installations
+	Agents        AgentSource
+	Queue         Enqueuer
+	// Owner names this process in plan leases.
+	Owner string
+	// LeaseTTL bounds how long a dead worker keeps a plan: another worker
+	// resumes it after that (the reconciler checks every LeaseTTL/3).
+	LeaseTTL time.Duration
+	Now      func() time.Time
+
+	perms permissionCache
+}
+
+// AgentSource resolves a role to a runtime and a model: the repository's
+// choice when it made one, else the server's default.
+type AgentSource interface {
+	Runtime(role agent.Role, choice RepoAgent) (agent.Runtime, string, error)
+}
+
+// Enqueuer inserts jobs.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, args river.JobArgs) error
+}
+
+const defaultLeaseTTL = 15 * time.Second
+
+func (f *Forge) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+func (f *Forge) leaseTTL() time.Duration {
+	if f.LeaseTTL > 0 {
+		return f.LeaseTTL
+	}
+	return defaultLeaseTTL
+}
+
+// CommandArgs is the job for a command: a newly created comment holding
+// /forge or /plan, or the trigger label added to an issue.
+type CommandArgs struct {
+	InstallationID int64  `json:"installation_id"`
+	Repo           Repo   `json:"repo"`
+	DefaultBranch  string `json:"default_branch"`
+	IssueNumber    int    `json:"issue_number"`
+	IsPR           bool   `json:"is_pr"`
+	// CommentID is 0 for the label trigger.
+	CommentID int64  `json:"comment_id,omitempty"`
+	Body      string `json:"body,omitempty"`
+	// Label is the label added (label trigger); Title and IssueBody are the
+	// issue's, the description of a labelled forge.
+	Label      string `json:"label,omitempty"`
+	Title      string `json:"title,omitempty"`
+	IssueBody  string `json:"issue_body,omitempty"`
+	Author     string `json:"author"`
+	DeliveryID string `json:"delivery_id"`
+}
+
+func (CommandArgs) Kind() string { return "command" }
+
+// ForgeArgs is the job that runs a plan's forge.
+type ForgeArgs struct {
+	PlanID     int64 `json:"plan_id"`
+	Generation int   `json:"generation"`
+}
+
+func (ForgeArgs) Kind() string { return "forge" }
+
+// CommandWorker answers commands.
+type CommandWorker struct {
+	river.WorkerDefaults[CommandArgs]
+	Forge *Forge
+}
+
+func (w *CommandWorker) Work(ctx context.Context, job *river.Job[CommandArgs]) error {
+	err := w.Forge.HandleCommand(ctx, job.Args, job.Attempt)
+	return jobError(ctx, w.Forge, job.Args.InstallationID, err)
+}
+
+// ForgeWorker runs forges.
+type ForgeWorker struct {
+	river.WorkerDefaults[ForgeArgs]
+	Forge *Forge
+}
+
+// Timeout is off: a forge runs agents for as long as their own timeouts
+// allow, and its lease, not River's rescuer, recovers it after a crash.
+func (w *ForgeWorker) Timeout(*river.Job[ForgeArgs]) time.Duration { return -1 }
+
+func (w *ForgeWorker) Work(ctx context.Context, job *river.Job[ForgeArgs]) error {
+	err := w.Forge.RunPlan(ctx, job.Args, job.ID, job.Attempt)
+	return jobError(ctx, w.Forge, 0, err)
+}
+
+// jobError drops work for an installation GitHub no longer serves.
+func jobError(ctx context.Context, f *Forge, installationID int64, err error) error {
+	if err == nil || !errors.Is(err, ErrInstallationGone) {
+		return err
+	}
+	if installationID != 0 {
+		if ferr := f.Installations.Forget(ctx, installationID); ferr != nil {
+			return fmt.Errorf("forget installation %d: %w", installationID, ferr)
+		}
+	}
+	zerolog.Ctx(ctx).Warn().Err(err).Msg("installation gone; job dropped")
+	return river.JobCancel(err)
+}
+
+// ReconcileArgs is the periodic job that adopts orphaned forges and starts
+// queued ones when their installation has room.
+type ReconcileArgs struct{}
+
+func (ReconcileArgs) Kind() string { return "reconcile" }
+
+type ReconcileWorker struct {
+	river.WorkerDefaults[ReconcileArgs]
+	Forge *Forge
+}
+
+func (w *ReconcileWorker) Work(ctx context.Context, _ *river.Job[ReconcileArgs]) error {
+	return w.Forge.Reconcile(ctx)
+}
+
+// Reconcile re-enqueues forges whose worker died (SIGKILL, crash) and
+// starts queued forges where a slot is free.
+func (f *Forge) Reconcile(ctx context.Context) error {
+	orphans, err := f.Plans.AdoptOrphans(ctx, 2*f.leaseTTL())
+	if err != nil {
+		return fmt.Errorf("adopt orphaned forges: %w", err)
+	}
+	for _, p := range orphans {
+		zerolog.Ctx(ctx).Info().Int64("plan", p.ID).Int("generation", p.Generation).Msg("resuming orphaned forge")
+		if err := f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation}); err != nil {
+			return fmt.Errorf("enqueue orphaned forge %d: %w", p.ID, err)
+		}
+	}
+	insts, err := f.Plans.InstallationsWithQueued(ctx)
+	if err != nil {
+		return fmt.Errorf("list queued forges: %w", err)
+	}
+	for _, id := range insts {
+		if err := f.startQueued(ctx, id, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startQueued promotes queued plans of an installation while it has room
+// under limit (0: each plan's own repository limit applies).
+func (f *Forge) startQueued(ctx context.Context, installationID int64, limit int) error {
+	for {
+		p, err := f.Plans.NextQueued(ctx, installationID)
+		if err != nil || p == nil {
+			return err
+		}
+		lim := limit
+		if lim <= 0 {
+			lim = DefaultMaxConcurrentRuns
+		}
+		n, err := f.Plans.CountRunning(ctx, installationID)
+		if err != nil {
+			return err
+		}
+		if n >= lim {
+			return nil
+		}
+		p.Run = RunRunning
+		p.Generation++
+		if err := f.Plans.SavePlan(ctx, p); err != nil {
+			return err
+		}
+		if err := f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation}); err != nil {
+			return err
+		}
+	}
+}
+
+// DefaultMaxConcurrentRuns is limits.max_concurrent_runs's default.
+const DefaultMaxConcurrentRuns = 3
+
+// readRepoConfig reads .github/forge.yml from the default branch; a
+// missing file means the defaults.
+func readRepoConfig(ctx context.Context, ws Workspace, repo Repo, branch string) (RepoConfig, error) {
+	data, err := ws.ReadFile(ctx, repo, branch, RepoConfigPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err = nil, nil
+	}
+	if err != nil {
+		return RepoConfig{}, fmt.Errorf("read %s: %w", RepoConfigPath, err)
+	}
+	return ParseRepoConfig(data)
+}
+
+// permissionCache keeps collaborator permissions briefly: a burst of
+// commands costs one API call, and a revoked permission takes effect soon.
+type permissionCache struct {
+	mu sync.Mutex
+	m  map[string]permEntry
+}
+
+type permEntry struct {
+	perm string
+	exp  time.Time
+}
+
+const permissionTTL = time.Minute
+
+func (f *Forge) permission(ctx context.Context, gh GitHub, installationID int64, repo Repo, user string) (string, error) {
+	key := fmt.Sprintf("%d/%s/%s", installationID, repo, user)
+	now := f.now()
+	f.perms.mu.Lock()
+	if e, ok := f.perms.m[key]; ok && now.Before(e.exp) {
+		f.perms.mu.Unlock()
+		return e.perm, nil
+	}
+	f.perms.mu.Unlock()
+	perm, err := gh.Permission(ctx, repo, user)
+	if errors.Is(err, ErrNotFound) {
+		perm, err = "none", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("permission of %s on %s: %w", user, repo, err)
+	}
+	f.perms.mu.Lock()
+	if f.perms.m == nil {
+		f.perms.m = map[string]permEntry{}
+	}
+	f.perms.m[key] = permEntry{perm: perm, exp: now.Add(permissionTTL)}
+	f.perms.mu.Unlock()
+	return perm, nil
+}
+
+var permissionRank = map[string]int{"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
+
+// AtLeast reports whether permission have reaches need.
+func AtLeast(have, need string) bool {
+	h, ok := permissionRank[have]
+	return ok && h >= permissionRank[need]
+}

@@ -1,0 +1,179 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrInstallationGone reports that GitHub refused the installation itself
+// (deleted or suspended): work for it is dropped, not retried.
+var ErrInstallationGone = errors.New("installation deleted or suspended")
+
+var (
+	// ErrNotFound is a ref, file or object GitHub does not have.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists is a ref GitHub already has.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrNotFastForward is a ref update refused because the branch moved.
+	ErrNotFastForward = errors.New("update is not a fast forward")
+	// ErrRejected is any other request GitHub refused as invalid (422).
+	ErrRejected = errors.New("rejected by GitHub")
+)
+
+// GitHub is what the pipeline needs of GitHub's REST API for one
+// installation. The app package implements it with go-github; tests use the
+// GitHub test double through that same implementation.
+type GitHub interface {
+	// ReactToComment adds a reaction (e.g. "eyes") to an issue or PR
+	// conversation comment. Reacting twice is harmless on GitHub.
+	ReactToComment(ctx context.Context, repo Repo, commentID int64, content string) error
+	// Permission is a user's permission on the repository: admin,
+	// maintain, write, triage, read or none.
+	Permission(ctx context.Context, repo Repo, user string) (string, error)
+
+	CreateComment(ctx context.Context, repo Repo, issue int, body string) (int64, error)
+	UpdateComment(ctx context.Context, repo Repo, commentID int64, body string) error
+	ListComments(ctx context.Context, repo Repo, issue int) ([]Comment, error)
+	AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) error
+	RemoveLabel(ctx context.Context, repo Repo, issue int, label string) error
+
+	// BranchHead is the commit a branch points at, ErrNotFound if none.
+	BranchHead(ctx context.Context, repo Repo, branch string) (string, error)
+	// CreateBranch fails with ErrAlreadyExists when the branch exists.
+	CreateBranch(ctx context.Context, repo Repo, branch, sha string) error
+	Commit(ctx context.Context, repo Repo, sha string) (Commit, error)
+	// CommitFiles commits files on top of parent through the Git Data API
+	// and moves branch to it without force: ErrNotFastForward when the
+	// branch is no longer at parent.
+	CommitFiles(ctx context.Context, repo Repo, branch, parent, message string, files []FileChange) (string, error)
+
+	// FindPullRequest is the open PR whose head is branch, nil if none.
+	FindPullRequest(ctx context.Context, repo Repo, branch string) (*PullRequest, error)
+	CreatePullRequest(ctx context.Context, repo Repo, pr NewPullRequest) (PullRequest, error)
+	UpdatePullRequest(ctx context.Context, repo Repo, number int, title, body string) error
+	ClosePullRequest(ctx context.Context, repo Repo, number int) error
+	ListReviews(ctx context.Context, repo Repo, pr int) ([]Review, error)
+	CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error)
+
+	// FindCheckRun is this App's latest check run of that name on sha.
+	FindCheckRun(ctx context.Context, repo Repo, sha, name string) (*CheckRun, error)
+	CreateCheckRun(ctx context.Context, repo Repo, c CheckRun) (int64, error)
+	UpdateCheckRun(ctx context.Context, repo Repo, c CheckRun) error
+}
+
+// Installations hands out GitHub access for an installation.
+type Installations interface {
+	GitHub(ctx context.Context, installationID int64) (GitHub, error)
+	// Workspace reads and checks out the installation's repositories.
+	Workspace(ctx context.Context, installationID int64) (Workspace, error)
+	// Forget records that an installation is gone so later deliveries
+	// from it are ignored at the door.
+	Forget(ctx context.Context, installationID int64) error
+}
+
+// Workspace gives git access to repositories without REST calls.
+type Workspace interface {
+	// ReadFile reads a file at a branch or commit; errors.Is(err,
+	// fs.ErrNotExist) when it is absent.
+	ReadFile(ctx context.Context, repo Repo, ref, path string) ([]byte, error)
+	// Checkout makes a fresh working copy of ref; Remove it when done.
+	Checkout(ctx context.Context, repo Repo, ref string) (WorkingCopy, error)
+}
+
+// WorkingCopy is a checkout an agent works in.
+type WorkingCopy interface {
+	Dir() string
+	Remove() error
+}
+
+// Repo names a repository.
+type Repo struct {
+	Owner string `json:"owner"`
+	Name  string `json:"name"`
+}
+
+func (r Repo) String() string { return r.Owner + "/" + r.Name }
+
+type Comment struct {
+	ID        int64
+	Body      string
+	Author    string
+	AuthorBot bool
+}
+
+type Commit struct {
+	SHA     string
+	Message string
+	Parents []string
+}
+
+// FileChange is one file of a commit; Content nil with Deleted removes it.
+type FileChange struct {
+	Path       string
+	Content    []byte
+	Executable bool
+	Deleted    bool
+}
+
+type PullRequest struct {
+	Number  int
+	NodeID  string
+	Title   string
+	Body    string
+	HeadRef string
+	HeadSHA string
+	Draft   bool
+	State   string
+	Merged  bool
+	HTMLURL string
+}
+
+type NewPullRequest struct {
+	Title, Body, Head, Base string
+	Draft                   bool
+}
+
+type Review struct {
+	ID       int64
+	Body     string
+	State    string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
+	Author   string
+	CommitID string
+}
+
+type NewReview struct {
+	CommitID string
+	Body     string
+	Event    string // always COMMENT for Forge's own reviews
+	Comments []ReviewComment
+}
+
+// ReviewComment is an inline comment on a line of the PR diff's right side.
+type ReviewComment struct {
+	Path string
+	Line int
+	Body string
+}
+
+// CheckRun is a check run as Forge writes it.
+type CheckRun struct {
+	ID          int64
+	Name        string
+	HeadSHA     string
+	Status      string // queued, in_progress, completed
+	Conclusion  string // when completed: success, failure, neutral, cancelled, action_required
+	ExternalID  string
+	Title       string
+	Summary     string
+	Text        string
+	Actions     []CheckAction
+	StartedAt   time.Time
+	CompletedAt time.Time
+}
+
+type CheckAction struct {
+	Label       string // at most 20 characters
+	Description string // at most 40 characters
+	Identifier  string // at most 20 characters
+}

@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/forge-dev/forge/templates"
+)
+
+// TemplateValues fill a plan template's placeholders.
+type TemplateValues struct {
+	Title, PlanID, Issue, Project string
+	Date                          time.Time
+}
+
+var statusLine = regexp.MustCompile(`(?m)^\*\*Status:\*\*.*$`)
+
+// FillTemplate replaces the seed's placeholders and normalizes the status
+// line to DRAFT (a template may list every status as options).
+func FillTemplate(tmpl string, v TemplateValues) string {
+	r := strings.NewReplacer(
+		"{{TITLE}}", v.Title,
+		"{{PLAN_ID}}", v.PlanID,
+		"{{ISSUE}}", v.Issue,
+		"{{BEAD_ID}}", v.Issue,
+		"{{DATE}}", v.Date.UTC().Format("2006-01-02"),
+		"{{PROJECT}}", v.Project,
+	)
+	return SetStatus(r.Replace(tmpl), StatusDraft)
+}
+
+// SetStatus rewrites the plan header's **Status:** line.
+func SetStatus(plan string, s Status) string {
+	if statusLine.MatchString(plan) {
+		return statusLine.ReplaceAllLiteralString(plan, "**Status:** "+string(s))
+	}
+	return plan
+}
+
+var auditLogHeading = regexp.MustCompile(`(?m)^## Audit Log[ \t]*$`)
+
+// WithAuditLog rebuilds the plan's ## Audit Log section from the rounds
+// Forge recorded, so the log is never the agent's to write or lose. The
+// section ends at the next "---" rule or "## " heading.
+func WithAuditLog(plan string, rounds []AuditRound, capReached bool, date time.Time) (string, error) {
+	var log strings.Builder
+	for _, r := range rounds {
+		entry, err := templates.Text("audit-log", map[string]any{
+			"Round": r.Round, "Date": date.UTC().Format("2006-01-02"), "Verdict": r.Verdict.String(),
+			"Preflight": r.Preflight, "Findings": r.Findings,
+		})
+		if err != nil {
+			return "", err
+		}
+		log.WriteString(entry)
+		log.WriteString("\n")
+	}
+	if capReached {
+		log.WriteString("VERDICT: CAP_REACHED\n\n")
+	}
+	body := strings.TrimRight(log.String(), "\n")
+
+	loc := auditLogHeading.FindStringIndex(plan)
+	if loc == nil {
+		// The agent dropped the section: put it back at the end.
+		plan = strings.TrimRight(plan, "\n") + "\n\n---\n\n## Audit Log\n"
+		loc = auditLogHeading.FindStringIndex(plan)
+	}
+	head, rest := plan[:loc[1]], plan[loc[1]:]
+	end := len(rest)
+	for _, marker := range []string{"\n---", "\n## "} {
+		if i := strings.Index(rest, marker); i >= 0 && i < end {
+			end = i
+		}
+	}
+	tail := rest[end:]
+	out := head + "\n"
+	if body != "" {
+		out += "\n" + body + "\n"
+	}
+	out += tail
+	if !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	return out, nil
+}
+
+var fencedAnswer = regexp.MustCompile("(?s)^```[a-zA-Z]*\n(.*)\n```\\s*$")
+
+// AgentPlan takes the plan out of a drafter's or reviser's answer: the
+// answer is the plan file, perhaps wrapped in a code fence or led by a
+// sentence before the "# Plan:" title.
+func AgentPlan(answer string) string {
+	s := strings.TrimSpace(strings.ReplaceAll(answer, "\r\n", "\n"))
+	if m := fencedAnswer.FindStringSubmatch(s); m != nil {
+		s = strings.TrimSpace(m[1])
+	}
+	if i := strings.Index(s, "# Plan:"); i > 0 && (s[i-1] == '\n') {
+		s = s[i:]
+	}
+	return s + "\n"
+}

@@ -1,0 +1,322 @@
+package pipeline
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// preflightSection is a section every plan must have, with the heading
+// texts that count as it ("## Tests" is as good as "## Testing").
+type preflightSection struct {
+	name string
+	re   *regexp.Regexp
+}
+
+var preflightRequired = []preflightSection{
+	{"Objective", regexp.MustCompile(`^objectives?\b`)},
+	{"Scope", regexp.MustCompile(`^scope\b`)},
+	{"Changes", regexp.MustCompile(`^changes?\b`)},
+	{"Risks", regexp.MustCompile(`^risks?\b`)},
+	{"Testing", regexp.MustCompile(`^test(?:s|ing)?\b`)},
+}
+
+var (
+	// Sections Forge and the implementer write into; text there quotes
+	// auditors and code and is not the plan's to fill.
+	preflightSkipRe = regexp.MustCompile(`^(?:audit log|implementation notes)\b`)
+
+	preflightTokenRe = regexp.MustCompile(`\{\{[^{}\n]*\}\}`)
+	preflightWordRe  = regexp.MustCompile(`\b(?:TODO|TBD|FIXME)\b`)
+	// preflightAngleRe is a "<describe the change>" prompt: words in angle
+	// brackets, with a space, and none of an HTML tag's = / " characters.
+	preflightAngleRe    = regexp.MustCompile(`<([A-Za-z][^<>=/"\n]*\s[^<>=/"\n]*)>`)
+	preflightEllipsisRe = regexp.MustCompile(`^(?:[-*+]\s*)?(?:\.\.\.|…|\[\.\.\.\]|\[…\])$`)
+	preflightCodeSpanRe = regexp.MustCompile("`+[^`\n]*`+")
+
+	// preflightNewRe marks a path as one the plan creates, on its own line
+	// or in the sub-heading above it ("### New files").
+	preflightNewRe = regexp.MustCompile(`(?i)\(new\)|\[new\]|\bnew:|\bnew\s+(?:files?|modules?|packages?|tests?|directory|directories|folders?|scripts?|templates?)\b|\bcreat(?:e|es|ed|ing|ion)\b|\badd(?:s|ed|ing)?\s+(?:an?\s+)?new\b|\b(?:renam|mov)(?:e|es|ed|ing)\b`)
+	// preflightAddRe is a line that opens with "Add `path`": adding a file.
+	preflightAddRe = regexp.MustCompile("(?i)^\\s*(?:[-*+]|\\d{1,3}[.)])?\\s*(?:\\*\\*|__)?add(?:s|ed)?(?:\\*\\*|__)?\\s*:?\\s*`")
+
+	preflightPathCharsRe = regexp.MustCompile(`^[\w.\-/@+~]+$`)
+)
+
+// preflightHTMLTags are tags whose attributes can look like a prompt
+// ("<details open>").
+var preflightHTMLTags = map[string]bool{
+	"a": true, "b": true, "i": true, "p": true, "br": true, "hr": true, "div": true, "span": true, "img": true,
+	"details": true, "summary": true, "sub": true, "sup": true, "kbd": true, "code": true, "pre": true,
+	"table": true, "tr": true, "td": true, "th": true, "ul": true, "ol": true, "li": true, "em": true,
+	"strong": true, "picture": true, "source": true, "video": true, "input": true,
+}
+
+// preflightExtensions are the file extensions that make a backticked word a
+// path: a short list of real ones keeps "fmt.Errorf" and "hash.Sum" from
+// reading as files.
+var preflightExtensions = map[string]bool{}
+
+func init() {
+	for _, e := range strings.Fields(`go mod sum work md markdown mdx txt rst adoc yml yaml json jsonc json5 toml ini cfg conf
+		env properties xml html htm css scss sass less js mjs cjs jsx ts tsx mts cts vue svelte astro py pyi ipynb rb
+		rs java kt kts scala groovy gradle c h cc cpp cxx hpp hh cs fs fsx swift m mm php pl pm lua r sql graphql gql
+		proto sh bash zsh fish ps1 bat cmd tf tfvars hcl nix dockerfile tmpl tpl gotmpl j2 hbs mustache ex exs erl hrl
+		clj cljs elm hs ml dart zig svg png jpg jpeg gif ico webp csv tsv lock snap golden patch diff pem crt
+		feature spec plist gradle bzl bazel cmake mk`) {
+		preflightExtensions[e] = true
+	}
+}
+
+// preflightNames are file names without an extension that are still
+// obviously files.
+var preflightNames = map[string]bool{
+	"Makefile": true, "Dockerfile": true, "Containerfile": true, "Procfile": true, "Gemfile": true,
+	"Rakefile": true, "Jenkinsfile": true, "Vagrantfile": true, "Justfile": true, "Taskfile": true,
+	"LICENSE": true, "README": true, "CODEOWNERS": true, "NOTICE": true, "VERSION": true, "BUILD": true, "WORKSPACE": true,
+	".gitignore": true, ".gitattributes": true, ".gitmodules": true, ".dockerignore": true, ".editorconfig": true,
+	".env": true, ".envrc": true, ".npmrc": true, ".nvmrc": true, ".prettierrc": true, ".eslintrc": true,
+	".babelrc": true, ".tool-versions": true, ".golangci": true,
+}
+
+// preflightLooksLikePath reports whether a backticked word names a file:
+// path characters only, and a known extension or file name.
+func preflightLooksLikePath(p string) bool {
+	if p == "" || strings.HasPrefix(p, "-") || strings.Contains(p, "://") || !preflightPathCharsRe.MatchString(p) {
+		return false
+	}
+	base := path.Base(p)
+	if preflightNames[base] {
+		return true
+	}
+	ext := path.Ext(base)
+	if ext == "" || len(ext) == len(base) {
+		return false // no extension, or ".go" alone: a kind of file, not a file
+	}
+	return preflightExtensions[ext[1:]]
+}
+
+// Preflight is the structural check run before the AI auditor (DESIGN §3
+// step 3, seed 000 `!plan audit`). It reports:
+//   - a required section (Objective, Scope, Changes, Risks, Testing) that
+//     is missing: blocking (the seed's "high");
+//   - a required section that is empty: medium;
+//   - text left from the template: {{TOKENS}}, the words TODO, TBD and
+//     FIXME, "<describe …>" prompts in angle brackets, and lines that are
+//     only "…": medium, one finding per line; code spans, code blocks, HTML
+//     comments and the Audit Log and Implementation Notes sections are not
+//     read;
+//   - a backticked path under Changes (see preflightLooksLikePath) that
+//     leaves the repository, or that does not exist (exists reports false)
+//     and is not marked new on its line or sub-heading ("(new)", "new
+//     file", "create", "rename", "move", a line opening with "Add `…`"):
+//     medium;
+//   - a Changes section that names no file at all: minor, since the phases
+//     are built from those paths.
+//
+// exists may be nil, which skips the existence check. Missing sections
+// come first, then the rest in plan order.
+func Preflight(plan string, exists func(path string) bool) []Finding {
+	lines := mdScan(plan)
+	type heading struct {
+		idx, level int
+		text       string
+	}
+	var headings []heading
+	for i, l := range lines {
+		if l.Code || l.Quote {
+			continue
+		}
+		if m := verdictHeadingRe.FindStringSubmatch(l.Visible); m != nil {
+			headings = append(headings, heading{idx: i, level: len(m[1]), text: preflightHeadingText(m[2])})
+		}
+	}
+	// end returns the index after the section that heading h opens.
+	end := func(h int) int {
+		for _, next := range headings[h+1:] {
+			if next.level <= headings[h].level {
+				return next.idx
+			}
+		}
+		return len(lines)
+	}
+
+	var missing, found []Finding
+	changes := -1
+	for _, req := range preflightRequired {
+		h := -1
+		for j, hd := range headings {
+			if req.re.MatchString(hd.text) {
+				h = j
+				break
+			}
+		}
+		if h < 0 {
+			missing = append(missing, Finding{
+				Severity:       SeverityBlocking,
+				Description:    fmt.Sprintf("Missing required section: ## %s", req.name),
+				Recommendation: fmt.Sprintf("Add a ## %s section.", req.name),
+			})
+			continue
+		}
+		if preflightEmpty(lines[headings[h].idx+1 : end(h)]) {
+			found = append(found, Finding{
+				Severity:       SeverityMedium,
+				Description:    fmt.Sprintf("Section ## %s is empty", req.name),
+				Recommendation: fmt.Sprintf("Fill in ## %s.", req.name),
+				PlanLine:       lines[headings[h].idx].Number,
+			})
+			continue
+		}
+		if req.name == "Changes" {
+			changes = h
+		}
+	}
+
+	found = append(found, preflightPlaceholders(lines, func(i int) bool {
+		for j := len(headings) - 1; j >= 0; j-- {
+			if headings[j].idx <= i && i < end(j) && preflightSkipRe.MatchString(headings[j].text) {
+				return true
+			}
+		}
+		return false
+	})...)
+
+	if changes >= 0 {
+		found = append(found, preflightPaths(lines[headings[changes].idx+1:end(changes)], exists)...)
+	}
+	sort.SliceStable(found, func(i, j int) bool { return found[i].PlanLine < found[j].PlanLine })
+	return append(missing, found...)
+}
+
+// PreflightBlocksAudit reports whether the pre-flight found something at
+// least medium: then the round reports it without calling the auditor.
+func PreflightBlocksAudit(findings []Finding) bool {
+	for _, f := range findings {
+		if f.Severity >= SeverityMedium {
+			return true
+		}
+	}
+	return false
+}
+
+// preflightHeadingText lower-cases a heading and strips emphasis and
+// numbering, so "## 3. **Changes**" reads "changes".
+func preflightHeadingText(h string) string {
+	h = strings.ToLower(strings.Trim(h, " \t*_`"))
+	h = strings.TrimLeft(h, "0123456789.) \t")
+	return strings.Trim(h, " \t*_`")
+}
+
+// preflightEmpty reports whether a section holds nothing but blank lines,
+// HTML comments and sub-headings.
+func preflightEmpty(body []mdLine) bool {
+	for _, l := range body {
+		if l.Code {
+			return false
+		}
+		v := strings.TrimSpace(l.Visible)
+		if v != "" && !verdictHeadingRe.MatchString(l.Visible) {
+			return false
+		}
+	}
+	return true
+}
+
+func preflightPlaceholders(lines []mdLine, skip func(i int) bool) []Finding {
+	var out []Finding
+	for i, l := range lines {
+		if l.Code || skip(i) {
+			continue
+		}
+		text := preflightCodeSpanRe.ReplaceAllString(l.Visible, "")
+		token := preflightTokenRe.FindString(text)
+		if token == "" {
+			token = preflightWordRe.FindString(text)
+		}
+		if token == "" {
+			for _, m := range preflightAngleRe.FindAllStringSubmatch(text, -1) {
+				if first := strings.ToLower(strings.Fields(m[1])[0]); !preflightHTMLTags[first] {
+					token = m[0]
+					break
+				}
+			}
+		}
+		if token == "" && preflightEllipsisRe.MatchString(strings.TrimSpace(text)) {
+			token = strings.TrimSpace(text)
+		}
+		if token == "" {
+			continue
+		}
+		out = append(out, Finding{
+			Severity:       SeverityMedium,
+			Description:    fmt.Sprintf("Placeholder text `%s` left in the plan", strings.ReplaceAll(token, "`", "'")),
+			Recommendation: "Replace the placeholder with the plan's own text.",
+			PlanLine:       l.Number,
+		})
+	}
+	return out
+}
+
+// preflightPaths checks the backticked paths of the Changes section.
+func preflightPaths(body []mdLine, exists func(string) bool) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	subheading := ""
+	for _, l := range body {
+		if l.Code {
+			continue
+		}
+		if m := verdictHeadingRe.FindStringSubmatch(l.Visible); m != nil {
+			subheading = m[2]
+		}
+		isNew := preflightNewRe.MatchString(l.Visible) || preflightNewRe.MatchString(subheading) || preflightAddRe.MatchString(l.Visible)
+		for _, m := range verdictCodeSpanRe.FindAllStringSubmatch(l.Visible, -1) {
+			p, _, _ := locationSplit(strings.TrimSpace(m[1]))
+			if !preflightLooksLikePath(p) {
+				continue
+			}
+			if !locationPathSafe(p) {
+				if !seen[p] {
+					seen[p] = true
+					out = append(out, Finding{
+						Severity:       SeverityMedium,
+						Description:    fmt.Sprintf("`%s` under ## Changes is outside the repository", p),
+						Recommendation: "Use a path relative to the repository root.",
+						PlanLine:       l.Number,
+					})
+				}
+				continue
+			}
+			clean := path.Clean(p)
+			if seen[clean] {
+				continue
+			}
+			seen[clean] = true
+			if isNew || exists == nil || exists(clean) {
+				continue
+			}
+			out = append(out, Finding{
+				Severity:       SeverityMedium,
+				Description:    fmt.Sprintf("`%s` under ## Changes does not exist and is not marked new", clean),
+				Recommendation: "Fix the path, or mark the file as new, e.g. `(new)`.",
+				PlanLine:       l.Number,
+			})
+		}
+	}
+	if len(seen) == 0 {
+		line := 0
+		if len(body) > 0 {
+			line = body[0].Number - 1 // the heading
+		}
+		out = append(out, Finding{
+			Severity:       SeverityMinor,
+			Description:    "## Changes names no file in backticks",
+			Recommendation: "List each file the plan changes, e.g. - `path/to/file.go` — what changes.",
+			PlanLine:       line,
+		})
+	}
+	return out
+}

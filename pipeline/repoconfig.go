@@ -1,0 +1,531 @@
+package pipeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// RepoConfigPath is where a repository keeps its Forge settings, on its
+// default branch.
+const RepoConfigPath = ".github/forge.yml"
+
+// RepoConfig is a repository's .github/forge.yml with defaults applied
+// (DESIGN §8).
+type RepoConfig struct {
+	// Version is the file format; only 1 exists.
+	Version          int
+	MaxAuditRounds   int
+	ProgressThrottle time.Duration
+	AutoImplement    bool
+	// PlansDir is cleaned and relative to the repository root.
+	PlansDir string
+	Labels   RepoLabels
+	Approval RepoApproval
+	Limits   RepoLimits
+	Phases   RepoPhases
+	Agents   RepoAgents
+}
+
+// RepoLabels names the labels Forge reacts to.
+type RepoLabels struct {
+	// Trigger on an issue starts a forge with its title and body.
+	Trigger string
+}
+
+// RepoApproval is the approval gate of DESIGN §5.
+type RepoApproval struct {
+	RequiredApprovals int
+	// MinPermission is one of read, triage, write, maintain, admin.
+	MinPermission  string
+	RequiredChecks []string
+}
+
+// RepoLimits bounds what one repository may run at once.
+type RepoLimits struct {
+	MaxConcurrentRuns int
+}
+
+// RepoPhases configures phase runs (DESIGN §6).
+type RepoPhases struct {
+	Timeout         time.Duration
+	MaxContextFiles int
+	AuditFixMax     int
+	MaxRun          int
+	WaitForChecks   bool
+	ChecksGrace     time.Duration
+}
+
+// RepoAgents is the per-role choice of runtime and model. An empty field
+// falls back to the server's default for the role.
+type RepoAgents struct {
+	Timeout      time.Duration
+	Drafter      RepoAgent
+	Auditor      RepoAgent
+	Reviser      RepoAgent
+	Implementer  RepoAgent
+	PhaseAuditor RepoAgent
+}
+
+// RepoAgent names one of the server's runtimes and a model: a repository
+// chooses among runtimes, it never defines one.
+type RepoAgent struct {
+	Runtime string
+	Model   string
+}
+
+// ForRole returns the choice for a role by its config name (drafter,
+// auditor, reviser, implementer, phase_auditor).
+func (a RepoAgents) ForRole(role string) (RepoAgent, bool) {
+	switch role {
+	case "drafter":
+		return a.Drafter, true
+	case "auditor":
+		return a.Auditor, true
+	case "reviser":
+		return a.Reviser, true
+	case "implementer":
+		return a.Implementer, true
+	case "phase_auditor":
+		return a.PhaseAuditor, true
+	}
+	return RepoAgent{}, false
+}
+
+// DefaultRepoConfig is the configuration of a repository without a
+// .github/forge.yml: the seed's defaults.
+func DefaultRepoConfig() RepoConfig {
+	return RepoConfig{
+		Version:          1,
+		MaxAuditRounds:   5,
+		ProgressThrottle: 3 * time.Second,
+		AutoImplement:    true,
+		PlansDir:         "docs/plans",
+		Labels:           RepoLabels{Trigger: "forge"},
+		Approval:         RepoApproval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
+		Limits:           RepoLimits{MaxConcurrentRuns: 3},
+		Phases: RepoPhases{
+			Timeout:         30 * time.Minute,
+			MaxContextFiles: 5,
+			AuditFixMax:     2,
+			MaxRun:          50,
+			WaitForChecks:   true,
+			ChecksGrace:     2 * time.Minute,
+		},
+		Agents: RepoAgents{Timeout: 30 * time.Minute},
+	}
+}
+
+// ConfigProblem is one thing wrong in a configuration file.
+type ConfigProblem struct {
+	Line    int    // 1-based; 0 when unknown
+	Key     string // dotted key path, e.g. "phases.timeout"; empty for syntax errors
+	Message string
+}
+
+func (p ConfigProblem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", p.Line)
+	}
+	if p.Key != "" {
+		b.WriteString(p.Key + ": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// ConfigError lists every problem found in a configuration file, in line
+// order, so one answer on the issue can name them all.
+type ConfigError struct {
+	Problems []ConfigProblem
+}
+
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+var cfgYAMLLineRe = regexp.MustCompile(`line (\d+)`)
+
+// ParseRepoConfig reads .github/forge.yml. An empty file (or one holding
+// only comments) gives the defaults; keys left out keep theirs, and so does
+// a key with an empty value. Unknown keys, values of the wrong type or out
+// of range, duplicate keys, a second YAML document and syntax errors are
+// returned together as a *ConfigError.
+func ParseRepoConfig(data []byte) (RepoConfig, error) {
+	cfg := DefaultRepoConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cfg, nil
+		}
+		return RepoConfig{}, &ConfigError{Problems: []ConfigProblem{cfgSyntaxProblem(err)}}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		p := ConfigProblem{Message: "only one YAML document is allowed"}
+		if err != nil {
+			p = cfgSyntaxProblem(err)
+		} else {
+			p.Line = extra.Line
+		}
+		return RepoConfig{}, &ConfigError{Problems: []ConfigProblem{p}}
+	}
+
+	d := &cfgDecoder{}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.DocumentNode && !cfgIsNull(root) {
+		d.repoConfig(root, &cfg)
+	}
+	if len(d.problems) > 0 {
+		sort.SliceStable(d.problems, func(i, j int) bool { return d.problems[i].Line < d.problems[j].Line })
+		return RepoConfig{}, &ConfigError{Problems: d.problems}
+	}
+	return cfg, nil
+}
+
+func cfgSyntaxProblem(err error) ConfigProblem {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	p := ConfigProblem{Message: msg}
+	if m := cfgYAMLLineRe.FindStringSubmatchIndex(msg); m != nil {
+		p.Line, _ = strconv.Atoi(msg[m[2]:m[3]])
+		p.Message = strings.TrimLeft(msg[:m[0]]+msg[m[1]:], ": ")
+	}
+	return p
+}
+
+// cfgDecoder walks the YAML tree and collects problems instead of stopping
+// at the first.
+type cfgDecoder struct {
+	problems []ConfigProblem
+}
+
+func (d *cfgDecoder) fail(n *yaml.Node, key, format string, args ...any) {
+	d.problems = append(d.problems, ConfigProblem{Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+// cfgField decodes the value of one key; path is the dotted key path.
+type cfgField func(path string, value *yaml.Node)
+
+// mapping checks that n is a mapping and hands each value to its field's
+// decoder, reporting unknown and duplicate keys. refused maps keys that are
+// known but not allowed here to the reason, kept out of the list of keys.
+func (d *cfgDecoder) mapping(n *yaml.Node, at string, fields map[string]cfgField, refused map[string]string) {
+	n = cfgResolve(n)
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, at, "must be a mapping of keys to values")
+		return
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], cfgResolve(n.Content[i+1])
+		key := cfgJoin(at, k.Value)
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k, at, "keys must be plain names")
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			d.fail(k, key, "duplicate key (first set on line %d)", first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		if why, ok := refused[k.Value]; ok {
+			d.fail(k, key, "%s", why)
+			continue
+		}
+		f, ok := fields[k.Value]
+		if !ok {
+			d.fail(k, key, "unknown key (known keys here: %s)", cfgKeyList(fields))
+			continue
+		}
+		if cfgIsNull(v) {
+			continue // "key:" with no value keeps the default
+		}
+		f(key, v)
+	}
+}
+
+func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *RepoConfig) {
+	d.mapping(n, "", map[string]cfgField{
+		"version":           d.intField(&cfg.Version, 1, 1),
+		"max_audit_rounds":  d.intField(&cfg.MaxAuditRounds, 1, 20),
+		"progress_throttle": d.durationField(&cfg.ProgressThrottle),
+		"auto_implement":    d.boolField(&cfg.AutoImplement),
+		"plans_dir": func(at string, v *yaml.Node) {
+			var s string
+			if !d.str(at, v, &s) {
+				return
+			}
+			clean := path.Clean(s)
+			switch {
+			case strings.TrimSpace(s) == "" || strings.ContainsAny(s, "\\\x00"):
+				d.fail(v, at, "%q is not a directory path", s)
+			case path.IsAbs(s) || clean == ".." || strings.HasPrefix(clean, "../"):
+				d.fail(v, at, "%q must be a path inside the repository, relative to its root", s)
+			case clean == ".git" || strings.HasPrefix(clean, ".git/"):
+				d.fail(v, at, "%q is inside .git", s)
+			default:
+				cfg.PlansDir = clean
+			}
+		},
+		"labels": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"trigger": func(at string, v *yaml.Node) {
+					var s string
+					if !d.str(at, v, &s) {
+						return
+					}
+					// GitHub's limit on label names.
+					if s == "" || s != strings.TrimSpace(s) || len([]rune(s)) > 50 {
+						d.fail(v, at, "%q is not a label name (1 to 50 characters, no surrounding spaces)", s)
+						return
+					}
+					cfg.Labels.Trigger = s
+				},
+			}, nil)
+		},
+		"approval": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"required_approvals": d.intField(&cfg.Approval.RequiredApprovals, 1, 100),
+				"min_permission": func(at string, v *yaml.Node) {
+					var s string
+					if !d.str(at, v, &s) {
+						return
+					}
+					switch p := strings.ToLower(s); p {
+					case "read", "triage", "write", "maintain", "admin":
+						cfg.Approval.MinPermission = p
+					default:
+						d.fail(v, at, "%q is not a permission (read, triage, write, maintain, admin)", s)
+					}
+				},
+				"required_checks": func(at string, v *yaml.Node) {
+					if v.Kind != yaml.SequenceNode {
+						d.fail(v, at, "must be a list of check names")
+						return
+					}
+					checks := []string{}
+					for i, item := range v.Content {
+						key := fmt.Sprintf("%s[%d]", at, i)
+						var s string
+						if !d.str(key, item, &s) {
+							continue
+						}
+						if strings.TrimSpace(s) == "" {
+							d.fail(item, key, "a check name may not be empty")
+							continue
+						}
+						checks = append(checks, s)
+					}
+					cfg.Approval.RequiredChecks = checks
+				},
+			}, nil)
+		},
+		"limits": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"max_concurrent_runs": d.intField(&cfg.Limits.MaxConcurrentRuns, 1, 100),
+			}, nil)
+		},
+		"phases": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"timeout":           d.durationField(&cfg.Phases.Timeout),
+				"max_context_files": d.intField(&cfg.Phases.MaxContextFiles, 1, 100),
+				"audit_fix_max":     d.intField(&cfg.Phases.AuditFixMax, 0, 10),
+				// 50 is the seed's safety cap: a repository may lower it only.
+				"max_run":         d.intField(&cfg.Phases.MaxRun, 1, 50),
+				"wait_for_checks": d.boolField(&cfg.Phases.WaitForChecks),
+				"checks_grace":    d.durationField(&cfg.Phases.ChecksGrace),
+			}, nil)
+		},
+		"agents": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"timeout":       d.durationField(&cfg.Agents.Timeout),
+				"drafter":       d.agentField(&cfg.Agents.Drafter),
+				"auditor":       d.agentField(&cfg.Agents.Auditor),
+				"reviser":       d.agentField(&cfg.Agents.Reviser),
+				"implementer":   d.agentField(&cfg.Agents.Implementer),
+				"phase_auditor": d.agentField(&cfg.Agents.PhaseAuditor),
+			}, map[string]string{
+				"runtimes": "runtimes are defined in the server configuration; a repository chooses one per role by name",
+				"roles":    "set a role's runtime as agents.<role>.runtime (roles: drafter, auditor, reviser, implementer, phase_auditor)",
+			})
+		},
+	}, nil)
+}
+
+var cfgRuntimeNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+func (d *cfgDecoder) agentField(dst *RepoAgent) cfgField {
+	const serverOnly = "a repository may not define a runtime (command, endpoint or key); it chooses one of the server configuration's runtimes by name"
+	runtime := func(at string, v *yaml.Node) {
+		var s string
+		if !d.str(at, v, &s) {
+			return
+		}
+		if !cfgRuntimeNameRe.MatchString(s) {
+			d.fail(v, at, "%q is not a runtime name", s)
+			return
+		}
+		dst.Runtime = s
+	}
+	return func(at string, v *yaml.Node) {
+		// "auditor: local" is short for "auditor: {runtime: local}".
+		if v.Kind == yaml.ScalarNode {
+			runtime(at, v)
+			return
+		}
+		d.mapping(v, at, map[string]cfgField{
+			"runtime": runtime,
+			"model": func(at string, v *yaml.Node) {
+				var s string
+				if !d.str(at, v, &s) {
+					return
+				}
+				if strings.TrimSpace(s) == "" {
+					d.fail(v, at, "a model name may not be empty")
+					return
+				}
+				dst.Model = strings.TrimSpace(s)
+			},
+		}, map[string]string{
+			"command":     serverOnly,
+			"args":        serverOnly,
+			"type":        serverOnly,
+			"base_url":    serverOnly,
+			"api_key_env": serverOnly,
+			"api_key":     serverOnly,
+			"env":         serverOnly,
+		})
+	}
+}
+
+func (d *cfgDecoder) intField(dst *int, lo, hi int) cfgField {
+	return func(at string, v *yaml.Node) { d.intIn(at, v, dst, lo, hi) }
+}
+
+func (d *cfgDecoder) intIn(at string, v *yaml.Node, dst *int, lo, hi int) bool {
+	var n int
+	if v.Kind != yaml.ScalarNode || v.Tag != "!!int" || v.Decode(&n) != nil {
+		d.fail(v, at, "%s is not a whole number", cfgShow(v))
+		return false
+	}
+	if n < lo || n > hi {
+		if lo == hi {
+			d.fail(v, at, "%d is not supported (only %d)", n, lo)
+		} else {
+			d.fail(v, at, "%d is out of range (%d to %d)", n, lo, hi)
+		}
+		return false
+	}
+	*dst = n
+	return true
+}
+
+func (d *cfgDecoder) durationField(dst *time.Duration) cfgField {
+	return func(at string, v *yaml.Node) {
+		if v.Kind != yaml.ScalarNode {
+			d.fail(v, at, "%s is not a duration (e.g. 90s, 30m, 1h)", cfgShow(v))
+			return
+		}
+		dur, err := time.ParseDuration(v.Value)
+		if err != nil {
+			d.fail(v, at, "%s is not a duration (e.g. 90s, 30m, 1h)", cfgShow(v))
+			return
+		}
+		if dur <= 0 {
+			d.fail(v, at, "%s must be longer than zero", v.Value)
+			return
+		}
+		*dst = dur
+	}
+}
+
+func (d *cfgDecoder) boolField(dst *bool) cfgField {
+	return func(at string, v *yaml.Node) {
+		var b bool
+		if v.Kind != yaml.ScalarNode || v.Decode(&b) != nil {
+			d.fail(v, at, "%s is not true or false", cfgShow(v))
+			return
+		}
+		*dst = b
+	}
+}
+
+// str decodes a scalar as text; numbers and booleans are taken as written.
+func (d *cfgDecoder) str(at string, v *yaml.Node, dst *string) bool {
+	v = cfgResolve(v)
+	if v.Kind != yaml.ScalarNode || cfgIsNull(v) {
+		d.fail(v, at, "must be a single value, not a %s", cfgKindName(v))
+		return false
+	}
+	*dst = v.Value
+	return true
+}
+
+// cfgResolve follows YAML aliases (*name) to the node they stand for.
+func cfgResolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func cfgIsNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+// cfgShow quotes a value for a message the way the user wrote it.
+func cfgShow(v *yaml.Node) string {
+	if v.Kind != yaml.ScalarNode {
+		return "a " + cfgKindName(v)
+	}
+	return strconv.Quote(v.Value)
+}
+
+func cfgKindName(v *yaml.Node) string {
+	switch v.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		if cfgIsNull(v) {
+			return "empty value"
+		}
+		return "value"
+	}
+	return "node"
+}
+
+func cfgJoin(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
+}
+
+func cfgKeyList(fields map[string]cfgField) string {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}

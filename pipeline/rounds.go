@@ -1,0 +1,445 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/templates"
+)
+
+// rounds audits and revises until no blocking finding is left or the run's
+// rounds are used up (DESIGN §3 steps 3–4).
+func (r *run) rounds(ctx context.Context) error {
+	p := r.p
+	max := r.cfg.MaxAuditRounds
+	if p.Mode == ModeAudit {
+		max = 1
+	}
+	for {
+		if p.Pending == nil {
+			if p.Round-p.RunStartRound >= max {
+				return r.complete(ctx, true)
+			}
+			fresh, err := r.f.Plans.Plan(ctx, p.ID)
+			if err != nil {
+				return err
+			}
+			if fresh.CancelRequested {
+				return r.cancelled(ctx)
+			}
+			if err := r.audit(ctx); err != nil {
+				return err
+			}
+		}
+		round := *p.Pending
+		if err := r.postReview(ctx, &round); err != nil {
+			return err
+		}
+		p.Audits = append(p.Audits, round)
+		p.Round, p.Pending = round.Round, nil
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+		if !round.Loop || p.Mode == ModeAudit {
+			return r.complete(ctx, false)
+		}
+		r.doing = fmt.Sprintf("revising after audit round %d", round.Round)
+		if err := r.progress(ctx, fmt.Sprintf("Forging %s... Audit round %d found blocking concerns. Revising...",
+			PlanID(p.Number), round.Round-p.RunStartRound), false, ""); err != nil {
+			return err
+		}
+		if err := r.revise(ctx, round.Findings, ""); err != nil {
+			return err
+		}
+		if p.Round-p.RunStartRound < max {
+			if err := r.progress(ctx, fmt.Sprintf("Forging %s... Revision complete. Audit round %d/%d...",
+				PlanID(p.Number), p.Round-p.RunStartRound+1, max), false, ""); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// audit runs one round's structural pre-flight and, when it passes, the
+// auditor; the verdict is saved as Pending before anything is posted, so a
+// resumed run posts this verdict rather than asking again.
+func (r *run) audit(ctx context.Context) error {
+	p := r.p
+	round := p.Round + 1
+	inRun := round - p.RunStartRound
+	r.doing = fmt.Sprintf("auditing (round %d)", inRun)
+	wc, text, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.Remove()
+	exists := func(path string) bool {
+		_, err := os.Lstat(filepath.Join(wc.Dir(), filepath.FromSlash(path)))
+		return err == nil
+	}
+	ar := AuditRound{Round: round, CommitID: p.HeadSHA}
+	if pre := Preflight(text, exists); PreflightBlocksAudit(pre) {
+		for i := range pre {
+			if pre[i].Location == "" && pre[i].PlanLine > 0 {
+				pre[i].Location = fmt.Sprintf("%s:%d", p.PlanPath, pre[i].PlanLine)
+			}
+		}
+		v := verdictOf(pre)
+		ar.Verdict, ar.Loop, ar.Findings, ar.Preflight = v.MaxSeverity, v.ShouldLoop, pre, true
+	} else {
+		var previous string
+		if n := len(p.Audits); n > 0 {
+			previous = Fence(findingsText(p.Audits[n-1].Findings))
+		}
+		prompt, err := templates.Prompt("auditor", map[string]any{
+			"PlanID": PlanID(p.Number), "PlanPath": p.PlanPath, "Round": inRun, "MaxRounds": r.cfg.MaxAuditRounds,
+			"ProjectContext": r.projectContext(wc.Dir()), "Previous": previous, "Plan": Fence(text),
+		})
+		if err != nil {
+			return err
+		}
+		res, err := r.callAgent(ctx, agent.Auditor, prompt, wc.Dir(), inRun)
+		if err != nil {
+			return err
+		}
+		v := ParseAuditVerdict(res.Output)
+		ar.Verdict, ar.Loop, ar.Findings = v.MaxSeverity, v.ShouldLoop, v.Findings
+	}
+	ar.Lines = strings.Count(text, "\n") + 1
+	p.Pending = &ar
+	return r.save(ctx)
+}
+
+// verdictOf is the verdict of pre-flight findings: their worst severity.
+func verdictOf(fs []Finding) Verdict {
+	v := Verdict{Findings: fs}
+	for _, f := range fs {
+		if f.Severity > v.MaxSeverity {
+			v.MaxSeverity = f.Severity
+		}
+	}
+	v.ShouldLoop = v.MaxSeverity == SeverityBlocking
+	return v
+}
+
+// postReview posts the round as a PR review of event COMMENT (GitHub
+// refuses APPROVE and REQUEST_CHANGES from the PR's author, which Forge
+// is), with inline comments on the plan file's lines.
+func (r *run) postReview(ctx context.Context, ar *AuditRound) error {
+	p := r.p
+	marker := Marker(p.Number, "audit", ar.Round)
+	if r.resumed {
+		reviews, err := r.gh.ListReviews(ctx, p.Repo, p.PR)
+		if err != nil {
+			return err
+		}
+		for _, rv := range reviews {
+			if HasMarker(rv.Body, marker) {
+				ar.ReviewID = rv.ID
+				return nil
+			}
+		}
+	}
+	var inline []ReviewComment
+	for _, f := range ar.Findings {
+		path, line, ok := ParseLocation(f.Location)
+		if !ok || path != p.PlanPath || line < 1 || line > ar.Lines {
+			continue
+		}
+		body, err := templates.Text("inline", f)
+		if err != nil {
+			return err
+		}
+		inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
+	}
+	body, err := templates.Text("review", map[string]any{
+		"Marker": marker, "Round": ar.Round - p.RunStartRound, "MaxRounds": r.roundsOfRun(),
+		"Verdict": ar.Verdict.String(), "Loop": ar.Loop, "Preflight": ar.Preflight,
+		"Findings": ar.Findings, "Inline": len(inline),
+	})
+	if err != nil {
+		return err
+	}
+	review := NewReview{CommitID: ar.CommitID, Body: body, Event: "COMMENT", Comments: inline}
+	id, err := r.gh.CreateReview(ctx, p.Repo, p.PR, review)
+	if errors.Is(err, ErrRejected) && len(inline) > 0 {
+		// GitHub refuses the whole review when one inline comment is off
+		// the diff: post the findings in the body alone.
+		r.log.Warn().Err(err).Msg("review with inline comments refused; posting without them")
+		review.Comments = nil
+		id, err = r.gh.CreateReview(ctx, p.Repo, p.PR, review)
+	}
+	if err != nil {
+		return fmt.Errorf("post audit round %d review: %w", ar.Round, err)
+	}
+	ar.ReviewID = id
+	return nil
+}
+
+func (r *run) roundsOfRun() int {
+	if r.p.Mode == ModeAudit {
+		return 1
+	}
+	return r.cfg.MaxAuditRounds
+}
+
+// complete ends a run that audited to the end: the final commit (audit
+// log, status), the check run, the completion comment, and the
+// auto-implement decision (DESIGN §3.6).
+func (r *run) complete(ctx context.Context, capReached bool) error {
+	p := r.p
+	r.doing = "completing the forge"
+	last := AuditRound{}
+	if n := len(p.Audits); n > 0 {
+		last = p.Audits[n-1]
+	}
+	if p.Mode != ModeAudit || p.Status == StatusDraft {
+		to, err := p.Status.Next(EventForgeDone)
+		if err == nil {
+			p.Status = to
+		}
+	}
+	wc, text, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	wc.Remove()
+	if capReached && len(p.Audits) > 0 {
+		p.Audits[len(p.Audits)-1].CapNote = true
+	}
+	if err := r.commitPlan(ctx, fmt.Sprintf("%s: audit log (round %d)", PlanID(p.Number), p.Round), text, capReached); err != nil {
+		return err
+	}
+
+	auto, reasons, err := r.autoImplement(ctx, last, capReached)
+	if err != nil {
+		return err
+	}
+	if auto {
+		to, err := p.Status.Next(EventApprove)
+		if err == nil {
+			p.Status = to
+		}
+	}
+	var open []Finding
+	for _, f := range last.Findings {
+		if f.Severity != SeverityNone {
+			open = append(open, f)
+		}
+	}
+	complete, err := templates.Text("complete", map[string]any{
+		"PlanID": PlanID(p.Number), "Rounds": p.Round - p.RunStartRound, "Elapsed": elapsed(r.f.now().Sub(r.started)),
+		"CapReached": capReached, "Cancelled": false, "Findings": open,
+		"AutoImplement": auto, "ManualReasons": reasons,
+	})
+	if err != nil {
+		return err
+	}
+	p.Run, p.Error = RunIdle, ""
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+
+	title := fmt.Sprintf("%s awaits approval", PlanID(p.Number))
+	status, conclusion := "completed", "action_required"
+	actions := []CheckAction{
+		{Label: "Approve & run", Description: "Approve the plan and run its phases", Identifier: "approve"},
+		{Label: "Revise", Description: "Revise the plan and audit it again", Identifier: "revise"},
+		{Label: "Cancel", Description: "Close the plan", Identifier: "cancel"},
+	}
+	switch {
+	case auto:
+		title, conclusion, actions = PlanID(p.Number)+" approved by auto-implement", "neutral", nil
+	case capReached:
+		title = fmt.Sprintf("%s: CAP_REACHED, blocking findings remain", PlanID(p.Number))
+	case last.Verdict == SeverityBlocking:
+		title = fmt.Sprintf("%s: blocking findings (verdict %s)", PlanID(p.Number), last.Verdict)
+	}
+	if err := r.setCheck(ctx, status, conclusion, title, actions); err != nil {
+		return err
+	}
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	if body, err := r.prBody(); err == nil {
+		if err := r.gh.UpdatePullRequest(ctx, p.Repo, p.PR, "", body); err != nil {
+			r.log.Warn().Err(err).Msg("update pull request body")
+		}
+	}
+	return r.progress(ctx, completionLine(p, capReached), true, complete)
+}
+
+func completionLine(p *Plan, capReached bool) string {
+	if capReached {
+		return fmt.Sprintf("Forge finished %s: round cap reached, review needed.", PlanID(p.Number))
+	}
+	return fmt.Sprintf("Forge finished %s: %s.", PlanID(p.Number), p.Status)
+}
+
+// autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
+// and a clean context (no human commit on the branch, no open
+// changes-requested review). It returns why not when it says no.
+func (r *run) autoImplement(ctx context.Context, last AuditRound, capReached bool) (bool, []string, error) {
+	p := r.p
+	var reasons []string
+	if !r.cfg.AutoImplement {
+		reasons = append(reasons, "auto_implement is off for this repository")
+	}
+	if p.Mode != ModeForge && p.Mode != ModeRevise {
+		reasons = append(reasons, "this was a standalone audit")
+	}
+	if capReached {
+		reasons = append(reasons, "the round cap was reached")
+	}
+	if last.Verdict == SeverityBlocking {
+		reasons = append(reasons, "blocking findings remain")
+	}
+	if last.Preflight {
+		reasons = append(reasons, "the structural pre-flight found problems, so the AI auditor did not review the plan")
+	} else if last.Verdict == SeverityNone {
+		reasons = append(reasons, "the auditor's answer carried no severity markers")
+	}
+	if len(reasons) > 0 {
+		return false, reasons, nil
+	}
+	head, err := r.gh.BranchHead(ctx, p.Repo, p.Branch)
+	if err != nil {
+		return false, nil, err
+	}
+	if r.humanChange || head != p.HeadSHA {
+		reasons = append(reasons, "someone else pushed to the plan branch")
+	}
+	reviews, err := r.gh.ListReviews(ctx, p.Repo, p.PR)
+	if err != nil {
+		return false, nil, err
+	}
+	latest := map[string]string{}
+	for _, rv := range reviews {
+		if rv.State == "COMMENTED" {
+			continue
+		}
+		latest[rv.Author] = rv.State
+	}
+	for _, st := range latest {
+		if st == "CHANGES_REQUESTED" {
+			reasons = append(reasons, "a review requests changes")
+			break
+		}
+	}
+	return len(reasons) == 0, reasons, nil
+}
+
+func (r *run) cancelled(ctx context.Context) error {
+	p := r.p
+	r.doing = "cancelling"
+	to, err := p.Status.Next(EventCancel)
+	if err != nil {
+		to = StatusCancelled
+	}
+	p.Status, p.Run, p.CancelRequested = to, RunIdle, false
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	complete, err := templates.Text("complete", map[string]any{
+		"PlanID": PlanID(p.Number), "Rounds": p.Round - p.RunStartRound, "Cancelled": true,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.setCheck(ctx, "completed", "neutral", PlanID(p.Number)+" cancelled", nil); err != nil {
+		return err
+	}
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	return r.progress(ctx, fmt.Sprintf("Forge cancelled: %s.", PlanID(p.Number)), true, complete)
+}
+
+// finish settles a run that returned: a failure is reported where people
+// look and the plan goes back to DRAFT with its work kept, unless the
+// failure was the worker's own (shutdown, lost lease), which a later job
+// resumes from.
+func (r *run) finish(ctx context.Context, err error) error {
+	p := r.p
+	if err == nil {
+		return r.f.startQueued(context.WithoutCancel(ctx), p.InstallationID, r.cfg.Limits.MaxConcurrentRuns)
+	}
+	if ctx.Err() != nil || errors.Is(err, ErrInstallationGone) {
+		return err
+	}
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		p.Run = RunIdle
+		if serr := r.save(ctx); serr != nil {
+			return serr
+		}
+		var problems []string
+		for _, pr := range ce.Problems {
+			problems = append(problems, pr.String())
+		}
+		return r.reply(ctx, "config-error", map[string]any{"Path": RepoConfigPath, "Branch": p.DefaultBranch, "Problems": problems})
+	}
+	var fail *agent.Failure
+	if !errors.As(err, &fail) && isTransient(err) && r.attempt < maxTransientAttempts {
+		return err // River retries; the next attempt resumes from the saved step
+	}
+	r.log.Error().Err(err).Str("doing", r.doing).Msg("forge failed")
+	p.Status, _ = p.Status.Next(EventForgeError)
+	if p.Status != StatusDraft {
+		p.Status = StatusDraft
+	}
+	p.Run, p.Error, p.Pending = RunIdle, err.Error(), nil
+	if serr := r.save(ctx); serr != nil {
+		return serr
+	}
+	tail := ""
+	if fail != nil {
+		tail = strings.ReplaceAll(fail.Tail, "```", "'''")
+	}
+	report := map[string]any{
+		"Marker": Marker(p.Number, "error", p.Generation, p.Round), "PlanID": PlanID(p.Number),
+		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
+	}
+	if rerr := r.reply(ctx, "forge-error", report); rerr != nil {
+		r.log.Error().Err(rerr).Msg("report forge failure")
+	}
+	if p.PR != 0 {
+		if cerr := r.setCheck(ctx, "completed", "failure", fmt.Sprintf("%s failed while %s", PlanID(p.Number), r.doing), nil); cerr != nil {
+			r.log.Error().Err(cerr).Msg("report forge failure on the check run")
+		}
+		_ = r.save(ctx)
+	}
+	_ = r.progress(ctx, fmt.Sprintf("Forge failed on %s while %s.", PlanID(p.Number), r.doing), true, "")
+	return r.f.startQueued(context.WithoutCancel(ctx), p.InstallationID, r.cfg.Limits.MaxConcurrentRuns)
+}
+
+// isTransient reports failures worth River's retry: GitHub's or the
+// network's, not a refusal.
+func isTransient(err error) bool {
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) && t.Temporary() {
+		return true
+	}
+	return errors.Is(err, ErrTransient)
+}
+
+// maxTransientAttempts bounds River's retries of a forge that keeps
+// meeting passing failures, before the failure is reported.
+const maxTransientAttempts = 3
+
+// ErrTransient marks an error the GitHub adapter found passing (5xx,
+// rate limit, network).
+var ErrTransient = errors.New("transient failure")
+
+func elapsed(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Seconds()+0.5))
+	}
+	return d.Round(time.Second).String()
+}

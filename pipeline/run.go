@@ -1,0 +1,657 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/templates"
+)
+
+var errLeaseLost = errors.New("lease on the plan was lost")
+
+// RunPlan runs (or resumes) a plan's forge: the loop of DESIGN §3. Each
+// step first checks what an earlier run of it already did, so the job may
+// run twice, or resume after its worker died.
+func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attempt int) error {
+	p, err := f.Plans.Plan(ctx, args.PlanID)
+	if errors.Is(err, ErrPlanNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if p.Run != RunRunning || p.Generation != args.Generation {
+		return nil // finished, cancelled while queued, or replaced by a newer job
+	}
+	owner := fmt.Sprintf("%s/job-%d", f.Owner, jobID)
+	ok, err := f.Plans.AcquireLease(ctx, p.ID, owner, f.leaseTTL())
+	if err != nil || !ok {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	hbDone := make(chan struct{})
+	go f.heartbeat(ctx, cancel, p.ID, owner, hbDone)
+	defer func() {
+		cancel(nil)
+		<-hbDone
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		if err := f.Plans.ReleaseLease(rctx, p.ID, owner); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Msg("release plan lease")
+		}
+	}()
+
+	gh, err := f.Installations.GitHub(ctx, p.InstallationID)
+	if err != nil {
+		return err
+	}
+	ws, err := f.Installations.Workspace(ctx, p.InstallationID)
+	if err != nil {
+		return err
+	}
+	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.Step > StepNew || p.Generation > 0,
+		log: zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
+	err = r.execute(ctx)
+	return r.finish(ctx, err)
+}
+
+func (f *Forge) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, id int64, owner string, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(f.leaseTTL() / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ok, err := f.Plans.RenewLease(ctx, id, owner, f.leaseTTL())
+			if err == nil && !ok {
+				cancel(errLeaseLost)
+				return
+			}
+		}
+	}
+}
+
+// run is one forge job's work on a plan.
+type run struct {
+	f       *Forge
+	p       *Plan
+	gh      GitHub
+	ws      Workspace
+	cfg     RepoConfig
+	log     zerolog.Logger
+	started time.Time
+	resumed bool
+	attempt int
+	// what the run is doing, for the error report
+	doing string
+	// humanChange is set when a person pushed to the plan branch meanwhile.
+	humanChange bool
+
+	progressLine string
+	progressAt   time.Time
+	projectCtx   *string
+}
+
+func (r *run) save(ctx context.Context) error {
+	if err := r.f.Plans.SavePlan(ctx, r.p); err != nil {
+		return fmt.Errorf("save %s: %w", PlanID(r.p.Number), err)
+	}
+	return nil
+}
+
+func (r *run) execute(ctx context.Context) error {
+	p := r.p
+	r.doing = "reading " + RepoConfigPath
+	cfg, err := readRepoConfig(ctx, r.ws, p.Repo, p.DefaultBranch)
+	if err != nil {
+		return err
+	}
+	r.cfg = cfg
+	if p.PlanPath == "" {
+		p.PlanPath = PlanFile(cfg.PlansDir, p.Number, p.Slug)
+		p.Branch = Branch(p.Number, p.Slug)
+		p.RunStartRound = p.Round
+	}
+	if p.Step < StepBranch {
+		if err := r.ensureBranch(ctx); err != nil {
+			return err
+		}
+	}
+	if p.Step < StepFile {
+		if err := r.ensureFile(ctx); err != nil {
+			return err
+		}
+	}
+	if p.Step < StepPR {
+		if err := r.ensurePR(ctx); err != nil {
+			return err
+		}
+	}
+	if p.Mode == ModePlan {
+		return nil
+	}
+	if err := r.ensureProgress(ctx); err != nil {
+		return err
+	}
+	if err := r.ensureCheck(ctx); err != nil {
+		return err
+	}
+	if p.Mode == ModeForge && p.Step < StepDrafted {
+		if err := r.draft(ctx); err != nil {
+			return err
+		}
+	}
+	if p.Mode == ModeRevise && p.Step < StepRounds {
+		if err := r.reviseWithNotes(ctx); err != nil {
+			return err
+		}
+	}
+	return r.rounds(ctx)
+}
+
+func (r *run) ensureBranch(ctx context.Context) error {
+	p := r.p
+	r.doing = "creating the branch " + p.Branch
+	base, err := r.gh.BranchHead(ctx, p.Repo, p.DefaultBranch)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", p.DefaultBranch, err)
+	}
+	p.HeadSHA = base
+	switch err := r.gh.CreateBranch(ctx, p.Repo, p.Branch, base); {
+	case errors.Is(err, ErrAlreadyExists):
+		head, err := r.gh.BranchHead(ctx, p.Repo, p.Branch)
+		if err != nil {
+			return err
+		}
+		p.HeadSHA = head
+	case err != nil:
+		return fmt.Errorf("create branch %s: %w", p.Branch, err)
+	}
+	p.Step = StepBranch
+	return r.save(ctx)
+}
+
+func (r *run) ensureFile(ctx context.Context) error {
+	p := r.p
+	r.doing = "writing the plan file"
+	// A resumed run may find the file already committed.
+	if r.resumed {
+		if _, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath); err == nil {
+			p.Step = StepFile
+			return r.save(ctx)
+		}
+	}
+	tmpl := templates.DefaultPlanTemplate()
+	if b, err := r.ws.ReadFile(ctx, p.Repo, p.DefaultBranch, ".forge/plan-template.md"); err == nil {
+		tmpl = string(b)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read .forge/plan-template.md: %w", err)
+	}
+	text := FillTemplate(tmpl, TemplateValues{
+		Title: oneLine(p.Title), PlanID: PlanID(p.Number), Issue: "#" + strconv.Itoa(p.Issue),
+		Project: p.Repo.String(), Date: r.f.now(),
+	})
+	if err := r.commit(ctx, PlanID(p.Number)+": create plan from template", text); err != nil {
+		return err
+	}
+	p.Step = StepFile
+	return r.save(ctx)
+}
+
+func (r *run) ensurePR(ctx context.Context) error {
+	p := r.p
+	r.doing = "opening the pull request"
+	body, err := r.prBody()
+	if err != nil {
+		return err
+	}
+	pr, err := r.gh.CreatePullRequest(ctx, p.Repo, NewPullRequest{
+		Title: PlanID(p.Number) + ": " + oneLine(p.Title), Body: body,
+		Head: p.Branch, Base: p.DefaultBranch, Draft: true,
+	})
+	if errors.Is(err, ErrRejected) || errors.Is(err, ErrAlreadyExists) {
+		// Opened by an earlier run of this step.
+		existing, ferr := r.gh.FindPullRequest(ctx, p.Repo, p.Branch)
+		if ferr != nil {
+			return ferr
+		}
+		if existing == nil {
+			return fmt.Errorf("open pull request for %s: %w", p.Branch, err)
+		}
+		pr, err = *existing, nil
+	}
+	if err != nil {
+		return fmt.Errorf("open pull request for %s: %w", p.Branch, err)
+	}
+	p.PR = pr.Number
+	p.Step = StepPR
+	if p.Mode == ModePlan {
+		p.Run = RunIdle
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+		return r.reply(ctx, "plan-created", map[string]any{
+			"Marker": Marker(p.Number, "created"), "PlanID": PlanID(p.Number), "Path": p.PlanPath,
+			"Branch": p.Branch, "Title": p.Title, "PRURL": "#" + strconv.Itoa(p.PR),
+		})
+	}
+	return r.save(ctx)
+}
+
+func (r *run) prBody() (string, error) {
+	p := r.p
+	last := ""
+	if n := len(p.Audits); n > 0 {
+		last = p.Audits[n-1].Verdict.String()
+	}
+	return templates.Text("pr-body", map[string]any{
+		"Marker": Marker(p.Number, "pr"), "Summary": oneLine(p.Title), "PlanID": PlanID(p.Number),
+		"Path": p.PlanPath, "FileURL": "../blob/" + p.Branch + "/" + p.PlanPath, "Status": p.Status,
+		"Rounds": len(p.Audits), "LastVerdict": last, "Issue": p.Issue, "RequestedBy": p.RequestedBy,
+	})
+}
+
+// reply posts a comment on the originating issue, once (by marker).
+func (r *run) reply(ctx context.Context, tmpl string, data map[string]any) error {
+	body, err := templates.Text(tmpl, data)
+	if err != nil {
+		return err
+	}
+	if marker, _ := data["Marker"].(string); marker != "" && r.resumed {
+		comments, err := r.gh.ListComments(ctx, r.p.Repo, r.p.Issue)
+		if err != nil {
+			return err
+		}
+		for _, c := range comments {
+			if c.AuthorBot && HasMarker(c.Body, marker) {
+				return nil
+			}
+		}
+	}
+	_, err = r.gh.CreateComment(ctx, r.p.Repo, r.p.Issue, body)
+	return err
+}
+
+func (r *run) ensureProgress(ctx context.Context) error {
+	p := r.p
+	if p.ProgressID != 0 {
+		return nil
+	}
+	marker := Marker(p.Number, "progress")
+	if r.resumed {
+		comments, err := r.gh.ListComments(ctx, p.Repo, p.Issue)
+		if err != nil {
+			return err
+		}
+		for _, c := range comments {
+			if c.AuthorBot && HasMarker(c.Body, marker) {
+				p.ProgressID = c.ID
+				return r.save(ctx)
+			}
+		}
+	}
+	line := "Starting forge: " + oneLine(p.Title)
+	if p.Mode == ModeRevise {
+		line = "Revising " + PlanID(p.Number) + "..."
+	} else if p.Mode == ModeAudit {
+		line = "Auditing " + PlanID(p.Number) + "..."
+	}
+	body, err := r.progressBody(line, "")
+	if err != nil {
+		return err
+	}
+	id, err := r.gh.CreateComment(ctx, p.Repo, p.Issue, body)
+	if err != nil {
+		return fmt.Errorf("post progress comment: %w", err)
+	}
+	p.ProgressID = id
+	r.progressLine, r.progressAt = line, r.f.now()
+	return r.save(ctx)
+}
+
+func (r *run) progressBody(line, complete string) (string, error) {
+	pr := ""
+	if r.p.PR != 0 {
+		pr = "#" + strconv.Itoa(r.p.PR)
+	}
+	return templates.Text("progress", map[string]any{
+		"Marker": Marker(r.p.Number, "progress"), "Line": line, "PRURL": pr, "Complete": complete,
+	})
+}
+
+// progress edits the progress comment in place, at most once per
+// progress_throttle unless final.
+func (r *run) progress(ctx context.Context, line string, final bool, complete string) error {
+	if r.p.ProgressID == 0 || (line == r.progressLine && !final) {
+		return nil
+	}
+	now := r.f.now()
+	if !final && now.Sub(r.progressAt) < r.cfg.ProgressThrottle {
+		return nil
+	}
+	body, err := r.progressBody(line, complete)
+	if err != nil {
+		return err
+	}
+	if err := r.gh.UpdateComment(ctx, r.p.Repo, r.p.ProgressID, body); err != nil {
+		return fmt.Errorf("update progress comment: %w", err)
+	}
+	r.progressLine, r.progressAt = line, now
+	return nil
+}
+
+func (r *run) ensureCheck(ctx context.Context) error {
+	p := r.p
+	if p.CheckRunID != 0 {
+		return nil
+	}
+	if r.resumed {
+		if c, err := r.gh.FindCheckRun(ctx, p.Repo, p.HeadSHA, checkName); err == nil && c != nil {
+			p.CheckRunID, p.CheckHead = c.ID, p.HeadSHA
+			return r.save(ctx)
+		}
+	}
+	id, err := r.gh.CreateCheckRun(ctx, p.Repo, r.checkRun("in_progress", "", "Forging "+PlanID(p.Number), nil))
+	if err != nil {
+		return fmt.Errorf("create forge check run: %w", err)
+	}
+	p.CheckRunID, p.CheckHead = id, p.HeadSHA
+	return r.save(ctx)
+}
+
+const checkName = "forge"
+
+func (r *run) checkRun(status, conclusion, title string, actions []CheckAction) CheckRun {
+	p := r.p
+	summary := fmt.Sprintf("%s is %s.", PlanID(p.Number), p.Status)
+	text, err := templates.Text("check-output", map[string]any{
+		"PlanID": PlanID(p.Number), "Status": p.Status, "Rounds": len(p.Audits), "MaxRounds": r.cfg.MaxAuditRounds,
+		"Usage": p.Usage, "Audits": p.Audits,
+	})
+	if err != nil {
+		text = summary
+	}
+	return CheckRun{
+		Name: checkName, HeadSHA: p.HeadSHA, Status: status, Conclusion: conclusion,
+		ExternalID: PlanID(p.Number), Title: title, Summary: summary, Text: text, Actions: actions,
+	}
+}
+
+// setCheck brings the forge check run to the plan's head: a new run when
+// the head moved (the old one is closed as superseded), else an update.
+func (r *run) setCheck(ctx context.Context, status, conclusion, title string, actions []CheckAction) error {
+	p := r.p
+	c := r.checkRun(status, conclusion, title, actions)
+	if p.CheckRunID != 0 && p.CheckHead == p.HeadSHA {
+		c.ID = p.CheckRunID
+		return r.gh.UpdateCheckRun(ctx, p.Repo, c)
+	}
+	id, err := r.gh.CreateCheckRun(ctx, p.Repo, c)
+	if err != nil {
+		return fmt.Errorf("create forge check run: %w", err)
+	}
+	if old := p.CheckRunID; old != 0 {
+		sup := CheckRun{ID: old, Name: checkName, Status: "completed", Conclusion: "neutral",
+			Title: "Superseded", Summary: "The plan branch moved on: see the forge check on the newer commit."}
+		if err := r.gh.UpdateCheckRun(ctx, p.Repo, sup); err != nil {
+			r.log.Warn().Err(err).Msg("close superseded check run")
+		}
+	}
+	p.CheckRunID, p.CheckHead = id, p.HeadSHA
+	return nil
+}
+
+// commit writes the plan file on the plan branch. A refusal because the
+// branch moved is either this very commit made by an earlier run (kept) or
+// a person's push (the commit goes on top of it).
+func (r *run) commit(ctx context.Context, message, text string) error {
+	p := r.p
+	files := []FileChange{{Path: p.PlanPath, Content: []byte(text)}}
+	sha, err := r.gh.CommitFiles(ctx, p.Repo, p.Branch, p.HeadSHA, message, files)
+	if errors.Is(err, ErrNotFastForward) {
+		head, herr := r.gh.BranchHead(ctx, p.Repo, p.Branch)
+		if herr != nil {
+			return herr
+		}
+		c, cerr := r.gh.Commit(ctx, p.Repo, head)
+		if cerr != nil {
+			return cerr
+		}
+		if strings.TrimSpace(c.Message) == message {
+			p.HeadSHA = head
+			return r.save(ctx)
+		}
+		r.humanChange = true
+		sha, err = r.gh.CommitFiles(ctx, p.Repo, p.Branch, head, message, files)
+	}
+	if err != nil {
+		return fmt.Errorf("commit %q: %w", message, err)
+	}
+	p.HeadSHA = sha
+	return r.save(ctx)
+}
+
+// checkout makes a working copy of the plan branch's head and reads the
+// plan file in it.
+func (r *run) checkout(ctx context.Context) (WorkingCopy, string, error) {
+	wc, err := r.ws.Checkout(ctx, r.p.Repo, r.p.HeadSHA)
+	if err != nil {
+		return nil, "", fmt.Errorf("check out %s: %w", r.p.Branch, err)
+	}
+	b, err := os.ReadFile(filepath.Join(wc.Dir(), filepath.FromSlash(r.p.PlanPath)))
+	if err != nil {
+		wc.Remove()
+		return nil, "", fmt.Errorf("read the plan file: %w", err)
+	}
+	return wc, string(b), nil
+}
+
+// projectContext is the repository's standing constraints for agents.
+func (r *run) projectContext(dir string) string {
+	if r.projectCtx != nil {
+		return *r.projectCtx
+	}
+	var parts []string
+	for _, name := range []string{"AGENTS.md", "CLAUDE.md", ".forge/project.md"} {
+		b, err := readConfined(dir, name, 64<<10)
+		if err == nil && strings.TrimSpace(string(b)) != "" {
+			parts = append(parts, "From `"+name+"`:\n"+FenceUntrusted(string(b)))
+		}
+	}
+	s := strings.Join(parts, "\n\n")
+	r.projectCtx = &s
+	return s
+}
+
+// readConfined reads a file of the working copy that is a regular file
+// inside it: a symlink pointing out is never followed.
+func readConfined(dir, name string, limit int64) ([]byte, error) {
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		b = b[:limit]
+	}
+	return b, nil
+}
+
+// callAgent runs a role's agent once, and once more on a failure that was
+// not a timeout (DESIGN §7: one retry on a transient failure).
+func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string, round int) (agent.Result, error) {
+	p := r.p
+	choice, _ := r.cfg.Agents.ForRole(string(role))
+	rt, model, err := r.f.Agents.Runtime(role, choice)
+	if err != nil {
+		return agent.Result{}, fmt.Errorf("%s agent: %w", role, err)
+	}
+	req := agent.Request{
+		Role: role, Model: model, Prompt: prompt, Dir: dir, Repo: p.Repo.String(),
+		PlanID: PlanID(p.Number), Round: round, Timeout: r.cfg.Agents.Timeout,
+	}
+	res, err := rt.Run(ctx, req)
+	var fail *agent.Failure
+	if errors.As(err, &fail) && !fail.TimedOut && ctx.Err() == nil {
+		r.log.Warn().Err(err).Str("role", string(role)).Msg("agent failed; retrying once")
+		res, err = rt.Run(ctx, req)
+	}
+	p.Usage += res.Usage.Total()
+	if err != nil {
+		return res, fmt.Errorf("%s agent: %w", role, err)
+	}
+	return res, nil
+}
+
+func (r *run) draft(ctx context.Context) error {
+	p := r.p
+	r.doing = "drafting"
+	if err := r.progress(ctx, fmt.Sprintf("Forging %s... Drafting (reading codebase)", PlanID(p.Number)), false, ""); err != nil {
+		return err
+	}
+	wc, text, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.Remove()
+	prompt, err := templates.Prompt("drafter", map[string]any{
+		"PlanID": PlanID(p.Number), "PlanPath": p.PlanPath,
+		"Request": FenceUntrusted(p.Description), "Context": fenceIf(p.Context),
+		"ProjectContext": r.projectContext(wc.Dir()), "Plan": Fence(text),
+	})
+	if err != nil {
+		return err
+	}
+	res, err := r.callAgent(ctx, agent.Drafter, prompt, wc.Dir(), 0)
+	if err != nil {
+		return err
+	}
+	draft := AgentPlan(res.Output)
+	if strings.TrimSpace(draft) == "" {
+		return errors.New("the drafter answered with an empty plan")
+	}
+	if err := r.commitPlan(ctx, PlanID(p.Number)+": draft", draft, false); err != nil {
+		return err
+	}
+	p.Step = StepDrafted
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	return r.progress(ctx, fmt.Sprintf("Forging %s... Draft complete. Audit round 1/%d...", PlanID(p.Number), r.cfg.MaxAuditRounds), false, "")
+}
+
+func fenceIf(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return FenceUntrusted(s)
+}
+
+// commitPlan commits an agent's plan text with Forge's audit log and
+// status line.
+func (r *run) commitPlan(ctx context.Context, message, text string, capReached bool) error {
+	text = SetStatus(text, r.p.Status)
+	text, err := WithAuditLog(text, r.p.Audits, capReached, r.f.now())
+	if err != nil {
+		return err
+	}
+	return r.commit(ctx, message, text)
+}
+
+func (r *run) reviseWithNotes(ctx context.Context) error {
+	p := r.p
+	r.doing = "revising with the review notes"
+	notes := p.Notes
+	reviews, err := r.gh.ListReviews(ctx, p.Repo, p.PR)
+	if err != nil {
+		return err
+	}
+	var human []string
+	for _, rv := range reviews {
+		if strings.TrimSpace(rv.Body) != "" && !strings.Contains(rv.Body, "<!-- forge:") {
+			human = append(human, "@"+rv.Author+" ("+rv.State+"): "+rv.Body)
+		}
+	}
+	if len(human) > 0 {
+		notes = strings.TrimSpace(notes + "\n\n" + strings.Join(human, "\n\n"))
+	}
+	var findings []Finding
+	if n := len(p.Audits); n > 0 {
+		findings = p.Audits[n-1].Findings
+	}
+	if err := r.revise(ctx, findings, notes); err != nil {
+		return err
+	}
+	p.Step, p.Notes = StepRounds, ""
+	return r.save(ctx)
+}
+
+// revise runs the reviser and commits its plan as the next revision.
+func (r *run) revise(ctx context.Context, findings []Finding, notes string) error {
+	p := r.p
+	wc, text, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.Remove()
+	prompt, err := templates.Prompt("reviser", map[string]any{
+		"PlanID": PlanID(p.Number), "PlanPath": p.PlanPath, "Findings": Fence(findingsText(findings)),
+		"Notes": fenceIf(notes), "ProjectContext": r.projectContext(wc.Dir()), "Plan": Fence(text),
+	})
+	if err != nil {
+		return err
+	}
+	res, err := r.callAgent(ctx, agent.Reviser, prompt, wc.Dir(), p.Round)
+	if err != nil {
+		return err
+	}
+	revised := AgentPlan(res.Output)
+	if strings.TrimSpace(revised) == "" {
+		return errors.New("the reviser answered with an empty plan")
+	}
+	if err := r.commitPlan(ctx, fmt.Sprintf("%s: revision %d", PlanID(p.Number), p.Revisions+1), revised, false); err != nil {
+		return err
+	}
+	p.Revisions++
+	return r.save(ctx)
+}
+
+func findingsText(fs []Finding) string {
+	if len(fs) == 0 {
+		return "(none)"
+	}
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "- severity: %s — %s", f.Severity, oneLine(f.Description))
+		if f.Location != "" {
+			fmt.Fprintf(&b, " (location: %s)", f.Location)
+		}
+		if f.Recommendation != "" {
+			fmt.Fprintf(&b, " Recommendation: %s", oneLine(f.Recommendation))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

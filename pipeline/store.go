@@ -1,0 +1,150 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Plan is a plan as Forge records it. GitHub holds the plan's text; the
+// database holds where each step of its forge stands, so a step that runs
+// twice finds what the first run did.
+type Plan struct {
+	ID             int64
+	InstallationID int64
+	Repo           Repo
+	Number         int // the NNN of plan-NNN
+	Slug           string
+	Title          string
+	// Description is the request as written (command or issue), and
+	// Context any further lines; both reach agents only as quoted data.
+	Description string
+	Context     string
+	Issue       int
+	RequestedBy string
+	// Trigger identifies what created the plan (comment or delivery id),
+	// so a job that runs twice creates one plan.
+	Trigger string
+	// Forge is false for /plan: template only, no agents.
+	Forge         bool
+	Status        Status
+	Run           RunState
+	Mode          RunMode
+	Notes         string // revision notes for a revise run
+	DefaultBranch string
+	Branch        string
+	PlanPath      string
+	HeadSHA       string
+	PR            int
+	ProgressID    int64
+	CheckRunID    int64
+	// CheckHead is the commit the forge check run is on.
+	CheckHead string
+	Step          Step
+	Round         int
+	// Revisions counts revision commits (plan-NNN: revision K).
+	Revisions       int
+	CancelRequested bool
+	// Audits are the rounds so far: verdicts, for the status table and
+	// the completion comment.
+	Audits []AuditRound
+	// Pending is an audit round whose verdict is known but whose review
+	// may not be posted yet: a step that resumes posts this one instead
+	// of asking the auditor again.
+	Pending   *AuditRound
+	// Generation numbers the forge jobs of a plan: a job whose generation
+	// is not the plan's is stale (its worker died and was replaced).
+	Generation int
+	// RunStartRound is Round when the current run started: the round cap
+	// counts the rounds of one run.
+	RunStartRound int
+	Error         string
+	Usage         int64
+	StartedAt time.Time
+	UpdatedAt time.Time
+}
+
+// RunState says whether a forge works on the plan now.
+type RunState string
+
+const (
+	RunIdle    RunState = "idle"
+	RunQueued  RunState = "queued"  // waiting for a free slot of the installation
+	RunRunning RunState = "running" // a forge job owns it (see leases)
+)
+
+// RunMode is what a run does.
+type RunMode string
+
+const (
+	ModeForge  RunMode = "forge"  // draft, then audit rounds
+	ModeRevise RunMode = "revise" // revise with notes, then audit rounds
+	ModeAudit  RunMode = "audit"  // one standalone audit round
+	ModePlan   RunMode = "plan"   // /plan: branch, file, PR; no agent
+)
+
+// Step is how far a run has come; steps only move forward.
+type Step int
+
+const (
+	StepNew Step = iota
+	StepBranch
+	StepFile
+	StepPR
+	StepDrafted
+	StepRounds
+	StepFinished
+)
+
+// AuditRound is one round's verdict.
+type AuditRound struct {
+	Round     int       `json:"round"`
+	Verdict   Severity  `json:"verdict"`
+	Loop      bool      `json:"loop"`
+	Preflight bool      `json:"preflight,omitempty"`
+	Findings  []Finding `json:"findings"`
+	ReviewID  int64     `json:"review_id,omitempty"`
+	CapNote   bool      `json:"cap,omitempty"`
+	// CommitID is the plan commit audited; Lines the plan file's length
+	// then, which bounds inline comments.
+	CommitID string `json:"commit_id,omitempty"`
+	Lines    int    `json:"lines,omitempty"`
+}
+
+// ErrPlanNotFound is a plan the store does not have.
+var ErrPlanNotFound = errors.New("plan not found")
+
+// PlanStore keeps plans, their numbers and their leases.
+type PlanStore interface {
+	// CreatePlan reserves the repository's next plan number atomically
+	// (two replicas never share one) and records p. A plan with the same
+	// Repo and Trigger is returned instead, with created false.
+	CreatePlan(ctx context.Context, p *Plan) (created bool, err error)
+	Plan(ctx context.Context, id int64) (*Plan, error)
+	// PlanForIssue is the newest plan started from an issue, ErrPlanNotFound if none.
+	PlanForIssue(ctx context.Context, repo Repo, issue int) (*Plan, error)
+	// PlanForPR is the plan whose pull request this is.
+	PlanForPR(ctx context.Context, repo Repo, pr int) (*Plan, error)
+	PlanByNumber(ctx context.Context, repo Repo, number int) (*Plan, error)
+	SavePlan(ctx context.Context, p *Plan) error
+	// RequestCancel marks the plan so its running forge stops at the top
+	// of its next round.
+	RequestCancel(ctx context.Context, id int64) error
+	// CountRunning is how many forges an installation runs now.
+	CountRunning(ctx context.Context, installationID int64) (int, error)
+	// NextQueued is the oldest queued plan of an installation, nil if none.
+	NextQueued(ctx context.Context, installationID int64) (*Plan, error)
+
+	// AcquireLease lets one worker own a running plan; it fails while
+	// another owner's lease is current.
+	AcquireLease(ctx context.Context, id int64, owner string, ttl time.Duration) (bool, error)
+	RenewLease(ctx context.Context, id int64, owner string, ttl time.Duration) (bool, error)
+	ReleaseLease(ctx context.Context, id int64, owner string) error
+	// AdoptOrphans finds running plans whose lease expired (their worker
+	// died) or was never taken for longer than grace (their job was never
+	// enqueued), bumps each one's Generation, and returns them: exactly one
+	// caller adopts each orphan, even across replicas.
+	AdoptOrphans(ctx context.Context, grace time.Duration) ([]*Plan, error)
+	// InstallationsWithQueued lists installations that have queued plans.
+	InstallationsWithQueued(ctx context.Context) ([]int64, error)
+}

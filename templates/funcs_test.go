@@ -1,0 +1,77 @@
+package templates
+
+import (
+	"strings"
+	"testing"
+	"text/template"
+)
+
+func TestQuote(t *testing.T) {
+	quote := funcs["quote"].(func(string) string)
+	tests := []struct {
+		name, in, want string
+	}{
+		{"one line", "Please add rate limiting.", "> Please add rate limiting."},
+		{"several lines", "First line\nsecond line", "> First line\n> second line"},
+		{"trailing newlines dropped", "Body\n\n\n", "> Body"},
+		{"blank line inside stays in the quote", "One\n\nTwo", "> One\n> \n> Two"},
+		{"quote inside a quote", "> earlier\nreply", "> > earlier\n> reply"},
+		{"HTML stays text of the quote", "<details>\nx", "> <details>\n> x"},
+		{"empty", "", "> "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := quote(tc.in); got != tc.want {
+				t.Errorf("quote(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOneline(t *testing.T) {
+	oneline := funcs["oneline"].(func(string) string)
+	tests := []struct {
+		name, in, want string
+	}{
+		{"plain", "Add a test", "Add a test"},
+		{"newlines joined", "The limiter\nkeys on\r\nthe address", "The limiter keys on the address"},
+		{"runs of space collapsed", "  a \t\t b  ", "a b"},
+		{"pipe escaped for tables", "a | b", `a \| b`},
+		{"every pipe escaped", "|x|", `\|x\|`},
+		{"empty", "", ""},
+		{"only space", " \n\t", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := oneline(tc.in); got != tc.want {
+				t.Errorf("oneline(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFuncsInTemplates checks the funcs as templates call them, with the
+// pipeline syntax the text files use.
+func TestFuncsInTemplates(t *testing.T) {
+	tests := []struct {
+		src  string
+		data any
+		want string
+	}{
+		{`{{quote .}}`, "a\nb", "> a\n> b"},
+		{`| {{oneline .}} |`, "x |\ny", `| x \| y |`},
+		{`{{join . ", "}}`, []string{"a", "b"}, "a, b"},
+		{`{{add . 1}}`, 2, "3"},
+		{`{{lower .}} {{upper .}}`, "Mixed", "mixed MIXED"},
+	}
+	for _, tc := range tests {
+		tmpl := template.Must(template.New("").Funcs(funcs).Parse(tc.src))
+		var b strings.Builder
+		if err := tmpl.Execute(&b, tc.data); err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("%s with %q = %q, want %q", tc.src, tc.data, b.String(), tc.want)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package templates_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/templates"
+)
+
+// githubMaxBody is GitHub's limit on a comment, review or PR body, and on a
+// check run's output text, in characters. replyMarker leaves room for the
+// marker pipeline's commandCtx.reply puts before a command's answer.
+const (
+	githubMaxBody = 65536
+	replyMarker   = len("<!-- forge:reply:comment-9223372036854775807 -->\n")
+)
+
+// manyFindings are n findings the size a verbose auditor writes: a few
+// sentences of description, a recommendation, a location.
+func manyFindings(n int) []pipeline.Finding {
+	sev := []pipeline.Severity{pipeline.SeverityBlocking, pipeline.SeverityMedium, pipeline.SeverityMinor, pipeline.SeveritySuggestion}
+	fs := make([]pipeline.Finding, n)
+	for i := range fs {
+		fs[i] = pipeline.Finding{
+			Severity: sev[i%len(sev)],
+			Description: fmt.Sprintf("Finding %d: the plan changes `internal/webhook/limit.go` without saying how the limiter behaves "+
+				"when the store is unreachable, whether a request is let through or refused, and what the handler "+
+				"answers GitHub in that case; a redelivery storm could follow either way.", i+1),
+			Location: fmt.Sprintf("%s:%d", planPath, i+10),
+			Recommendation: "Say which way the limiter fails, add it under Risks, and add a test that stops the store " +
+				"mid-request and checks the answer GitHub gets.",
+		}
+	}
+	return fs
+}
+
+func TestGitHubTextsFitInABody(t *testing.T) {
+	findings := manyFindings(200)
+	rounds := make([]pipeline.AuditRound, 200)
+	for i := range rounds {
+		rounds[i] = pipeline.AuditRound{Round: i + 1, Verdict: pipeline.SeverityBlocking, Loop: true, Findings: findings, CapNote: i == 199}
+	}
+	long := strings.Repeat("Add rate limiting to the webhook endpoint ", 6) // a 256-character issue title
+	var tail []string
+	for i := 0; i < 20; i++ { // the exec runtime keeps the last 20 lines
+		tail = append(tail, fmt.Sprintf("%03d %s", i, strings.Repeat("x", 200)))
+	}
+	var problems []string
+	for i := 0; i < 200; i++ {
+		problems = append(problems, pipeline.ConfigProblem{Line: i + 1, Key: fmt.Sprintf("agents.roles.role%d", i), Message: "unknown key"}.String())
+	}
+	complete, err := templates.Text("complete", map[string]any{
+		"PlanID": planID, "Rounds": 5, "Elapsed": "29m59s", "CapReached": true, "Cancelled": false,
+		"Findings": findings, "AutoImplement": false,
+		"ManualReasons": []string{"the round cap was reached", "blocking findings remain", "someone else pushed to the plan branch"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []textCase{
+		{"review of 200 findings", "review", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "audit", 5), "Round": 5, "MaxRounds": 5, "Verdict": "blocking",
+			"Loop": true, "Preflight": false, "Findings": findings, "Inline": 200}},
+		{"completion with 200 findings", "complete", map[string]any{
+			"PlanID": planID, "Rounds": 5, "Elapsed": "29m59s", "CapReached": true, "Findings": findings,
+			"ManualReasons": []string{"the round cap was reached", "blocking findings remain"}}},
+		{"progress holding that completion", "progress", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "progress"), "Line": "Forge finished plan-018: round cap reached, review needed.",
+			"PRURL": "#42", "Complete": complete}},
+		{"inline comment of one long finding", "inline", pipeline.Finding{
+			Severity: pipeline.SeverityBlocking, Description: strings.Repeat(findings[0].Description+"\n", 20),
+			Recommendation: strings.Repeat(findings[0].Recommendation+" ", 20)}},
+		{"check output of 200 rounds", "check-output", map[string]any{
+			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": 200, "MaxRounds": 5, "Usage": int64(987654321), "Audits": rounds}},
+		{"config error with 200 problems", "config-error", map[string]any{
+			"Path": pipeline.RepoConfigPath, "Branch": "main", "Problems": problems}},
+		{"forge error with a full tail", "forge-error", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "error", 3, 5), "PlanID": planID, "Step": "revising after audit round 4",
+			"Error": "reviser agent: agent exited with status 1: " + strings.Repeat("exit status 1; ", 100),
+			"Tail":  strings.Join(tail, "\n"), "Branch": branch}},
+		{"status with a long title and error", "status", map[string]any{
+			"PlanID": planID, "Title": long, "Status": pipeline.StatusDraft, "Queued": false, "Running": "audit round 5",
+			"PRURL": "#42", "Round": 204, "LastVerdict": "blocking", "Error": strings.Repeat("commit \"plan-018: revision 4\": ", 60)}},
+		{"PR body with a long title", "pr-body", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": long, "PlanID": planID, "Path": planPath,
+			"FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusReview, "Rounds": 200,
+			"LastVerdict": "blocking", "Issue": issue, "RequestedBy": "octocat"}},
+		{"plan created with a long title", "plan-created", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "created"), "PlanID": planID, "Path": planPath, "Branch": branch,
+			"Title": long, "PRURL": "#42"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := templates.Text(tc.tmpl, tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := utf8.RuneCountInString(out)
+			t.Logf("%d characters", n)
+			if n+replyMarker > githubMaxBody {
+				t.Errorf("%s renders %d characters; with a reply marker that is over GitHub's %d", tc.tmpl, n, githubMaxBody)
+			}
+		})
+	}
+}
+
+// TestLongFindingListsAreCut checks what the length guard above relies
+// on: the review and the completion list 50 findings and count the rest,
+// which the plan's Audit Log keeps in full.
+func TestLongFindingListsAreCut(t *testing.T) {
+	tests := []struct {
+		tmpl       string
+		n, listed  int
+		moreSuffix string
+	}{
+		{"review", 200, 50, "- … and 150 more, in the plan's Audit Log."},
+		{"review", 51, 50, "- … and 1 more, in the plan's Audit Log."},
+		{"review", 50, 50, ""},
+		{"complete", 200, 50, "- … and 150 more, in the plan's Audit Log."},
+		{"complete", 50, 50, ""},
+		{"complete", 3, 3, ""},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tc.tmpl, tc.n), func(t *testing.T) {
+			out, err := templates.Text(tc.tmpl, map[string]any{
+				"Marker": "<!-- m -->", "PlanID": planID, "Round": 1, "MaxRounds": 5, "Rounds": 1, "Elapsed": "1s",
+				"Verdict": "blocking", "Loop": true, "Findings": manyFindings(tc.n), "Inline": 0,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Count(out, "\n- **"); got != tc.listed {
+				t.Errorf("%d findings listed, want %d:\n%s", got, tc.listed, out)
+			}
+			for i := 1; i <= tc.listed; i++ {
+				if !strings.Contains(out, fmt.Sprintf("Finding %d:", i)) {
+					t.Errorf("finding %d is not listed", i)
+				}
+			}
+			if tc.listed < tc.n && strings.Contains(out, fmt.Sprintf("Finding %d:", tc.listed+1)) {
+				t.Errorf("finding %d is listed beyond the cut", tc.listed+1)
+			}
+			more := strings.Contains(out, "more, in the plan's Audit Log.")
+			if tc.moreSuffix == "" && more {
+				t.Errorf("a count of the rest is shown with nothing left out:\n%s", out)
+			}
+			if tc.moreSuffix != "" && !strings.Contains(out, tc.moreSuffix) {
+				t.Errorf("missing %q in:\n%s", tc.moreSuffix, out)
+			}
+		})
+	}
+}
+
+// TestSeedWording keeps the replies whose wording seed 000 gives (DESIGN
+// §2: "Replies keep the seed's wording where it exists"). Backticks are
+// Markdown around a command and not part of the words.
+func TestSeedWording(t *testing.T) {
+	tests := []struct {
+		tmpl string
+		data any
+		want string
+	}{
+		{"already-running", map[string]any{"PlanID": "plan-017"},
+			"A forge is already running for this issue (plan-017). Use /forge cancel to stop it first."},
+		{"cancel", map[string]any{"PlanID": "plan-017"}, "Forge cancel requested."},
+		{"no-plan", map[string]any{}, "No forge running."},
+		{"complete", map[string]any{"PlanID": "plan-018", "Rounds": 2, "Elapsed": "87s", "AutoImplement": true},
+			"Forge complete. Plan plan-018 ready for review (2 rounds, 87s)"},
+		{"help", map[string]any{"TriggerLabel": "forge"}, "- /forge cancel: cancel the running forge"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.tmpl, func(t *testing.T) {
+			out, err := templates.Text(tc.tmpl, tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.ReplaceAll(out, "`", ""), "\n")
+			found := false
+			for _, l := range lines {
+				found = found || l == tc.want
+			}
+			if !found {
+				t.Errorf("no line reads %q in:\n%s", tc.want, out)
+			}
+		})
+	}
+}

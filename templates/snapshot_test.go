@@ -1,0 +1,498 @@
+package templates_test
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gkampitakis/go-snaps/snaps"
+
+	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/templates"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	// Sorted snapshots keep the file stable across runs; Clean also reports
+	// (and with UPDATE_SNAPS=clean removes) snapshots no case produces.
+	snaps.Clean(m, snaps.CleanOpts{Sort: true})
+	os.Exit(code)
+}
+
+// The plan every case talks about: the seed's example (000, `!forge`).
+const (
+	planNumber = 18
+	issue      = 12
+	pr         = 42
+	repo       = "acme/webhooks"
+	title      = "Add rate limiting to the webhook endpoint"
+)
+
+var (
+	planID   = pipeline.PlanID(planNumber)
+	slug     = pipeline.Slug(title)
+	branch   = pipeline.Branch(planNumber, slug)
+	planPath = pipeline.PlanFile("docs/plans", planNumber, slug)
+	created  = time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC)
+)
+
+// Findings as the verdict parser returns them: every severity, with and
+// without a location or a recommendation, one description over two lines
+// and with a pipe.
+var (
+	blocking = pipeline.Finding{
+		Severity:       pipeline.SeverityBlocking,
+		Description:    "The limiter keys on the remote address, but Forge runs behind a proxy, so every request shares one bucket.",
+		Location:       planPath + ":24",
+		Recommendation: "Key on X-Forwarded-For from the trusted proxy only, and name the header under Changes.",
+	}
+	medium = pipeline.Finding{
+		Severity:       pipeline.SeverityMedium,
+		Description:    "Risks does not say what happens to a webhook\nGitHub redelivers after a 429 | the handler may run twice.",
+		Recommendation: "Add the risk and a test: a webhook redelivered after a 429 is handled once.",
+	}
+	minor = pipeline.Finding{
+		Severity:    pipeline.SeverityMinor,
+		Description: "Testing lists `TestLimiter` twice.",
+		Location:    "internal/webhook/limit_test.go",
+	}
+	suggestion = pipeline.Finding{
+		Severity:    pipeline.SeveritySuggestion,
+		Description: "Expose the limiter's counters on /metrics.",
+	}
+)
+
+// filledPlan is the default plan template as the forge's first commit
+// writes it.
+func filledPlan() string {
+	return pipeline.FillTemplate(templates.DefaultPlanTemplate(), pipeline.TemplateValues{
+		Title: title, PlanID: planID, Issue: "#12", Project: repo, Date: created,
+	})
+}
+
+// preflightFindings are the pre-flight's findings on the untouched
+// template, located the way the forge locates them (rounds.go).
+func preflightFindings(t *testing.T) []pipeline.Finding {
+	t.Helper()
+	found := pipeline.Preflight(filledPlan(), func(string) bool { return true })
+	if !pipeline.PreflightBlocksAudit(found) {
+		t.Fatal("the pre-flight lets the bare template through; the pre-flight cases need its findings")
+	}
+	for i := range found {
+		if found[i].Location == "" && found[i].PlanLine > 0 {
+			found[i].Location = planPath + ":" + strconv.Itoa(found[i].PlanLine)
+		}
+	}
+	return found
+}
+
+// missing is the pre-flight's finding for a plan without a required
+// section: the one pre-flight finding that is blocking.
+var missing = func() pipeline.Finding {
+	fs := pipeline.Preflight("# Plan: x\n\n## Objective\n\nRate limit.\n", nil)
+	return fs[0]
+}()
+
+// worst is the verdict the forge gives pre-flight findings (rounds.go
+// verdictOf): their worst severity.
+func worst(fs []pipeline.Finding) pipeline.Severity {
+	w := pipeline.SeverityNone
+	for _, f := range fs {
+		w = max(w, f.Severity)
+	}
+	return w
+}
+
+// findingsText is the list the pipeline hands the auditor and the reviser
+// (run.go findingsText).
+func findingsText(fs []pipeline.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("- severity: " + f.Severity.String() + " — " + strings.Join(strings.Fields(f.Description), " "))
+		if f.Location != "" {
+			b.WriteString(" (location: " + f.Location + ")")
+		}
+		if f.Recommendation != "" {
+			b.WriteString(" Recommendation: " + strings.Join(strings.Fields(f.Recommendation), " "))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+var projectContext = "From `AGENTS.md`:\n" + pipeline.FenceUntrusted("Go 1.26, standard library first.\nEvery handler answers within one second; slow work goes to the queue.\n")
+
+// textCase is one rendering of text/<tmpl>.md, with data shaped as its
+// caller in pipeline/ shapes it.
+type textCase struct {
+	name, tmpl string
+	data       any
+}
+
+func textCases(t *testing.T) []textCase {
+	pre := preflightFindings(t)
+	rounds := []pipeline.AuditRound{
+		{Round: 1, Verdict: worst(pre), Loop: worst(pre) == pipeline.SeverityBlocking, Preflight: true, Findings: pre},
+		{Round: 2, Verdict: pipeline.SeverityBlocking, Loop: true, Findings: []pipeline.Finding{blocking, medium}},
+		{Round: 3, Verdict: pipeline.SeverityMinor, Findings: []pipeline.Finding{minor, suggestion}},
+	}
+	complete := func(data map[string]any) map[string]any {
+		base := map[string]any{
+			"PlanID": planID, "Rounds": 2, "Elapsed": "87s", "CapReached": false, "Cancelled": false,
+			"Findings": []pipeline.Finding(nil), "AutoImplement": false, "ManualReasons": []string(nil),
+		}
+		for k, v := range data {
+			base[k] = v
+		}
+		return base
+	}
+	review := func(data map[string]any) map[string]any {
+		base := map[string]any{
+			"Marker": pipeline.Marker(planNumber, "audit", 2), "Round": 2, "MaxRounds": 5,
+			"Verdict": "blocking", "Loop": true, "Preflight": false, "Findings": []pipeline.Finding(nil), "Inline": 0,
+		}
+		for k, v := range data {
+			base[k] = v
+		}
+		return base
+	}
+	status := func(data map[string]any) map[string]any {
+		base := map[string]any{
+			"PlanID": planID, "Title": title, "Status": pipeline.StatusDraft, "Queued": false,
+			"Running": "", "PRURL": "", "Round": 0, "LastVerdict": "", "Error": "",
+		}
+		for k, v := range data {
+			base[k] = v
+		}
+		return base
+	}
+	progress := func(line, complete string) map[string]any {
+		return map[string]any{"Marker": pipeline.Marker(planNumber, "progress"), "Line": line, "PRURL": "#42", "Complete": complete}
+	}
+	completed, err := templates.Text("complete", complete(map[string]any{
+		"Findings": []pipeline.Finding{medium, minor}, "AutoImplement": true,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return []textCase{
+		{"help", "help", map[string]any{"TriggerLabel": "forge"}},
+
+		{"progress/starting", "progress", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "progress"), "Line": "Starting forge: " + title, "PRURL": "", "Complete": ""}},
+		{"progress/revising", "progress", progress("Forging plan-018... Audit round 1 found blocking concerns. Revising...", "")},
+		{"progress/complete", "progress", progress("Forge finished plan-018: APPROVED.", completed)},
+
+		{"complete/normal with findings, auto-implement", "complete", complete(map[string]any{
+			"Findings": []pipeline.Finding{medium, minor, suggestion}, "AutoImplement": true})},
+		{"complete/normal one round, no findings, auto-implement", "complete", complete(map[string]any{
+			"Rounds": 1, "Elapsed": "41s", "AutoImplement": true})},
+		{"complete/manual with reasons", "complete", complete(map[string]any{
+			"Findings":      []pipeline.Finding{minor},
+			"ManualReasons": []string{"auto_implement is off for this repository", "someone else pushed to the plan branch"}})},
+		{"complete/manual, auditor gave no markers", "complete", complete(map[string]any{
+			"Rounds": 1, "ManualReasons": []string{"the auditor's answer carried no severity markers"}})},
+		{"complete/cap reached", "complete", complete(map[string]any{
+			"Rounds": 5, "Elapsed": "6m12s", "CapReached": true, "Findings": []pipeline.Finding{blocking, medium},
+			"ManualReasons": []string{"the round cap was reached", "blocking findings remain"}})},
+		{"complete/cancelled after one round", "complete", map[string]any{"PlanID": planID, "Rounds": 1, "Cancelled": true}},
+		{"complete/cancelled before any round", "complete", map[string]any{"PlanID": planID, "Rounds": 0, "Cancelled": true}},
+
+		{"review/blocking", "review", review(map[string]any{"Findings": []pipeline.Finding{blocking, medium}, "Inline": 1})},
+		{"review/minor", "review", review(map[string]any{
+			"Marker": pipeline.Marker(planNumber, "audit", 3), "Round": 3, "Verdict": "minor", "Loop": false,
+			"Findings": []pipeline.Finding{minor, suggestion}})},
+		{"review/none", "review", review(map[string]any{
+			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Verdict": "none", "Loop": false})},
+		{"review/standalone audit, no findings", "review", review(map[string]any{
+			"Marker": pipeline.Marker(planNumber, "audit", 4), "Round": 1, "MaxRounds": 1, "Verdict": "none", "Loop": false,
+			"Findings": []pipeline.Finding{}})},
+		{"review/preflight with inline", "review", review(map[string]any{
+			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Preflight": true,
+			"Verdict": worst(pre).String(), "Loop": worst(pre) == pipeline.SeverityBlocking, "Findings": pre, "Inline": 5})},
+		{"review/preflight, missing section", "review", review(map[string]any{
+			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Preflight": true,
+			"Verdict": "blocking", "Loop": true, "Findings": []pipeline.Finding{missing}, "Inline": 0})},
+
+		{"inline/with recommendation", "inline", blocking},
+		{"inline/without recommendation", "inline", minor},
+
+		{"audit-log/findings", "audit-log", map[string]any{
+			"Round": 2, "Date": "2025-03-14", "Verdict": "blocking", "Preflight": false, "Findings": []pipeline.Finding{blocking, medium}}},
+		{"audit-log/preflight", "audit-log", map[string]any{
+			"Round": 1, "Date": "2025-03-14", "Verdict": worst(pre).String(), "Preflight": true, "Findings": pre}},
+		{"audit-log/no findings", "audit-log", map[string]any{
+			"Round": 3, "Date": "2025-03-14", "Verdict": "none", "Preflight": false, "Findings": []pipeline.Finding(nil)}},
+
+		{"status/running", "status", status(map[string]any{
+			"Running": "audit round 2", "PRURL": "#42", "Round": 1, "LastVerdict": "blocking"})},
+		{"status/queued", "status", status(map[string]any{"Queued": true})},
+		{"status/review", "status", status(map[string]any{
+			"Status": pipeline.StatusReview, "PRURL": "#42", "Round": 3, "LastVerdict": "minor"})},
+		{"status/after an error", "status", status(map[string]any{
+			"PRURL": "#42", "Round": 1, "LastVerdict": "blocking",
+			"Error": "reviser agent: agent exited with status 2:\nexit status 2"})},
+
+		{"no-plan/with hint", "no-plan", map[string]any{"Hint": "Start one with `/forge <description>` on an issue."}},
+		{"no-plan/bare", "no-plan", map[string]any{}},
+
+		{"refusal", "refusal", map[string]any{"Marker": "<!-- forge:refusal:octocat -->", "User": "octocat", "Need": "write"}},
+		{"already-running", "already-running", map[string]any{"PlanID": "plan-017"}},
+
+		{"queued/one running", "queued", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "queued"), "PlanID": planID, "Running": 1, "Limit": 1}},
+		{"queued/three running", "queued", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "queued"), "PlanID": planID, "Running": 3, "Limit": 3}},
+
+		{"config-error", "config-error", map[string]any{
+			"Path": pipeline.RepoConfigPath, "Branch": "main", "Problems": []string{
+				pipeline.ConfigProblem{Line: 3, Key: "max_audit_round", Message: "unknown key"}.String(),
+				pipeline.ConfigProblem{Line: 7, Key: "progress_throttle", Message: `"fast" is not a duration`}.String(),
+			}}},
+
+		{"forge-error/with tail", "forge-error", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "error", 0, 1), "PlanID": planID, "Step": "drafting",
+			"Error":  "drafter agent: agent exited with status 1: exit status 1",
+			"Tail":   "Reading src/webhook.ts\nError: rate limit exceeded for model claude-sonnet\n    at request (client.js:41)",
+			"Branch": branch}},
+		{"forge-error/without tail", "forge-error", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "error", 0, 2), "PlanID": planID, "Step": "auditing (round 2)",
+			"Error": "post audit round 2 review: 422 Validation Failed", "Tail": "", "Branch": branch}},
+
+		{"cancel/queued", "cancel", map[string]any{"Queued": true, "PlanID": planID}},
+		{"cancel/running", "cancel", map[string]any{"PlanID": planID}},
+
+		{"closed/closed", "closed", map[string]any{"PlanID": planID}},
+		{"closed/refused while implementing", "closed", map[string]any{"PlanID": planID, "Refused": true, "Status": pipeline.StatusImplementing}},
+		{"closed/refused while a forge runs", "closed", map[string]any{"PlanID": planID, "Refused": true, "Status": pipeline.StatusDraft}},
+		{"closed/refused revise of an approved plan", "closed", map[string]any{"PlanID": planID, "Refused": true, "Status": pipeline.StatusApproved}},
+		{"closed/refused audit of a cancelled plan", "closed", map[string]any{"PlanID": planID, "Refused": true, "Status": pipeline.StatusCancelled}},
+
+		{"plan-created", "plan-created", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "created"), "PlanID": planID, "Path": planPath,
+			"Branch": branch, "Title": title, "PRURL": "#42"}},
+
+		{"wrong-place/issue", "wrong-place", map[string]any{"Usage": pipeline.CommandStart.Usage(), "OnPR": false}},
+		{"wrong-place/pull request", "wrong-place", map[string]any{"Usage": pipeline.CommandApprove.Usage(), "OnPR": true}},
+
+		{"usage-error/missing description", "usage-error", map[string]any{
+			"Problem": "A description is needed", "Usage": pipeline.CommandStart.Usage()}},
+		{"usage-error/bad plan id", "usage-error", map[string]any{
+			"Problem": `"plan-17" is not a plan id (plan-NNN)`, "Usage": pipeline.CommandStatus.Usage()}},
+		{"usage-error/unexpected argument", "usage-error", map[string]any{
+			"Problem": `unexpected argument "now"`, "Usage": pipeline.CommandCancel.Usage()}},
+
+		{"unavailable", "unavailable", map[string]any{"Usage": pipeline.CommandRun.Usage()}},
+
+		{"no-plan-here/issue", "no-plan-here", map[string]any{"OnPR": false, "PlanID": ""}},
+		{"no-plan-here/pull request with plan id", "no-plan-here", map[string]any{"OnPR": true, "PlanID": "plan-099"}},
+
+		{"pr-body/new", "pr-body", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": title, "PlanID": planID,
+			"Path": planPath, "FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusDraft,
+			"Rounds": 0, "LastVerdict": "", "Issue": issue, "RequestedBy": "octocat"}},
+		{"pr-body/audited", "pr-body", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": title, "PlanID": planID,
+			"Path": planPath, "FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusReview,
+			"Rounds": 3, "LastVerdict": "minor", "Issue": issue, "RequestedBy": "octocat"}},
+
+		{"check-output/audits and usage", "check-output", map[string]any{
+			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": len(rounds), "MaxRounds": 5,
+			"Usage": int64(48213), "Audits": rounds}},
+		{"check-output/cap reached", "check-output", map[string]any{
+			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": 2, "MaxRounds": 2,
+			"Usage": int64(9120), "Audits": []pipeline.AuditRound{rounds[0], {
+				Round: 2, Verdict: pipeline.SeverityBlocking, Loop: true, CapNote: true, Findings: []pipeline.Finding{blocking}}}}},
+		{"check-output/no audit yet", "check-output", map[string]any{
+			"PlanID": planID, "Status": pipeline.StatusDraft, "Rounds": 0, "MaxRounds": 5,
+			"Usage": int64(0), "Audits": []pipeline.AuditRound(nil)}},
+	}
+}
+
+func promptCases() []textCase {
+	plan := pipeline.Fence(filledPlan())
+	request := pipeline.FenceUntrusted(title)
+	return []textCase{
+		{"drafter/bare", "drafter", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "Request": request, "Context": "", "ProjectContext": "", "Plan": plan}},
+		{"drafter/with context and project context", "drafter", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "Request": request,
+			"Context":        pipeline.FenceUntrusted("GitHub retries deliveries, so a 429 must not lose one.\n<!-- hidden note -->\nLimit: 10 a second per installation."),
+			"ProjectContext": projectContext, "Plan": plan}},
+		{"auditor/first round", "auditor", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "Round": 1, "MaxRounds": 5,
+			"ProjectContext": "", "Previous": "", "Plan": plan}},
+		{"auditor/with previous findings", "auditor", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "Round": 2, "MaxRounds": 5, "ProjectContext": projectContext,
+			"Previous": pipeline.Fence(findingsText([]pipeline.Finding{blocking, medium})), "Plan": plan}},
+		{"reviser/with notes", "reviser", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]pipeline.Finding{blocking, medium})),
+			"Notes":          pipeline.FenceUntrusted("@octocat (CHANGES_REQUESTED): Keep the limit configurable per repository."),
+			"ProjectContext": projectContext, "Plan": plan}},
+		{"reviser/without notes", "reviser", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]pipeline.Finding{blocking})),
+			"Notes": "", "ProjectContext": "", "Plan": plan}},
+	}
+}
+
+// setupPage mirrors app.setupPage, which is unexported: the setup page
+// reads these fields.
+type setupPage struct {
+	Configured        bool
+	Slug, InstallURL  string
+	WebURL, HookURL   string
+	LocalHook         bool
+	Name, Org         string
+	SetupPath, Action string
+	Manifest          string
+}
+
+func pageCases() []textCase {
+	return []textCase{
+		{"setup/unconfigured, local hook", "setup", setupPage{
+			WebURL: "https://github.com", HookURL: "http://127.0.0.1:8080/api/github/hook", LocalHook: true,
+			Name: "Forge", SetupPath: "/setup", Action: "https://github.com/settings/apps/new?state=0f1e2d3c",
+			Manifest: `{"name":"Forge","url":"https://github.com/forge-dev/forge","hook_attributes":{"url":"http://127.0.0.1:8080/api/github/hook","active":true}}`}},
+		{"setup/unconfigured, organization", "setup", setupPage{
+			WebURL: "https://github.com", HookURL: "https://forge.acme.dev/api/github/hook",
+			Name: "Acme Forge", Org: "acme", SetupPath: "/setup",
+			Action:   "https://github.com/organizations/acme/settings/apps/new?state=0f1e2d3c",
+			Manifest: `{"name":"Acme Forge","redirect_url":"https://forge.acme.dev/setup/callback"}`}},
+		{"setup/configured", "setup", setupPage{
+			Configured: true, Slug: "acme-forge", InstallURL: "https://github.com/apps/acme-forge/installations/new"}},
+		{"setup_done", "setup_done", map[string]any{
+			"Slug": "acme-forge", "ID": int64(123456), "Path": "/var/lib/forge/github-app.json",
+			"InstallURL": "https://github.com/apps/acme-forge/installations/new"}},
+	}
+}
+
+func TestTexts(t *testing.T) {
+	for _, tc := range textCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := templates.Text(tc.tmpl, tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReadable(t, out)
+			snaps.MatchSnapshot(t, out)
+		})
+	}
+}
+
+func TestPrompts(t *testing.T) {
+	for _, tc := range promptCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := templates.Prompt(tc.tmpl, tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkReadable(t, out)
+			snaps.MatchSnapshot(t, out)
+		})
+	}
+}
+
+func TestPlanTemplate(t *testing.T) {
+	filled := filledPlan()
+	rounds := []pipeline.AuditRound{
+		{Round: 1, Verdict: pipeline.SeverityBlocking, Loop: true, Findings: []pipeline.Finding{blocking, medium}},
+		{Round: 2, Verdict: pipeline.SeverityNone},
+	}
+	withLog, err := pipeline.WithAuditLog(filled, rounds, true, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, out string }{
+		{"filled", filled},
+		{"with audit log, cap reached", withLog},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.out, "{{") {
+				t.Errorf("a placeholder is left unfilled:\n%s", tc.out)
+			}
+			checkReadable(t, tc.out)
+			snaps.MatchSnapshot(t, tc.out)
+		})
+	}
+}
+
+func TestPages(t *testing.T) {
+	for _, tc := range pageCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := templates.RenderPage(&b, tc.tmpl, tc.data); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(b.String(), "<no value>") {
+				t.Errorf("the page reads a field the data lacks:\n%s", b.String())
+			}
+			snaps.MatchSnapshot(t, b.String())
+		})
+	}
+}
+
+// checkReadable catches what a person would trip over on GitHub whatever
+// the wording: a field the data lacks, a run of blank lines, trailing
+// space (a hidden Markdown line break).
+func checkReadable(t *testing.T, out string) {
+	t.Helper()
+	if strings.Contains(out, "<no value>") {
+		t.Errorf("the text reads a field the data lacks:\n%s", out)
+	}
+	if strings.Contains(out, "\n\n\n") {
+		t.Errorf("the text has a run of blank lines:\n%s", out)
+	}
+	for i, line := range strings.Split(out, "\n") {
+		if strings.TrimRight(line, " \t") != line {
+			t.Errorf("line %d ends in white space: %q", i+1, line)
+		}
+	}
+}
+
+// TestEveryTemplateHasACase fails when a template is added without a
+// snapshot case, or a case names a template that is gone.
+func TestEveryTemplateHasACase(t *testing.T) {
+	tested := map[string]bool{}
+	for _, tc := range textCases(t) {
+		tested["text/"+tc.tmpl+".md"] = true
+	}
+	for _, tc := range promptCases() {
+		tested["prompts/"+tc.tmpl+".md"] = true
+	}
+	for _, tc := range pageCases() {
+		tested["web/"+tc.tmpl+".html"] = true
+	}
+	var embedded []string
+	for _, src := range []struct {
+		fsys    fs.FS
+		pattern string
+	}{
+		{templates.TextFS, "text/*.md"}, {templates.TextFS, "prompts/*.md"}, {templates.WebFS, "web/*.html"},
+	} {
+		names, err := fs.Glob(src.fsys, src.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		embedded = append(embedded, names...)
+	}
+	if len(embedded) == 0 {
+		t.Fatal("no embedded templates found")
+	}
+	sort.Strings(embedded)
+	for _, name := range embedded {
+		if !tested[name] {
+			t.Errorf("%s has no snapshot case", name)
+		}
+		delete(tested, name)
+	}
+	for name := range tested {
+		t.Errorf("a case renders %s, which is not embedded (dir %s)", name, path.Dir(name))
+	}
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Reviser played by a script in Forge's tests (exec runtime). It answers with
+# the plan file of the working copy, with the blocking finding of auditor.sh
+# addressed: a check under "## Testing", noting the round it answers.
+set -eu
+cat >/dev/null
+
+plan=$(find . -path ./.git -prune -o -type f -name "${FORGE_PLAN_ID}-*.md" ! -name '*-phases.md' -print | head -n 1)
+if [ -z "$plan" ]; then
+	echo "reviser.sh: no plan file for ${FORGE_PLAN_ID} in $(pwd)" >&2
+	exit 1
+fi
+awk -v round="${FORGE_ROUND}" '
+	{ print }
+	/^## Testing/ {
+		print ""
+		print "- Check that `docs/hello.md` exists after the phase and fail the phase when it does not (answers audit round " round ")."
+	}
+' "$plan"
