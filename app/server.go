@@ -204,7 +204,9 @@ func (a *App) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := a.river.Start(ctx); err != nil {
+	// River treats a cancelled start context as a hard stop that cancels
+	// running jobs; shutdown stops it softly instead, within the grace.
+	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start queue: %w", err)
 	}
 	a.ingest.Start(context.WithoutCancel(ctx))

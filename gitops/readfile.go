@@ -40,12 +40,26 @@ func (c *Cache) ReadFile(ctx context.Context, r Remote, ref, path string) ([]byt
 	if err != nil {
 		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
 	}
-	entry, err := tree.FindEntry(path)
-	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrFileNotFound) {
-		return nil, fmt.Errorf("read %s at %s: %w", path, ref, &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+	notExist := fmt.Errorf("read %s at %s: %w", path, ref, &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist})
+	parts := strings.Split(path, "/")
+	var entry *object.TreeEntry
+	for i, part := range parts {
+		entry, err = tree.FindEntry(part)
+		if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+			return nil, notExist
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+		}
+		if i == len(parts)-1 {
+			break
+		}
+		if entry.Mode != filemode.Dir {
+			return nil, notExist // below a file
+		}
+		if tree, err = object.GetTree(s, entry.Hash); err != nil {
+			return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
+		}
 	}
 	switch entry.Mode {
 	case filemode.Dir:

@@ -282,11 +282,12 @@ func (w *WorkingCopy) lstatInside(p string) (string, fs.FileInfo, error) {
 }
 
 // Revert puts the given paths back as they are in the base commit: files of
-// the base are rewritten (content and mode), others are deleted, with the
-// directories they leave empty. Files are deleted first, so a file the
+// the base are rewritten (content and mode), other files are deleted, with
+// the directories they leave empty. Files are deleted first, so a file the
 // attempt added where the base has a directory is out of the way. A path is
 // refused, and nothing after it done, when a directory or a link stands in
-// the way of restoring it.
+// the way of restoring it; a directory is never deleted whole. Reverting
+// again does nothing.
 func (w *WorkingCopy) Revert(paths []string) error {
 	for _, p := range paths {
 		if err := checkPath(p); err != nil {
@@ -336,11 +337,8 @@ func (w *WorkingCopy) removeAdded(p string) error {
 	if err != nil {
 		return err
 	}
-	if fi == nil {
-		return nil
-	}
-	if fi.IsDir() {
-		return fmt.Errorf("revert %s: is a directory", p)
+	if fi == nil || fi.IsDir() {
+		return nil // no file there: a directory is never deleted whole
 	}
 	if err := os.Remove(full); err != nil {
 		return fmt.Errorf("revert %s: %w", p, err)

@@ -7,50 +7,43 @@ import (
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 func TestZZProto(t *testing.T) {
-	mirror := os.Getenv("PROTO_MIRROR")
-	if mirror == "" {
+	dir := os.Getenv("PROTO_CACHE")
+	if dir == "" {
 		t.Skip()
 	}
-	dst := os.Getenv("PROTO_DST")
-	os.RemoveAll(dst)
-	os.MkdirAll(dst, 0o755)
+	c, err := NewCache(dir, CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Remote{URL: "http://bench/acme/big.git"}
+	ref := os.Getenv("PROTO_REF")
 	t0 := time.Now()
-	s, err := openPackStore(filepath.Join(mirror, "objects"), 32<<20, nil)
+	wc, err := c.Checkout(context.Background(), r, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	r := s.newReader()
-	head, _ := os.ReadFile(filepath.Join(mirror, "refs/heads/main"))
-	var h plumbing.Hash
-	if len(head) == 0 {
-		pr, _ := os.ReadFile(filepath.Join(mirror, "packed-refs"))
-		t.Log(string(pr))
-		t.Fatal("no ref")
-	}
-	h = plumbing.NewHash(string(head[:40]))
-	if v := os.Getenv("PROTO_REF"); v != "" {
-		h = plumbing.NewHash(v)
-	}
-	tree, err := readCommitTree(r, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, dirs, err := listTree(r, tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t1 := time.Now()
-	_, err = materialize(context.Background(), s, dst, files, dirs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := time.Since(t0)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	t.Logf("list %v write %v total %v files %d heapsys %dMB", t1.Sub(t0), time.Since(t1), time.Since(t0), len(files), ms.HeapSys>>20)
+	t1 := time.Now()
+	ch, err := wc.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2 := time.Since(t1)
+	for _, x := range ch {
+		t.Logf("change %s %o %v %d", x.Path, x.Mode, x.Deleted, len(x.Content))
+	}
+	os.WriteFile(filepath.Join(wc.Dir(), "d00/new.txt"), []byte("x"), 0o644)
+	t2 := time.Now()
+	ch, err = wc.Changes()
+	t.Logf("checkout %v changes %v (%d) changes2 %v heapsys %dMB", d, d2, len(ch), time.Since(t2), ms.HeapSys>>20)
+	if os.Getenv("PROTO_KEEP") == "" {
+		t3 := time.Now()
+		wc.Remove()
+		t.Logf("remove %v", time.Since(t3))
+	}
 }

@@ -48,7 +48,9 @@ type ExecConfig struct {
 	// server's working directory now, so a working copy can never supply
 	// the program.
 	Command []string
-	// Timeout bounds each call whose Request has none (default 30m).
+	// Timeout bounds each call (default 30m); a Request's own timeout (the
+	// repository's agents.timeout) may only shorten it: the server's limit
+	// is the operator's.
 	Timeout time.Duration
 	// OutputLimit caps the answer kept from stdout, in bytes (default 1 MiB).
 	OutputLimit int
@@ -136,7 +138,10 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 	if err := checkDir(req.Dir); err != nil {
 		return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
 	}
-	timeout := cmp.Or(req.Timeout, e.timeout)
+	timeout := e.timeout
+	if req.Timeout > 0 && req.Timeout < timeout {
+		timeout = req.Timeout
+	}
 	errTimeout := fmt.Errorf("after %s: %w", timeout, context.DeadlineExceeded)
 	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancel()

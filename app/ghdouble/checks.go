@@ -294,7 +294,7 @@ func (s *Server) createCheckRun(c *Call) (int, any) {
 	defer r.mu.Unlock()
 	run, status, body := s.createCheckRunLocked(r, app, req)
 	if run == nil {
-		return s.pullFailure(c, status, body)
+		return s.refusedOrFailed(c, status, body)
 	}
 	out, err := render.runLocked(run)
 	if err != nil {

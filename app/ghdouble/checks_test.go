@@ -12,6 +12,7 @@ import (
 )
 
 func TestCheckRunLifecycle(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	planBranch(t, f)
 	pr := openPlanPull(t, f, true)
@@ -59,6 +60,7 @@ func TestCheckRunLifecycle(t *testing.T) {
 // TestCheckRunOfAnotherApp: GitHub refuses an update by any App but the
 // creator, and Forge sees other Apps' runs and suites with their app ids.
 func TestCheckRunOfAnotherApp(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	ci := f.s.RunCI(f.repo, f.main, "GitHub Actions", "failure")
 	if ci.App.ID == f.s.AppID() || ci.App.Slug != "github-actions" {
@@ -147,6 +149,7 @@ func TestCheckRunOfAnotherApp(t *testing.T) {
 // identifier 20, description 40); a request past them is reported as one
 // GitHub would refuse, and refused.
 func TestCheckRunActionLimits(t *testing.T) {
+	t.Parallel()
 	s, rec := newRecorded(t)
 	inst := s.AddInstallation("acme")
 	r := s.AddRepo(inst, "acme/widgets")
@@ -190,6 +193,7 @@ func TestCheckRunActionLimits(t *testing.T) {
 }
 
 func TestSuiteStatus(t *testing.T) {
+	t.Parallel()
 	run := func(status, conclusion string) *CheckRun { return &CheckRun{Status: status, Conclusion: conclusion} }
 	tests := []struct {
 		runs               []*CheckRun

@@ -323,6 +323,15 @@ func (s *Server) gitFailure(c *Call, err error) (int, any) {
 	return http.StatusInternalServerError, &Error{Message: "Server Error"}
 }
 
+// refusedOrFailed passes GitHub's refusals on and reports the double's own
+// errors, which come as an error body.
+func (s *Server) refusedOrFailed(c *Call, status int, body any) (int, any) {
+	if err, ok := body.(error); ok {
+		return s.gitFailure(c, err)
+	}
+	return status, body
+}
+
 // commitRenderer renders commits of one repository with a snapshot of which
 // are verified.
 type commitRenderer struct {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -64,6 +65,8 @@ func gitEnv(home string) []string {
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_TERMINAL_PROMPT=0",
+		// Paths are paths: "*.md" names a file, never a pattern.
+		"GIT_LITERAL_PATHSPECS=1",
 		"GIT_AUTHOR_NAME=ghdouble",
 		"GIT_AUTHOR_EMAIL=ghdouble@localhost",
 		"GIT_COMMITTER_NAME=ghdouble",
@@ -287,7 +290,7 @@ func (g *bareRepo) lsTree(treeish string, recursive bool, paths ...string) ([]tr
 		if rec == "" {
 			continue
 		}
-		meta, path, ok := strings.Cut(rec, "\t")
+		meta, name, ok := strings.Cut(rec, "\t")
 		fields := strings.Fields(meta)
 		if !ok || len(fields) != 4 {
 			return nil, fmt.Errorf("ls-tree: unexpected line %q", rec)
@@ -296,7 +299,7 @@ func (g *bareRepo) lsTree(treeish string, recursive bool, paths ...string) ([]tr
 		if err != nil {
 			size = -1
 		}
-		entries = append(entries, treeEntry{Mode: fields[0], Type: fields[1], SHA: fields[2], Size: size, Path: path})
+		entries = append(entries, treeEntry{Mode: fields[0], Type: fields[1], SHA: fields[2], Size: size, Path: name})
 	}
 	return entries, nil
 }
@@ -313,15 +316,10 @@ type treeChange struct {
 // SHA. A path may name a directory: deleting it deletes what is below, and a
 // 040000 entry puts a whole tree there (an empty one vanishes, as in git).
 func (g *bareRepo) buildTree(base string, changes []treeChange) (string, error) {
-	index, err := os.CreateTemp(g.root, "index-*")
-	if err != nil {
-		return "", fmt.Errorf("scratch index: %w", err)
-	}
-	indexPath := index.Name()
-	index.Close()
-	os.Remove(indexPath) // git refuses an empty file as an index
+	indexPath := filepath.Join(g.root, "index-"+randomHex(8))
 	defer os.Remove(indexPath)
 	env := []string{"GIT_INDEX_FILE=" + indexPath}
+	var err error
 	if base == "" {
 		_, err = g.run(nil, env, "read-tree", "--empty")
 	} else {
@@ -360,7 +358,7 @@ func (g *bareRepo) buildTree(base string, changes []treeChange) (string, error) 
 		if ch.SHA == "" {
 			continue
 		}
-		for dir := filepath.Dir(ch.Path); dir != "."; dir = filepath.Dir(dir) {
+		for dir := path.Dir(ch.Path); dir != "."; dir = path.Dir(dir) {
 			remove(dir)
 		}
 		if ch.Mode != "040000" {

@@ -52,6 +52,7 @@ func tokenAuth(token string) transport.AuthMethod {
 }
 
 func TestSeedWritesTheBareRepository(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	if got := f.r.Head("main"); got != f.main {
 		t.Fatalf("Head(main) = %q, want the seed %q", got, f.main)
@@ -89,6 +90,7 @@ func TestSeedWritesTheBareRepository(t *testing.T) {
 // token of the repository's installation with contents permission reads it,
 // anything else is refused the way GitHub refuses it.
 func TestCloneNeedsAToken(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	other := f.s.AddInstallation("globex")
 	f.s.AddRepo(other, "globex/gadgets")
@@ -131,6 +133,7 @@ func TestCloneNeedsAToken(t *testing.T) {
 // (blobs → tree → commit → ref update without force) and finds it, verified
 // and authored by the App's bot, in a fresh clone.
 func TestGitDataCommitIsSeenByAFreshClone(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	ctx := context.Background()
 	gh := f.gh
@@ -202,6 +205,7 @@ func TestGitDataCommitIsSeenByAFreshClone(t *testing.T) {
 // TestPushAsIsAHumanPush pushes through git http-backend as a person: the
 // API sees the commit at once, attributed to the person and unverified.
 func TestPushAsIsAHumanPush(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	f.s.SetPermission(f.repo, "alice", "write")
 	sha := f.s.PushAs(t, f.repo, "alice", "feature", map[string]string{"src/extra.go": "package main\n"}, "Add extra")
@@ -241,6 +245,7 @@ func TestPushAsIsAHumanPush(t *testing.T) {
 }
 
 func TestBlobsRoundTrip(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	tok := "token " + installationToken(t, f.s, f.inst)
 	api := f.s.URL() + "repos/acme/widgets/git/blobs"
@@ -278,6 +283,7 @@ func TestBlobsRoundTrip(t *testing.T) {
 
 // TestCreateTree builds trees from base_tree with each kind of entry.
 func TestCreateTree(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	ctx := context.Background()
 	tok := "token " + installationToken(t, f.s, f.inst)
@@ -371,6 +377,7 @@ func commitOnTop(t *testing.T, f seededFixture, parent, path, content string) st
 }
 
 func TestRefs(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	tok := "token " + installationToken(t, f.s, f.inst)
 	api := f.s.URL() + "repos/acme/widgets/git/"
@@ -417,6 +424,7 @@ func TestRefs(t *testing.T) {
 // base: exactly one wins, every other is told it is not a fast forward, and
 // the winner's commit is where the branch ends.
 func TestRefUpdateIsACompareAndSwap(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	tok := "token " + installationToken(t, f.s, f.inst)
 	const n = 6
@@ -451,6 +459,7 @@ func TestRefUpdateIsACompareAndSwap(t *testing.T) {
 }
 
 func TestContents(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	ctx := context.Background()
 	file, dir, _, err := f.gh.Repositories.GetContents(ctx, "acme", "widgets", "src/main.go", nil)
@@ -481,6 +490,7 @@ func TestContents(t *testing.T) {
 }
 
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	f.s.SetPermission(f.repo, "alice", "write")
 	head := f.s.PushAs(t, f.repo, "alice", "feature", map[string]string{

@@ -167,14 +167,14 @@ func (s *Server) createTree(c *Call) (int, any) {
 	g := c.Repo.git
 	base := ""
 	if req.BaseTree != "" {
-		sha, ok, err := g.resolve(req.BaseTree + "^{tree}")
+		typ, err := g.objectType(req.BaseTree)
 		if err != nil {
 			return s.gitFailure(c, err)
 		}
-		if !ok || !isSHA(req.BaseTree) {
+		if typ != "tree" {
 			return unprocessable("Invalid tree info")
 		}
-		base = sha
+		base = req.BaseTree
 	}
 	var changes []treeChange
 	var check []string

@@ -3,10 +3,7 @@ package ghdouble
 import (
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -286,14 +283,3 @@ func (r *Repo) markVerified(sha string) {
 	defer r.mu.Unlock()
 	r.verified[sha] = true
 }
-
-// scratchDir is a fresh directory for a working copy of a test helper.
-func scratchDir(root, pattern string) (string, error) {
-	dir, err := os.MkdirTemp(root, pattern)
-	if err != nil {
-		return "", fmt.Errorf("scratch directory: %w", err)
-	}
-	return filepath.Clean(dir), nil
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }

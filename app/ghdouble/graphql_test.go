@@ -17,6 +17,7 @@ func graphql(t *testing.T, s *Server, auth, query string, vars map[string]any) a
 }
 
 func TestGraphQLMutations(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	planBranch(t, f)
 	pr := openPlanPull(t, f, true)
@@ -65,6 +66,7 @@ func TestGraphQLMutations(t *testing.T) {
 // TestGraphQLQueriesAreReported: the double serves mutations only, and a
 // query must fail the test that sends it rather than look answered.
 func TestGraphQLQueriesAreReported(t *testing.T) {
+	t.Parallel()
 	s, rec := newRecorded(t)
 	inst := s.AddInstallation("acme")
 	s.AddRepo(inst, "acme/widgets")
@@ -88,6 +90,7 @@ func TestGraphQLQueriesAreReported(t *testing.T) {
 }
 
 func TestParseGraphQL(t *testing.T) {
+	t.Parallel()
 	op, err := parseGraphQL(`# a comment
 mutation Ready($id: ID!, $n: Int = 3) {
   ready: markPullRequestReadyForReview(input: {pullRequestId: $id, clientMutationId: "c\"1"}) {

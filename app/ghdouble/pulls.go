@@ -169,7 +169,7 @@ func (s *Server) createPullLocked(r *Repo, author string, req pullRequest) (*pul
 	r.issues[is.Number] = is
 	p := &pullState{
 		number: is.Number, id: s.nextID(), head: head, base: req.Base, draft: req.Draft,
-		maintainerCanModify: req.MaintainerCanModify == nil || *req.MaintainerCanModify,
+		maintainerCanModify: req.MaintainerCanModify != nil && *req.MaintainerCanModify,
 		headSHA:             headSHA, baseSHA: baseSHA,
 	}
 	r.pulls[is.Number] = p
@@ -188,7 +188,7 @@ func (s *Server) createPull(c *Call) (int, any) {
 	defer r.mu.Unlock()
 	p, status, body := s.createPullLocked(r, actor.Login, req)
 	if p == nil {
-		return s.pullFailure(c, status, body)
+		return s.refusedOrFailed(c, status, body)
 	}
 	out, err := s.pullJSONLocked(r, repo, p, true)
 	if err != nil {
@@ -196,14 +196,6 @@ func (s *Server) createPull(c *Call) (int, any) {
 	}
 	c.Header().Set("Location", out["url"].(string))
 	return http.StatusCreated, out
-}
-
-// pullFailure passes GitHub's refusals on and reports the double's own errors.
-func (s *Server) pullFailure(c *Call, status int, body any) (int, any) {
-	if err, ok := body.(error); ok {
-		return s.gitFailure(c, err)
-	}
-	return status, body
 }
 
 func (s *Server) getPull(c *Call) (int, any) {
@@ -497,7 +489,7 @@ func (s *Server) mergePull(c *Call) (int, any) {
 		method: req.MergeMethod, title: req.CommitTitle, message: req.CommitMessage, expectHead: req.SHA,
 	})
 	if sha == "" {
-		return s.pullFailure(c, status, body)
+		return s.refusedOrFailed(c, status, body)
 	}
 	return http.StatusOK, map[string]any{"sha": sha, "merged": true, "message": msgMerged}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,6 +37,7 @@ func openPlanPull(t *testing.T, f seededFixture, draft bool) *github.PullRequest
 }
 
 func TestCreatePull(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	head := planBranch(t, f)
 	pr := openPlanPull(t, f, true)
@@ -70,6 +72,7 @@ func TestCreatePull(t *testing.T) {
 
 // TestCreatePullRefusals covers GitHub's 422s on opening a pull request.
 func TestCreatePullRefusals(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	planBranch(t, f)
 	openPlanPull(t, f, false)
@@ -116,11 +119,12 @@ func TestCreatePullRefusals(t *testing.T) {
 // TestDraftIsIgnoredByREST checks that PATCH ignores "draft" as GitHub does,
 // and that GraphQL's markPullRequestReadyForReview changes it.
 func TestDraftIsIgnoredByREST(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	planBranch(t, f)
 	pr := openPlanPull(t, f, true)
 	tok := "token " + installationToken(t, f.s, f.inst)
-	a := call(t, "PATCH", f.s.URL()+"repos/acme/widgets/pulls/"+itoa(pr.GetNumber()), tok, map[string]any{"title": "plan-001: renamed", "draft": false})
+	a := call(t, "PATCH", f.s.URL()+"repos/acme/widgets/pulls/"+strconv.Itoa(pr.GetNumber()), tok, map[string]any{"title": "plan-001: renamed", "draft": false})
 	if a.status != http.StatusOK || a.json["draft"] != true || a.json["title"] != "plan-001: renamed" {
 		t.Fatalf("PATCH with draft false: %d draft=%v title=%v, want 200, still a draft, renamed", a.status, a.json["draft"], a.json["title"])
 	}
@@ -135,12 +139,13 @@ func TestDraftIsIgnoredByREST(t *testing.T) {
 }
 
 func TestUpdatePullStateAndBody(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	head := planBranch(t, f)
 	pr := openPlanPull(t, f, false)
 	ctx := context.Background()
 	tok := "token " + installationToken(t, f.s, f.inst)
-	if a := call(t, "PATCH", f.s.URL()+"repos/acme/widgets/pulls/"+itoa(pr.GetNumber()), tok, map[string]any{"body": strings.Repeat("y", maxBodyChars+1)}); a.status != 422 {
+	if a := call(t, "PATCH", f.s.URL()+"repos/acme/widgets/pulls/"+strconv.Itoa(pr.GetNumber()), tok, map[string]any{"body": strings.Repeat("y", maxBodyChars+1)}); a.status != 422 {
 		t.Errorf("body too long: %d %s", a.status, a.raw)
 	}
 	closed, _, err := f.gh.PullRequests.Edit(ctx, "acme", "widgets", pr.GetNumber(), &github.PullRequest{State: github.String("closed")})
@@ -161,6 +166,7 @@ func TestUpdatePullStateAndBody(t *testing.T) {
 }
 
 func TestListPulls(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	planBranch(t, f)
 	first := openPlanPull(t, f, false)
@@ -199,6 +205,7 @@ func TestListPulls(t *testing.T) {
 }
 
 func TestPullFilesAndCommits(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	f.s.SetPermission(f.repo, "alice", "write")
 	f.s.PushAs(t, f.repo, "alice", "feature", map[string]string{"src/main.go": "package main\n\nfunc main() {}\n", "b.txt": "b\n"}, "one")
@@ -223,6 +230,7 @@ func TestPullFilesAndCommits(t *testing.T) {
 }
 
 func TestMergePull(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		method  string
@@ -275,11 +283,12 @@ func TestMergePull(t *testing.T) {
 }
 
 func TestMergeRefusals(t *testing.T) {
+	t.Parallel()
 	f := newSeededFixture(t)
 	planBranch(t, f)
 	pr := openPlanPull(t, f, true)
 	tok := "token " + installationToken(t, f.s, f.inst)
-	url := f.s.URL() + "repos/acme/widgets/pulls/" + itoa(pr.GetNumber()) + "/merge"
+	url := f.s.URL() + "repos/acme/widgets/pulls/" + strconv.Itoa(pr.GetNumber()) + "/merge"
 	if a := call(t, "PUT", url, tok, map[string]any{}); a.status != http.StatusMethodNotAllowed || a.json["message"] != msgPullDraft {
 		t.Errorf("merging a draft: %d %s", a.status, a.raw)
 	}
@@ -296,6 +305,7 @@ func TestMergeRefusals(t *testing.T) {
 }
 
 func TestMergePullHelperDeletesTheBranch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.s.AddRepo(f.inst, "acme/tidy", RepoDeleteBranchOnMerge())
 	r := f.s.Repo("acme/tidy")

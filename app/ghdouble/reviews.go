@@ -613,7 +613,8 @@ func (s *Server) ReviewComments(repo string, pr int) []ReviewComment {
 }
 
 // ReviewEdit sets "review" to the double's rendering of the review, for
-// pull_request_review webhooks.
+// pull_request_review webhooks, whose state is lower-case ("approved")
+// where the REST API's is upper-case.
 func (s *Server) ReviewEdit(repo string, reviewID int64) Edit {
 	return func(m map[string]any) error {
 		r := s.Repo(repo)
@@ -625,6 +626,7 @@ func (s *Server) ReviewEdit(repo string, reviewID int64) Edit {
 		var out map[string]any
 		if rv != nil {
 			out = s.reviewJSONLocked(r, rv)
+			out["state"] = strings.ToLower(rv.State)
 		}
 		r.mu.Unlock()
 		if out == nil {

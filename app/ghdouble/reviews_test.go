@@ -2,8 +2,10 @@ package ghdouble
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,7 +26,7 @@ func newReviewFixture(t *testing.T) reviewFixture {
 	f := newSeededFixture(t)
 	var before, after []string
 	for i := 1; i <= 20; i++ {
-		line := "line " + itoa(i)
+		line := "line " + strconv.Itoa(i)
 		before = append(before, line)
 		switch i {
 		case 2, 19:
@@ -45,12 +47,13 @@ func newReviewFixture(t *testing.T) reviewFixture {
 }
 
 func (f reviewFixture) reviewURL() string {
-	return f.s.URL() + "repos/acme/widgets/pulls/" + itoa(f.pr) + "/reviews"
+	return f.s.URL() + "repos/acme/widgets/pulls/" + strconv.Itoa(f.pr) + "/reviews"
 }
 
 // TestOwnPullRequestReviews: GitHub refuses APPROVE and REQUEST_CHANGES from
 // the pull request's author, here the App's bot; COMMENT is allowed.
 func TestOwnPullRequestReviews(t *testing.T) {
+	t.Parallel()
 	f := newReviewFixture(t)
 	tok := "token " + installationToken(t, f.s, f.inst)
 	tests := []struct {
@@ -92,6 +95,7 @@ func TestOwnPullRequestReviews(t *testing.T) {
 // TestInlineCommentPlacement: each inline comment must sit on the diff, and
 // one comment off it refuses the whole review with nothing stored.
 func TestInlineCommentPlacement(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		comment map[string]any
@@ -152,6 +156,7 @@ func TestInlineCommentPlacement(t *testing.T) {
 }
 
 func TestReviewBodyTooLong(t *testing.T) {
+	t.Parallel()
 	f := newReviewFixture(t)
 	tok := "token " + installationToken(t, f.s, f.inst)
 	long := strings.Repeat("x", maxBodyChars+1)
@@ -172,6 +177,7 @@ func TestReviewBodyTooLong(t *testing.T) {
 }
 
 func TestReviewCommentsAndReplies(t *testing.T) {
+	t.Parallel()
 	f := newReviewFixture(t)
 	f.s.SetPermission(f.repo, "alice", "write")
 	f.s.AddReview(f.repo, f.pr, "alice", "CHANGES_REQUESTED", "Please fix", []ReviewCommentSpec{
@@ -201,6 +207,7 @@ func TestReviewCommentsAndReplies(t *testing.T) {
 }
 
 func TestPlaceCommentPositions(t *testing.T) {
+	t.Parallel()
 	patch := "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n@@ -10,2 +10,3 @@\n j\n+k\n l"
 	files := []fileDiff{{Path: "f", Patch: patch}}
 	tests := []struct {
@@ -225,5 +232,25 @@ func TestPlaceCommentPositions(t *testing.T) {
 	}
 	if _, msg := placeComment(files, ReviewCommentSpec{Path: "f", Position: 5}); msg != msgThreadPosition {
 		t.Errorf("position of a hunk header: %q", msg)
+	}
+}
+
+func TestReviewWebhookEdits(t *testing.T) {
+	t.Parallel()
+	f := newReviewFixture(t)
+	f.s.SetPermission(f.repo, "alice", "write")
+	id := f.s.AddReview(f.repo, f.pr, "alice", "CHANGES_REQUESTED", "Please fix", nil)
+	payload := EditPayload(t, LoadPayload(t, "pull_request_review/submitted"),
+		f.s.ReviewEdit(f.repo, id), f.s.PullEdit(f.repo, f.pr), f.s.RepositoryEdit(f.repo), f.s.SenderEdit("alice"))
+	var event github.PullRequestReviewEvent
+	if err := json.Unmarshal(payload, &event); err != nil {
+		t.Fatal(err)
+	}
+	if event.GetReview().GetID() != id || event.GetReview().GetState() != "changes_requested" || event.GetReview().GetCommitID() != f.head {
+		t.Errorf("review = %d %s %s", event.GetReview().GetID(), event.GetReview().GetState(), event.GetReview().GetCommitID())
+	}
+	if event.GetPullRequest().GetNumber() != f.pr || event.GetPullRequest().GetHead().GetSHA() != f.head ||
+		event.GetPullRequest().GetUser().GetLogin() != f.s.BotLogin() {
+		t.Errorf("pull request = #%d head %s by %s", event.GetPullRequest().GetNumber(), event.GetPullRequest().GetHead().GetSHA(), event.GetPullRequest().GetUser().GetLogin())
 	}
 }
