@@ -2,11 +2,11 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
-	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"

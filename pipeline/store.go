@@ -40,8 +40,8 @@ type Plan struct {
 	CheckRunID    int64
 	// CheckHead is the commit the forge check run is on.
 	CheckHead string
-	Step          Step
-	Round         int
+	Step      Step
+	Round     int
 	// Revisions counts revision commits (plan-NNN: revision K).
 	Revisions       int
 	CancelRequested bool
@@ -51,7 +51,7 @@ type Plan struct {
 	// Pending is an audit round whose verdict is known but whose review
 	// may not be posted yet: a step that resumes posts this one instead
 	// of asking the auditor again.
-	Pending   *AuditRound
+	Pending *AuditRound
 	// Generation numbers the forge jobs of a plan: a job whose generation
 	// is not the plan's is stale (its worker died and was replaced).
 	Generation int
@@ -60,8 +60,8 @@ type Plan struct {
 	RunStartRound int
 	Error         string
 	Usage         int64
-	StartedAt time.Time
-	UpdatedAt time.Time
+	StartedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // RunState says whether a forge works on the plan now.
