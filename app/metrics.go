@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/rs/zerolog"
 )
 
 // Metrics are Forge's Prometheus series. Each App has its own registry so
@@ -133,15 +134,18 @@ func EndpointTemplate(path string) string {
 // jobMetrics is River worker middleware counting jobs by kind and outcome.
 type jobMetrics struct {
 	river.MiddlewareDefaults
-	m *Metrics
+	m   *Metrics
+	log zerolog.Logger
 }
 
 func (j *jobMetrics) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 	start := time.Now()
-	err := doInner(ctx)
+	log := j.log.With().Str("job_kind", job.Kind).Int64("job_id", job.ID).Int("attempt", job.Attempt).Logger()
+	err := doInner(log.WithContext(ctx))
 	outcome := "success"
 	if err != nil {
 		outcome = "error"
+		log.Warn().Err(err).Msg("job failed")
 	}
 	j.m.Jobs.WithLabelValues(job.Kind, outcome).Inc()
 	j.m.JobDuration.WithLabelValues(job.Kind).Observe(time.Since(start).Seconds())

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 			&river.PeriodicJobOpts{RunOnStart: true})},
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.cfg.Queue.Workers}},
 		Workers:           workers,
-		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics}},
+		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics, log: log}},
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,
 		Logger:            slog.New(slog.NewJSONHandler(logWriter{log}, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -170,10 +170,11 @@ func (c *Cache) fetchLocked(ctx context.Context, st *repoState, r Remote, names 
 	if err := fetchInto(ctx, st.path, r, names); err != nil {
 		return err
 	}
-	if err := c.compact(ctx, st, r); err != nil {
-		return err
-	}
-	return c.evict(st)
+	// Housekeeping is best effort: the fetch succeeded, the mirror is
+	// sound, and the next fetch tries again.
+	_ = c.compact(ctx, st, r)
+	_ = c.evict(st)
+	return nil
 }
 
 // fetchInto fetches into the bare repository at path. The remote is given

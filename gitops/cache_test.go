@@ -427,6 +427,27 @@ func TestEvictionRemovesLeastRecentlyUsedMirrorsNotInUse(t *testing.T) {
 	if exists("acme/one") {
 		t.Error("once its working copy was removed, the oldest mirror was kept")
 	}
+
+	// Another process sharing the directory (another Cache here: the file
+	// locks are per open file) does not evict a mirror this one uses.
+	other, err := NewCache(c.dir, CacheOptions{MaxBytes: one / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err = c.Checkout(ctx, repos["acme/two"], "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Remove()
+	if err := other.Fetch(ctx, repos["acme/one"]); err != nil {
+		t.Fatal(err)
+	}
+	if !exists("acme/two") {
+		t.Error("another process evicted the mirror of a live working copy")
+	}
+	if exists("acme/three") {
+		t.Error("another process kept an unused mirror over its cap")
+	}
 }
 
 func TestManyPacksAreCompactedWhenIdle(t *testing.T) {

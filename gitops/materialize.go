@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -129,20 +130,29 @@ func materialize(ctx context.Context, s *packStore, root string, files []fileEnt
 	}
 	stats := make([]fileStat, len(files))
 	workers := min(max(runtime.GOMAXPROCS(0), 2), 8, len(files))
+	// Workers take the next file from a counter: a channel would wake a
+	// goroutine per file, which costs more than writing a small one.
 	var (
 		wg       sync.WaitGroup
+		next     atomic.Int64
+		failed   atomic.Bool
 		mu       sync.Mutex
 		firstErr error
 	)
-	next := make(chan int)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := s.newReader()
-			for i := range next {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(files) {
+					return
+				}
+				if i%64 == 0 && ctx.Err() != nil {
+					failed.Store(true)
+					return
+				}
 				st, err := writeEntry(r, root, files[i])
 				if err != nil {
 					mu.Lock()
@@ -150,22 +160,13 @@ func materialize(ctx context.Context, s *packStore, root string, files []fileEnt
 						firstErr = err
 					}
 					mu.Unlock()
-					cancel()
-					continue
+					failed.Store(true)
+					return
 				}
 				stats[i] = st
 			}
 		}()
 	}
-feed:
-	for i := range files {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
 	wg.Wait()
 	if firstErr != nil {
 		return nil, firstErr
@@ -203,7 +204,7 @@ func writeEntry(r *packReader, root string, e fileEntry) (fileStat, error) {
 	if e.Mode == filemode.Executable {
 		perm = 0o755
 	}
-	f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := createExcl(full, perm)
 	if err != nil {
 		return fileStat{}, fmt.Errorf("create %s: %w", e.Path, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
-	"github.com/klauspost/compress/zlib"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,14 +16,16 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/klauspost/compress/zlib"
 )
 
 // packStore reads objects straight from a mirror's pack files. go-git's own
 // object storage decodes each blob through a byte-at-a-time reader, hashes it
 // again and is not safe for concurrent use, which makes a 20,000-file checkout
-// 4–5× slower than git's; this reader inflates with pread-based section readers
-// (safe from several goroutines) and keeps a bounded cache of delta bases.
-// Objects it cannot find (loose objects) are read through fallback.
+// 4–5× slower than git's. This one reads each object with one pread of its
+// stored size (safe from several goroutines), inflates it with klauspost's
+// faster zlib and keeps a bounded cache of delta bases. Objects it cannot find
+// (loose objects) are read through fallback.
 type packStore struct {
 	packs    []*pack
 	cache    *baseCache
@@ -65,9 +66,7 @@ func openPackStore(objectsDir string, cacheBytes int64, fallback func(plumbing.H
 	for _, idxPath := range idxs {
 		p, err := openPack(idxPath)
 		if errors.Is(err, os.ErrNotExist) {
-			// An index whose pack is gone was left by an interrupted
-			// write: git skips it too.
-			continue
+			continue // a pack being written, or left half written: git skips it too
 		}
 		if err != nil {
 			s.Close()
@@ -78,10 +77,31 @@ func openPackStore(objectsDir string, cacheBytes int64, fallback func(plumbing.H
 	return s, nil
 }
 
+// openPack opens a pack by its index. The pack is opened first: go-git
+// writes a fetched pack's index, not atomically, before it renames the pack
+// into place, so an index whose pack is missing may be half written.
 func openPack(idxPath string) (*pack, error) {
-	fi, err := os.Open(idxPath)
+	packPath := strings.TrimSuffix(idxPath, ".idx") + ".pack"
+	f, err := os.Open(packPath)
 	if err != nil {
 		return nil, err
+	}
+	p, err := readPackIndex(idxPath, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func readPackIndex(idxPath string, f *os.File) (*pack, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", filepath.Base(f.Name()), err)
+	}
+	fi, err := os.Open(idxPath)
+	if err != nil {
+		return nil, fmt.Errorf("open pack index: %w", err)
 	}
 	defer fi.Close()
 	idx := idxfile.NewMemoryIndex()
@@ -105,17 +125,7 @@ func openPack(idxPath string) (*pack, error) {
 		offsets = append(offsets, int64(e.Offset))
 	}
 	slices.Sort(offsets)
-	packPath := strings.TrimSuffix(idxPath, ".idx") + ".pack"
-	f, err := os.Open(packPath)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("stat %s: %w", filepath.Base(packPath), err)
-	}
-	return &pack{name: filepath.Base(packPath), f: f, size: st.Size(), idx: idx, offsets: offsets}, nil
+	return &pack{name: filepath.Base(f.Name()), f: f, size: st.Size(), idx: idx, offsets: offsets}, nil
 }
 
 // end returns where the object at off ends: at the next object, or at the
@@ -311,15 +321,34 @@ func (r *packReader) WriteTo(w io.Writer, h plumbing.Hash) (plumbing.ObjectType,
 	if err != nil {
 		return plumbing.InvalidObject, err
 	}
-	n, err := io.CopyBuffer(w, zr, r.buf)
-	if err == nil && n != hdr.size {
-		err = io.ErrUnexpectedEOF
-	}
-	if err != nil {
+	if err := r.copy(w, zr, hdr.size); err != nil {
 		return plumbing.InvalidObject, fmt.Errorf("copy object %s: %w", h, err)
 	}
 	return plumbing.ObjectType(hdr.typ), nil
 }
+
+// copy writes the size bytes of src to w through the reader's buffer, in
+// one write when they fit: io.Copy to an *os.File would allocate a buffer
+// per call.
+func (r *packReader) copy(w io.Writer, src io.Reader, size int64) error {
+	if size <= copyWhole && int64(cap(r.buf)) < size {
+		r.buf = make([]byte, size)
+	}
+	for size > 0 {
+		n := int(min(size, int64(cap(r.buf))))
+		if _, err := io.ReadFull(src, r.buf[:n]); err != nil {
+			return err
+		}
+		if _, err := w.Write(r.buf[:n]); err != nil {
+			return err
+		}
+		size -= int64(n)
+	}
+	return nil
+}
+
+// copyWhole is the largest object written with a single write.
+const copyWhole = 1 << 20
 
 // Read returns the type and content of object h. The content may be shared
 // with the base cache: callers must not modify it.

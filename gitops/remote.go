@@ -60,8 +60,9 @@ func parseRemote(raw string) (location, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return location{}, fmt.Errorf("remote %s: unexpected query or fragment", raw)
 	}
+	// GitHub names are case-insensitive: one repository, one mirror.
 	host := strings.ToLower(strings.ReplaceAll(u.Host, ":", "_"))
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	parts := strings.Split(strings.ToLower(strings.Trim(u.Path, "/")), "/")
 	if len(parts) != 2 || host == "" || host == workDirName {
 		return location{}, fmt.Errorf("remote %s: want <web_url>/<owner>/<repo>.git", raw)
 	}

@@ -230,11 +230,12 @@ func blobHash(content []byte) plumbing.Hash {
 	return out
 }
 
-// FileHash returns a hash of the file at path (relative, slash-separated) as
-// it is now: its git mode and blob id, "100644:<sha1>", so that a change of
+// FileHash returns a hash of file (a relative, slash-separated path) as it
+// is now: its git mode and blob id, "100644:<sha1>", so that a change of
 // content, of the executable bit or of a link's target all change it. A path
 // with no file (or a directory, or below a link) gives AbsentHash.
-func (w *WorkingCopy) FileHash(p string) (string, error) {
+func (w *WorkingCopy) FileHash(file string) (string, error) {
+	p := file
 	if err := checkPath(p); err != nil {
 		return "", err
 	}

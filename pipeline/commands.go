@@ -395,6 +395,13 @@ func (c *commandCtx) rerun(ctx context.Context, cmd Command) error {
 	}
 	p.Run, p.Trigger, p.CancelRequested = RunRunning, c.trigger(), false
 	p.Step, p.RunStartRound, p.Error = StepRounds, p.Round, ""
+	p.ReviseNext, p.CapReached, p.Pending, p.ProgressID = false, false, nil, 0
+	if p.Mode == ModeRevise {
+		p.Step = StepDrafted // the revision with the notes comes first
+		if to, err := p.Status.Next(EventRevise); err == nil {
+			p.Status = to
+		}
+	}
 	p.Generation++
 	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
 		return err

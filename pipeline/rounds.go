@@ -21,7 +21,32 @@ func (r *run) rounds(ctx context.Context) error {
 	if p.Mode == ModeAudit {
 		max = 1
 	}
+	if p.Step == StepFinished {
+		return r.complete(ctx, p.CapReached) // resumed while completing
+	}
 	for {
+		if p.ReviseNext {
+			last := p.Audits[len(p.Audits)-1]
+			r.doing = fmt.Sprintf("revising after audit round %d", last.Round)
+			if err := r.progress(ctx, fmt.Sprintf("Forging %s... Audit round %d found blocking concerns. Revising...",
+				PlanID(p.Number), last.Round-p.RunStartRound), false, ""); err != nil {
+				return err
+			}
+			if err := r.revise(ctx, last.Findings, ""); err != nil {
+				return err
+			}
+			p.ReviseNext = false
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+			if p.Round-p.RunStartRound < max {
+				if err := r.progress(ctx, fmt.Sprintf("Forging %s... Revision complete. Audit round %d/%d...",
+					PlanID(p.Number), p.Round-p.RunStartRound+1, max), false, ""); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if p.Pending == nil {
 			if p.Round-p.RunStartRound >= max {
 				return r.complete(ctx, true)
@@ -43,25 +68,14 @@ func (r *run) rounds(ctx context.Context) error {
 		}
 		p.Audits = append(p.Audits, round)
 		p.Round, p.Pending = round.Round, nil
+		// The revision is recorded as due in the same save, so a run that
+		// dies now revises when it resumes rather than auditing again.
+		p.ReviseNext = round.Loop && p.Mode != ModeAudit
 		if err := r.save(ctx); err != nil {
 			return err
 		}
-		if !round.Loop || p.Mode == ModeAudit {
+		if !p.ReviseNext {
 			return r.complete(ctx, false)
-		}
-		r.doing = fmt.Sprintf("revising after audit round %d", round.Round)
-		if err := r.progress(ctx, fmt.Sprintf("Forging %s... Audit round %d found blocking concerns. Revising...",
-			PlanID(p.Number), round.Round-p.RunStartRound), false, ""); err != nil {
-			return err
-		}
-		if err := r.revise(ctx, round.Findings, ""); err != nil {
-			return err
-		}
-		if p.Round-p.RunStartRound < max {
-			if err := r.progress(ctx, fmt.Sprintf("Forging %s... Revision complete. Audit round %d/%d...",
-				PlanID(p.Number), p.Round-p.RunStartRound+1, max), false, ""); err != nil {
-				return err
-			}
 		}
 	}
 }
@@ -195,6 +209,12 @@ func (r *run) roundsOfRun() int {
 func (r *run) complete(ctx context.Context, capReached bool) error {
 	p := r.p
 	r.doing = "completing the forge"
+	if p.Step != StepFinished {
+		p.Step, p.CapReached = StepFinished, capReached
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
 	last := AuditRound{}
 	if n := len(p.Audits); n > 0 {
 		last = p.Audits[n-1]
@@ -205,16 +225,23 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 			p.Status = to
 		}
 	}
-	wc, text, err := r.checkout(ctx)
-	if err != nil {
-		return err
-	}
-	wc.Remove()
 	if capReached && len(p.Audits) > 0 {
 		p.Audits[len(p.Audits)-1].CapNote = true
 	}
-	if err := r.commitPlan(ctx, fmt.Sprintf("%s: audit log (round %d)", PlanID(p.Number), p.Round), text, capReached); err != nil {
+	msg := fmt.Sprintf("%s: audit log (round %d)", PlanID(p.Number), p.Round)
+	done, err := r.alreadyCommitted(ctx, msg)
+	if err != nil {
 		return err
+	}
+	if !done {
+		wc, text, err := r.checkout(ctx)
+		if err != nil {
+			return err
+		}
+		wc.Remove()
+		if err := r.commitPlan(ctx, msg, text, capReached); err != nil {
+			return err
+		}
 	}
 
 	auto, reasons, err := r.autoImplement(ctx, last, capReached)

@@ -523,9 +523,31 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 	return res, nil
 }
 
+// alreadyCommitted reports whether a resumed run finds the plan branch's
+// head to be the commit it is about to make: an earlier run made it and
+// died before recording so.
+func (r *run) alreadyCommitted(ctx context.Context, message string) (bool, error) {
+	if !r.resumed || r.p.HeadSHA == "" {
+		return false, nil
+	}
+	c, err := r.gh.Commit(ctx, r.p.Repo, r.p.HeadSHA)
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(c.Message) == message, nil
+}
+
 func (r *run) draft(ctx context.Context) error {
 	p := r.p
 	r.doing = "drafting"
+	msg := PlanID(p.Number) + ": draft"
+	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
+		if done {
+			p.Step = StepDrafted
+			return r.save(ctx)
+		}
+		return err
+	}
 	if err := r.progress(ctx, fmt.Sprintf("Forging %s... Drafting (reading codebase)", PlanID(p.Number)), false, ""); err != nil {
 		return err
 	}
@@ -550,7 +572,7 @@ func (r *run) draft(ctx context.Context) error {
 	if strings.TrimSpace(draft) == "" {
 		return errors.New("the drafter answered with an empty plan")
 	}
-	if err := r.commitPlan(ctx, PlanID(p.Number)+": draft", draft, false); err != nil {
+	if err := r.commitPlan(ctx, msg, draft, false); err != nil {
 		return err
 	}
 	p.Step = StepDrafted
@@ -609,6 +631,14 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 // revise runs the reviser and commits its plan as the next revision.
 func (r *run) revise(ctx context.Context, findings []Finding, notes string) error {
 	p := r.p
+	msg := fmt.Sprintf("%s: revision %d", PlanID(p.Number), p.Revisions+1)
+	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
+		if done {
+			p.Revisions++
+			return r.save(ctx)
+		}
+		return err
+	}
 	wc, text, err := r.checkout(ctx)
 	if err != nil {
 		return err
@@ -629,7 +659,7 @@ func (r *run) revise(ctx context.Context, findings []Finding, notes string) erro
 	if strings.TrimSpace(revised) == "" {
 		return errors.New("the reviser answered with an empty plan")
 	}
-	if err := r.commitPlan(ctx, fmt.Sprintf("%s: revision %d", PlanID(p.Number), p.Revisions+1), revised, false); err != nil {
+	if err := r.commitPlan(ctx, msg, revised, false); err != nil {
 		return err
 	}
 	p.Revisions++

@@ -43,7 +43,12 @@ type Plan struct {
 	Step      Step
 	Round     int
 	// Revisions counts revision commits (plan-NNN: revision K).
-	Revisions       int
+	Revisions int
+	// ReviseNext is set once a blocking round is posted, until its
+	// revision is committed.
+	ReviseNext bool
+	// CapReached is set when the run completes at the round cap.
+	CapReached      bool
 	CancelRequested bool
 	// Audits are the rounds so far: verdicts, for the status table and
 	// the completion comment.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,7 +80,16 @@ func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
 	}
 	s := &Server{App: a, URL: "http://" + a.Addr(), Config: cfg, Logs: logs, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- a.Run(ctx) }()
-	t.Cleanup(func() { s.Stop(t) })
+	t.Cleanup(func() {
+		s.Stop(t)
+		if t.Failed() {
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			if len(lines) > 80 {
+				lines = lines[len(lines)-80:]
+			}
+			t.Logf("forge log (last %d lines):\n%s", len(lines), strings.Join(lines, "\n"))
+		}
+	})
 	s.waitReady(t)
 	return s
 }

@@ -14,7 +14,9 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/google/go-github/v66/github"
@@ -520,5 +522,44 @@ func TestCompare(t *testing.T) {
 		if file.GetFilename() == "src/main.go" && !strings.HasPrefix(file.GetPatch(), "@@ -1,5 +1,5 @@") {
 			t.Errorf("patch = %q", file.GetPatch())
 		}
+	}
+}
+
+// TestPushWithInstallationToken pushes with go-git as the App: contents
+// write lets it, contents read does not.
+func TestPushWithInstallationToken(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t)
+	readTok := call(t, "POST", fmt.Sprintf("%sapp/installations/%d/access_tokens", f.s.URL(), f.inst), "Bearer "+validJWT(t, f.s),
+		map[string]any{"permissions": map[string]string{"contents": "read"}}).json["token"].(string)
+	writeTok := installationToken(t, f.s, f.inst)
+	cloned, dir, err := clone(t, f.s, f.repo, tokenAuth(writeTok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pushed.txt"), []byte("pushed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := cloned.Worktree()
+	if _, err := wt.Add("pushed.txt"); err != nil {
+		t.Fatal(err)
+	}
+	sha, err := wt.Commit("push", &git.CommitOptions{Author: &object.Signature{Name: "forge", Email: "forge@example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := config.RefSpec("refs/heads/main:refs/heads/plan-009/pushed")
+	err = cloned.Push(&git.PushOptions{RefSpecs: []config.RefSpec{spec}, Auth: tokenAuth(readTok)})
+	if err == nil || f.r.Head("plan-009/pushed") != "" {
+		t.Errorf("push with a read-only token: %v", err)
+	}
+	if err := cloned.Push(&git.PushOptions{RefSpecs: []config.RefSpec{spec}, Auth: tokenAuth(writeTok)}); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	if got := f.r.Head("plan-009/pushed"); got != sha.String() {
+		t.Errorf("pushed branch = %q, want %s", got, sha)
+	}
+	if got, ok := f.r.File("plan-009/pushed", "pushed.txt"); !ok || got != "pushed\n" {
+		t.Errorf("pushed file = %q, %v", got, ok)
 	}
 }
