@@ -69,7 +69,7 @@ func writeConfig(t *testing.T, gh *ghdouble.Server, dataDir string, port int, ag
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  address: 127.0.0.1\n  port: %d\n  shutdown_grace: %s\n", port, grace)
-	fmt.Fprintf(&b, "github:\n  web_url: %q\n  v3_api_url: %q\n  v4_api_url: %q\n", gh.WebURL(), gh.URL(), gh.URL()+"graphql")
+	fmt.Fprintf(&b, "github:\n  web_url: %q\n  v3_api_url: %q\n  v4_api_url: %q\n", gh.WebURL(), gh.URL(), gh.GraphQLURL())
 	fmt.Fprintf(&b, "  app:\n    integration_id: %d\n    webhook_secret: %q\n    private_key: %q\n", gh.AppID(), gh.WebhookSecret(), string(gh.PrivateKeyPEM()))
 	fmt.Fprintf(&b, "data_dir: %q\nlogging:\n  level: debug\n", dataDir)
 	b.WriteString("agents:\n  timeout: 60s\n  runtimes:\n")

@@ -291,18 +291,6 @@ func (r *run) ensureProgress(ctx context.Context) error {
 		return nil
 	}
 	marker := Marker(p.Number, "progress")
-	if r.resumed {
-		comments, err := r.gh.ListComments(ctx, p.Repo, p.Issue)
-		if err != nil {
-			return err
-		}
-		for _, c := range comments {
-			if c.AuthorBot && HasMarker(c.Body, marker) {
-				p.ProgressID = c.ID
-				return r.save(ctx)
-			}
-		}
-	}
 	line := "Starting forge: " + oneLine(p.Title)
 	if p.Mode == ModeRevise {
 		line = "Revising " + PlanID(p.Number) + "..."
@@ -312,6 +300,26 @@ func (r *run) ensureProgress(ctx context.Context) error {
 	body, err := r.progressBody(line, "")
 	if err != nil {
 		return err
+	}
+	if r.resumed {
+		// One progress comment per plan: a resumed run or a later run
+		// (revise, audit) edits the one it finds.
+		comments, err := r.gh.ListComments(ctx, p.Repo, p.Issue)
+		if err != nil {
+			return err
+		}
+		for _, c := range comments {
+			if c.AuthorBot && HasMarker(c.Body, marker) {
+				p.ProgressID = c.ID
+				if p.Mode != ModeForge {
+					if err := r.gh.UpdateComment(ctx, p.Repo, c.ID, body); err != nil {
+						return fmt.Errorf("update progress comment: %w", err)
+					}
+					r.progressLine, r.progressAt = line, r.f.now()
+				}
+				return r.save(ctx)
+			}
+		}
 	}
 	id, err := r.gh.CreateComment(ctx, p.Repo, p.Issue, body)
 	if err != nil {

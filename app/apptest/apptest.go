@@ -55,7 +55,7 @@ func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
 	cfg.Database.URL = filepath.Join(o.DataDir, "forge.db")
 	cfg.Github.WebURL = gh.WebURL()
 	cfg.Github.V3APIURL = gh.URL()
-	cfg.Github.V4APIURL = gh.URL() + "graphql"
+	cfg.Github.V4APIURL = gh.GraphQLURL()
 	cfg.Logging.Level = "debug"
 	cfg.Queue.Workers = 4
 	if !o.Unconfigured {
