@@ -15,6 +15,7 @@ import (
 
 	"github.com/forge-dev/forge/app/apptest"
 	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/app/store/storetest"
 )
 
 var (
@@ -254,5 +255,32 @@ func TestSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(p.log.String(), `"stopped"`) {
 		t.Errorf("no clean stop in the log:\n%s", tail(p.log.String(), 20))
+	}
+}
+
+// TestMigrateCommand: `forge migrate` applies the migrations and is safe to
+// run again, on SQLite and (when available) PostgreSQL.
+func TestMigrateCommand(t *testing.T) {
+	urls := []string{"sqlite://" + filepath.Join(t.TempDir(), "forge.db")}
+	if os.Getenv(storetest.PostgresEnv) != "" {
+		urls = append(urls, storetest.PostgresURL(t))
+	}
+	for _, u := range urls {
+		cfg := filepath.Join(t.TempDir(), "forge.yml")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf("database:\n  url: %q\n", u)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			out, err := exec.Command(forgeBinary(t), "migrate", "--config", cfg).CombinedOutput()
+			if err != nil {
+				t.Fatalf("forge migrate (run %d): %v\n%s", i+1, err, out)
+			}
+			if !strings.Contains(string(out), "migrations applied") {
+				t.Errorf("forge migrate said: %s", out)
+			}
+		}
+	}
+	if out, err := exec.Command(forgeBinary(t), "bogus").CombinedOutput(); err == nil || !strings.Contains(string(out), "usage") {
+		t.Errorf("an unknown command: %v %s", err, out)
 	}
 }
