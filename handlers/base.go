@@ -137,3 +137,32 @@ func All(b Base) []githubapp.EventHandler {
 		&InstallationRepositories{b},
 	}
 }
+
+// envelope is what every event carries and Forge reads of events it only
+// records.
+type envelope struct {
+	Action       string `json:"action"`
+	Installation *struct {
+		ID      int64 `json:"id"`
+		Account *struct {
+			Login string `json:"login"`
+		} `json:"account"`
+	} `json:"installation"`
+	Repository *struct {
+		FullName string `json:"full_name"`
+	} `json:"repository"`
+}
+
+func (e envelope) delivery(event, deliveryID string) store.Delivery {
+	d := store.Delivery{ID: deliveryID, Event: event, Action: e.Action}
+	if e.Installation != nil {
+		d.InstallationID = e.Installation.ID
+		if e.Installation.Account != nil {
+			d.Account = e.Installation.Account.Login
+		}
+	}
+	if e.Repository != nil {
+		d.Repository = e.Repository.FullName
+	}
+	return d
+}

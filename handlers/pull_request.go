@@ -3,22 +3,22 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
 // PullRequest records pull_request deliveries; the work they start arrives with the
-// plan lifecycle.
+// plan lifecycle. Only the envelope is decoded, so a field of the payload
+// Forge does not use can never make a delivery fail.
 type PullRequest struct{ Base }
 
 func (h *PullRequest) Handles() []string { return []string{"pull_request"} }
 
 func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var e github.PullRequestEvent
+	var e envelope
 	if err := decode(eventType, payload, &e); err != nil {
 		return err
 	}
-	return h.accept(ctx, delivery(eventType, deliveryID, e.GetAction(), e.Installation, e.Repo))
+	return h.accept(ctx, e.delivery(eventType, deliveryID))
 }
 
 var _ githubapp.EventHandler = &PullRequest{}

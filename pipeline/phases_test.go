@@ -398,11 +398,11 @@ func trickyPhases() Phases {
 		Phases: []Phase{
 			{
 				ID: "phase-1", Title: "Implement a.go: the **core**", Kind: PhaseImplement, Status: PhaseDone,
-				ContextFiles: []string{"a.go", "dir with space/b, c.go"},
-				Description:  "Line one\n\n  indented line two  \nline three",
-				ChangeSpec:   "- `a.go` — x\n\n```go\nfunc f() {}\n```",
-				Output:       "ok\n---\n## phase-9: not a phase\n**Error:**\n```\nfenced\n```\n````",
-				GitCommit:    "1a2b3c4d",
+				ContextFiles:  []string{"a.go", "dir with space/b, c.go"},
+				Description:   "Line one\n\n  indented line two  \nline three",
+				ChangeSpec:    "- `a.go` — x\n\n```go\nfunc f() {}\n```",
+				Output:        "ok\n---\n## phase-9: not a phase\n**Error:**\n```\nfenced\n```\n````",
+				GitCommit:     "1a2b3c4d",
 				ModifiedFiles: []string{"a.go"},
 			},
 			{

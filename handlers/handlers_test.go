@@ -1,0 +1,148 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/forge-dev/forge/app/store"
+	"github.com/forge-dev/forge/pipeline"
+)
+
+type recorder struct{ got []store.Delivery }
+
+func (r *recorder) Accept(_ context.Context, d store.Delivery) (store.Outcome, error) {
+	r.got = append(r.got, d)
+	return store.Accepted, nil
+}
+
+func payload(t *testing.T, name string, edit func(m map[string]any)) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "webhooks", name+".payload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["installation"] = map[string]any{"id": 7, "node_id": "x"}
+	if edit != nil {
+		edit(m)
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
+func handle(t *testing.T, event, name string, edit func(m map[string]any)) (store.Delivery, error) {
+	t.Helper()
+	rec := &recorder{}
+	var h githubapp.EventHandler
+	for _, c := range All(Base{Ingest: rec}) {
+		for _, e := range c.Handles() {
+			if e == event {
+				h = c
+			}
+		}
+	}
+	if h == nil {
+		t.Fatalf("no handler for %s", event)
+	}
+	ctx := githubapp.InitializeResponder(context.Background())
+	err := h.Handle(ctx, event, "delivery-1", payload(t, name, edit))
+	if err != nil {
+		return store.Delivery{}, err
+	}
+	if len(rec.got) != 1 {
+		t.Fatalf("%s: %d deliveries recorded", name, len(rec.got))
+	}
+	return rec.got[0], nil
+}
+
+func setComment(body, userType string) func(m map[string]any) {
+	return func(m map[string]any) {
+		c := m["comment"].(map[string]any)
+		c["body"] = body
+		c["user"].(map[string]any)["type"] = userType
+		m["sender"].(map[string]any)["type"] = userType
+	}
+}
+
+// TestEveryRecordedPayloadDecodes: each real payload of a subscribed event
+// is decoded and recorded, with the installation and repository.
+func TestEveryRecordedPayloadDecodes(t *testing.T) {
+	for _, event := range []string{"issue_comment", "issues", "pull_request", "pull_request_review", "check_run", "check_suite", "installation", "installation_repositories"} {
+		files, _ := filepath.Glob(filepath.Join("..", "testdata", "webhooks", event, "*.payload.json"))
+		if len(files) == 0 {
+			t.Fatalf("no payloads for %s", event)
+		}
+		for _, f := range files {
+			name := event + "/" + strings.TrimSuffix(filepath.Base(f), ".payload.json")
+			d, err := handle(t, event, name, nil)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if d.InstallationID != 7 || d.Event != event || d.ID != "delivery-1" {
+				t.Errorf("%s: recorded %+v", name, d)
+			}
+		}
+	}
+}
+
+func TestWhatStartsWork(t *testing.T) {
+	cases := []struct {
+		name, event, payload string
+		edit                 func(m map[string]any)
+		jobs                 int
+		change               string
+	}{
+		{"command comment", "issue_comment", "issue_comment/created", setComment("/forge add limits", "User"), 1, ""},
+		{"plain comment", "issue_comment", "issue_comment/created", setComment("looks good", "User"), 0, ""},
+		{"bot command", "issue_comment", "issue_comment/created", setComment("/forge add limits", "Bot"), 0, ""},
+		{"edited command", "issue_comment", "issue_comment/edited", setComment("/forge add limits", "User"), 0, ""},
+		{"deleted command", "issue_comment", "issue_comment/deleted", setComment("/forge add limits", "User"), 0, ""},
+		{"label added", "issues", "issues/labeled", nil, 1, ""},
+		{"issue opened", "issues", "issues/opened", nil, 0, ""},
+		{"installation deleted", "installation", "installation/deleted", nil, 0, "deleted"},
+		{"installation suspended", "installation", "installation/suspend", nil, 0, "suspend"},
+		{"installation unsuspended", "installation", "installation/unsuspend", nil, 0, "unsuspend"},
+		{"no installation", "issue_comment", "issue_comment/created", func(m map[string]any) {
+			setComment("/forge x", "User")(m)
+			delete(m, "installation")
+		}, 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := handle(t, c.event, c.payload, c.edit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Jobs) != c.jobs || d.InstallationChange != c.change {
+				t.Fatalf("jobs %d change %q, want %d %q", len(d.Jobs), d.InstallationChange, c.jobs, c.change)
+			}
+			if c.jobs == 1 {
+				a, ok := d.Jobs[0].Args.(pipeline.CommandArgs)
+				if !ok || a.InstallationID != 7 || a.Repo.Owner == "" || a.IssueNumber == 0 || a.Author == "" {
+					t.Fatalf("job args %+v", d.Jobs[0].Args)
+				}
+			}
+		})
+	}
+}
+
+func TestMalformedPayload(t *testing.T) {
+	rec := &recorder{}
+	h := &IssueComment{Base{Ingest: rec}}
+	err := h.Handle(githubapp.InitializeResponder(context.Background()), "issue_comment", "d", []byte(`{"comment": 5}`))
+	var bad *BadPayloadError
+	if !errors.As(err, &bad) || len(rec.got) != 0 {
+		t.Fatalf("err %v, recorded %d", err, len(rec.got))
+	}
+}
