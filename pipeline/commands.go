@@ -190,7 +190,9 @@ func (c *commandCtx) configError(ctx context.Context, ce *ConfigError) error {
 // start creates a plan and starts (or queues) its forge.
 func (c *commandCtx) start(ctx context.Context, cmd Command, cfg RepoConfig) error {
 	f, a := c.f, c.a
-	title := strings.TrimSpace(cmd.Description)
+	// The title goes into the plan file, the branch and the PR: no
+	// invisible characters from GitHub's text.
+	title := oneLine(Sanitize(cmd.Description))
 	if title == "" {
 		return c.reply(ctx, "usage-error", map[string]any{"Problem": "A description is needed", "Usage": cmd.Kind.Usage()})
 	}

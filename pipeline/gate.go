@@ -139,7 +139,7 @@ func EvaluateGate(in GateInput) GateResult {
 		switch l.state {
 		case "APPROVED":
 			if in.HeadSHA == "" || !strings.EqualFold(l.commit, in.HeadSHA) {
-				notes = append(notes, fmt.Sprintf("%s approved an older commit (%s), not the head (%s)", l.user, gateShort(l.commit), gateShort(in.HeadSHA)))
+				notes = append(notes, fmt.Sprintf("%s approved an older commit (%s), not the head (%s): an approval counts on the plan as it is now", l.user, gateShort(l.commit), gateShort(in.HeadSHA)))
 				continue
 			}
 			res.Approvers = append(res.Approvers, l.user)

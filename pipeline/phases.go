@@ -94,7 +94,7 @@ const MaxPhasesPerRun = 50
 const HashAbsent = "absent"
 
 var (
-	planHashRuleRe = regexp.MustCompile(`^\s{0,3}([-*_])(?:[ \t]*([-*_])){2,}[ \t]*$`)
+	planHashRuleRe = regexp.MustCompile(`^ {0,3}[-*_](?:[ \t]*[-*_]){2,}[ \t]*$`)
 	phaseIDRe      = regexp.MustCompile(`^phase-[1-9][0-9]*$`)
 	phasesPlanIDRe = regexp.MustCompile(`^plan-[0-9]+$`)
 	phasesHashRe   = regexp.MustCompile(`^[0-9a-f]{16}$`)
@@ -223,8 +223,13 @@ func DecomposePlan(planID, planFile, plan string, maxContextFiles int) Phases {
 // changesSection returns the lines under the plan's ## Changes heading (the
 // heading Preflight requires), up to the next heading of its level or above.
 func changesSection(plan string) []mdLine {
+	var changes *regexp.Regexp
+	for _, sec := range preflightRequired {
+		if sec.name == "Changes" {
+			changes = sec.re
+		}
+	}
 	lines := mdScan(plan)
-	changes := preflightRequired[2].re
 	for i, l := range lines {
 		if l.Code || l.Quote {
 			continue

@@ -561,7 +561,7 @@ func FuzzParsePhases(f *testing.F) {
 	})
 }
 
-func statusPhases(statuses ...PhaseStatus) Phases {
+func phasesWithStatuses(statuses ...PhaseStatus) Phases {
 	var p Phases
 	for i, s := range statuses {
 		ph := Phase{ID: "phase-" + string(rune('1'+i)), Title: "T", Kind: PhaseImplement, Status: s}
@@ -574,31 +574,31 @@ func statusPhases(statuses ...PhaseStatus) Phases {
 }
 
 func TestNextPhase(t *testing.T) {
-	independent := statusPhases(PhaseFailed, PhasePending)
+	independent := phasesWithStatuses(PhaseFailed, PhasePending)
 	independent.Phases[1].DependsOn = nil
-	fanIn := statusPhases(PhaseDone, PhaseSkipped, PhasePending)
+	fanIn := phasesWithStatuses(PhaseDone, PhaseSkipped, PhasePending)
 	fanIn.Phases[2].DependsOn = []string{"phase-1", "phase-2"}
-	unknownDep := statusPhases(PhasePending)
+	unknownDep := phasesWithStatuses(PhasePending)
 	unknownDep.Phases[0].DependsOn = []string{"phase-9"}
 	tests := []struct {
 		name   string
 		phases Phases
 		want   string // "" for none
 	}{
-		{"first pending", statusPhases(PhasePending, PhasePending), "phase-1"},
-		{"resume in-progress before retrying failed", statusPhases(PhaseFailed, PhaseInProgress), "phase-2"},
+		{"first pending", phasesWithStatuses(PhasePending, PhasePending), "phase-1"},
+		{"resume in-progress before retrying failed", phasesWithStatuses(PhaseFailed, PhaseInProgress), "phase-2"},
 		{"retry failed before a pending one that could run", independent, "phase-1"},
-		{"done dependency is met", statusPhases(PhaseDone, PhasePending), "phase-2"},
-		{"skipped dependency is met", statusPhases(PhaseSkipped, PhasePending), "phase-2"},
+		{"done dependency is met", phasesWithStatuses(PhaseDone, PhasePending), "phase-2"},
+		{"skipped dependency is met", phasesWithStatuses(PhaseSkipped, PhasePending), "phase-2"},
 		{"every dependency met", fanIn, "phase-3"},
 		{"pending dependency is not met", func() Phases {
-			p := statusPhases(PhaseDone, PhasePending, PhasePending)
+			p := phasesWithStatuses(PhaseDone, PhasePending, PhasePending)
 			p.Phases[1].DependsOn = []string{"phase-3"}
 			p.Phases[2].DependsOn = nil
 			return p
 		}(), "phase-3"},
 		{"an unknown dependency is never met", unknownDep, ""},
-		{"all terminal", statusPhases(PhaseDone, PhaseSkipped), ""},
+		{"all terminal", phasesWithStatuses(PhaseDone, PhaseSkipped), ""},
 		{"no phases", Phases{}, ""},
 	}
 	for _, tt := range tests {
@@ -607,14 +607,14 @@ func TestNextPhase(t *testing.T) {
 			if ok != (tt.want != "") || (ok && got.ID != tt.want) {
 				t.Fatalf("NextPhase = %v %v, want %q", got, ok, tt.want)
 			}
-			if ok && got != &tt.phases.Phases[mustIndex(t, tt.phases, tt.want)] {
+			if ok && got != &tt.phases.Phases[phaseIndexOf(t, tt.phases, tt.want)] {
 				t.Error("NextPhase does not point into the phases")
 			}
 		})
 	}
 }
 
-func mustIndex(t *testing.T, p Phases, id string) int {
+func phaseIndexOf(t *testing.T, p Phases, id string) int {
 	t.Helper()
 	for i := range p.Phases {
 		if p.Phases[i].ID == id {
@@ -631,10 +631,10 @@ func TestSkip(t *testing.T) {
 		phases     Phases
 		want, next string
 	}{
-		{"failed", statusPhases(PhaseDone, PhaseFailed, PhasePending), "phase-2", "phase-3"},
-		{"in progress", statusPhases(PhaseDone, PhaseInProgress, PhasePending), "phase-2", "phase-3"},
-		{"the first of several", statusPhases(PhaseFailed, PhaseInProgress), "phase-1", "phase-2"},
-		{"nothing to skip", statusPhases(PhaseDone, PhasePending), "", ""},
+		{"failed", phasesWithStatuses(PhaseDone, PhaseFailed, PhasePending), "phase-2", "phase-3"},
+		{"in progress", phasesWithStatuses(PhaseDone, PhaseInProgress, PhasePending), "phase-2", "phase-3"},
+		{"the first of several", phasesWithStatuses(PhaseFailed, PhaseInProgress), "phase-1", "phase-2"},
+		{"nothing to skip", phasesWithStatuses(PhaseDone, PhasePending), "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -652,7 +652,7 @@ func TestSkip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if skipped.ID != tt.want || skipped.Status != PhaseSkipped || skipped != &out.Phases[mustIndex(t, out, tt.want)] {
+			if skipped.ID != tt.want || skipped.Status != PhaseSkipped || skipped != &out.Phases[phaseIndexOf(t, out, tt.want)] {
 				t.Errorf("skipped %+v", skipped)
 			}
 			for i, ph := range out.Phases {
@@ -733,7 +733,7 @@ func TestRevertPlan(t *testing.T) {
 }
 
 func TestChecklist(t *testing.T) {
-	p := statusPhases(PhaseDone, PhaseInProgress, PhaseFailed, PhaseSkipped, PhasePending)
+	p := phasesWithStatuses(PhaseDone, PhaseInProgress, PhaseFailed, PhaseSkipped, PhasePending)
 	p.Phases[4].Kind = PhaseAudit
 	p.Phases[4].Title = "Post-implementation audit"
 	p.Phases[4].DependsOn = []string{"phase-1", "phase-2", "phase-3", "phase-4"}
@@ -754,10 +754,10 @@ func TestPhasesStatusRemainingCapRun(t *testing.T) {
 		done      bool
 		remaining int
 	}{
-		{"all done or skipped", statusPhases(PhaseDone, PhaseSkipped), true, 0},
-		{"one pending", statusPhases(PhaseDone, PhasePending), false, 1},
-		{"one failed", statusPhases(PhaseFailed, PhaseDone), false, 1},
-		{"one in progress", statusPhases(PhaseInProgress), false, 1},
+		{"all done or skipped", phasesWithStatuses(PhaseDone, PhaseSkipped), true, 0},
+		{"one pending", phasesWithStatuses(PhaseDone, PhasePending), false, 1},
+		{"one failed", phasesWithStatuses(PhaseFailed, PhaseDone), false, 1},
+		{"one in progress", phasesWithStatuses(PhaseInProgress), false, 1},
 		{"no phases", Phases{}, false, 0},
 	} {
 		if got := PhasesStatus(tt.phases); got != tt.done {
