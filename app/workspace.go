@@ -44,7 +44,25 @@ func (w *workspace) Checkout(ctx context.Context, repo pipeline.Repo, ref string
 	if err != nil {
 		return nil, err
 	}
-	return w.cache.Checkout(ctx, r, ref)
+	wc, err := w.cache.Checkout(ctx, r, ref)
+	if err != nil {
+		return nil, err
+	}
+	return workingCopy{wc}, nil
+}
+
+type workingCopy struct{ *gitops.WorkingCopy }
+
+func (w workingCopy) ChangedPaths() ([]string, error) {
+	changes, err := w.Changes()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = c.Path
+	}
+	return out, nil
 }
 
 // tokenSource keeps one ghinstallation transport per installation: it

@@ -34,6 +34,9 @@ type Forge struct {
 // choice when it made one, else the server's default.
 type AgentSource interface {
 	Runtime(role agent.Role, choice RepoAgent) (agent.Runtime, string, error)
+	// Cost prices usage of a model from the server's price table; false
+	// when the model has no price.
+	Cost(model string, u agent.Usage) (float64, bool)
 }
 
 // Enqueuer inserts jobs.

@@ -84,6 +84,8 @@ type Workspace interface {
 // WorkingCopy is a checkout an agent works in.
 type WorkingCopy interface {
 	Dir() string
+	// ChangedPaths lists the files changed since the checkout.
+	ChangedPaths() ([]string, error)
 	Remove() error
 }
 

@@ -53,6 +53,9 @@ type RepoApproval struct {
 // RepoLimits bounds what one repository may run at once.
 type RepoLimits struct {
 	MaxConcurrentRuns int
+	// MaxTokensPerPlan stops a plan whose agents have used more tokens
+	// (input and output, all roles); 0 means no limit.
+	MaxTokensPerPlan int
 }
 
 // RepoPhases configures phase runs (DESIGN §6).
@@ -341,6 +344,7 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *RepoConfig) {
 		"limits": func(at string, v *yaml.Node) {
 			d.mapping(v, at, map[string]cfgField{
 				"max_concurrent_runs": d.intField(&cfg.Limits.MaxConcurrentRuns, 1, 100),
+				"max_tokens_per_plan": d.intField(&cfg.Limits.MaxTokensPerPlan, 0, 1<<31-1),
 			}, nil)
 		},
 		"phases": func(at string, v *yaml.Node) {

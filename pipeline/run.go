@@ -103,6 +103,8 @@ type run struct {
 	progressLine string
 	progressAt   time.Time
 	projectCtx   *string
+	// current holds the working copies checked out now, by directory.
+	current map[string]WorkingCopy
 }
 
 func (r *run) save(ctx context.Context) error {
@@ -387,7 +389,7 @@ func (r *run) checkRun(status, conclusion, title string, actions []CheckAction) 
 	summary := fmt.Sprintf("%s is %s.", PlanID(p.Number), p.Status)
 	text, err := templates.Text("check-output", map[string]any{
 		"PlanID": PlanID(p.Number), "Status": p.Status, "Rounds": len(p.Audits), "MaxRounds": r.cfg.MaxAuditRounds,
-		"Usage": p.Usage, "Audits": p.Audits,
+		"Usage": p.Usage, "Cost": costText(p.Cost), "Audits": p.Audits,
 	})
 	if err != nil {
 		text = summary
@@ -464,6 +466,10 @@ func (r *run) checkout(ctx context.Context) (WorkingCopy, string, error) {
 		wc.Remove()
 		return nil, "", fmt.Errorf("read the plan file: %w", err)
 	}
+	if r.current == nil {
+		r.current = map[string]WorkingCopy{}
+	}
+	r.current[wc.Dir()] = wc
 	return wc, string(b), nil
 }
 
@@ -518,17 +524,69 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 		Role: role, Model: model, Prompt: prompt, Dir: dir, Repo: p.Repo.String(),
 		PlanID: PlanID(p.Number), Round: round, Timeout: r.cfg.Agents.Timeout,
 	}
+	if err := r.checkTokens(); err != nil {
+		return agent.Result{}, err
+	}
 	res, err := rt.Run(ctx, req)
+	r.account(model, res.Usage)
 	var fail *agent.Failure
 	if errors.As(err, &fail) && !fail.TimedOut && ctx.Err() == nil {
 		r.log.Warn().Err(err).Str("role", string(role)).Msg("agent failed; retrying once")
 		res, err = rt.Run(ctx, req)
+		r.account(model, res.Usage)
 	}
-	p.Usage += res.Usage.Total()
 	if err != nil {
 		return res, fmt.Errorf("%s agent: %w", role, err)
 	}
-	return res, nil
+	if !role.Writes() {
+		if err := r.discardWrites(ctx, role, dir); err != nil {
+			return res, err
+		}
+	}
+	return res, r.checkTokens()
+}
+
+func (r *run) account(model string, u agent.Usage) {
+	r.p.Usage += u.Total()
+	if c, ok := r.f.Agents.Cost(model, u); ok {
+		r.p.Cost += c
+	}
+}
+
+// ErrTokenLimit stops a plan whose agents used more tokens than the
+// repository allows (limits.max_tokens_per_plan).
+var ErrTokenLimit = errors.New("token limit reached")
+
+func (r *run) checkTokens() error {
+	limit := int64(r.cfg.Limits.MaxTokensPerPlan)
+	if limit > 0 && r.p.Usage >= limit {
+		return fmt.Errorf("%w: the plan's agents used %d tokens, and limits.max_tokens_per_plan is %d", ErrTokenLimit, r.p.Usage, limit)
+	}
+	return nil
+}
+
+// discardWrites reports files a read-only role changed in its working
+// copy: they are thrown away with the copy and never committed.
+func (r *run) discardWrites(ctx context.Context, role agent.Role, dir string) error {
+	wc, ok := r.current[dir]
+	if !ok {
+		return nil
+	}
+	changed, err := wc.ChangedPaths()
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	r.log.Warn().Str("role", string(role)).Strs("files", changed).Msg("read-only agent changed files; discarded")
+	return r.reply(ctx, "agent-wrote", map[string]any{
+		"Marker": Marker(r.p.Number, "wrote", role, r.p.Round), "Role": string(role), "Files": changed, "PlanID": PlanID(r.p.Number),
+	})
+}
+
+func costText(c float64) string {
+	if c <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("$%.2f", c)
 }
 
 // alreadyCommitted reports whether a resumed run finds the plan branch's

@@ -65,6 +65,8 @@ type Plan struct {
 	RunStartRound int
 	Error         string
 	Usage         int64
+	// Cost is the priced part of Usage, in the price table's currency.
+	Cost float64
 	StartedAt     time.Time
 	UpdatedAt     time.Time
 }

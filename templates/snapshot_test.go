@@ -290,6 +290,8 @@ func textCases(t *testing.T) []textCase {
 			"Problem": `unexpected argument "now"`, "Usage": pipeline.CommandCancel.Usage()}},
 
 		{"unavailable", "unavailable", map[string]any{"Usage": pipeline.CommandRun.Usage()}},
+		{"agent-wrote", "agent-wrote", map[string]any{"Marker": pipeline.Marker(17, "wrote", "auditor", 2),
+			"Role": "auditor", "PlanID": "plan-017", "Files": []string{"docs/plans/plan-017-x.md", "main.go"}}},
 
 		{"no-plan-here/issue", "no-plan-here", map[string]any{"OnPR": false, "PlanID": ""}},
 		{"no-plan-here/pull request with plan id", "no-plan-here", map[string]any{"OnPR": true, "PlanID": "plan-099"}},
@@ -305,7 +307,7 @@ func textCases(t *testing.T) []textCase {
 
 		{"check-output/audits and usage", "check-output", map[string]any{
 			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": len(rounds), "MaxRounds": 5,
-			"Usage": int64(48213), "Audits": rounds}},
+			"Usage": int64(48213), "Cost": "$0.42", "Audits": rounds}},
 		{"check-output/cap reached", "check-output", map[string]any{
 			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": 2, "MaxRounds": 2,
 			"Usage": int64(9120), "Audits": []pipeline.AuditRound{rounds[0], {

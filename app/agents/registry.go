@@ -18,6 +18,9 @@ type Config struct {
 	// Roles maps a role (drafter, auditor, reviser, implementer,
 	// phase_auditor) or "default" to a runtime name.
 	Roles map[string]string `yaml:"roles"`
+	// Prices maps a model name to its price, for the cost shown on the
+	// forge check run.
+	Prices map[string]Price `yaml:"prices"`
 }
 
 // RuntimeConfig is one named runtime.
@@ -37,6 +40,7 @@ type Registry struct {
 	runtimes map[string]agent.Runtime
 	models   map[string]string
 	roles    map[string]string
+	prices   map[string]Price
 }
 
 var _ pipeline.AgentSource = (*Registry)(nil)
@@ -44,7 +48,7 @@ var _ pipeline.AgentSource = (*Registry)(nil)
 // NewRegistry builds every configured runtime, refusing a configuration
 // that names an unknown runtime or type.
 func NewRegistry(c Config) (*Registry, error) {
-	r := &Registry{runtimes: map[string]agent.Runtime{}, models: map[string]string{}, roles: map[string]string{}}
+	r := &Registry{runtimes: map[string]agent.Runtime{}, models: map[string]string{}, roles: map[string]string{}, prices: c.Prices}
 	names := make([]string, 0, len(c.Runtimes))
 	for n := range c.Runtimes {
 		names = append(names, n)
