@@ -66,9 +66,9 @@ type Plan struct {
 	Error         string
 	Usage         int64
 	// Cost is the priced part of Usage, in the price table's currency.
-	Cost float64
-	StartedAt     time.Time
-	UpdatedAt     time.Time
+	Cost      float64
+	StartedAt time.Time
+	UpdatedAt time.Time
 }
 
 // RunState says whether a forge works on the plan now.
