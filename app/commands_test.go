@@ -126,7 +126,7 @@ func TestPlanPRCommands(t *testing.T) {
 	}
 
 	w.commandOn(t, pr, "alice", "/forge approve")
-	w.waitReply(t, pr, "not available in this version")
+	w.waitReply(t, pr, "Plan **plan-001** approved for implementation by @alice.")
 	w.commandOn(t, pr, "alice", "/forge help")
 	w.waitReply(t, pr, "**Forge commands**")
 	w.commandOn(t, pr, "alice", "/forge close")
@@ -142,4 +142,112 @@ func TestPlanPRCommands(t *testing.T) {
 	})
 	w.commandOn(t, pr, "alice", "/forge revise again")
 	w.waitReply(t, pr, "only plans in DRAFT or REVIEW")
+}
+
+// deliverOn sends an event about the plan PR with the double's renderings.
+func (w *world) deliverPR(t *testing.T, event, name string, pr int, edits ...ghdouble.Edit) {
+	t.Helper()
+	base := []ghdouble.Edit{w.gh.InstallationEdit(w.inst), w.gh.RepositoryEdit(w.repo), w.gh.PullEdit(w.repo, pr), ghdouble.Set("number", pr)}
+	p := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, name), append(base, edits...)...)
+	w.deliver(t, event, p)
+}
+
+func (w *world) status(t *testing.T, want string) {
+	t.Helper()
+	w.commandOn(t, w.issue, "alice", "/forge status")
+	apptest.Eventually(t, forgeWait, "status "+want, func() bool {
+		for _, c := range w.botComments(t, w.issue) {
+			if strings.Contains(c.Body, "Status: "+want) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestApprovalGate: a reader's approval does not count, a writer's does;
+// the merged plan is CLOSED and its branch deleted.
+func TestApprovalGate(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+
+	review := func(user, state string) {
+		id := w.gh.AddReview(w.repo, pr.Number, user, state, "my review", nil)
+		w.deliverPR(t, "pull_request_review", "pull_request_review/submitted", pr.Number, w.gh.ReviewEdit(w.repo, id), w.gh.SenderEdit(user))
+	}
+	review("rita", "APPROVED")
+	time.Sleep(time.Second)
+	w.status(t, "REVIEW")
+	review("alice", "APPROVED")
+	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @alice.")
+	checks := forgeChecks(w, pr)
+	if c := checks[len(checks)-1]; c.Conclusion != "success" {
+		t.Errorf("forge check after approval: %s %q", c.Conclusion, c.Output.Title)
+	}
+	w.status(t, "APPROVED")
+
+	w.gh.MarkReady(w.repo, pr.Number)
+	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
+	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
+	apptest.Eventually(t, forgeWait, "the plan branch to be deleted", func() bool {
+		for _, b := range w.gh.Repo(w.repo).Branches() {
+			if b == pr.Head {
+				return false
+			}
+		}
+		return true
+	})
+	w.status(t, "CLOSED")
+}
+
+// TestChangesRequestedAndButtons: a change request starts one revision;
+// the check run's buttons approve, for people allowed to.
+func TestChangesRequestedAndButtons(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+
+	id := w.gh.AddReview(w.repo, pr.Number, "alice", "CHANGES_REQUESTED", "Say who reads the page.", nil)
+	w.deliverPR(t, "pull_request_review", "pull_request_review/submitted", pr.Number, w.gh.ReviewEdit(w.repo, id), w.gh.SenderEdit("alice"))
+	apptest.Eventually(t, forgeWait, "the revision after the change request", func() bool {
+		msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+		return countPrefix(msgs, "plan-001: revision 2") == 1 && countPrefix(msgs, "plan-001: audit log (round 4)") == 1
+	})
+	w.waitProgress(t, "the revision run to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW") })
+
+	// The check run's Approve & run button: refused for a reader; for
+	// alice it is her latest word, over her own change request.
+	click := func(user string) {
+		head := w.gh.Repo(w.repo).Head(pr.Head)
+		var run int64
+		for _, c := range w.gh.CheckRuns(w.repo, head) {
+			if c.Name == "forge" {
+				run = c.ID
+			}
+		}
+		w.deliverPR(t, "check_run", "check_run/requested_action", pr.Number, w.gh.CheckRunEdit(w.repo, run),
+			w.gh.SenderEdit(user), ghdouble.Set("requested_action", map[string]any{"identifier": "approve"}))
+	}
+	click("rita")
+	w.waitReply(t, pr.Number, "@rita, Forge only takes commands")
+	click("alice")
+	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @alice.")
+}
+
+// TestClosedUnmerged: a plan PR closed without merging is CLOSED, and its
+// branch is kept.
+func TestClosedUnmerged(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+	w.gh.ClosePull(w.repo, pr.Number, "alice")
+	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
+	w.status(t, "CLOSED")
+	if w.gh.Repo(w.repo).Head(pr.Head) == "" {
+		t.Errorf("the branch of an unmerged plan was deleted")
+	}
 }

@@ -124,6 +124,14 @@ func (g *githubAPI) CreateBranch(ctx context.Context, repo pipeline.Repo, branch
 	return err
 }
 
+func (g *githubAPI) DeleteBranch(ctx context.Context, repo pipeline.Repo, branch string) error {
+	if !strings.HasPrefix(branch, "plan-") {
+		return fmt.Errorf("refusing to delete %q: Forge only deletes plan branches", branch)
+	}
+	_, err := g.c.Git.DeleteRef(ctx, repo.Owner, repo.Name, "refs/heads/"+branch)
+	return apiError(err)
+}
+
 func (g *githubAPI) Commit(ctx context.Context, repo pipeline.Repo, sha string) (pipeline.Commit, error) {
 	c, _, err := g.c.Git.GetCommit(ctx, repo.Owner, repo.Name, sha)
 	if err != nil {
@@ -259,7 +267,8 @@ func (g *githubAPI) ListReviews(ctx context.Context, repo pipeline.Repo, pr int)
 		}
 		for _, r := range rs {
 			out = append(out, pipeline.Review{ID: r.GetID(), Body: r.GetBody(), State: r.GetState(),
-				Author: r.GetUser().GetLogin(), CommitID: r.GetCommitID()})
+				Author: r.GetUser().GetLogin(), AuthorBot: r.GetUser().GetType() == "Bot", CommitID: r.GetCommitID(),
+				Submitted: r.GetSubmittedAt().Time})
 		}
 		if res.NextPage == 0 {
 			return out, nil
@@ -280,6 +289,37 @@ func (g *githubAPI) CreateReview(ctx context.Context, repo pipeline.Repo, pr int
 		return 0, apiError(err)
 	}
 	return rv.GetID(), nil
+}
+
+func (g *githubAPI) ReviewComments(ctx context.Context, repo pipeline.Repo, pr int, reviewID int64) ([]pipeline.ReviewComment, error) {
+	cs, _, err := g.c.PullRequests.ListReviewComments(ctx, repo.Owner, repo.Name, pr, reviewID, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	out := make([]pipeline.ReviewComment, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, pipeline.ReviewComment{Path: c.GetPath(), Line: c.GetLine(), Body: c.GetBody()})
+	}
+	return out, nil
+}
+
+func (g *githubAPI) CheckRuns(ctx context.Context, repo pipeline.Repo, sha string) ([]pipeline.CheckRun, error) {
+	var out []pipeline.CheckRun
+	opt := &github.ListCheckRunsOptions{Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		rs, res, err := g.c.Checks.ListCheckRunsForRef(ctx, repo.Owner, repo.Name, sha, opt)
+		if err != nil {
+			return nil, apiError(err)
+		}
+		for _, r := range rs.CheckRuns {
+			out = append(out, pipeline.CheckRun{ID: r.GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
+				Conclusion: r.GetConclusion(), ExternalID: r.GetExternalID(), Title: r.GetOutput().GetTitle(), Summary: r.GetOutput().GetSummary()})
+		}
+		if res.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = res.NextPage
+	}
 }
 
 func (g *githubAPI) FindCheckRun(ctx context.Context, repo pipeline.Repo, sha, name string) (*pipeline.CheckRun, error) {

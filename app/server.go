@@ -104,6 +104,9 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	river.AddWorker(workers, &pipeline.CommandWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.ForgeWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.ReconcileWorker{Forge: a.forge})
+	river.AddWorker(workers, &pipeline.ReviewWorker{Forge: a.forge})
+	river.AddWorker(workers, &pipeline.CheckActionWorker{Forge: a.forge})
+	river.AddWorker(workers, &pipeline.PullRequestWorker{Forge: a.forge})
 	rc, err := river.NewClient(st.Driver(), &river.Config{
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(reconcileEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
@@ -148,7 +151,7 @@ func (a *App) configure(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	base := handlers.Base{Ingest: a.ingest}
+	base := handlers.Base{Ingest: a.ingest, AppID: cfg.Github.App.IntegrationID}
 	hook := githubapp.NewEventDispatcher(handlers.All(base), cfg.Github.App.WebhookSecret,
 		githubapp.WithErrorCallback(a.webhookError))
 	tokens := &tokenSource{appID: cfg.Github.App.IntegrationID, key: []byte(cfg.Github.App.PrivateKey), apiURL: cfg.Github.V3APIURL}

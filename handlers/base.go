@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/app/store"
+	"github.com/forge-dev/forge/pipeline"
 )
 
 // Ingester durably records a delivery and enqueues its jobs.
@@ -27,6 +28,9 @@ type Ingester interface {
 // Base is embedded by every handler.
 type Base struct {
 	Ingest Ingester
+	// AppID is Forge's own App: check events of other apps are only
+	// recorded.
+	AppID int64
 }
 
 // BadPayloadError is a delivery whose body is not the JSON its event
@@ -148,10 +152,25 @@ type envelope struct {
 			Login string `json:"login"`
 		} `json:"account"`
 	} `json:"installation"`
-	Repository *struct {
-		FullName string `json:"full_name"`
-	} `json:"repository"`
+	Repository *repository `json:"repository"`
 }
+
+type repository struct {
+	FullName string `json:"full_name"`
+	Name     string `json:"name"`
+	Owner    struct {
+		Login string `json:"login"`
+	} `json:"owner"`
+}
+
+func (r *repository) repo() pipeline.Repo { return pipeline.Repo{Owner: r.Owner.Login, Name: r.Name} }
+
+type user struct {
+	Login string `json:"login"`
+	Type  string `json:"type"`
+}
+
+func (u user) bot() bool { return u.Type == "Bot" }
 
 func (e envelope) delivery(event, deliveryID string) store.Delivery {
 	d := store.Delivery{ID: deliveryID, Event: event, Action: e.Action}

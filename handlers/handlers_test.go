@@ -44,7 +44,7 @@ func handle(t *testing.T, event, name string, edit func(m map[string]any)) (stor
 	t.Helper()
 	rec := &recorder{}
 	var h githubapp.EventHandler
-	for _, c := range All(Base{Ingest: rec}) {
+	for _, c := range All(Base{Ingest: rec, AppID: 99}) {
 		for _, e := range c.Handles() {
 			if e == event {
 				h = c
@@ -113,6 +113,18 @@ func TestWhatStartsWork(t *testing.T) {
 		{"installation deleted", "installation", "installation/deleted", nil, 0, "deleted"},
 		{"installation suspended", "installation", "installation/suspend", nil, 0, "suspend"},
 		{"installation unsuspended", "installation", "installation/unsuspend", nil, 0, "unsuspend"},
+		{"review submitted", "pull_request_review", "pull_request_review/submitted", nil, 1, ""},
+		{"review by a bot", "pull_request_review", "pull_request_review/submitted", func(m map[string]any) {
+			m["review"].(map[string]any)["user"].(map[string]any)["type"] = "Bot"
+		}, 0, ""},
+		{"button on Forge's check run", "check_run", "check_run/requested_action", func(m map[string]any) {
+			m["check_run"].(map[string]any)["app"].(map[string]any)["id"] = 99
+		}, 1, ""},
+		{"button on another app's check run", "check_run", "check_run/requested_action", nil, 0, ""},
+		{"plan PR closed", "pull_request", "pull_request/closed", func(m map[string]any) {
+			m["pull_request"].(map[string]any)["head"].(map[string]any)["ref"] = "plan-001/x"
+		}, 1, ""},
+		{"other PR closed", "pull_request", "pull_request/closed", nil, 0, ""},
 		{"no installation", "issue_comment", "issue_comment/created", func(m map[string]any) {
 			setComment("/forge x", "User")(m)
 			delete(m, "installation")
@@ -128,8 +140,7 @@ func TestWhatStartsWork(t *testing.T) {
 				t.Fatalf("jobs %d change %q, want %d %q", len(d.Jobs), d.InstallationChange, c.jobs, c.change)
 			}
 			if c.jobs == 1 {
-				a, ok := d.Jobs[0].Args.(pipeline.CommandArgs)
-				if !ok || a.InstallationID != 7 || a.Repo.Owner == "" || a.IssueNumber == 0 || a.Author == "" {
+				if a, ok := d.Jobs[0].Args.(pipeline.CommandArgs); ok && (a.InstallationID != 7 || a.Repo.Owner == "" || a.IssueNumber == 0 || a.Author == "") {
 					t.Fatalf("job args %+v", d.Jobs[0].Args)
 				}
 			}

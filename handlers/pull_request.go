@@ -2,23 +2,41 @@ package handlers
 
 import (
 	"context"
+	"strings"
 
 	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/forge-dev/forge/pipeline"
 )
 
-// PullRequest records pull_request deliveries; the work they start arrives with the
-// plan lifecycle. Only the envelope is decoded, so a field of the payload
-// Forge does not use can never make a delivery fail.
+// PullRequest follows plan PRs (head branch plan-NNN/…) to their end:
+// merged or closed.
 type PullRequest struct{ Base }
 
 func (h *PullRequest) Handles() []string { return []string{"pull_request"} }
 
 func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var e envelope
+	var e struct {
+		envelope
+		Number      int `json:"number"`
+		PullRequest struct {
+			Merged bool `json:"merged"`
+			Head   struct {
+				Ref string `json:"ref"`
+			} `json:"head"`
+		} `json:"pull_request"`
+	}
 	if err := decode(eventType, payload, &e); err != nil {
 		return err
 	}
-	return h.accept(ctx, e.delivery(eventType, deliveryID))
+	d := e.delivery(eventType, deliveryID)
+	if e.Action == "closed" && d.InstallationID != 0 && e.Repository != nil && strings.HasPrefix(e.PullRequest.Head.Ref, "plan-") {
+		d.Jobs = append(d.Jobs, job(pipeline.PullRequestArgs{
+			InstallationID: d.InstallationID, Repo: e.Repository.repo(), PR: e.Number, Action: e.Action,
+			Merged: e.PullRequest.Merged, HeadRef: e.PullRequest.Head.Ref,
+		}))
+	}
+	return h.accept(ctx, d)
 }
 
 var _ githubapp.EventHandler = &PullRequest{}

@@ -4,21 +4,41 @@ import (
 	"context"
 
 	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/forge-dev/forge/pipeline"
 )
 
-// PullRequestReview records pull_request_review deliveries; the work they start arrives with the
-// plan lifecycle. Only the envelope is decoded, so a field of the payload
-// Forge does not use can never make a delivery fail.
+// PullRequestReview turns a person's submitted review into a job: an
+// approval may pass the gate, a change request starts a revision.
 type PullRequestReview struct{ Base }
 
 func (h *PullRequestReview) Handles() []string { return []string{"pull_request_review"} }
 
 func (h *PullRequestReview) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var e envelope
+	var e struct {
+		envelope
+		Review struct {
+			ID    int64  `json:"id"`
+			State string `json:"state"`
+			Body  string `json:"body"`
+			User  user   `json:"user"`
+		} `json:"review"`
+		PullRequest struct {
+			Number int `json:"number"`
+		} `json:"pull_request"`
+		Sender user `json:"sender"`
+	}
 	if err := decode(eventType, payload, &e); err != nil {
 		return err
 	}
-	return h.accept(ctx, e.delivery(eventType, deliveryID))
+	d := e.delivery(eventType, deliveryID)
+	if e.Action == "submitted" && d.InstallationID != 0 && !e.Review.User.bot() && !e.Sender.bot() && e.Repository != nil {
+		d.Jobs = append(d.Jobs, job(pipeline.ReviewArgs{
+			InstallationID: d.InstallationID, Repo: e.Repository.repo(), PR: e.PullRequest.Number,
+			ReviewID: e.Review.ID, State: e.Review.State, Author: e.Review.User.Login, Body: e.Review.Body, DeliveryID: deliveryID,
+		}))
+	}
+	return h.accept(ctx, d)
 }
 
 var _ githubapp.EventHandler = &PullRequestReview{}

@@ -99,6 +99,16 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		return c.close(ctx, cmd)
 	case CommandRevise, CommandAudit:
 		return c.rerun(ctx, cmd)
+	case CommandApprove:
+		p, err := c.findPlan(ctx, cmd)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return c.noPlan(ctx, cmd)
+		}
+		_, err = c.f.tryApprove(ctx, c.gh, p, c.a.Author, true)
+		return err
 	default:
 		return c.reply(ctx, "unavailable", map[string]any{"Usage": cmd.Kind.Usage()})
 	}
@@ -391,24 +401,11 @@ func (c *commandCtx) rerun(ctx context.Context, cmd Command) error {
 	default:
 		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number), "Refused": true, "Status": p.Status})
 	}
-	p.Mode, p.Notes = ModeAudit, ""
+	mode := ModeAudit
 	if cmd.Kind == CommandRevise {
-		p.Mode, p.Notes = ModeRevise, cmd.Notes
+		mode = ModeRevise
 	}
-	p.Run, p.Trigger, p.CancelRequested = RunRunning, c.trigger(), false
-	p.Step, p.RunStartRound, p.Error = StepRounds, p.Round, ""
-	p.ReviseNext, p.CapReached, p.Pending, p.ProgressID = false, false, nil, 0
-	if p.Mode == ModeRevise {
-		p.Step = StepDrafted // the revision with the notes comes first
-		if to, err := p.Status.Next(EventRevise); err == nil {
-			p.Status = to
-		}
-	}
-	p.Generation++
-	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
-		return err
-	}
-	return c.f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation})
+	return c.f.startRun(ctx, p, mode, cmd.Notes, c.trigger())
 }
 
 // ErrForgeRunning is CreatePlan's answer when the issue already has a

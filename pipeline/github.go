@@ -40,6 +40,8 @@ type GitHub interface {
 
 	// BranchHead is the commit a branch points at, ErrNotFound if none.
 	BranchHead(ctx context.Context, repo Repo, branch string) (string, error)
+	// DeleteBranch removes a branch; callers only ever pass plan-*/ ones.
+	DeleteBranch(ctx context.Context, repo Repo, branch string) error
 	// CreateBranch fails with ErrAlreadyExists when the branch exists.
 	CreateBranch(ctx context.Context, repo Repo, branch, sha string) error
 	Commit(ctx context.Context, repo Repo, sha string) (Commit, error)
@@ -55,9 +57,13 @@ type GitHub interface {
 	ClosePullRequest(ctx context.Context, repo Repo, number int) error
 	ListReviews(ctx context.Context, repo Repo, pr int) ([]Review, error)
 	CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error)
+	// ReviewComments are the inline comments of one review.
+	ReviewComments(ctx context.Context, repo Repo, pr int, reviewID int64) ([]ReviewComment, error)
 
 	// FindCheckRun is this App's latest check run of that name on sha.
 	FindCheckRun(ctx context.Context, repo Repo, sha, name string) (*CheckRun, error)
+	// CheckRuns are the latest check runs of every app on sha.
+	CheckRuns(ctx context.Context, repo Repo, sha string) ([]CheckRun, error)
 	CreateCheckRun(ctx context.Context, repo Repo, c CheckRun) (int64, error)
 	UpdateCheckRun(ctx context.Context, repo Repo, c CheckRun) error
 }
@@ -137,11 +143,13 @@ type NewPullRequest struct {
 }
 
 type Review struct {
-	ID       int64
-	Body     string
-	State    string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
-	Author   string
-	CommitID string
+	ID        int64
+	Body      string
+	State     string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
+	Author    string
+	AuthorBot bool
+	CommitID  string
+	Submitted time.Time
 }
 
 type NewReview struct {

@@ -65,6 +65,13 @@ type Request struct {
 
 	// Timeout bounds the call; 0 means the runtime's default.
 	Timeout time.Duration
+
+	// Session names a conversation the agent continues across calls, chosen
+	// by the caller (e.g. "owner/name/plan-007/auditor"), so the drafter,
+	// reviser and auditor remember the earlier rounds of one plan (seed 000
+	// §5). Empty: every call starts afresh. Runtimes that keep no
+	// conversations ignore it.
+	Session string
 }
 
 // Result is what a successful call returns.
@@ -86,6 +93,14 @@ type Usage struct {
 
 // Total is the number shown to people as "N tokens".
 func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+
+// SessionStore keeps the conversations named by Request.Session between
+// calls, as opaque bytes the runtime encodes. Load returns nil data and no
+// error for a session never saved.
+type SessionStore interface {
+	Load(ctx context.Context, key string) ([]byte, error)
+	Save(ctx context.Context, key string, data []byte) error
+}
 
 // Runtime runs agents. A failed call returns a *Failure when the agent ran
 // and failed (exit status, timeout, cancel; the Result may still hold its

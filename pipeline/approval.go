@@ -1,0 +1,310 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/riverqueue/river"
+
+	"github.com/forge-dev/forge/templates"
+)
+
+// ReviewArgs is the job for a review submitted on a pull request.
+type ReviewArgs struct {
+	InstallationID int64  `json:"installation_id"`
+	Repo           Repo   `json:"repo"`
+	PR             int    `json:"pr"`
+	ReviewID       int64  `json:"review_id"`
+	State          string `json:"state"` // approved, changes_requested, commented
+	Author         string `json:"author"`
+	Body           string `json:"body"`
+	DeliveryID     string `json:"delivery_id"`
+}
+
+func (ReviewArgs) Kind() string { return "review" }
+
+// CheckActionArgs is the job for a button clicked on the forge check run.
+type CheckActionArgs struct {
+	InstallationID int64  `json:"installation_id"`
+	Repo           Repo   `json:"repo"`
+	ExternalID     string `json:"external_id"` // plan-NNN
+	Identifier     string `json:"identifier"`  // approve, revise, cancel
+	Author         string `json:"author"`
+	DeliveryID     string `json:"delivery_id"`
+}
+
+func (CheckActionArgs) Kind() string { return "check_action" }
+
+// PullRequestArgs is the job for a plan PR that was closed or merged.
+type PullRequestArgs struct {
+	InstallationID int64  `json:"installation_id"`
+	Repo           Repo   `json:"repo"`
+	PR             int    `json:"pr"`
+	Action         string `json:"action"`
+	Merged         bool   `json:"merged"`
+	HeadRef        string `json:"head_ref"`
+}
+
+func (PullRequestArgs) Kind() string { return "pull_request" }
+
+type ReviewWorker struct {
+	river.WorkerDefaults[ReviewArgs]
+	Forge *Forge
+}
+
+func (w *ReviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) error {
+	return jobError(ctx, w.Forge, job.Args.InstallationID, w.Forge.HandleReview(ctx, job.Args))
+}
+
+type CheckActionWorker struct {
+	river.WorkerDefaults[CheckActionArgs]
+	Forge *Forge
+}
+
+func (w *CheckActionWorker) Work(ctx context.Context, job *river.Job[CheckActionArgs]) error {
+	return jobError(ctx, w.Forge, job.Args.InstallationID, w.Forge.HandleCheckAction(ctx, job.Args))
+}
+
+type PullRequestWorker struct {
+	river.WorkerDefaults[PullRequestArgs]
+	Forge *Forge
+}
+
+func (w *PullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequestArgs]) error {
+	return jobError(ctx, w.Forge, job.Args.InstallationID, w.Forge.HandlePullRequest(ctx, job.Args))
+}
+
+// HandleReview applies a person's review to the plan (DESIGN §5): an
+// approval is weighed by the gate; a change request on a plan in REVIEW
+// starts one revision that reads the whole review.
+func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
+	p, err := f.Plans.PlanForPR(ctx, a.Repo, a.PR)
+	if errors.Is(err, ErrPlanNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	gh, err := f.Installations.GitHub(ctx, a.InstallationID)
+	if err != nil {
+		return err
+	}
+	switch strings.ToLower(a.State) {
+	case "approved":
+		_, err := f.tryApprove(ctx, gh, p, "", false)
+		return err
+	case "changes_requested":
+		if p.Status != StatusReview || p.Run != RunIdle {
+			return nil
+		}
+		comments, err := gh.ReviewComments(ctx, a.Repo, a.PR, a.ReviewID)
+		if err != nil {
+			return err
+		}
+		notes := "@" + a.Author + " requested changes:\n\n" + a.Body
+		for _, c := range comments {
+			notes += fmt.Sprintf("\n\n`%s:%d`: %s", c.Path, c.Line, c.Body)
+		}
+		return f.startRun(ctx, p, ModeRevise, notes, "review:"+strconv.FormatInt(a.ReviewID, 10))
+	}
+	return nil
+}
+
+// tryApprove evaluates the gate on the PR head, counting approver (when
+// given) as approving, and approves the plan when it passes. With
+// answer, the outcome is told on the PR either way.
+func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver string, answer bool) (bool, error) {
+	if p.Status != StatusReview || p.Run != RunIdle {
+		if answer {
+			return false, f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number),
+				"Missing": []string{fmt.Sprintf("the plan is %s%s: only a plan in REVIEW with no forge running can be approved", p.Status, runningNote(p))}})
+		}
+		return false, nil
+	}
+	ws, err := f.Installations.Workspace(ctx, p.InstallationID)
+	if err != nil {
+		return false, err
+	}
+	cfg, err := readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
+	if err != nil {
+		return false, err
+	}
+	reviews, err := gh.ListReviews(ctx, p.Repo, p.PR)
+	if err != nil {
+		return false, err
+	}
+	in := GateInput{Status: p.Status, HeadSHA: p.HeadSHA, Permissions: map[string]string{}, Config: cfg.Approval}
+	for _, rv := range reviews {
+		in.Reviews = append(in.Reviews, GateReview{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
+		if _, ok := in.Permissions[rv.Author]; !ok && !rv.AuthorBot && (rv.State == "APPROVED" || rv.State == "CHANGES_REQUESTED") {
+			perm, err := f.permission(ctx, gh, p.InstallationID, p.Repo, rv.Author)
+			if err != nil {
+				return false, err
+			}
+			in.Permissions[rv.Author] = perm
+		}
+	}
+	if approver != "" {
+		in.CommandApprovals = []string{approver}
+	}
+	if len(cfg.Approval.RequiredChecks) > 0 {
+		runs, err := gh.CheckRuns(ctx, p.Repo, p.HeadSHA)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range runs {
+			in.Checks = append(in.Checks, GateCheck{Name: r.Name, Status: r.Status, Conclusion: r.Conclusion})
+		}
+	}
+	res := EvaluateGate(in)
+	if !res.Approved {
+		if answer {
+			return false, f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number), "Missing": res.Missing})
+		}
+		return false, nil
+	}
+	to, err := p.Status.Next(EventApprove)
+	if err != nil {
+		return false, err
+	}
+	p.Status = to
+	if err := f.Plans.SavePlan(ctx, p); err != nil {
+		return false, err
+	}
+	if p.CheckRunID != 0 {
+		c := CheckRun{ID: p.CheckRunID, Name: checkName, Status: "completed", Conclusion: "success",
+			Title: PlanID(p.Number) + " approved", Summary: fmt.Sprintf("%s is APPROVED by %s.", PlanID(p.Number), strings.Join(res.Approvers, ", "))}
+		if err := gh.UpdateCheckRun(ctx, p.Repo, c); err != nil && !errors.Is(err, ErrNotFound) {
+			return false, err
+		}
+	}
+	return true, f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number), "Approved": true, "Approvers": res.Approvers})
+}
+
+func runningNote(p *Plan) string {
+	if p.Run != RunIdle {
+		return " and a forge is running on it"
+	}
+	return ""
+}
+
+// prReply comments on the plan's pull request.
+func (f *Forge) prReply(ctx context.Context, gh GitHub, p *Plan, tmpl string, data map[string]any) error {
+	body, err := templates.Text(tmpl, data)
+	if err != nil {
+		return err
+	}
+	_, err = gh.CreateComment(ctx, p.Repo, p.PR, body)
+	return err
+}
+
+// startRun starts a revision or an audit on an idle plan.
+func (f *Forge) startRun(ctx context.Context, p *Plan, mode RunMode, notes, trigger string) error {
+	p.Mode, p.Notes = mode, notes
+	p.Run, p.Trigger, p.CancelRequested = RunRunning, trigger, false
+	p.Step, p.RunStartRound, p.Error = StepRounds, p.Round, ""
+	p.ReviseNext, p.CapReached, p.Pending, p.ProgressID = false, false, nil, 0
+	if mode == ModeRevise {
+		p.Step = StepDrafted // the revision with the notes comes first
+		if to, err := p.Status.Next(EventRevise); err == nil {
+			p.Status = to
+		}
+	}
+	p.Generation++
+	if err := f.Plans.SavePlan(ctx, p); err != nil {
+		return err
+	}
+	return f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation})
+}
+
+// HandleCheckAction runs a button of the forge check run, for a person
+// allowed to command Forge.
+func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error {
+	n, err := strconv.Atoi(strings.TrimPrefix(a.ExternalID, "plan-"))
+	if err != nil || !strings.HasPrefix(a.ExternalID, "plan-") {
+		return nil // not a forge check run
+	}
+	p, err := f.Plans.PlanByNumber(ctx, a.Repo, n)
+	if errors.Is(err, ErrPlanNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	gh, err := f.Installations.GitHub(ctx, a.InstallationID)
+	if err != nil {
+		return err
+	}
+	perm, err := f.permission(ctx, gh, a.InstallationID, a.Repo, a.Author)
+	if err != nil {
+		return err
+	}
+	if !AtLeast(perm, commandMinPermission) {
+		return f.prReply(ctx, gh, p, "refusal", map[string]any{
+			"Marker": fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(a.Author)), "User": a.Author, "Need": commandMinPermission})
+	}
+	switch a.Identifier {
+	case "approve":
+		_, err := f.tryApprove(ctx, gh, p, a.Author, true)
+		return err
+	case "revise":
+		if p.Run != RunIdle || (p.Status != StatusReview && p.Status != StatusDraft) {
+			return nil
+		}
+		return f.startRun(ctx, p, ModeRevise, "", "button:"+a.DeliveryID)
+	case "cancel":
+		if p.Run == RunRunning {
+			return f.Plans.RequestCancel(ctx, p.ID)
+		}
+		to, err := p.Status.Next(EventClose)
+		if err != nil {
+			return nil
+		}
+		p.Status, p.Run = to, RunIdle
+		if err := f.Plans.SavePlan(ctx, p); err != nil {
+			return err
+		}
+		return f.prReply(ctx, gh, p, "closed", map[string]any{"PlanID": PlanID(p.Number)})
+	}
+	return nil
+}
+
+// HandlePullRequest follows the plan PR to its end: merged or closed →
+// CLOSED; a merged plan's branch is deleted (Forge only ever deletes
+// plan-*/ branches).
+func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error {
+	if a.Action != "closed" {
+		return nil
+	}
+	p, err := f.Plans.PlanForPR(ctx, a.Repo, a.PR)
+	if errors.Is(err, ErrPlanNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if p.Run == RunRunning {
+		// The forge stops at the top of its next round, as CANCELLED.
+		if err := f.Plans.RequestCancel(ctx, p.ID); err != nil {
+			return err
+		}
+	} else if p.Status != StatusClosed {
+		p.Status, p.Run = StatusClosed, RunIdle
+		if err := f.Plans.SavePlan(ctx, p); err != nil {
+			return err
+		}
+	}
+	if a.Merged && strings.HasPrefix(a.HeadRef, "plan-") && a.HeadRef == p.Branch {
+		gh, err := f.Installations.GitHub(ctx, a.InstallationID)
+		if err != nil {
+			return err
+		}
+		if err := gh.DeleteBranch(ctx, a.Repo, p.Branch); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrRejected) {
+			return fmt.Errorf("delete %s: %w", p.Branch, err)
+		}
+	}
+	return nil
+}
