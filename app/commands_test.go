@@ -127,6 +127,7 @@ func TestPlanPRCommands(t *testing.T) {
 
 	w.commandOn(t, pr, "alice", "/forge approve")
 	w.waitReply(t, pr, "Plan **plan-001** approved for implementation by @alice.")
+	w.waitReply(t, pr, "Plan run complete for **plan-001**")
 	w.commandOn(t, pr, "alice", "/forge help")
 	w.waitReply(t, pr, "**Forge commands**")
 	w.commandOn(t, pr, "alice", "/forge close")
@@ -154,15 +155,29 @@ func (w *world) deliverPR(t *testing.T, event, name string, pr int, edits ...ghd
 
 func (w *world) status(t *testing.T, want string) {
 	t.Helper()
-	w.commandOn(t, w.issue, "alice", "/forge status")
-	apptest.Eventually(t, forgeWait, "status "+want, func() bool {
-		for _, c := range w.botComments(t, w.issue) {
-			if strings.Contains(c.Body, "Status: "+want) {
-				return true
+	// Asked again until it holds: the event that changes the status may
+	// still be in the queue when the first answer is written.
+	deadline := time.Now().Add(forgeWait)
+	for time.Now().Before(deadline) {
+		seen := len(w.botComments(t, w.issue))
+		w.commandOn(t, w.issue, "alice", "/forge status")
+		var answer string
+		apptest.Eventually(t, forgeWait, "the status answer", func() bool {
+			bot := w.botComments(t, w.issue)
+			for _, c := range bot[min(seen, len(bot)):] {
+				if strings.Contains(c.Body, "Status: ") {
+					answer = c.Body
+					return true
+				}
 			}
+			return false
+		})
+		if strings.Contains(answer, "Status: "+want) {
+			return
 		}
-		return false
-	})
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the plan never reached %s", want)
 }
 
 // TestApprovalGate: a reader's approval does not count, a writer's does;
@@ -182,13 +197,17 @@ func TestApprovalGate(t *testing.T) {
 	w.status(t, "REVIEW")
 	review("alice", "APPROVED")
 	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @alice.")
+	// Approval runs the phases to the end.
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
 	checks := forgeChecks(w, pr)
 	if c := checks[len(checks)-1]; c.Conclusion != "success" {
-		t.Errorf("forge check after approval: %s %q", c.Conclusion, c.Output.Title)
+		t.Errorf("forge check after the run: %s %q", c.Conclusion, c.Output.Title)
 	}
-	w.status(t, "APPROVED")
+	w.status(t, "DONE")
 
-	w.gh.MarkReady(w.repo, pr.Number)
+	if w.gh.Pull(w.repo, pr.Number).Draft {
+		t.Fatalf("the PR is still a draft at DONE")
+	}
 	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
 	apptest.Eventually(t, forgeWait, "the plan branch to be deleted", func() bool {

@@ -112,7 +112,9 @@ func countPrefix(msgs []string, prefix string) int {
 // plan, a blocking round 1 reviewed and revised, a clean round 2, and the
 // auto-implement decision; within 30 GitHub REST calls.
 func TestForgeHappyPath(t *testing.T) {
-	w := newForgeWorld(t, forgeOptions{})
+	// auto_implement off: the phases that would follow are counted in
+	// their own test.
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	comment, _ := w.command(t, "alice", "/forge add rate limiting to the webhook endpoint")
 	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 
@@ -172,7 +174,7 @@ func TestForgeHappyPath(t *testing.T) {
 	if strings.Contains(plan, "CAP_REACHED") {
 		t.Errorf("CAP_REACHED in a plan that passed")
 	}
-	for _, want := range []string{"Forge complete. Plan plan-001 ready for review (2 rounds", "Auto-implement"} {
+	for _, want := range []string{"Forge complete. Plan plan-001 ready for review (2 rounds", "Awaiting approval", "auto_implement is off"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("progress comment lacks %q:\n%s", want, body)
 		}
@@ -501,5 +503,78 @@ func TestReadOnlyAgentWritesAreDiscarded(t *testing.T) {
 	}
 	if readme, _ := w.gh.Repo(w.repo).File(head, "README.md"); strings.Contains(readme, "x\n") && strings.Count(readme, "\n") > 3 {
 		t.Errorf("the auditor's edit was committed: %q", readme)
+	}
+}
+
+// TestAutoImplementRunsPhases: a clean review is approved by Forge itself
+// and its phases run: one commit per implement phase with only its files,
+// a check run per phase, the post-implementation audit as a review on the
+// changed lines, and the PR handed over ready for review with Closes #N.
+func TestAutoImplementRunsPhases(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{})
+	w.command(t, "alice", "/forge add a greeting page")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	before := w.gh.TotalCalls(true)
+	pr := w.pulls(t)[0]
+	done := w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	t.Logf("phase run: %s", done)
+	phaseCalls := w.gh.TotalCalls(true) - before
+
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	if countPrefix(msgs, "plan-001 phase-1: ") != 1 || countPrefix(msgs, "plan-001: phases") != 1 {
+		t.Fatalf("commits: %q", msgs)
+	}
+	var phaseCommit ghdouble.CommitInfo
+	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+		if strings.HasPrefix(c.Message, "plan-001 phase-1: ") {
+			phaseCommit = c
+		}
+	}
+	if !phaseCommit.Verified {
+		t.Errorf("the phase commit is not verified")
+	}
+	if got, ok := w.gh.Repo(w.repo).File(pr.Head, "docs/hello.md"); !ok || !strings.Contains(got, "Written by phase-1 of plan-001") {
+		t.Errorf("docs/hello.md after phase-1: %q", got)
+	}
+	phases, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-phases.md")
+	if !strings.Contains(phases, "## phase-1:") || !strings.Contains(phases, "**Status:** done") {
+		t.Errorf("phases file:\n%s", phases)
+	}
+	head := w.gh.Repo(w.repo).Head(pr.Head)
+	names := map[string]string{}
+	for _, c := range w.gh.CheckRuns(w.repo, head) {
+		names[c.Name] = c.Conclusion
+	}
+	for _, name := range []string{"forge/phase-2", "forge"} {
+		if names[name] != "success" {
+			t.Errorf("check run %s on the head: %q (all: %v)", name, names[name], names)
+		}
+	}
+	var audit ghdouble.Review
+	for _, rv := range w.gh.Reviews(w.repo, pr.Number) {
+		if strings.Contains(rv.Body, "Post-implementation audit") {
+			audit = rv
+		}
+	}
+	if audit.ID == 0 || audit.State != "COMMENTED" {
+		t.Fatalf("no post-implementation audit review")
+	}
+	var onCode int
+	for _, c := range w.gh.ReviewComments(w.repo, pr.Number) {
+		if c.ReviewID == audit.ID && c.Path == "docs/hello.md" && c.Line == 1 {
+			onCode++
+		}
+	}
+	if onCode != 1 {
+		t.Errorf("the audit's finding is not an inline comment on the changed line")
+	}
+	final := w.gh.Pull(w.repo, pr.Number)
+	if final.Draft || !strings.Contains(final.Body, "Closes #1") {
+		t.Errorf("pull request after DONE: draft %v, body %q", final.Draft, final.Body)
+	}
+	w.status(t, "DONE")
+	t.Logf("GitHub REST calls of the phase run (2 phases, 1 changed file): %d", phaseCalls)
+	if phaseCalls > 2*12+1+6 {
+		t.Errorf("the phase run used %d REST calls", phaseCalls)
 	}
 }

@@ -13,13 +13,15 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
+	"github.com/shurcooL/githubv4"
 
 	"github.com/forge-dev/forge/pipeline"
 )
 
 // githubAPI implements pipeline.GitHub with go-github.
 type githubAPI struct {
-	c *github.Client
+	c  *github.Client
+	v4 *githubv4.Client
 	// trees remembers commit → tree for the commits Forge made, so the
 	// next commit on top needs no lookup.
 	trees *treeCache
@@ -250,6 +252,33 @@ func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, n
 	}
 	_, _, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, u)
 	return apiError(err)
+}
+
+func (g *githubAPI) MarkReadyForReview(ctx context.Context, repo pipeline.Repo, nodeID string) error {
+	var m struct {
+		MarkPullRequestReadyForReview struct {
+			PullRequest struct {
+				IsDraft bool
+			}
+		} `graphql:"markPullRequestReadyForReview(input: $input)"`
+	}
+	in := githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: githubv4.ID(nodeID)}
+	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
+		return fmt.Errorf("mark ready for review: %w", err)
+	}
+	return nil
+}
+
+func (g *githubAPI) Compare(ctx context.Context, repo pipeline.Repo, base, head string) ([]pipeline.DiffFile, error) {
+	c, _, err := g.c.Repositories.CompareCommits(ctx, repo.Owner, repo.Name, base, head, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	out := make([]pipeline.DiffFile, 0, len(c.Files))
+	for _, f := range c.Files {
+		out = append(out, pipeline.DiffFile{Path: f.GetFilename(), Status: f.GetStatus(), Patch: f.GetPatch()})
+	}
+	return out, nil
 }
 
 func (g *githubAPI) ClosePullRequest(ctx context.Context, repo pipeline.Repo, number int) error {

@@ -256,7 +256,11 @@ func (a *App) GitHub(ctx context.Context, installationID int64) (pipeline.GitHub
 	if err != nil {
 		return nil, fmt.Errorf("installation %d client: %w", installationID, err)
 	}
-	return &githubAPI{c: c, trees: &a.trees}, nil
+	v4, err := st.clients.NewInstallationV4Client(installationID)
+	if err != nil {
+		return nil, fmt.Errorf("installation %d GraphQL client: %w", installationID, err)
+	}
+	return &githubAPI{c: c, v4: v4, trees: &a.trees}, nil
 }
 
 // Workspace implements pipeline.Installations.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/forge-dev/forge/gitops"
 	"github.com/forge-dev/forge/pipeline"
@@ -53,8 +54,24 @@ func (w *workspace) Checkout(ctx context.Context, repo pipeline.Repo, ref string
 
 type workingCopy struct{ *gitops.WorkingCopy }
 
+func (w workingCopy) Changes() ([]pipeline.FileChange, error) {
+	changes, err := w.WorkingCopy.Changes()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pipeline.FileChange, 0, len(changes))
+	for _, c := range changes {
+		if c.Mode == filemode.Symlink {
+			// A link an agent made could point anywhere: never committed.
+			continue
+		}
+		out = append(out, pipeline.FileChange{Path: c.Path, Content: c.Content, Deleted: c.Deleted, Executable: c.Mode == filemode.Executable})
+	}
+	return out, nil
+}
+
 func (w workingCopy) ChangedPaths() ([]string, error) {
-	changes, err := w.Changes()
+	changes, err := w.WorkingCopy.Changes()
 	if err != nil {
 		return nil, err
 	}

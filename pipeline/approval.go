@@ -181,7 +181,12 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 			return false, err
 		}
 	}
-	return true, f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number), "Approved": true, "Approvers": res.Approvers})
+	if err := f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number), "Approved": true, "Approvers": res.Approvers}); err != nil {
+		return true, err
+	}
+	// Approval runs the phases (the button says Approve & run).
+	p.RunLimit = MaxPhasesPerRun
+	return true, f.startRun(ctx, p, ModePhases, "", "approve:"+strconv.Itoa(p.Round)+":"+strings.Join(res.Approvers, ","))
 }
 
 func runningNote(p *Plan) string {
@@ -207,6 +212,9 @@ func (f *Forge) startRun(ctx context.Context, p *Plan, mode RunMode, notes, trig
 	p.Run, p.Trigger, p.CancelRequested = RunRunning, trigger, false
 	p.Step, p.RunStartRound, p.Error = StepRounds, p.Round, ""
 	p.ReviseNext, p.CapReached, p.Pending, p.ProgressID = false, false, nil, 0
+	if mode == ModePhases {
+		p.Step, p.PhasesRun = StepFinished, 0
+	}
 	if mode == ModeRevise {
 		p.Step = StepDrafted // the revision with the notes comes first
 		if to, err := p.Status.Next(EventRevise); err == nil {

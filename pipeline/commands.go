@@ -109,9 +109,109 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		}
 		_, err = c.f.tryApprove(ctx, c.gh, p, c.a.Author, true)
 		return err
+	case CommandPhases:
+		return c.phases(ctx, cmd)
+	case CommandRun, CommandRunOne:
+		return c.runPhases(ctx, cmd)
+	case CommandSkip:
+		return c.skip(ctx, cmd)
 	default:
 		return c.reply(ctx, "unavailable", map[string]any{"Usage": cmd.Kind.Usage()})
 	}
+}
+
+// phases shows the phases, generating them first when there are none or
+// --regenerate asks for it (the phases file is committed on the branch).
+func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
+	p, err := c.findPlan(ctx, cmd)
+	if err != nil || p == nil {
+		if err == nil {
+			err = c.noPlan(ctx, cmd)
+		}
+		return err
+	}
+	if p.Phases == nil || cmd.Regenerate {
+		if p.Run != RunIdle {
+			return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(p.Number)})
+		}
+		ws, err := c.f.Installations.Workspace(ctx, p.InstallationID)
+		if err != nil {
+			return err
+		}
+		cfg, err := readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
+		if err != nil {
+			return err
+		}
+		head, err := c.gh.BranchHead(ctx, p.Repo, p.Branch)
+		if err != nil {
+			return err
+		}
+		plan, err := ws.ReadFile(ctx, p.Repo, head, p.PlanPath)
+		if err != nil {
+			return fmt.Errorf("read the plan file: %w", err)
+		}
+		ph := DecomposePlan(PlanID(p.Number), p.PlanPath, string(plan), cfg.Phases.MaxContextFiles)
+		day := c.f.now().UTC().Format("2006-01-02")
+		ph.Created, ph.Updated = day, day
+		sha, err := c.gh.CommitFiles(ctx, p.Repo, p.Branch, head, PlanID(p.Number)+": phases",
+			[]FileChange{{Path: PhasesFile(cfg.PlansDir, p.Number), Content: []byte(SerializePhases(ph))}})
+		if err != nil {
+			return fmt.Errorf("commit the phases file: %w", err)
+		}
+		p.Phases, p.HeadSHA = &ph, sha
+		if err := c.f.Plans.SavePlan(ctx, p); err != nil {
+			return err
+		}
+	}
+	return c.reply(ctx, "phases-list", map[string]any{"PlanID": PlanID(p.Number), "Hash": p.Phases.PlanHash, "Checklist": Checklist(*p.Phases)})
+}
+
+func (c *commandCtx) runPhases(ctx context.Context, cmd Command) error {
+	p, err := c.findPlan(ctx, cmd)
+	if err != nil || p == nil {
+		if err == nil {
+			err = c.noPlan(ctx, cmd)
+		}
+		return err
+	}
+	if p.Run != RunIdle {
+		return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(p.Number)})
+	}
+	if p.Status != StatusApproved && p.Status != StatusImplementing && p.Status != StatusAuditing {
+		return c.reply(ctx, "approval", map[string]any{"PlanID": PlanID(p.Number),
+			"Missing": []string{fmt.Sprintf("the plan is %s: phases run once it is APPROVED", p.Status)}})
+	}
+	p.RunLimit = MaxPhasesPerRun
+	if cmd.Kind == CommandRunOne {
+		p.RunLimit = 1
+	}
+	return c.f.startRun(ctx, p, ModePhases, "", c.trigger())
+}
+
+func (c *commandCtx) skip(ctx context.Context, cmd Command) error {
+	p, err := c.findPlan(ctx, cmd)
+	if err != nil || p == nil {
+		if err == nil {
+			err = c.noPlan(ctx, cmd)
+		}
+		return err
+	}
+	if p.Phases == nil || p.Run == RunRunning {
+		return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number)})
+	}
+	next, skipped, err := Skip(*p.Phases)
+	if err != nil {
+		return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number)})
+	}
+	was := "in progress"
+	if old, ok := p.Phases.Find(skipped.ID); ok && old.Status == PhaseFailed {
+		was = "failed"
+	}
+	p.Phases = &next
+	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
+		return err
+	}
+	return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number), "PhaseID": skipped.ID, "Title": skipped.Title, "Was": was})
 }
 
 type commandCtx struct {

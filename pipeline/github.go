@@ -54,6 +54,11 @@ type GitHub interface {
 	FindPullRequest(ctx context.Context, repo Repo, branch string) (*PullRequest, error)
 	CreatePullRequest(ctx context.Context, repo Repo, pr NewPullRequest) (PullRequest, error)
 	UpdatePullRequest(ctx context.Context, repo Repo, number int, title, body string) error
+	// MarkReadyForReview takes the PR out of draft (GraphQL: REST ignores
+	// draft).
+	MarkReadyForReview(ctx context.Context, repo Repo, nodeID string) error
+	// Compare is the diff of head against base, file by file.
+	Compare(ctx context.Context, repo Repo, base, head string) ([]DiffFile, error)
 	ClosePullRequest(ctx context.Context, repo Repo, number int) error
 	ListReviews(ctx context.Context, repo Repo, pr int) ([]Review, error)
 	CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error)
@@ -92,7 +97,16 @@ type WorkingCopy interface {
 	Dir() string
 	// ChangedPaths lists the files changed since the checkout.
 	ChangedPaths() ([]string, error)
+	// Changes are the files changed since the checkout, with contents.
+	Changes() ([]FileChange, error)
 	Remove() error
+}
+
+// DiffFile is one file of a diff; Patch is its unified diff hunks.
+type DiffFile struct {
+	Path   string
+	Status string
+	Patch  string
 }
 
 // Repo names a repository.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -299,7 +300,15 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 			r.log.Warn().Err(err).Msg("update pull request body")
 		}
 	}
-	return r.progress(ctx, completionLine(p, capReached), true, complete)
+	if err := r.progress(ctx, completionLine(p, capReached), true, complete); err != nil {
+		return err
+	}
+	if auto {
+		// Auto-implement: the phases run at once, as a run of their own.
+		p.RunLimit = MaxPhasesPerRun
+		return r.f.startRun(ctx, p, ModePhases, "", "auto:"+strconv.Itoa(p.Round))
+	}
+	return nil
 }
 
 func completionLine(p *Plan, capReached bool) string {

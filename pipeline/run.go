@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/agent"
@@ -35,8 +36,14 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	}
 	owner := fmt.Sprintf("%s/job-%d", f.Owner, jobID)
 	ok, err := f.Plans.AcquireLease(ctx, p.ID, owner, f.leaseTTL())
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		// The previous run of this plan is still letting go (a run that
+		// starts the next one, e.g. phases after auto-implement): try
+		// again shortly. A stale job stops at the generation check.
+		return river.JobSnooze(time.Second)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -103,6 +110,8 @@ type run struct {
 	progressLine string
 	progressAt   time.Time
 	projectCtx   *string
+	// phaseID is the phase being run, for the agent's FORGE_PHASE_ID.
+	phaseID string
 	// current holds the working copies checked out now, by directory.
 	current map[string]WorkingCopy
 }
@@ -144,6 +153,9 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	if p.Mode == ModePlan {
 		return nil
+	}
+	if p.Mode == ModePhases {
+		return r.runPhases(ctx)
 	}
 	if err := r.ensureProgress(ctx); err != nil {
 		return err
@@ -238,7 +250,7 @@ func (r *run) ensurePR(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open pull request for %s: %w", p.Branch, err)
 	}
-	p.PR = pr.Number
+	p.PR, p.PRNodeID = pr.Number, pr.NodeID
 	p.Step = StepPR
 	if p.Mode == ModePlan {
 		p.Run = RunIdle
@@ -522,7 +534,7 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 	}
 	req := agent.Request{
 		Role: role, Model: model, Prompt: prompt, Dir: dir, Repo: p.Repo.String(),
-		PlanID: PlanID(p.Number), Round: round, Timeout: r.cfg.Agents.Timeout,
+		PlanID: PlanID(p.Number), PhaseID: r.phaseID, Round: round, Timeout: r.cfg.Agents.Timeout,
 	}
 	if err := r.checkTokens(); err != nil {
 		return agent.Result{}, err

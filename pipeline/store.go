@@ -36,6 +36,7 @@ type Plan struct {
 	PlanPath      string
 	HeadSHA       string
 	PR            int
+	PRNodeID      string
 	ProgressID    int64
 	CheckRunID    int64
 	// CheckHead is the commit the forge check run is on.
@@ -47,6 +48,11 @@ type Plan struct {
 	// ReviseNext is set once a blocking round is posted, until its
 	// revision is committed.
 	ReviseNext bool
+	// Phases are the plan's phases once generated; RunLimit caps the
+	// phases of this run (1 for run-one), PhasesRun counts them.
+	Phases    *Phases
+	RunLimit  int
+	PhasesRun int
 	// CapReached is set when the run completes at the round cap.
 	CapReached      bool
 	CancelRequested bool
@@ -88,6 +94,7 @@ const (
 	ModeRevise RunMode = "revise" // revise with notes, then audit rounds
 	ModeAudit  RunMode = "audit"  // one standalone audit round
 	ModePlan   RunMode = "plan"   // /plan: branch, file, PR; no agent
+	ModePhases RunMode = "phases" // run the approved plan's phases
 )
 
 // Step is how far a run has come; steps only move forward.

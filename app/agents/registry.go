@@ -21,6 +21,9 @@ type Config struct {
 	// Prices maps a model name to its price, for the cost shown on the
 	// forge check run.
 	Prices map[string]Price `yaml:"prices"`
+	// Sessions keeps the conversations of openai runtimes across the rounds
+	// of a plan; set by the server, not the configuration file.
+	Sessions agent.SessionStore `yaml:"-"`
 }
 
 // RuntimeConfig is one named runtime.
@@ -33,6 +36,12 @@ type RuntimeConfig struct {
 	BaseURL     string        `yaml:"base_url"`
 	APIKeyEnv   string        `yaml:"api_key_env"`
 	Model       string        `yaml:"model"`
+	// openai only: the tool loop's turn cap, run_command's allow-list and
+	// timeout, and the cap of one tool output.
+	MaxTurns        int           `yaml:"max_turns"`
+	AllowCommands   []string      `yaml:"allow_commands"`
+	CommandTimeout  time.Duration `yaml:"command_timeout"`
+	ToolOutputLimit int           `yaml:"tool_output_limit"`
 }
 
 // Registry resolves roles to runtimes; it implements pipeline.AgentSource.
@@ -68,7 +77,16 @@ func NewRegistry(c Config) (*Registry, error) {
 			}
 			r.runtimes[name] = e
 		case "openai":
-			return nil, fmt.Errorf("agents.runtimes.%s: type openai is not available in this version of Forge; use type exec", name)
+			o, err := NewOpenAI(OpenAIConfig{
+				BaseURL: rc.BaseURL, APIKeyEnv: rc.APIKeyEnv, Model: rc.Model, Timeout: timeout,
+				MaxTurns: rc.MaxTurns, OutputLimit: rc.OutputLimit, ToolOutputLimit: rc.ToolOutputLimit,
+				AllowCommands: rc.AllowCommands, CommandTimeout: rc.CommandTimeout, Env: rc.Env,
+				Sessions: c.Sessions,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("agents.runtimes.%s: %w", name, err)
+			}
+			r.runtimes[name] = o
 		default:
 			return nil, fmt.Errorf("agents.runtimes.%s: unknown type %q (want exec or openai)", name, rc.Type)
 		}

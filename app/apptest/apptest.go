@@ -189,7 +189,7 @@ func ScriptAgents(c *app.Config, timeout time.Duration, override map[string][]st
 	c.Agents.Timeout = timeout
 	c.Agents.Runtimes = map[string]agents.RuntimeConfig{}
 	c.Agents.Roles = map[string]string{}
-	for _, role := range []string{"drafter", "auditor", "reviser"} {
+	for _, role := range []string{"drafter", "auditor", "reviser", "implementer", "phase_auditor"} {
 		cmd := []string{filepath.Join(dir, role+".sh")}
 		if o, ok := override[role]; ok {
 			cmd = o

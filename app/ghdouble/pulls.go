@@ -916,17 +916,3 @@ func (s *Server) PullEdit(repo string, number int) Edit {
 	}
 }
 
-// MarkReady marks a draft pull request ready for review, as a person does
-// with the button.
-func (s *Server) MarkReady(repo string, number int) {
-	s.t.Helper()
-	r := s.mustRepo(repo)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.pulls[number]
-	if p == nil {
-		s.t.Fatalf("ghdouble: %s has no pull request #%d", repo, number)
-		return
-	}
-	p.draft = false
-}

@@ -1,0 +1,427 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/templates"
+)
+
+// ErrStalePhases stops a run whose plan changed since its phases were made.
+var ErrStalePhases = errors.New("Plan file has changed since phases were generated. Run /forge phases --regenerate to update.")
+
+// runPhases runs the plan's pending phases, one commit each (DESIGN §6,
+// seed 000 §6): at most RunLimit of them, stopping at the first failure.
+func (r *run) runPhases(ctx context.Context) error {
+	p := r.p
+	r.doing = "preparing the phases"
+	plan, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath)
+	if err != nil {
+		return fmt.Errorf("read the plan file: %w", err)
+	}
+	if p.Phases == nil {
+		if err := r.generatePhases(ctx, string(plan)); err != nil {
+			return err
+		}
+	} else if Stale(*p.Phases, string(plan)) {
+		p.Run = RunIdle
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+		return r.prText(ctx, "phase-stopped", map[string]any{"Stale": true})
+	}
+	if p.Status == StatusApproved {
+		p.Status, _ = p.Status.Next(EventRunPhases)
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	limit := CapRun(Remaining(*p.Phases), p.RunLimit)
+	for p.PhasesRun < limit {
+		fresh, err := r.f.Plans.Plan(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		ph, ok := NextPhase(*p.Phases)
+		if !ok {
+			break
+		}
+		if fresh.CancelRequested {
+			if ph.Status == PhaseInProgress {
+				ph.Status, ph.Error = PhaseFailed, "cancelled"
+			}
+			p.Run = RunIdle
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+			return r.prText(ctx, "phase-stopped", map[string]any{"Cancelled": true, "PlanID": PlanID(p.Number), "PhaseID": ph.ID})
+		}
+		ph.Status, ph.Error = PhaseInProgress, ""
+		if ph.Kind == PhaseAudit && p.Status == StatusImplementing {
+			p.Status, _ = p.Status.Next(EventPhasesDone)
+		}
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+		start := r.f.now()
+		perr := r.runPhase(ctx, ph)
+		if perr != nil && ctx.Err() != nil {
+			return perr // shutdown or lost lease: resumed later
+		}
+		if perr != nil {
+			ph.Status, ph.Error = PhaseFailed, perr.Error()
+			p.Run = RunIdle
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+			done := len(p.Phases.Phases) - Remaining(*p.Phases)
+			return r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": perr.Error(), "Done": done, "Total": len(p.Phases.Phases)})
+		}
+		ph.Status = PhaseDone
+		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))
+		p.PhasesRun++
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	if PhasesStatus(*p.Phases) {
+		return r.done(ctx)
+	}
+	p.Run = RunIdle
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	return r.prText(ctx, "phase-run-done", map[string]any{"PlanID": PlanID(p.Number), "Ran": p.PhasesRun, "Remaining": Remaining(*p.Phases)})
+}
+
+// generatePhases decomposes the plan and commits the phases file.
+func (r *run) generatePhases(ctx context.Context, plan string) error {
+	p := r.p
+	ph := DecomposePlan(PlanID(p.Number), p.PlanPath, plan, r.cfg.Phases.MaxContextFiles)
+	day := r.f.now().UTC().Format("2006-01-02")
+	ph.Created, ph.Updated = day, day
+	p.Phases = &ph
+	path := PhasesFile(r.cfg.PlansDir, p.Number)
+	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{{Path: path, Content: []byte(SerializePhases(ph))}}); err != nil {
+		return err
+	}
+	return r.save(ctx)
+}
+
+// commitFiles commits files on the plan branch, like commit for the plan
+// file.
+func (r *run) commitFiles(ctx context.Context, message string, files []FileChange) error {
+	p := r.p
+	if done, err := r.alreadyCommitted(ctx, message); err != nil || done {
+		return err
+	}
+	sha, err := r.gh.CommitFiles(ctx, p.Repo, p.Branch, p.HeadSHA, message, files)
+	if errors.Is(err, ErrNotFastForward) {
+		head, herr := r.gh.BranchHead(ctx, p.Repo, p.Branch)
+		if herr != nil {
+			return herr
+		}
+		r.humanChange = true
+		sha, err = r.gh.CommitFiles(ctx, p.Repo, p.Branch, head, message, files)
+	}
+	if err != nil {
+		return fmt.Errorf("commit %q: %w", message, err)
+	}
+	p.HeadSHA = sha
+	return r.save(ctx)
+}
+
+// runPhase runs one phase under its own check run, forge/phase-K.
+func (r *run) runPhase(ctx context.Context, ph *Phase) error {
+	p := r.p
+	r.doing = "running " + ph.ID
+	name := "forge/" + ph.ID
+	checkID, err := r.gh.CreateCheckRun(ctx, p.Repo, CheckRun{Name: name, HeadSHA: p.HeadSHA, Status: "in_progress",
+		ExternalID: PlanID(p.Number) + "/" + ph.ID, Title: ph.Title, Summary: ph.Description})
+	if err != nil {
+		return fmt.Errorf("create %s check run: %w", name, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.Phases.Timeout)
+	defer cancel()
+	switch ph.Kind {
+	case PhaseImplement:
+		err = r.implement(pctx, ph)
+	case PhaseRead:
+		err = r.readPhase(pctx, ph)
+	case PhaseAudit:
+		err = r.auditPhase(pctx, ph)
+	default:
+		err = fmt.Errorf("unknown phase kind %q", ph.Kind)
+	}
+	if errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("timed out after %s", r.cfg.Phases.Timeout)
+	}
+	c := CheckRun{ID: checkID, Name: name, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: ph.Output}
+	if err != nil {
+		c.Conclusion, c.Summary = "failure", oneLine(err.Error())
+		c.Actions = []CheckAction{
+			{Label: "Retry", Description: "Run this phase again", Identifier: "retry"},
+			{Label: "Skip", Description: "Mark this phase skipped", Identifier: "skip"},
+			{Label: "Cancel", Description: "Stop the phase run", Identifier: "cancel"},
+		}
+	}
+	if c.Summary == "" {
+		c.Summary = ph.Title
+	}
+	if uerr := r.gh.UpdateCheckRun(context.WithoutCancel(ctx), p.Repo, c); uerr != nil {
+		r.log.Warn().Err(uerr).Msg("update phase check run")
+	}
+	return err
+}
+
+func (r *run) phasePrompt(ph *Phase, extra map[string]any) (string, error) {
+	data := map[string]any{
+		"PlanID": PlanID(r.p.Number), "PlanPath": r.p.PlanPath, "PhaseID": ph.ID, "Title": ph.Title,
+		"Description": ph.Description, "ChangeSpec": ph.ChangeSpec, "Files": ph.ContextFiles, "PreviousError": ph.Error,
+	}
+	for k, v := range extra {
+		data[k] = v
+	}
+	role := "implementer"
+	if ph.Kind != PhaseImplement {
+		role = "phase_auditor"
+	}
+	return templates.Prompt(role, data)
+}
+
+// implement runs the implementer in a fresh working copy of the branch and
+// commits exactly the files it changed, with the phases file.
+func (r *run) implement(ctx context.Context, ph *Phase) error {
+	p := r.p
+	msg := fmt.Sprintf("%s %s: %s", PlanID(p.Number), ph.ID, ph.Title)
+	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
+		if done {
+			ph.GitCommit = shortSHA(p.HeadSHA)
+		}
+		return err
+	}
+	wc, _, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.Remove()
+	prompt, err := r.phasePrompt(ph, map[string]any{"ProjectContext": r.projectContext(wc.Dir())})
+	if err != nil {
+		return err
+	}
+	res, err := r.callPhaseAgent(ctx, agent.Implementer, prompt, wc.Dir(), ph)
+	if err != nil {
+		return err
+	}
+	changes, err := wc.Changes()
+	if err != nil {
+		return fmt.Errorf("read the implementer's changes: %w", err)
+	}
+	phasesPath := PhasesFile(r.cfg.PlansDir, p.Number)
+	var files []FileChange
+	for _, c := range changes {
+		if c.Path == phasesPath || strings.HasPrefix(c.Path, ".git/") {
+			continue // Forge owns the phases file
+		}
+		files = append(files, c)
+		ph.ModifiedFiles = append(ph.ModifiedFiles, c.Path)
+	}
+	ph.Output = firstLine(res.Output)
+	if len(files) == 0 {
+		ph.Output = "no file changed"
+		return nil
+	}
+	// The phases file goes in the same commit, the phase shown done.
+	ph.Status = PhaseDone
+	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
+	files = append(files, FileChange{Path: phasesPath, Content: []byte(SerializePhases(*p.Phases))})
+	if err := r.commitFiles(ctx, msg, files); err != nil {
+		ph.Status = PhaseInProgress
+		return err
+	}
+	ph.GitCommit = shortSHA(p.HeadSHA)
+	return nil
+}
+
+func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, prompt, dir string, ph *Phase) (agent.Result, error) {
+	saved := r.cfg.Agents.Timeout
+	if r.cfg.Phases.Timeout < saved || saved == 0 {
+		r.cfg.Agents.Timeout = r.cfg.Phases.Timeout
+	}
+	defer func() { r.cfg.Agents.Timeout = saved }()
+	r.phaseID = ph.ID
+	defer func() { r.phaseID = "" }()
+	return r.callAgent(ctx, role, prompt, dir, 0)
+}
+
+func (r *run) readPhase(ctx context.Context, ph *Phase) error {
+	wc, _, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.Remove()
+	prompt, err := r.phasePrompt(ph, map[string]any{"ProjectContext": r.projectContext(wc.Dir())})
+	if err != nil {
+		return err
+	}
+	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, prompt, wc.Dir(), ph)
+	if err != nil {
+		return err
+	}
+	ph.Output = firstLine(res.Output)
+	return nil
+}
+
+// auditPhase reviews the whole PR diff against the plan and posts it as a
+// review with inline comments on changed lines.
+func (r *run) auditPhase(ctx context.Context, ph *Phase) error {
+	p := r.p
+	diff, err := r.gh.Compare(ctx, p.Repo, p.DefaultBranch, p.HeadSHA)
+	if err != nil {
+		return fmt.Errorf("read the pull request's diff: %w", err)
+	}
+	var text strings.Builder
+	right := map[string]map[int]bool{}
+	for _, f := range diff {
+		fmt.Fprintf(&text, "--- %s (%s)\n%s\n", f.Path, f.Status, f.Patch)
+		right[f.Path] = rightLines(f.Patch)
+	}
+	wc, plan, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.Remove()
+	prompt, err := r.phasePrompt(ph, map[string]any{"ProjectContext": r.projectContext(wc.Dir()),
+		"Plan": Fence(plan), "Diff": Fence(text.String())})
+	if err != nil {
+		return err
+	}
+	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, prompt, wc.Dir(), ph)
+	if err != nil {
+		return err
+	}
+	v := ParseAuditVerdict(res.Output)
+	var inline []ReviewComment
+	var outside []Finding
+	for _, f := range v.Findings {
+		path, line, ok := ParseLocation(f.Location)
+		if ok && right[path][line] {
+			body, err := templates.Text("inline", f)
+			if err != nil {
+				return err
+			}
+			inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
+			continue
+		}
+		outside = append(outside, f)
+	}
+	marker := Marker(p.Number, "phase-audit", ph.ID, p.Generation)
+	body, err := templates.Text("phase-audit", map[string]any{"Marker": marker, "PhaseID": ph.ID, "Verdict": v.MaxSeverity.String(),
+		"Findings": v.Findings, "Inline": len(inline), "Outside": outside})
+	if err != nil {
+		return err
+	}
+	if _, err := r.gh.CreateReview(ctx, p.Repo, p.PR, NewReview{CommitID: p.HeadSHA, Body: body, Event: "COMMENT", Comments: inline}); err != nil {
+		return fmt.Errorf("post the post-implementation audit: %w", err)
+	}
+	ph.Output = "verdict " + v.MaxSeverity.String()
+	if v.ShouldLoop {
+		return fmt.Errorf("the post-implementation audit found blocking problems (%d findings)", len(v.Findings))
+	}
+	return nil
+}
+
+var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)
+
+// rightLines are the lines of the new file a diff shows (added or
+// context): the only lines GitHub takes inline comments on.
+func rightLines(patch string) map[int]bool {
+	out := map[int]bool{}
+	line := 0
+	for _, l := range strings.Split(patch, "\n") {
+		if m := hunkHeader.FindStringSubmatch(l); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			continue
+		}
+		if line == 0 || strings.HasPrefix(l, "-") || strings.HasPrefix(l, `\`) {
+			continue
+		}
+		out[line] = true
+		line++
+	}
+	return out
+}
+
+// done hands the finished plan to people: DONE, the PR ready for review
+// with Closes #N, the forge check a success.
+func (r *run) done(ctx context.Context) error {
+	p := r.p
+	r.doing = "handing the pull request over"
+	if to, err := p.Status.Next(EventAuditDone); err == nil {
+		p.Status = to
+	} else if p.Status == StatusImplementing {
+		p.Status = StatusDone
+	}
+	p.Run = RunIdle
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	if body, err := r.prBody(); err == nil {
+		body += fmt.Sprintf("\nCloses #%d\n", p.Issue)
+		if err := r.gh.UpdatePullRequest(ctx, p.Repo, p.PR, "", body); err != nil {
+			return err
+		}
+	}
+	if p.PRNodeID != "" {
+		if err := r.gh.MarkReadyForReview(ctx, p.Repo, p.PRNodeID); err != nil {
+			return err
+		}
+	}
+	if err := r.setCheck(ctx, "completed", "success", PlanID(p.Number)+" is done: ready for review", nil); err != nil {
+		return err
+	}
+	if err := r.save(ctx); err != nil {
+		return err
+	}
+	var lines []string
+	for _, ph := range p.Phases.Phases {
+		mark := "[x]"
+		if ph.Status == PhaseSkipped {
+			mark = "[-]"
+		}
+		lines = append(lines, fmt.Sprintf("%s %s: %s (%s)", mark, ph.ID, ph.Title, ph.Output))
+	}
+	return r.prText(ctx, "phase-run-done", map[string]any{"Complete": true, "PlanID": PlanID(p.Number), "Ran": p.PhasesRun,
+		"Elapsed": elapsed(r.f.now().Sub(r.started)), "Lines": lines})
+}
+
+// prText comments on the plan's pull request.
+func (r *run) prText(ctx context.Context, tmpl string, data map[string]any) error {
+	if r.p.PR == 0 {
+		return nil
+	}
+	return r.f.prReply(ctx, r.gh, r.p, tmpl, data)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+func shortSHA(s string) string {
+	if len(s) > 7 {
+		return s[:7]
+	}
+	return s
+}
