@@ -84,6 +84,8 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		return nil, fmt.Errorf("migrate database: %w", err)
 	}
 
+	// openai runtimes keep drafter and auditor conversations here.
+	a.cfg.Agents.Sessions = st.Sessions()
 	registry, err := agents.NewRegistry(a.cfg.Agents)
 	if err != nil {
 		st.Close()

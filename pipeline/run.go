@@ -535,6 +535,7 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 	req := agent.Request{
 		Role: role, Model: model, Prompt: prompt, Dir: dir, Repo: p.Repo.String(),
 		PlanID: PlanID(p.Number), PhaseID: r.phaseID, Round: round, Timeout: r.cfg.Agents.Timeout,
+		Session: sessionKey(p, role),
 	}
 	if err := r.checkTokens(); err != nil {
 		return agent.Result{}, err
@@ -556,6 +557,19 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 		}
 	}
 	return res, r.checkTokens()
+}
+
+// sessionKey names the conversation a role keeps across the rounds of a
+// plan (seed 000 §5): the drafter and the reviser are one writer who
+// remembers its revisions; the auditor remembers its concerns.
+func sessionKey(p *Plan, role agent.Role) string {
+	switch role {
+	case agent.Drafter, agent.Reviser:
+		return fmt.Sprintf("%s/%s/writer", p.Repo, PlanID(p.Number))
+	case agent.Auditor:
+		return fmt.Sprintf("%s/%s/auditor", p.Repo, PlanID(p.Number))
+	}
+	return ""
 }
 
 func (r *run) account(model string, u agent.Usage) {

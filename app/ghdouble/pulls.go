@@ -915,4 +915,3 @@ func (s *Server) PullEdit(repo string, number int) Edit {
 		return Set("pull_request", out)(m)
 	}
 }
-
