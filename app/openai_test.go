@@ -1,0 +1,191 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/agents"
+	"github.com/forge-dev/forge/app/apptest"
+	"github.com/forge-dev/forge/app/ghdouble"
+)
+
+// fakeModel is an OpenAI-compatible chat-completions server that plays
+// Forge's roles by the X-Forge-Role header and records every request.
+type fakeModel struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []modelRequest
+}
+
+type modelRequest struct {
+	Role, Model, Auth string
+	Messages          []map[string]any
+	Tools             int
+	Body              string
+}
+
+var planIDInPrompt = regexp.MustCompile(`plan-\d{3}`)
+
+func newFakeModel(t *testing.T) *fakeModel {
+	f := &fakeModel{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.Error(w, "unknown path", 404)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Model    string           `json:"model"`
+			Messages []map[string]any `json:"messages"`
+			Tools    []any            `json:"tools"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		role := r.Header.Get("X-Forge-Role")
+		f.mu.Lock()
+		f.got = append(f.got, modelRequest{Role: role, Model: req.Model, Auth: r.Header.Get("Authorization"), Messages: req.Messages, Tools: len(req.Tools), Body: string(body)})
+		n := 0
+		for _, g := range f.got {
+			if g.Role == role {
+				n++
+			}
+		}
+		f.mu.Unlock()
+		last := fmt.Sprint(req.Messages[len(req.Messages)-1]["content"])
+		id := planIDInPrompt.FindString(last)
+		var answer string
+		switch role {
+		case "drafter", "reviser":
+			answer = fmt.Sprintf("# Plan: Greeting page\n\n**ID:** %s\n**Status:** DRAFT\n\n## Objective\n\nGreet new users (revision %d).\n\n"+
+				"## Scope\n\nOne page.\n\n## Changes\n\n- `docs/hello.md` (new) — the greeting.\n\n## Risks\n\n- Drift from the README.\n\n"+
+				"## Testing\n\n- Read the page.\n\n---\n\n## Audit Log\n\n---\n\n## Implementation Notes\n", id, n)
+		case "auditor":
+			if n == 1 {
+				answer = "- **Severity: blocking** — Testing never checks the page exists.\n  - **Location:** `docs/plans/" + id + "-add-rate-limiting.md:20`\n\nVerdict: needs revision"
+			} else {
+				answer = "- **Severity: minor** — Say who reads the page.\n\nVerdict: ready to approve"
+			}
+		default:
+			answer = "done"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": answer}}},
+			"usage": map[string]any{"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500},
+		})
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeModel) requests(role string) []modelRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []modelRequest
+	for _, g := range f.got {
+		if g.Role == role {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func newOpenAIWorld(t *testing.T, repoConfig string) (*world, *fakeModel) {
+	t.Helper()
+	model := newFakeModel(t)
+	gh := ghdouble.New(t)
+	w := &world{gh: gh, repo: "octo/hello"}
+	w.inst = gh.AddInstallation("octo")
+	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": repoConfig}, "initial commit")
+	gh.SetPermission(w.repo, "alice", "write")
+	w.issue = gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Add rate limiting", Author: "alice"})
+	t.Setenv("FORGE_TEST_MODEL_KEY", "sk-test-secret-key")
+	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
+		c.Agents.Timeout = 30 * time.Second
+		c.Agents.Runtimes = map[string]agents.RuntimeConfig{
+			"cloud": {Type: "openai", BaseURL: model.srv.URL + "/v1", APIKeyEnv: "FORGE_TEST_MODEL_KEY", Model: "model-a"},
+			"local": {Type: "openai", BaseURL: model.srv.URL + "/v1", Model: "qwen-local"},
+		}
+		c.Agents.Roles = map[string]string{"default": "cloud"}
+		c.Agents.Prices = map[string]agents.Price{"model-a": {InputPerMillion: 3, OutputPerMillion: 15}}
+	}})
+	return w, model
+}
+
+// TestForgeOnOpenAI: the forge's happy path with every role on the openai
+// runtime, the auditor on another model and runtime than the drafter
+// (cross-model audit), conversations kept across rounds, and usage priced
+// on the check run.
+func TestForgeOnOpenAI(t *testing.T) {
+	w, model := newOpenAIWorld(t, "auto_implement: false\nagents:\n  auditor: {runtime: local, model: llama3.3}\n")
+	w.command(t, "alice", "/forge add rate limiting")
+	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	if !strings.Contains(body, "Forge complete. Plan plan-001 ready for review (2 rounds") {
+		t.Fatalf("progress:\n%s", body)
+	}
+	pr := w.pulls(t)[0]
+	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 2 {
+		t.Errorf("reviews: %d", n)
+	}
+	drafts, audits, revisions := model.requests("drafter"), model.requests("auditor"), model.requests("reviser")
+	if len(drafts) != 1 || len(audits) != 2 || len(revisions) != 1 {
+		t.Fatalf("calls: drafter %d, auditor %d, reviser %d", len(drafts), len(audits), len(revisions))
+	}
+	if drafts[0].Model != "model-a" || !strings.HasPrefix(drafts[0].Auth, "Bearer sk-test-secret-key") {
+		t.Errorf("drafter: model %q auth %q", drafts[0].Model, drafts[0].Auth)
+	}
+	if audits[0].Model != "llama3.3" || audits[0].Auth != "" {
+		t.Errorf("auditor: model %q auth %q, want the repository's choice and no key for the local runtime", audits[0].Model, audits[0].Auth)
+	}
+	// The auditor remembers round 1 in round 2; the reviser continues the
+	// drafter's conversation.
+	if len(audits[1].Messages) <= len(audits[0].Messages) || !strings.Contains(audits[1].Body, "Testing never checks the page exists") {
+		t.Errorf("round 2's auditor request does not carry round 1 (%d then %d messages)", len(audits[0].Messages), len(audits[1].Messages))
+	}
+	if !strings.Contains(revisions[0].Body, "Greet new users (revision 1)") {
+		t.Errorf("the reviser's conversation does not continue the drafter's")
+	}
+	for _, r := range append(audits, drafts...) {
+		if r.Tools == 0 || strings.Contains(r.Body, `"write_file"`) || strings.Contains(r.Body, `"run_command"`) {
+			t.Errorf("%s got %d tools (write tools offered: %v)", r.Role, r.Tools, strings.Contains(r.Body, `"write_file"`))
+		}
+	}
+	checks := forgeChecks(w, pr)
+	text := checks[len(checks)-1].Output.Text
+	if !strings.Contains(text, "6000 tokens") || !strings.Contains(text, "$") {
+		t.Errorf("the forge check run does not show usage and cost:\n%s", text)
+	}
+	for _, r := range model.got {
+		if strings.Contains(r.Body, w.gh.WebhookSecret()) || strings.Contains(r.Body, "ghs_") || strings.Contains(r.Body, "sk-test-secret-key") {
+			t.Errorf("a secret reached the model in a %s request", r.Role)
+		}
+	}
+}
+
+// TestTokenLimit: limits.max_tokens_per_plan stops a plan with a clear
+// comment once its agents used more.
+func TestTokenLimit(t *testing.T) {
+	w, model := newOpenAIWorld(t, "limits:\n  max_tokens_per_plan: 2000\n")
+	w.command(t, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to stop", func(b string) bool { return strings.Contains(b, "Forge failed") })
+	report := w.waitReply(t, w.issue, "max_tokens_per_plan")
+	if !strings.Contains(report, "3000 tokens") || !strings.Contains(report, "2000") {
+		t.Errorf("report:\n%s", report)
+	}
+	if n := len(model.requests("reviser")); n != 0 {
+		t.Errorf("agents ran past the limit: %d reviser calls", n)
+	}
+}
