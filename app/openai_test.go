@@ -109,7 +109,8 @@ func newOpenAIWorld(t *testing.T, repoConfig string) (*world, *fakeModel) {
 	gh := ghdouble.New(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
-	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": repoConfig}, "initial commit")
+	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": repoConfig,
+		"AGENTS.md": "Always write the tests first.\n", ".forge/project.md": "No new dependencies.\n"}, "initial commit")
 	gh.SetPermission(w.repo, "alice", "write")
 	w.issue = gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Add rate limiting", Author: "alice"})
 	t.Setenv("FORGE_TEST_MODEL_KEY", "sk-test-secret-key")
@@ -161,6 +162,11 @@ func TestForgeOnOpenAI(t *testing.T) {
 	for _, r := range append(audits, drafts...) {
 		if r.Tools == 0 || strings.Contains(r.Body, `"write_file"`) || strings.Contains(r.Body, `"run_command"`) {
 			t.Errorf("%s got %d tools (write tools offered: %v)", r.Role, r.Tools, strings.Contains(r.Body, `"write_file"`))
+		}
+	}
+	for _, want := range []string{"Always write the tests first.", "No new dependencies."} {
+		if !strings.Contains(drafts[0].Body, want) || !strings.Contains(audits[0].Body, want) {
+			t.Errorf("the standing constraint %q did not reach the drafter and the auditor", want)
 		}
 	}
 	checks := forgeChecks(w, pr)

@@ -290,6 +290,21 @@ func textCases(t *testing.T) []textCase {
 			"Problem": `unexpected argument "now"`, "Usage": pipeline.CommandCancel.Usage()}},
 
 		{"unavailable", "unavailable", map[string]any{"Usage": pipeline.CommandRun.Usage()}},
+		{"approval/approved", "approval", map[string]any{"PlanID": planID, "Approved": true, "Approvers": []string{"alice", "bob"}}},
+		{"approval/missing", "approval", map[string]any{"PlanID": planID,
+			"Missing": []string{"1 more approval from someone with write permission", "required check ci has not passed"}}},
+		{"phases-list", "phases-list", map[string]any{"PlanID": planID, "Hash": "0123456789abcdef",
+			"Checklist": "[x] **phase-1:** Implement docs/hello.md [implement]\n[ ] **phase-2:** Post-implementation audit [audit] (depends: phase-1)"}},
+		{"phase-stopped/failed", "phase-stopped", map[string]any{"PhaseID": "phase-2", "Error": "implementer agent: exit status 1", "Done": 1, "Total": 3}},
+		{"phase-stopped/stale", "phase-stopped", map[string]any{"Stale": true}},
+		{"phase-stopped/cancelled", "phase-stopped", map[string]any{"Cancelled": true, "PlanID": planID, "PhaseID": "phase-2"}},
+		{"phase-run-done/complete", "phase-run-done", map[string]any{"Complete": true, "PlanID": planID, "Ran": 3, "Elapsed": "87s",
+			"Lines": []string{"[x] phase-1: Implement src/webhook.ts (32s)", "[x] phase-2: Implement src/webhook.test.ts (28s)", "[x] phase-3: Post-implementation audit (27s)"}}},
+		{"phase-run-done/partial", "phase-run-done", map[string]any{"PlanID": planID, "Ran": 1, "Remaining": 2}},
+		{"phase-skipped/skipped", "phase-skipped", map[string]any{"PlanID": planID, "PhaseID": "phase-1", "Title": "Implement src/webhook.ts", "Was": "failed"}},
+		{"phase-skipped/nothing", "phase-skipped", map[string]any{"PlanID": planID}},
+		{"phase-audit", "phase-audit", map[string]any{"Marker": pipeline.Marker(17, "phase-audit", "phase-3", 1), "PhaseID": "phase-3",
+			"Verdict": "minor", "Findings": []pipeline.Finding{medium}, "Inline": 1}},
 		{"agent-wrote", "agent-wrote", map[string]any{"Marker": pipeline.Marker(17, "wrote", "auditor", 2),
 			"Role": "auditor", "PlanID": "plan-017", "Files": []string{"docs/plans/plan-017-x.md", "main.go"}}},
 
@@ -341,6 +356,21 @@ func promptCases() []textCase {
 		{"reviser/without notes", "reviser", map[string]any{
 			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]pipeline.Finding{blocking})),
 			"Notes": "", "ProjectContext": "", "Plan": plan}},
+		{"implementer/first attempt", "implementer", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-1", "Title": "Implement docs/hello.md",
+			"Description": "Implement changes for: `docs/hello.md`", "ChangeSpec": "- `docs/hello.md` (new) — the greeting page.",
+			"Files": []string{"docs/hello.md"}, "PreviousError": "", "ProjectContext": ""}},
+		{"implementer/retry", "implementer", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-2", "Title": "Implement 2 files in internal/",
+			"Description": "Implement changes for: `internal/a.go`, `internal/a_test.go`", "ChangeSpec": "",
+			"Files": []string{"internal/a.go", "internal/a_test.go"}, "PreviousError": "implementer agent: exit status 1", "ProjectContext": projectContext}},
+		{"phase_auditor/audit", "phase_auditor", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-3", "Title": "Post-implementation audit",
+			"Description": "Audit all changes against the plan specification.", "Plan": plan,
+			"Diff": pipeline.Fence("--- docs/hello.md (added)\n@@ -0,0 +1,2 @@\n+# Hello\n+Welcome.\n"), "ProjectContext": ""}},
+		{"phase_auditor/read", "phase_auditor", map[string]any{
+			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-1", "Title": "Read the codebase",
+			"Description": "Read and analyze the files the plan touches.", "Diff": "", "ProjectContext": ""}},
 	}
 }
 
