@@ -1,6 +1,9 @@
 package app_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +271,94 @@ func TestClosedUnmerged(t *testing.T) {
 	w.status(t, "CLOSED")
 	if w.gh.Repo(w.repo).Head(pr.Head) == "" {
 		t.Errorf("the branch of an unmerged plan was deleted")
+	}
+}
+
+// failTwice is an implementer that fails its first two calls (the phase
+// and Forge's one retry of the agent), then does the work.
+func failTwice(t *testing.T) []string {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "implementer.sh")
+	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", "implementer.sh")
+	script := fmt.Sprintf("#!/bin/sh\nc=%s/count\nn=$(cat \"$c\" 2>/dev/null || echo 0)\necho $((n+1)) > \"$c\"\n"+
+		"if [ \"$n\" -lt 2 ]; then cat >/dev/null; echo 'build broke' >&2; exit 1; fi\nexec %s\n", dir, real)
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+// TestPhaseFailureAndRetry: a failing phase stops the run with its check
+// run failed and buttons; /forge phases shows it; Retry runs it again.
+func TestPhaseFailureAndRetry(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"implementer": failTwice(t)}})
+	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
+	pr := 0
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		if ps := w.pulls(t); len(ps) == 1 {
+			pr = ps[0].Number
+			return true
+		}
+		return false
+	})
+	stopped := w.waitReply(t, pr, "Plan run stopped: Phase **phase-1** failed")
+	if !strings.Contains(stopped, "0/2 phases completed") || !strings.Contains(stopped, "build broke") {
+		t.Errorf("stop report:\n%s", stopped)
+	}
+	head := w.gh.Repo(w.repo).Head(w.pulls(t)[0].Head)
+	var run ghdouble.CheckRun
+	for _, c := range w.gh.CheckRuns(w.repo, head) {
+		if c.Name == "forge/phase-1" {
+			run = c
+		}
+	}
+	if run.Conclusion != "failure" || len(run.Actions) != 3 {
+		t.Fatalf("forge/phase-1 check run: %s with %d actions", run.Conclusion, len(run.Actions))
+	}
+	w.commandOn(t, pr, "alice", "/forge phases")
+	list := w.waitReply(t, pr, "**Phases for plan-001**")
+	if !strings.Contains(list, "[!] **phase-1:**") || !strings.Contains(list, "[ ] **phase-2:**") {
+		t.Errorf("phases list:\n%s", list)
+	}
+	w.deliverPR(t, "check_run", "check_run/requested_action", pr, w.gh.CheckRunEdit(w.repo, run.ID),
+		w.gh.SenderEdit("alice"), ghdouble.Set("requested_action", map[string]any{"identifier": "retry"}))
+	w.waitReply(t, pr, "Plan run complete for **plan-001**")
+	w.status(t, "DONE")
+}
+
+// TestStalePhasesAndRunOne: a person's push during REVIEW starts a new
+// audit round and makes phases made before it stale; the run refuses them
+// until --regenerate; run-one runs one phase; skip with nothing to skip.
+func TestStalePhasesAndRunOne(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	p := w.pulls(t)[0]
+	w.commandOn(t, p.Number, "alice", "/forge phases")
+	w.waitReply(t, p.Number, "**Phases for plan-001**")
+
+	planPath := "docs/plans/plan-001-add-rate-limiting.md"
+	plan, _ := w.gh.Repo(w.repo).File(p.Head, planPath)
+	plan = strings.Replace(plan, "## Scope\n", "## Scope\n\nAlso a French greeting.\n", 1)
+	after := w.gh.PushAs(t, w.repo, "alice", p.Head, map[string]string{planPath: plan}, "Add the French greeting")
+	w.deliverPR(t, "pull_request", "pull_request/synchronize", p.Number, w.gh.SenderEdit("alice"), ghdouble.Set("after", after))
+	apptest.Eventually(t, forgeWait, "a new audit round after the push", func() bool { return len(w.gh.Reviews(w.repo, p.Number)) == 3 })
+	w.waitProgress(t, "the audit to finish", func(b string) bool { return strings.Contains(b, "(1 round,") })
+
+	w.commandOn(t, p.Number, "alice", "/forge approve")
+	w.waitReply(t, p.Number, "Plan file has changed since phases were generated. Run `/forge phases --regenerate` to update.")
+	w.commandOn(t, p.Number, "alice", "/forge phases --regenerate")
+	apptest.Eventually(t, forgeWait, "the regenerated phases", func() bool {
+		return countPrefix(commitMessages(w.gh.Repo(w.repo).Commits(p.Head)), "plan-001: phases") == 2
+	})
+	w.commandOn(t, p.Number, "alice", "/forge run-one")
+	w.waitReply(t, p.Number, "Ran 1 phase of **plan-001**; 1 remains.")
+	w.commandOn(t, p.Number, "alice", "/forge skip")
+	w.waitReply(t, p.Number, "nothing to skip")
+	w.commandOn(t, p.Number, "alice", "/forge run")
+	w.waitReply(t, p.Number, "Plan run complete for **plan-001**")
+	if got, _ := w.gh.Repo(w.repo).File(p.Head, "docs/hello.md"); !strings.Contains(got, "Written by phase-1") {
+		t.Errorf("docs/hello.md: %q", got)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/forge-dev/forge/pipeline"
 )
 
-// PullRequest follows plan PRs (head branch plan-NNN/…) to their end:
-// merged or closed.
+// PullRequest follows plan PRs (head branch plan-NNN/…): pushes by people,
+// and the end, merged or closed.
 type PullRequest struct{ Base }
 
 func (h *PullRequest) Handles() []string { return []string{"pull_request"} }
@@ -18,7 +18,9 @@ func (h *PullRequest) Handles() []string { return []string{"pull_request"} }
 func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
 	var e struct {
 		envelope
-		Number      int `json:"number"`
+		Number      int    `json:"number"`
+		After       string `json:"after"`
+		Sender      user   `json:"sender"`
 		PullRequest struct {
 			Merged bool `json:"merged"`
 			Head   struct {
@@ -30,10 +32,14 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 		return err
 	}
 	d := e.delivery(eventType, deliveryID)
-	if e.Action == "closed" && d.InstallationID != 0 && e.Repository != nil && strings.HasPrefix(e.PullRequest.Head.Ref, "plan-") {
+	// Closing ends a plan; a push by a person (synchronize) changes it.
+	// Forge's own commits also arrive as synchronize, from its bot: those
+	// are not news.
+	wanted := e.Action == "closed" || (e.Action == "synchronize" && !e.Sender.bot())
+	if wanted && d.InstallationID != 0 && e.Repository != nil && strings.HasPrefix(e.PullRequest.Head.Ref, "plan-") {
 		d.Jobs = append(d.Jobs, job(pipeline.PullRequestArgs{
 			InstallationID: d.InstallationID, Repo: e.Repository.repo(), PR: e.Number, Action: e.Action,
-			Merged: e.PullRequest.Merged, HeadRef: e.PullRequest.Head.Ref,
+			Merged: e.PullRequest.Merged, HeadRef: e.PullRequest.Head.Ref, After: e.After, Sender: e.Sender.Login,
 		}))
 	}
 	return h.accept(ctx, d)

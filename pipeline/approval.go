@@ -46,6 +46,9 @@ type PullRequestArgs struct {
 	Action         string `json:"action"`
 	Merged         bool   `json:"merged"`
 	HeadRef        string `json:"head_ref"`
+	// After and Sender are a push's new head and pusher (synchronize).
+	After  string `json:"after,omitempty"`
+	Sender string `json:"sender,omitempty"`
 }
 
 func (PullRequestArgs) Kind() string { return "pull_request" }
@@ -231,8 +234,9 @@ func (f *Forge) startRun(ctx context.Context, p *Plan, mode RunMode, notes, trig
 // HandleCheckAction runs a button of the forge check run, for a person
 // allowed to command Forge.
 func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error {
-	n, err := strconv.Atoi(strings.TrimPrefix(a.ExternalID, "plan-"))
-	if err != nil || !strings.HasPrefix(a.ExternalID, "plan-") {
+	planPart, phaseID, _ := strings.Cut(a.ExternalID, "/") // plan-NNN or plan-NNN/phase-K
+	n, err := strconv.Atoi(strings.TrimPrefix(planPart, "plan-"))
+	if err != nil || !strings.HasPrefix(planPart, "plan-") {
 		return nil // not a forge check run
 	}
 	p, err := f.Plans.PlanByNumber(ctx, a.Repo, n)
@@ -253,6 +257,9 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	if !AtLeast(perm, commandMinPermission) {
 		return f.prReply(ctx, gh, p, "refusal", map[string]any{
 			"Marker": fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(a.Author)), "User": a.Author, "Need": commandMinPermission})
+	}
+	if phaseID != "" {
+		return f.phaseAction(ctx, gh, p, a.Identifier, "button:"+a.DeliveryID)
 	}
 	switch a.Identifier {
 	case "approve":
@@ -284,15 +291,18 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 // CLOSED; a merged plan's branch is deleted (Forge only ever deletes
 // plan-*/ branches).
 func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error {
-	if a.Action != "closed" {
-		return nil
-	}
 	p, err := f.Plans.PlanForPR(ctx, a.Repo, a.PR)
 	if errors.Is(err, ErrPlanNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if a.Action == "synchronize" {
+		return f.humanPush(ctx, p, a)
+	}
+	if a.Action != "closed" {
+		return nil
 	}
 	if p.Run == RunRunning {
 		// The forge stops at the top of its next round, as CANCELLED.
@@ -312,6 +322,57 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		}
 		if err := gh.DeleteBranch(ctx, a.Repo, p.Branch); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrRejected) {
 			return fmt.Errorf("delete %s: %w", p.Branch, err)
+		}
+	}
+	return nil
+}
+
+// humanPush takes in a person's push to the plan branch: Forge builds on
+// the new head from now on; phases made before it are stale; a plan in
+// REVIEW gets a new audit round.
+func (f *Forge) humanPush(ctx context.Context, p *Plan, a PullRequestArgs) error {
+	if a.After == "" || a.After == p.HeadSHA {
+		return nil
+	}
+	if p.Run == RunRunning {
+		return nil // the running step finds the moved branch when it commits
+	}
+	p.HeadSHA = a.After
+	if p.Phases != nil {
+		p.PhasesStale = true
+	}
+	if p.Status == StatusReview && p.Run == RunIdle {
+		return f.startRun(ctx, p, ModeAudit, "", "push:"+a.After)
+	}
+	return f.Plans.SavePlan(ctx, p)
+}
+
+// phaseAction runs a button of a phase's check run: Retry runs the phases
+// again from the failed one, Skip marks it skipped, Cancel stops the run.
+func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action, trigger string) error {
+	switch action {
+	case "retry":
+		if p.Run != RunIdle || p.Phases == nil {
+			return nil
+		}
+		p.RunLimit = MaxPhasesPerRun
+		return f.startRun(ctx, p, ModePhases, "", trigger)
+	case "skip":
+		if p.Run != RunIdle || p.Phases == nil {
+			return nil
+		}
+		next, skipped, err := Skip(*p.Phases)
+		if err != nil {
+			return nil
+		}
+		p.Phases = &next
+		if err := f.Plans.SavePlan(ctx, p); err != nil {
+			return err
+		}
+		return f.prReply(ctx, gh, p, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number), "PhaseID": skipped.ID, "Title": skipped.Title, "Was": "failed"})
+	case "cancel":
+		if p.Run == RunRunning {
+			return f.Plans.RequestCancel(ctx, p.ID)
 		}
 	}
 	return nil

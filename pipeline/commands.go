@@ -158,7 +158,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 		if err != nil {
 			return fmt.Errorf("commit the phases file: %w", err)
 		}
-		p.Phases, p.HeadSHA = &ph, sha
+		p.Phases, p.HeadSHA, p.PhasesStale = &ph, sha, false
 		if err := c.f.Plans.SavePlan(ctx, p); err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.generatePhases(ctx, string(plan)); err != nil {
 			return err
 		}
-	} else if Stale(*p.Phases, string(plan)) {
+	} else if p.PhasesStale || Stale(*p.Phases, string(plan)) {
 		p.Run = RunIdle
 		if err := r.save(ctx); err != nil {
 			return err
@@ -80,7 +80,13 @@ func (r *run) runPhases(ctx context.Context) error {
 				return err
 			}
 			done := len(p.Phases.Phases) - Remaining(*p.Phases)
-			return r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": perr.Error(), "Done": done, "Total": len(p.Phases.Phases)})
+			tail := ""
+			var fail *agent.Failure
+			if errors.As(perr, &fail) {
+				tail = strings.ReplaceAll(fail.Tail, "```", "'''")
+			}
+			return r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": perr.Error(), "Tail": tail,
+				"Done": done, "Total": len(p.Phases.Phases)})
 		}
 		ph.Status = PhaseDone
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))

@@ -50,9 +50,12 @@ type Plan struct {
 	ReviseNext bool
 	// Phases are the plan's phases once generated; RunLimit caps the
 	// phases of this run (1 for run-one), PhasesRun counts them.
-	Phases    *Phases
-	RunLimit  int
-	PhasesRun int
+	Phases *Phases
+	// PhasesStale is set by a person's push after the phases were made:
+	// they must be regenerated before a run.
+	PhasesStale bool
+	RunLimit    int
+	PhasesRun   int
 	// CapReached is set when the run completes at the round cap.
 	CapReached      bool
 	CancelRequested bool

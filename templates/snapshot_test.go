@@ -296,6 +296,8 @@ func textCases(t *testing.T) []textCase {
 		{"phases-list", "phases-list", map[string]any{"PlanID": planID, "Hash": "0123456789abcdef",
 			"Checklist": "[x] **phase-1:** Implement docs/hello.md [implement]\n[ ] **phase-2:** Post-implementation audit [audit] (depends: phase-1)"}},
 		{"phase-stopped/failed", "phase-stopped", map[string]any{"PhaseID": "phase-2", "Error": "implementer agent: exit status 1", "Done": 1, "Total": 3}},
+		{"phase-stopped/failed with output", "phase-stopped", map[string]any{"PhaseID": "phase-2", "Error": "implementer agent: exit status 1",
+			"Tail": "go build ./...\n./main.go:3:1: syntax error", "Done": 1, "Total": 3}},
 		{"phase-stopped/stale", "phase-stopped", map[string]any{"Stale": true}},
 		{"phase-stopped/cancelled", "phase-stopped", map[string]any{"Cancelled": true, "PlanID": planID, "PhaseID": "phase-2"}},
 		{"phase-run-done/complete", "phase-run-done", map[string]any{"Complete": true, "PlanID": planID, "Ran": 3, "Elapsed": "87s",
