@@ -27,3 +27,4 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1x -timeout 30m ./app/
 	$(GO) test -run '^$$' -bench '^BenchmarkAccept$$' -benchtime 3s -timeout 10m ./app/store/
 	$(GO) test -run '^$$' -bench '^BenchmarkAcceptPaced$$' -benchtime 2000x -timeout 10m ./app/store/
+	$(GO) test -run '^$$' -bench '^BenchmarkWorkingCopyVsGit$$' -benchtime 1x -timeout 30m ./gitops/

@@ -30,8 +30,14 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	r := gh.AddRepo(w.inst, w.repo)
-	files := map[string]string{"README.md": "# hello\n\nHello, world.\n", "main.go": "package main\n\nfunc main() {}\n"}
+	// Test repositories have no CI unless a test plays one: phases wait
+	// for checks only briefly.
+	files := map[string]string{"README.md": "# hello\n\nHello, world.\n", "main.go": "package main\n\nfunc main() {}\n",
+		".github/forge.yml": "phases:\n  checks_grace: 1s\n"}
 	for k, v := range o.files {
+		if k == ".github/forge.yml" && !strings.Contains(v, "phases:") {
+			v += "phases:\n  checks_grace: 1s\n"
+		}
 		files[k] = v
 	}
 	r.Seed(files, "initial commit")
@@ -521,7 +527,7 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 	phaseCalls := w.gh.TotalCalls(true) - before
 
 	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
-	if countPrefix(msgs, "plan-001 phase-1: ") != 1 || countPrefix(msgs, "plan-001: phases") != 1 {
+	if countPrefix(msgs, "plan-001 phase-1: ") != 1 || countPrefix(msgs, "plan-001: phases complete") != 1 || countPrefix(msgs, "plan-001: phases") != 2 {
 		t.Fatalf("commits: %q", msgs)
 	}
 	var phaseCommit ghdouble.CommitInfo
@@ -545,9 +551,16 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 	for _, c := range w.gh.CheckRuns(w.repo, head) {
 		names[c.Name] = c.Conclusion
 	}
-	for _, name := range []string{"forge/phase-2", "forge"} {
+	if names["forge"] != "success" {
+		t.Errorf("forge check run on the head: %q", names["forge"])
+	}
+	// Each phase's check run is on the commit it ran on.
+	for _, c := range w.gh.CheckRuns(w.repo, phaseCommit.SHA) {
+		names[c.Name] = c.Conclusion
+	}
+	for _, name := range []string{"forge/phase-1", "forge/phase-2"} {
 		if names[name] != "success" {
-			t.Errorf("check run %s on the head: %q (all: %v)", name, names[name], names)
+			t.Errorf("check run %s: %q (all: %v)", name, names[name], names)
 		}
 	}
 	var audit ghdouble.Review
@@ -577,4 +590,100 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 	if phaseCalls > 2*12+1+6 {
 		t.Errorf("the phase run used %d REST calls", phaseCalls)
 	}
+}
+
+// TestCIGate: a phase waits for the other apps' checks on its commit; a
+// failing suite fails the phase with the failing checks' names and
+// summaries, which the retry's implementer is given; the retry reverts
+// what the failed attempt wrote, and green checks let the run go on.
+func TestCIGate(t *testing.T) {
+	dump := t.TempDir()
+	w := newForgeWorld(t, forgeOptions{
+		override: map[string][]string{"implementer": spyScript(t, dump, "implementer")},
+		files:    map[string]string{".github/forge.yml": "phases:\n  checks_grace: 60s\n"},
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	var pr ghdouble.Pull
+	phaseCommit := func(n int) string {
+		var sha string
+		apptest.Eventually(t, forgeWait, fmt.Sprintf("phase-1 commit %d", n), func() bool {
+			ps := w.pulls(t)
+			if len(ps) == 0 {
+				return false
+			}
+			pr = ps[0]
+			var shas []string
+			for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+				if strings.HasPrefix(c.Message, "plan-001 phase-1: Implement") {
+					shas = append(shas, c.SHA)
+				}
+			}
+			if len(shas) >= n {
+				sha = shas[0] // newest first
+				return true
+			}
+			return false
+		})
+		return sha
+	}
+	ci := func(sha, conclusion string) {
+		run := w.gh.RunCI(w.repo, sha, "GitHub Actions", conclusion)
+		p := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "check_suite/completed"), run.SuiteEdits...)
+		w.deliver(t, "check_suite", p)
+	}
+	first := phaseCommit(1)
+	time.Sleep(300 * time.Millisecond)
+	if strings.Contains(strings.Join(w.botBodies(pr.Number), "\n"), "Plan run complete") {
+		t.Fatal("the run went on without waiting for CI")
+	}
+	ci(first, "failure")
+	stopped := w.waitReply(t, pr.Number, "Plan run stopped: Phase **phase-1** failed: checks failed")
+	if !strings.Contains(stopped, "ci (failure)") {
+		t.Errorf("stop report lacks the failing check:\n%s", stopped)
+	}
+	w.commandOn(t, pr.Number, "alice", "/forge run")
+	second := phaseCommit(2)
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	if countPrefix(msgs, "plan-001 phase-1: revert failed attempt") != 1 {
+		t.Errorf("no revert of the failed attempt: %q", msgs)
+	}
+	prompts, _ := filepath.Glob(filepath.Join(dump, "implementer-*.prompt"))
+	var retryPrompt string
+	for _, f := range prompts {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), "A previous attempt of this phase failed") {
+			retryPrompt = string(b)
+		}
+	}
+	if !strings.Contains(retryPrompt, "ci (failure)") || !strings.Contains(retryPrompt, "GitHub Actions concluded failure") {
+		t.Errorf("the retry's prompt lacks the failing check's name and summary:\n%s", retryPrompt)
+	}
+	ci(second, "success")
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	head := w.gh.Repo(w.repo).Head(pr.Head)
+	_ = head
+	var phaseRun ghdouble.CheckRun
+	for _, c := range w.gh.CheckRuns(w.repo, second) {
+		if c.Name == "forge/phase-1" {
+			phaseRun = c
+		}
+	}
+	if phaseRun.Conclusion != "success" {
+		t.Errorf("forge/phase-1 on the retried commit: %q", phaseRun.Conclusion)
+	}
+}
+
+func (w *world) botBodies(number int) []string {
+	var out []string
+	for _, c := range w.gh.Comments(w.repo, number) {
+		if c.Author == w.gh.BotLogin() {
+			out = append(out, c.Body)
+		}
+	}
+	return out
 }

@@ -332,6 +332,19 @@ func (g *githubAPI) ReviewComments(ctx context.Context, repo pipeline.Repo, pr i
 	return out, nil
 }
 
+func (g *githubAPI) CheckSuites(ctx context.Context, repo pipeline.Repo, sha string) ([]pipeline.CheckSuite, error) {
+	res, _, err := g.c.Checks.ListCheckSuitesForRef(ctx, repo.Owner, repo.Name, sha, &github.ListCheckSuiteOptions{ListOptions: github.ListOptions{PerPage: 100}})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	out := make([]pipeline.CheckSuite, 0, len(res.CheckSuites))
+	for _, s := range res.CheckSuites {
+		out = append(out, pipeline.CheckSuite{ID: s.GetID(), AppID: s.GetApp().GetID(), AppName: s.GetApp().GetName(),
+			Status: s.GetStatus(), Conclusion: s.GetConclusion()})
+	}
+	return out, nil
+}
+
 func (g *githubAPI) CheckRuns(ctx context.Context, repo pipeline.Repo, sha string) ([]pipeline.CheckRun, error) {
 	var out []pipeline.CheckRun
 	opt := &github.ListCheckRunsOptions{Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
@@ -341,7 +354,7 @@ func (g *githubAPI) CheckRuns(ctx context.Context, repo pipeline.Repo, sha strin
 			return nil, apiError(err)
 		}
 		for _, r := range rs.CheckRuns {
-			out = append(out, pipeline.CheckRun{ID: r.GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
+			out = append(out, pipeline.CheckRun{ID: r.GetID(), AppID: r.GetApp().GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
 				Conclusion: r.GetConclusion(), ExternalID: r.GetExternalID(), Title: r.GetOutput().GetTitle(), Summary: r.GetOutput().GetSummary()})
 		}
 		if res.NextPage == 0 {

@@ -100,6 +100,12 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	host, _ := os.Hostname()
 	a.forge = &pipeline.Forge{
 		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a,
+		AppID: func() int64 {
+			if gs := a.github.Load(); gs != nil {
+				return gs.cfg.Github.App.IntegrationID
+			}
+			return 0
+		},
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomID()),
 	}
 	workers := river.NewWorkers()
@@ -109,6 +115,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	river.AddWorker(workers, &pipeline.ReviewWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.CheckActionWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.PullRequestWorker{Forge: a.forge})
+	river.AddWorker(workers, &pipeline.ChecksWorker{Forge: a.forge})
 	rc, err := river.NewClient(st.Driver(), &river.Config{
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(reconcileEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
@@ -279,6 +286,12 @@ func (a *App) Workspace(ctx context.Context, installationID int64) (pipeline.Wor
 // Enqueue implements pipeline.Enqueuer.
 func (a *App) Enqueue(ctx context.Context, args river.JobArgs) error {
 	_, err := a.river.Insert(ctx, args, nil)
+	return err
+}
+
+// EnqueueAt implements pipeline.Enqueuer.
+func (a *App) EnqueueAt(ctx context.Context, args river.JobArgs, at time.Time) error {
+	_, err := a.river.Insert(ctx, args, &river.InsertOpts{ScheduledAt: at})
 	return err
 }
 

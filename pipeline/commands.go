@@ -450,6 +450,18 @@ func (c *commandCtx) cancel(ctx context.Context, cmd Command) error {
 		}
 		return c.reply(ctx, "cancel", map[string]any{"Queued": true, "PlanID": PlanID(p.Number)})
 	}
+	if p.Parked && p.Await != nil && p.Phases != nil {
+		// No job runs while a phase waits for its checks: stop it here.
+		if ph, ok := p.Phases.Find(p.Await.PhaseID); ok {
+			ph.Status, ph.Error = PhaseFailed, "cancelled by /forge cancel"
+		}
+		p.FailedParent = p.Await.Parent
+		p.Await, p.Parked, p.Run = nil, false, RunIdle
+		if err := c.f.Plans.SavePlan(ctx, p); err != nil {
+			return err
+		}
+		return c.reply(ctx, "cancel", map[string]any{"PlanID": PlanID(p.Number)})
+	}
 	if err := c.f.Plans.RequestCancel(ctx, p.ID); err != nil {
 		return err
 	}

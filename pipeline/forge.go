@@ -26,6 +26,8 @@ type Forge struct {
 	// resumes it after that (the reconciler checks every LeaseTTL/3).
 	LeaseTTL time.Duration
 	Now      func() time.Time
+	// AppID is Forge's own App id: its own check suites are not CI.
+	AppID func() int64
 
 	perms permissionCache
 }
@@ -42,6 +44,8 @@ type AgentSource interface {
 // Enqueuer inserts jobs.
 type Enqueuer interface {
 	Enqueue(ctx context.Context, args river.JobArgs) error
+	// EnqueueAt inserts a job that runs no earlier than at.
+	EnqueueAt(ctx context.Context, args river.JobArgs, at time.Time) error
 }
 
 const defaultLeaseTTL = 15 * time.Second
@@ -51,6 +55,13 @@ func (f *Forge) now() time.Time {
 		return f.Now()
 	}
 	return time.Now()
+}
+
+func (f *Forge) appID() int64 {
+	if f.AppID == nil {
+		return 0
+	}
+	return f.AppID()
 }
 
 func (f *Forge) leaseTTL() time.Duration {

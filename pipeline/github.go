@@ -67,6 +67,8 @@ type GitHub interface {
 
 	// FindCheckRun is this App's latest check run of that name on sha.
 	FindCheckRun(ctx context.Context, repo Repo, sha, name string) (*CheckRun, error)
+	// CheckSuites are the check suites of every app on sha.
+	CheckSuites(ctx context.Context, repo Repo, sha string) ([]CheckSuite, error)
 	// CheckRuns are the latest check runs of every app on sha.
 	CheckRuns(ctx context.Context, repo Repo, sha string) ([]CheckRun, error)
 	CreateCheckRun(ctx context.Context, repo Repo, c CheckRun) (int64, error)
@@ -183,6 +185,7 @@ type ReviewComment struct {
 // CheckRun is a check run as Forge writes it.
 type CheckRun struct {
 	ID          int64
+	AppID       int64
 	Name        string
 	HeadSHA     string
 	Status      string // queued, in_progress, completed
@@ -194,6 +197,15 @@ type CheckRun struct {
 	Actions     []CheckAction
 	StartedAt   time.Time
 	CompletedAt time.Time
+}
+
+// CheckSuite is one app's suite of checks on a commit.
+type CheckSuite struct {
+	ID         int64
+	AppID      int64
+	AppName    string
+	Status     string // queued, in_progress, completed
+	Conclusion string
 }
 
 type CheckAction struct {

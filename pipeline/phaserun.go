@@ -2,11 +2,16 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/templates"
@@ -41,8 +46,24 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
+	if p.Parked {
+		p.Parked = false
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
 	limit := CapRun(Remaining(*p.Phases), p.RunLimit)
-	for p.PhasesRun < limit {
+	for {
+		if p.Await != nil {
+			state, err := r.awaitChecks(ctx)
+			if err != nil || state != checksPassed {
+				return err
+			}
+			continue
+		}
+		if p.PhasesRun >= limit {
+			break
+		}
 		fresh, err := r.f.Plans.Plan(ctx, p.ID)
 		if err != nil {
 			return err
@@ -61,6 +82,8 @@ func (r *run) runPhases(ctx context.Context) error {
 			}
 			return r.prText(ctx, "phase-stopped", map[string]any{"Cancelled": true, "PlanID": PlanID(p.Number), "PhaseID": ph.ID})
 		}
+		// A retry tells the agent why the last attempt failed.
+		r.prevError = ph.Error
 		ph.Status, ph.Error = PhaseInProgress, ""
 		if ph.Kind == PhaseAudit && p.Status == StatusImplementing {
 			p.Status, _ = p.Status.Next(EventPhasesDone)
@@ -88,9 +111,11 @@ func (r *run) runPhases(ctx context.Context) error {
 			return r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": perr.Error(), "Tail": tail,
 				"Done": done, "Total": len(p.Phases.Phases)})
 		}
-		ph.Status = PhaseDone
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))
-		p.PhasesRun++
+		if p.Await == nil {
+			ph.Status = PhaseDone
+			p.PhasesRun++
+		}
 		if err := r.save(ctx); err != nil {
 			return err
 		}
@@ -147,13 +172,10 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	p := r.p
 	r.doing = "running " + ph.ID
 	name := "forge/" + ph.ID
-	checkID, err := r.gh.CreateCheckRun(ctx, p.Repo, CheckRun{Name: name, HeadSHA: p.HeadSHA, Status: "in_progress",
-		ExternalID: PlanID(p.Number) + "/" + ph.ID, Title: ph.Title, Summary: ph.Description})
-	if err != nil {
-		return fmt.Errorf("create %s check run: %w", name, err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, r.cfg.Phases.Timeout)
+	pctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Phases.Timeout, context.DeadlineExceeded)
 	defer cancel()
+	cancelled := r.watchCancel(pctx, cancel)
+	var err error
 	switch ph.Kind {
 	case PhaseImplement:
 		err = r.implement(pctx, ph)
@@ -164,10 +186,17 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	default:
 		err = fmt.Errorf("unknown phase kind %q", ph.Kind)
 	}
-	if errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+	switch {
+	case ctx.Err() != nil:
+	case cancelled():
+		err = errors.New("cancelled by /forge cancel")
+	case errors.Is(pctx.Err(), context.DeadlineExceeded):
 		err = fmt.Errorf("timed out after %s", r.cfg.Phases.Timeout)
 	}
-	c := CheckRun{ID: checkID, Name: name, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: ph.Output}
+	// The phase's check run goes on the commit it made (where CI runs),
+	// or on the branch head when it made none.
+	c := CheckRun{Name: name, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: ph.Output,
+		ExternalID: PlanID(p.Number) + "/" + ph.ID}
 	if err != nil {
 		c.Conclusion, c.Summary = "failure", oneLine(err.Error())
 		c.Actions = []CheckAction{
@@ -179,16 +208,47 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	if c.Summary == "" {
 		c.Summary = ph.Title
 	}
-	if uerr := r.gh.UpdateCheckRun(context.WithoutCancel(ctx), p.Repo, c); uerr != nil {
-		r.log.Warn().Err(uerr).Msg("update phase check run")
+	if err == nil && p.Await != nil {
+		// The phase's checks decide: its check run stays open until then.
+		c.Status, c.Conclusion, c.Summary = "in_progress", "", "Waiting for the other checks on this commit."
+	}
+	id, cerr := r.gh.CreateCheckRun(context.WithoutCancel(ctx), p.Repo, c)
+	if cerr != nil {
+		r.log.Warn().Err(cerr).Msg("create phase check run")
+	}
+	if err == nil && p.Await != nil {
+		p.Await.CheckRunID = id
 	}
 	return err
+}
+
+// watchCancel ends a phase when /forge cancel asks for it: the agent's
+// process group is killed through the context.
+func (r *run) watchCancel(ctx context.Context, cancel context.CancelFunc) func() bool {
+	var hit atomic.Bool
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if p, err := r.f.Plans.Plan(ctx, r.p.ID); err == nil && p.CancelRequested {
+					hit.Store(true)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return hit.Load
 }
 
 func (r *run) phasePrompt(ph *Phase, extra map[string]any) (string, error) {
 	data := map[string]any{
 		"PlanID": PlanID(r.p.Number), "PlanPath": r.p.PlanPath, "PhaseID": ph.ID, "Title": ph.Title,
-		"Description": ph.Description, "ChangeSpec": ph.ChangeSpec, "Files": ph.ContextFiles, "PreviousError": ph.Error,
+		"Description": ph.Description, "ChangeSpec": ph.ChangeSpec, "Files": ph.ContextFiles, "PreviousError": r.prevError,
 	}
 	for k, v := range extra {
 		data[k] = v
@@ -205,7 +265,12 @@ func (r *run) phasePrompt(ph *Phase, extra map[string]any) (string, error) {
 func (r *run) implement(ctx context.Context, ph *Phase) error {
 	p := r.p
 	msg := fmt.Sprintf("%s %s: %s", PlanID(p.Number), ph.ID, ph.Title)
-	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
+	if ph.FailureHashes != nil && p.FailedParent != "" {
+		// A retry after failed checks: undo the attempt, then go again.
+		if err := r.revertFailedAttempt(ctx, ph); err != nil {
+			return err
+		}
+	} else if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
 		if done {
 			ph.GitCommit = shortSHA(p.HeadSHA)
 		}
@@ -230,28 +295,202 @@ func (r *run) implement(ctx context.Context, ph *Phase) error {
 	}
 	phasesPath := PhasesFile(r.cfg.PlansDir, p.Number)
 	var files []FileChange
+	ph.ModifiedFiles = nil
+	hashes := map[string]string{}
 	for _, c := range changes {
 		if c.Path == phasesPath || strings.HasPrefix(c.Path, ".git/") {
 			continue // Forge owns the phases file
 		}
 		files = append(files, c)
 		ph.ModifiedFiles = append(ph.ModifiedFiles, c.Path)
+		hashes[c.Path] = contentHash(c.Content, c.Deleted)
 	}
 	ph.Output = firstLine(res.Output)
 	if len(files) == 0 {
 		ph.Output = "no file changed"
 		return nil
 	}
-	// The phases file goes in the same commit, the phase shown done.
-	ph.Status = PhaseDone
+	// The phases file goes in the same commit, the phase shown done
+	// unless its checks are still to come.
+	wait := r.cfg.Phases.WaitForChecks
+	if !wait {
+		ph.Status = PhaseDone
+	}
 	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
 	files = append(files, FileChange{Path: phasesPath, Content: []byte(SerializePhases(*p.Phases))})
+	parent := p.HeadSHA
 	if err := r.commitFiles(ctx, msg, files); err != nil {
 		ph.Status = PhaseInProgress
 		return err
 	}
 	ph.GitCommit = shortSHA(p.HeadSHA)
+	if wait {
+		// What this attempt wrote, for a retry that must undo it.
+		ph.FailureHashes = hashes
+		p.Await = &CheckWait{SHA: p.HeadSHA, Parent: parent, PhaseID: ph.ID, Deadline: r.f.now().Add(r.cfg.Phases.ChecksGrace)}
+	}
 	return nil
+}
+
+// contentHash identifies a file's content for a safe retry.
+func contentHash(b []byte, deleted bool) string {
+	if deleted {
+		return HashAbsent
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// revertFailedAttempt undoes the files a failed attempt committed, back to
+// the commit before it, except files someone changed since (seed 000 §6).
+func (r *run) revertFailedAttempt(ctx context.Context, ph *Phase) error {
+	p := r.p
+	current := map[string]string{}
+	for _, f := range ph.ModifiedFiles {
+		b, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, f)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			current[f] = HashAbsent
+		case err != nil:
+			return fmt.Errorf("read %s: %w", f, err)
+		default:
+			current[f] = contentHash(b, false)
+		}
+	}
+	revert, kept, err := RevertPlan(*ph, current)
+	if err != nil {
+		return err
+	}
+	if len(kept) > 0 {
+		r.log.Info().Strs("kept", kept).Msg("files changed since the failed attempt are kept")
+	}
+	var files []FileChange
+	for _, f := range revert {
+		b, err := r.ws.ReadFile(ctx, p.Repo, p.FailedParent, f)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			files = append(files, FileChange{Path: f, Deleted: true})
+		case err != nil:
+			return fmt.Errorf("read %s before the failed attempt: %w", f, err)
+		default:
+			files = append(files, FileChange{Path: f, Content: b})
+		}
+	}
+	if len(files) > 0 {
+		if err := r.commitFiles(ctx, fmt.Sprintf("%s %s: revert failed attempt", PlanID(p.Number), ph.ID), files); err != nil {
+			return err
+		}
+	}
+	ph.FailureHashes, p.FailedParent = nil, ""
+	return r.save(ctx)
+}
+
+const (
+	checksParked = "parked"
+	checksPassed = "passed"
+	checksFailed = "failed"
+)
+
+// awaitChecks looks at the other apps' check suites on the waiting phase
+// commit: all completed and green passes the phase, a failure fails it
+// (the failing checks go to the retry), otherwise the run parks until a
+// check_suite webhook or the reconciler wakes it. No suite at all within
+// phases.checks_grace counts as passing: the repository has no CI.
+func (r *run) awaitChecks(ctx context.Context) (string, error) {
+	p := r.p
+	w := p.Await
+	ph, ok := p.Phases.Find(w.PhaseID)
+	if !ok {
+		p.Await = nil
+		return checksPassed, r.save(ctx)
+	}
+	suites, err := r.gh.CheckSuites(ctx, p.Repo, w.SHA)
+	if err != nil {
+		return "", err
+	}
+	own := r.f.appID()
+	var others, failed []CheckSuite
+	pending := false
+	for _, s := range suites {
+		if s.AppID == own {
+			continue
+		}
+		others = append(others, s)
+		switch {
+		case s.Status != "completed":
+			pending = true
+		case s.Conclusion != "success" && s.Conclusion != "neutral" && s.Conclusion != "skipped":
+			failed = append(failed, s)
+		}
+	}
+	if pending || (len(others) == 0 && r.f.now().Before(w.Deadline)) {
+		p.Parked = true
+		if err := r.save(ctx); err != nil {
+			return "", err
+		}
+		if len(others) == 0 {
+			// Nothing to wake the plan if no CI ever reports: look again
+			// when the grace period ends.
+			wake := ChecksArgs{InstallationID: p.InstallationID, Repo: p.Repo, SHA: w.SHA, Branch: p.Branch}
+			if err := r.f.Queue.EnqueueAt(ctx, wake, w.Deadline.Add(100*time.Millisecond)); err != nil {
+				return "", err
+			}
+		}
+		return checksParked, nil
+	}
+	check := CheckRun{ID: w.CheckRunID, Name: "forge/" + ph.ID, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: "Checks passed."}
+	if len(others) == 0 {
+		check.Summary = fmt.Sprintf("No checks appeared within %s.", r.cfg.Phases.ChecksGrace)
+	}
+	if len(failed) > 0 {
+		runs, err := r.gh.CheckRuns(ctx, p.Repo, w.SHA)
+		if err != nil {
+			return "", err
+		}
+		var why []string
+		for _, c := range runs {
+			if c.AppID == own || c.Status != "completed" || c.Conclusion == "success" || c.Conclusion == "neutral" || c.Conclusion == "skipped" {
+				continue
+			}
+			why = append(why, fmt.Sprintf("%s (%s): %s %s", c.Name, c.Conclusion, c.Title, oneLine(c.Summary)))
+		}
+		if len(why) == 0 {
+			for _, s := range failed {
+				why = append(why, fmt.Sprintf("%s (%s)", s.AppName, s.Conclusion))
+			}
+		}
+		ph.Status, ph.Error = PhaseFailed, "checks failed: "+strings.Join(why, "; ")
+		p.Await, p.FailedParent, p.Run = nil, w.Parent, RunIdle
+		if err := r.save(ctx); err != nil {
+			return "", err
+		}
+		check.Conclusion, check.Summary = "failure", oneLine(ph.Error)
+		check.Actions = []CheckAction{
+			{Label: "Retry", Description: "Run this phase again", Identifier: "retry"},
+			{Label: "Skip", Description: "Mark this phase skipped", Identifier: "skip"},
+			{Label: "Cancel", Description: "Stop the phase run", Identifier: "cancel"},
+		}
+		if w.CheckRunID != 0 {
+			if err := r.gh.UpdateCheckRun(ctx, p.Repo, check); err != nil {
+				r.log.Warn().Err(err).Msg("update phase check run")
+			}
+		}
+		done := len(p.Phases.Phases) - Remaining(*p.Phases)
+		return checksFailed, r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": ph.Error,
+			"Done": done, "Total": len(p.Phases.Phases)})
+	}
+	ph.Status, ph.FailureHashes = PhaseDone, nil
+	p.Await = nil
+	p.PhasesRun++
+	if err := r.save(ctx); err != nil {
+		return "", err
+	}
+	if w.CheckRunID != 0 {
+		if err := r.gh.UpdateCheckRun(ctx, p.Repo, check); err != nil {
+			r.log.Warn().Err(err).Msg("update phase check run")
+		}
+	}
+	return checksPassed, nil
 }
 
 func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, prompt, dir string, ph *Phase) (agent.Result, error) {
@@ -368,6 +607,12 @@ func rightLines(patch string) map[int]bool {
 func (r *run) done(ctx context.Context) error {
 	p := r.p
 	r.doing = "handing the pull request over"
+	// The phases file on the branch ends with every phase's final status.
+	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
+	final := []FileChange{{Path: PhasesFile(r.cfg.PlansDir, p.Number), Content: []byte(SerializePhases(*p.Phases))}}
+	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases complete", final); err != nil {
+		return err
+	}
 	if to, err := p.Status.Next(EventAuditDone); err == nil {
 		p.Status = to
 	} else if p.Status == StatusImplementing {

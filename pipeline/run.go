@@ -110,8 +110,9 @@ type run struct {
 	progressLine string
 	progressAt   time.Time
 	projectCtx   *string
-	// phaseID is the phase being run, for the agent's FORGE_PHASE_ID.
-	phaseID string
+	// phaseID is the phase being run, for the agent's FORGE_PHASE_ID;
+	// prevError why its last attempt failed.
+	phaseID, prevError string
 	// current holds the working copies checked out now, by directory.
 	current map[string]WorkingCopy
 }

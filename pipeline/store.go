@@ -51,6 +51,14 @@ type Plan struct {
 	// Phases are the plan's phases once generated; RunLimit caps the
 	// phases of this run (1 for run-one), PhasesRun counts them.
 	Phases *Phases
+	// Await is the phase commit whose CI the run waits for; Parked is set
+	// while no job works the plan, until a check_suite webhook (or the
+	// reconciler) wakes it.
+	Await  *CheckWait
+	Parked bool
+	// FailedParent is the commit before a phase attempt that its checks
+	// failed: a retry reverts the attempt's files to it.
+	FailedParent string
 	// PhasesStale is set by a person's push after the phases were made:
 	// they must be regenerated before a run.
 	PhasesStale bool
@@ -112,6 +120,15 @@ const (
 	StepRounds
 	StepFinished
 )
+
+// CheckWait is a phase commit waiting for the other apps' checks.
+type CheckWait struct {
+	SHA        string    `json:"sha"`
+	Parent     string    `json:"parent"`
+	PhaseID    string    `json:"phase_id"`
+	CheckRunID int64     `json:"check_run_id"`
+	Deadline   time.Time `json:"deadline"`
+}
 
 // AuditRound is one round's verdict.
 type AuditRound struct {

@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/riverqueue/river"
+)
+
+// ChecksArgs is the job for another app's check suite completing on a
+// commit (or the end of the grace period): a phase waiting for it wakes.
+type ChecksArgs struct {
+	InstallationID int64  `json:"installation_id"`
+	Repo           Repo   `json:"repo"`
+	SHA            string `json:"sha"`
+	Branch         string `json:"branch"`
+	PRs            []int  `json:"prs,omitempty"`
+}
+
+func (ChecksArgs) Kind() string { return "checks" }
+
+type ChecksWorker struct {
+	river.WorkerDefaults[ChecksArgs]
+	Forge *Forge
+}
+
+func (w *ChecksWorker) Work(ctx context.Context, job *river.Job[ChecksArgs]) error {
+	return jobError(ctx, w.Forge, job.Args.InstallationID, w.Forge.HandleChecks(ctx, job.Args))
+}
+
+// HandleChecks wakes the plan whose parked phase waits on the commit.
+func (f *Forge) HandleChecks(ctx context.Context, a ChecksArgs) error {
+	var candidates []*Plan
+	for _, pr := range a.PRs {
+		if p, err := f.Plans.PlanForPR(ctx, a.Repo, pr); err == nil {
+			candidates = append(candidates, p)
+		} else if !errors.Is(err, ErrPlanNotFound) {
+			return err
+		}
+	}
+	if len(candidates) == 0 && strings.HasPrefix(a.Branch, "plan-") {
+		// A suite's pull_requests may be empty: the branch names the plan.
+		num, _, _ := strings.Cut(strings.TrimPrefix(a.Branch, "plan-"), "/")
+		if n, err := strconv.Atoi(num); err == nil {
+			if p, err := f.Plans.PlanByNumber(ctx, a.Repo, n); err == nil {
+				candidates = append(candidates, p)
+			} else if !errors.Is(err, ErrPlanNotFound) {
+				return err
+			}
+		}
+	}
+	for _, p := range candidates {
+		if !p.Parked || p.Await == nil || p.Await.SHA != a.SHA || p.Run != RunRunning {
+			continue
+		}
+		p.Parked = false
+		p.Generation++
+		if err := f.Plans.SavePlan(ctx, p); err != nil {
+			return err
+		}
+		if err := f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
