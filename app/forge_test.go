@@ -687,3 +687,43 @@ func (w *world) botBodies(number int) []string {
 	}
 	return out
 }
+
+// TestAuditFixRounds: a blocking post-implementation audit gets a fix
+// round by the implementer, committed as a fix and audited again.
+func TestAuditFixRounds(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "auditor.sh")
+	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", "phase_auditor.sh")
+	script := fmt.Sprintf("#!/bin/sh\nc=%s/count\nn=$(cat \"$c\" 2>/dev/null || echo 0)\necho $((n+1)) > \"$c\"\n"+
+		"if [ \"$n\" -eq 0 ]; then cat >/dev/null; echo '- **Severity: blocking** — The page has no title.'; echo '  - **Location:** `docs/hello.md:1`'; exit 0; fi\nexec %s\n", dir, real)
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"phase_auditor": {p}}})
+	w.command(t, "alice", "/forge add a greeting page")
+	var pr ghdouble.Pull
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		ps := w.pulls(t)
+		if len(ps) == 1 {
+			pr = ps[0]
+		}
+		return len(ps) == 1
+	})
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	if countPrefix(msgs, "plan-001 phase-2: fix 1") != 1 {
+		t.Errorf("no fix commit: %q", msgs)
+	}
+	if got, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/hello.md"); !strings.Contains(got, "Fixed by phase-2.") {
+		t.Errorf("docs/hello.md after the fix: %q", got)
+	}
+	audits := 0
+	for _, rv := range w.gh.Reviews(w.repo, pr.Number) {
+		if strings.Contains(rv.Body, "Post-implementation audit") {
+			audits++
+		}
+	}
+	if audits != 2 {
+		t.Errorf("post-implementation audits: %d, want 2 (blocking, then after the fix)", audits)
+	}
+}
