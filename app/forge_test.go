@@ -190,6 +190,9 @@ func TestForgeHappyPath(t *testing.T) {
 		t.Fatalf("forge check runs on the head: %+v", checks)
 	}
 
+	if got := w.gh.Labels(w.repo, pr.Number); len(got) != 1 || got[0] != "forge:review" {
+		t.Errorf("status labels on the PR: %v, want [forge:review]", got)
+	}
 	calls := w.gh.TotalCalls(true)
 	t.Logf("GitHub REST calls, installation tokens excluded: %d", calls)
 	if calls > 30 {
@@ -586,6 +589,9 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 		t.Errorf("pull request after DONE: draft %v, body %q", final.Draft, final.Body)
 	}
 	w.status(t, "DONE")
+	if got := w.gh.Labels(w.repo, pr.Number); len(got) != 1 || got[0] != "forge:done" {
+		t.Errorf("status labels on the PR: %v, want [forge:done]", got)
+	}
 	t.Logf("GitHub REST calls of the phase run (2 phases, 1 changed file): %d", phaseCalls)
 	if phaseCalls > 2*12+1+6 {
 		t.Errorf("the phase run used %d REST calls", phaseCalls)

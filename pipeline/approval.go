@@ -174,6 +174,9 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		return false, err
 	}
 	p.Status = to
+	if err := f.syncLabel(ctx, gh, p); err != nil {
+		return false, err
+	}
 	if err := f.Plans.SavePlan(ctx, p); err != nil {
 		return false, err
 	}
@@ -311,6 +314,11 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		}
 	} else if p.Status != StatusClosed {
 		p.Status, p.Run = StatusClosed, RunIdle
+		if gh, err := f.Installations.GitHub(ctx, a.InstallationID); err == nil {
+			if err := f.syncLabel(ctx, gh, p); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
 		if err := f.Plans.SavePlan(ctx, p); err != nil {
 			return err
 		}

@@ -46,6 +46,9 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.label(ctx); err != nil {
+		return err
+	}
 	if p.Parked {
 		p.Parked = false
 		if err := r.save(ctx); err != nil {
@@ -87,6 +90,9 @@ func (r *run) runPhases(ctx context.Context) error {
 		ph.Status, ph.Error = PhaseInProgress, ""
 		if ph.Kind == PhaseAudit && p.Status == StatusImplementing {
 			p.Status, _ = p.Status.Next(EventPhasesDone)
+			if err := r.label(ctx); err != nil {
+				return err
+			}
 		}
 		if err := r.save(ctx); err != nil {
 			return err
@@ -691,6 +697,9 @@ func (r *run) done(ctx context.Context) error {
 		}
 	}
 	if err := r.setCheck(ctx, "completed", "success", PlanID(p.Number)+" is done: ready for review", nil); err != nil {
+		return err
+	}
+	if err := r.label(ctx); err != nil {
 		return err
 	}
 	if err := r.save(ctx); err != nil {

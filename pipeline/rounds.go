@@ -292,7 +292,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	if err := r.setCheck(ctx, status, conclusion, title, actions); err != nil {
 		return err
 	}
-	if err := r.save(ctx); err != nil {
+	if err := r.label(ctx); err != nil {
 		return err
 	}
 	if body, err := r.prBody(); err == nil {
@@ -391,7 +391,7 @@ func (r *run) cancelled(ctx context.Context) error {
 	if err := r.setCheck(ctx, "completed", "neutral", PlanID(p.Number)+" cancelled", nil); err != nil {
 		return err
 	}
-	if err := r.save(ctx); err != nil {
+	if err := r.label(ctx); err != nil {
 		return err
 	}
 	return r.progress(ctx, fmt.Sprintf("Forge cancelled: %s.", PlanID(p.Number)), true, complete)

@@ -59,6 +59,8 @@ type Plan struct {
 	// FailedParent is the commit before a phase attempt that its checks
 	// failed: a retry reverts the attempt's files to it.
 	FailedParent string
+	// Label is the forge:<status> label on the plan PR now.
+	Label string
 	// PhasesStale is set by a person's push after the phases were made:
 	// they must be regenerated before a run.
 	PhasesStale bool
