@@ -733,3 +733,174 @@ func TestAuditFixRounds(t *testing.T) {
 		t.Errorf("post-implementation audits: %d, want 2 (blocking, then after the fix)", audits)
 	}
 }
+
+// twoFileDrafter answers a plan whose Changes name files in two folders:
+// two implement phases and the audit.
+func twoFileDrafter(t *testing.T) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "drafter.sh")
+	script := `#!/bin/sh
+cat >/dev/null
+plan=$(find . -path ./.git -prune -o -type f -name "${FORGE_PLAN_ID}-*.md" ! -name '*-phases.md' -print | head -n 1)
+sed '/^## /,$d' "$plan"
+cat <<'PLAN'
+## Objective
+
+Greet new users in the docs and in the code.
+
+## Scope
+
+A page and a function; nothing else.
+
+## Changes
+
+- ` + "`docs/hello.md`" + ` (new) — the greeting page.
+- ` + "`src/greet.go`" + ` (new) — the greeting function.
+
+## Risks
+
+- The two greetings drift apart; the page quotes the function.
+
+## Testing
+
+- Read the page; call the function.
+
+---
+
+## Audit Log
+
+---
+
+## Implementation Notes
+PLAN
+`
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+// TestFullLifecycle is issue → forge → approval by review (a reader's
+// refused) → three phases with CI played by another app, one suite
+// failing once → retry → audit → DONE → merge → CLOSED; within 12 REST
+// calls per phase plus one per changed file.
+func TestFullLifecycle(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{
+		override: map[string][]string{"drafter": twoFileDrafter(t)},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 60s\n"},
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge greet new users")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+	review := func(user string) {
+		id := w.gh.AddReview(w.repo, pr.Number, user, "APPROVED", "", nil)
+		w.deliverPR(t, "pull_request_review", "pull_request_review/submitted", pr.Number, w.gh.ReviewEdit(w.repo, id), w.gh.SenderEdit(user))
+	}
+	review("rita")
+	time.Sleep(500 * time.Millisecond)
+	w.status(t, "REVIEW")
+	start := w.gh.TotalCalls(true)
+	review("alice")
+
+	phaseCommits := func(id string) []string {
+		var shas []string
+		for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+			if strings.HasPrefix(c.Message, "plan-001 "+id+": Implement") {
+				shas = append(shas, c.SHA)
+			}
+		}
+		return shas
+	}
+	waitCommit := func(id string, n int) string {
+		var sha string
+		apptest.Eventually(t, forgeWait, fmt.Sprintf("%s commit %d", id, n), func() bool {
+			if s := phaseCommits(id); len(s) >= n {
+				sha = s[0]
+				return true
+			}
+			return false
+		})
+		return sha
+	}
+	ci := func(sha, conclusion string) {
+		run := w.gh.RunCI(w.repo, sha, "GitHub Actions", conclusion)
+		w.deliver(t, "check_suite", ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "check_suite/completed"), run.SuiteEdits...))
+	}
+	ci(waitCommit("phase-1", 1), "failure")
+	w.waitReply(t, pr.Number, "Plan run stopped: Phase **phase-1** failed: checks failed")
+	w.commandOn(t, pr.Number, "alice", "/forge run")
+	ci(waitCommit("phase-1", 2), "success")
+	ci(waitCommit("phase-2", 1), "success")
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**: 3 phases executed")
+	calls := w.gh.TotalCalls(true) - start
+
+	for path, want := range map[string]string{"docs/hello.md": "Written by phase-1", "src/greet.go": "Written by phase-2"} {
+		if got, _ := w.gh.Repo(w.repo).File(pr.Head, path); !strings.Contains(got, want) {
+			t.Errorf("%s: %q", path, got)
+		}
+	}
+	// Each phase commit holds only its own files (and the phases file).
+	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+		if strings.HasPrefix(c.Message, "plan-001 phase-2: Implement") {
+			for _, f := range c.Files {
+				if f != "src/greet.go" && f != "docs/plans/plan-001-phases.md" {
+					t.Errorf("phase-2's commit holds %s", f)
+				}
+			}
+		}
+	}
+	final := w.gh.Pull(w.repo, pr.Number)
+	if final.Draft || !strings.Contains(final.Body, "Closes #1") {
+		t.Errorf("PR at DONE: draft %v, body %q", final.Draft, final.Body)
+	}
+	w.status(t, "DONE")
+	// 3 phases, one run again after its CI failed; 3 changed files in all;
+	// plus the approval and the start and end of two runs.
+	t.Logf("REST calls from approval to DONE: %d", calls)
+	if limit := 4*12 + 3 + 2*8; calls > limit {
+		t.Errorf("%d REST calls from approval to DONE, want at most %d", calls, limit)
+	}
+
+	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
+	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
+	w.status(t, "CLOSED")
+	if got := w.gh.Labels(w.repo, pr.Number); len(got) != 1 || got[0] != "forge:closed" {
+		t.Errorf("labels after merge: %v", got)
+	}
+}
+
+// TestCancelDuringPhase: /forge cancel ends the running phase's agent and
+// leaves the phase failed; /forge skip then moves past it.
+func TestCancelDuringPhase(t *testing.T) {
+	slow := filepath.Join(t.TempDir(), "implementer.sh")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\ncat >/dev/null\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"implementer": {slow}}})
+	w.command(t, "alice", "/forge add a greeting page")
+	apptest.Eventually(t, forgeWait, "phase-1 to start", func() bool {
+		ps := w.pulls(t)
+		return len(ps) == 1 && countPrefix(commitMessages(w.gh.Repo(w.repo).Commits(ps[0].Head)), "plan-001: phases") == 1
+	})
+	time.Sleep(500 * time.Millisecond)
+	pr := w.pulls(t)[0].Number
+	start := time.Now()
+	w.commandOn(t, pr, "alice", "/forge cancel")
+	stopped := w.waitReply(t, pr, "Plan run stopped: Phase **phase-1** failed: cancelled")
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("cancel took %s", d)
+	}
+	_ = stopped
+	w.commandOn(t, pr, "alice", "/forge skip")
+	w.waitReply(t, pr, "Skipped **phase-1**: Implement docs/hello.md (was failed)")
+	w.commandOn(t, pr, "alice", "/forge phases")
+	list := w.waitReply(t, pr, "**Phases for plan-001**")
+	if !strings.Contains(list, "[-] **phase-1:**") {
+		t.Errorf("phases after skip:\n%s", list)
+	}
+}

@@ -41,7 +41,7 @@ const (
 	wcBenchFiles   = 20000
 	wcBenchCommits = 5
 	// wcBenchRounds timed rounds of each side follow one untimed warm-up.
-	wcBenchRounds  = 5
+	wcBenchRounds  = 7
 	wcBenchRSSRuns = 2
 
 	goalTimeRatio = 1.5
@@ -490,8 +490,12 @@ func report(b *testing.B, in wcReport) {
 	forge, cloneWorktree, cloneCheckout := in.sides[0], in.sides[1], in.sides[2]
 	ratio := float64(median(forge.took)) / float64(median(cloneWorktree.took))
 	ratioClone := float64(median(forge.took)) / float64(median(cloneCheckout.took))
+	// The ratio of the fastest rounds is the one least moved by other load
+	// on the machine.
+	ratioMin := float64(slices.Min(forge.took)) / float64(slices.Min(cloneWorktree.took))
 	b.ReportMetric(ratio, "ratio-vs-clone+worktree")
 	b.ReportMetric(ratioClone, "ratio-vs-clone")
+	b.ReportMetric(ratioMin, "min-ratio-vs-clone+worktree")
 	b.ReportMetric(0, "ns/op") // fixed rounds: ns/op says nothing
 
 	holds := func(ok bool) string {
@@ -519,8 +523,8 @@ func report(b *testing.B, in wcReport) {
 	tw.Flush()
 	fmt.Fprintf(&sb, "peak RSS: Forge's is the VmHWM of a test process doing one checkout (%s; an idle one: %.0f MiB); git's, the rusage of its commands, children included (never below their launcher's %.0f MiB)\n",
 		seconds(forge.freshTook), mib(in.idleKB), mib(max(cloneWorktree.floorKB, cloneCheckout.floorKB)))
-	fmt.Fprintf(&sb, "goals: time ≤ %.1f× git: %s (%.2f× clone + worktree; %.2f× clone with checkout); peak RSS ≤ %d MiB: %s (%.0f MiB)\n",
-		goalTimeRatio, holds(ratio <= goalTimeRatio), ratio, ratioClone, goalRSSMiB, holds(mib(forge.peakKB) <= goalRSSMiB), mib(forge.peakKB))
+	fmt.Fprintf(&sb, "goals: median time ≤ %.1f× git's: %s (%.2f× clone + worktree; %.2f× clone with checkout; fastest rounds %.2f×); peak RSS ≤ %d MiB: %s (%.0f MiB)\n",
+		goalTimeRatio, holds(ratio <= goalTimeRatio), ratio, ratioClone, ratioMin, goalRSSMiB, holds(mib(forge.peakKB) <= goalRSSMiB), mib(forge.peakKB))
 	fmt.Fprintf(&sb, "command: go test -run '^$' -bench '^BenchmarkWorkingCopyVsGit$' -benchtime 1x -timeout 30m ./gitops/ (in make bench)\n")
 	fmt.Print(sb.String())
 }

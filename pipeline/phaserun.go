@@ -55,7 +55,8 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
-	limit := CapRun(Remaining(*p.Phases), p.RunLimit)
+	// The cap counts the phases of this run, resumed or not.
+	limit := CapRun(MaxPhasesPerRun, p.RunLimit)
 	for {
 		if p.Await != nil {
 			state, err := r.awaitChecks(ctx)
