@@ -29,6 +29,7 @@ type Config struct {
 	DataDir string        `yaml:"data_dir"`
 	Logging LoggingConfig `yaml:"logging"`
 	Queue   QueueConfig   `yaml:"queue"`
+	Git     GitConfig     `yaml:"git"`
 	// Agents defines the agent runtimes and which role uses which.
 	Agents agents.Config `yaml:"agents"`
 }
@@ -54,6 +55,13 @@ type LoggingConfig struct {
 	Text bool `yaml:"text"`
 }
 
+// GitConfig bounds the cached clones under the data directory.
+type GitConfig struct {
+	// CacheMaxBytes caps the disk the cached clones use; the least
+	// recently used are removed first (never one in use).
+	CacheMaxBytes int64 `yaml:"cache_max_bytes"`
+}
+
 type QueueConfig struct {
 	// Workers is how many jobs run at once in this process.
 	Workers int `yaml:"workers"`
@@ -66,9 +74,11 @@ const (
 	DefaultDataDir       = "data"
 	DefaultShutdownGrace = 30 * time.Second
 	DefaultWorkers       = 10
-	DefaultWebURL        = "https://github.com"
-	DefaultV3APIURL      = "https://api.github.com/"
-	DefaultV4APIURL      = "https://api.github.com/graphql"
+	// DefaultGitCacheMaxBytes is git.cache_max_bytes's default: 10 GiB.
+	DefaultGitCacheMaxBytes = 10 << 30
+	DefaultWebURL           = "https://github.com"
+	DefaultV3APIURL         = "https://api.github.com/"
+	DefaultV4APIURL         = "https://api.github.com/graphql"
 )
 
 // LoadConfig reads the YAML file at path (none when path is empty), then
@@ -155,6 +165,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Queue.Workers == 0 {
 		c.Queue.Workers = DefaultWorkers
+	}
+	if c.Git.CacheMaxBytes == 0 {
+		c.Git.CacheMaxBytes = DefaultGitCacheMaxBytes
 	}
 }
 

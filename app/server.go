@@ -91,7 +91,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		st.Close()
 		return nil, err
 	}
-	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{})
+	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("open git cache: %w", err)

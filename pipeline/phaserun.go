@@ -56,7 +56,7 @@ func (r *run) runPhases(ctx context.Context) error {
 		}
 	}
 	// The cap counts the phases of this run, resumed or not.
-	limit := CapRun(MaxPhasesPerRun, p.RunLimit)
+	limit := CapRun(r.cfg.Phases.MaxRun, p.RunLimit)
 	for {
 		if p.Await != nil {
 			state, err := r.awaitChecks(ctx)
