@@ -129,7 +129,8 @@ func processWorld(t *testing.T) (*world, map[string]string) {
 	gh := ghdouble.New(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
-	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n"}, "initial commit")
+	// No phases after the forge: these tests are about the process.
+	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: false\n"}, "initial commit")
 	gh.SetPermission(w.repo, "alice", "write")
 	w.issue = gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Add rate limiting", Author: "alice"})
 	dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")

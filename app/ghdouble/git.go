@@ -65,6 +65,10 @@ func gitEnv(home string) []string {
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_TERMINAL_PROMPT=0",
+		// No housekeeping behind a request's back: objects other requests
+		// are about to read stay where they are.
+		"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=gc.auto", "GIT_CONFIG_VALUE_0=0",
+		"GIT_CONFIG_KEY_1=receive.autogc", "GIT_CONFIG_VALUE_1=false",
 		// Paths are paths: "*.md" names a file, never a pattern.
 		"GIT_LITERAL_PATHSPECS=1",
 		"GIT_AUTHOR_NAME=ghdouble",
