@@ -65,6 +65,10 @@ type GitConfig struct {
 type QueueConfig struct {
 	// Workers is how many jobs run at once in this process.
 	Workers int `yaml:"workers"`
+	// LeaseTTL is how long a plan stays with a worker that stopped
+	// renewing it (a crash): another worker resumes it after about twice
+	// that. The reconciler runs every third of it.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
 }
 
 // Defaults for everything a fresh `make run` needs.
@@ -165,6 +169,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Queue.Workers == 0 {
 		c.Queue.Workers = DefaultWorkers
+	}
+	if c.Queue.LeaseTTL == 0 {
+		c.Queue.LeaseTTL = 15 * time.Second
 	}
 	if c.Git.CacheMaxBytes == 0 {
 		c.Git.CacheMaxBytes = DefaultGitCacheMaxBytes

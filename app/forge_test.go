@@ -904,3 +904,66 @@ func TestCancelDuringPhase(t *testing.T) {
 		t.Errorf("phases after skip:\n%s", list)
 	}
 }
+
+// TestPhaseTimeout: a phase past phases.timeout is ended and reported.
+func TestPhaseTimeout(t *testing.T) {
+	slow := filepath.Join(t.TempDir(), "implementer.sh")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\ncat >/dev/null\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"implementer": {slow}},
+		files: map[string]string{".github/forge.yml": "phases:\n  timeout: 2s\n  checks_grace: 1s\n"}})
+	start := time.Now()
+	w.command(t, "alice", "/forge add a greeting page")
+	var pr int
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		if ps := w.pulls(t); len(ps) == 1 {
+			pr = ps[0].Number
+			return true
+		}
+		return false
+	})
+	stopped := w.waitReply(t, pr, "Plan run stopped: Phase **phase-1** failed")
+	if !strings.Contains(stopped, "timed out") {
+		t.Errorf("report:\n%s", stopped)
+	}
+	if d := time.Since(start); d > 40*time.Second {
+		t.Errorf("a 2 s phase timeout took %s", d)
+	}
+}
+
+// TestReconcilerCatchesMissedChecks: CI completes but its webhook never
+// arrives; the periodic reconciler looks again and the run goes on.
+func TestReconcilerCatchesMissedChecks(t *testing.T) {
+	gh := ghdouble.New(t)
+	w := &world{gh: gh, repo: "octo/hello"}
+	w.inst = gh.AddInstallation("octo")
+	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "phases:\n  checks_grace: 120s\n"}, "initial commit")
+	gh.SetPermission(w.repo, "alice", "write")
+	w.issue = gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Add rate limiting", Author: "alice"})
+	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
+		apptest.ScriptAgents(c, 30*time.Second, nil)
+		c.Queue.LeaseTTL = 1500 * time.Millisecond
+	}})
+	w.command(t, "alice", "/forge add a greeting page")
+	var sha string
+	var pr ghdouble.Pull
+	apptest.Eventually(t, forgeWait, "the phase-1 commit", func() bool {
+		ps := w.pulls(t)
+		if len(ps) == 0 {
+			return false
+		}
+		pr = ps[0]
+		for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+			if strings.HasPrefix(c.Message, "plan-001 phase-1: ") {
+				sha = c.SHA
+				return true
+			}
+		}
+		return false
+	})
+	w.gh.RunCI(w.repo, sha, "GitHub Actions", "success") // and no webhook
+	start := time.Now()
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	t.Logf("the reconciler found the finished CI after %s", time.Since(start).Round(100*time.Millisecond))
+}

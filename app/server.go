@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	a.git = cache
 	host, _ := os.Hostname()
 	a.forge = &pipeline.Forge{
-		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a,
+		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a, LeaseTTL: a.cfg.Queue.LeaseTTL,
 		AppID: func() int64 {
 			if gs := a.github.Load(); gs != nil {
 				return gs.cfg.Github.App.IntegrationID
@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	river.AddWorker(workers, &pipeline.PullRequestWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.ChecksWorker{Forge: a.forge})
 	rc, err := river.NewClient(st.Driver(), &river.Config{
-		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(reconcileEvery),
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Queue.LeaseTTL/3),
 			func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true})},
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.cfg.Queue.Workers}},
@@ -294,11 +294,6 @@ func (a *App) EnqueueAt(ctx context.Context, args river.JobArgs, at time.Time) e
 	_, err := a.river.Insert(ctx, args, &river.InsertOpts{ScheduledAt: at})
 	return err
 }
-
-// reconcileEvery is how often orphaned and queued forges are looked for: a
-// third of the plan lease, so a forge whose worker died resumes within a
-// minute.
-const reconcileEvery = 5 * time.Second
 
 func randomID() string {
 	b := make([]byte, 4)
