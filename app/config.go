@@ -78,6 +78,7 @@ const (
 	DefaultDataDir       = "data"
 	DefaultShutdownGrace = 30 * time.Second
 	DefaultWorkers       = 10
+	DefaultLeaseTTL      = 15 * time.Second
 	// DefaultGitCacheMaxBytes is git.cache_max_bytes's default: 10 GiB.
 	DefaultGitCacheMaxBytes = 10 << 30
 	DefaultWebURL           = "https://github.com"
@@ -171,7 +172,7 @@ func (c *Config) applyDefaults() {
 		c.Queue.Workers = DefaultWorkers
 	}
 	if c.Queue.LeaseTTL == 0 {
-		c.Queue.LeaseTTL = 15 * time.Second
+		c.Queue.LeaseTTL = DefaultLeaseTTL
 	}
 	if c.Git.CacheMaxBytes == 0 {
 		c.Git.CacheMaxBytes = DefaultGitCacheMaxBytes
@@ -181,6 +182,9 @@ func (c *Config) applyDefaults() {
 func (c *Config) validate() error {
 	if c.Server.Port < 0 || c.Server.Port > 65535 {
 		return fmt.Errorf("server.port %d is out of range", c.Server.Port)
+	}
+	if c.Queue.LeaseTTL < 300*time.Millisecond {
+		return fmt.Errorf("queue.lease_ttl %s is too short (at least 300ms)", c.Queue.LeaseTTL)
 	}
 	if c.Queue.Workers < 1 {
 		return fmt.Errorf("queue.workers must be at least 1, got %d", c.Queue.Workers)

@@ -63,6 +63,10 @@ type githubState struct {
 // listen yet; Run does.
 func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	a := &App{cfg: cfg, log: log, metrics: NewMetrics()}
+	if a.cfg.Queue.LeaseTTL <= 0 {
+		// A configuration built in code rather than loaded has no defaults.
+		a.cfg.Queue.LeaseTTL = DefaultLeaseTTL
+	}
 
 	if !cfg.AppConfigured() {
 		creds, err := LoadCredentials(cfg.DataDir)

@@ -123,11 +123,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 // phases shows the phases, generating them first when there are none or
 // --regenerate asks for it (the phases file is committed on the branch).
 func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
-	p, err := c.findPlan(ctx, cmd)
-	if err != nil || p == nil {
-		if err == nil {
-			err = c.noPlan(ctx, cmd)
-		}
+	p, err := c.planOrAnswer(ctx, cmd)
+	if p == nil {
 		return err
 	}
 	if p.Phases == nil || cmd.Regenerate {
@@ -167,11 +164,8 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 }
 
 func (c *commandCtx) runPhases(ctx context.Context, cmd Command) error {
-	p, err := c.findPlan(ctx, cmd)
-	if err != nil || p == nil {
-		if err == nil {
-			err = c.noPlan(ctx, cmd)
-		}
+	p, err := c.planOrAnswer(ctx, cmd)
+	if p == nil {
 		return err
 	}
 	if p.Run != RunIdle {
@@ -189,11 +183,8 @@ func (c *commandCtx) runPhases(ctx context.Context, cmd Command) error {
 }
 
 func (c *commandCtx) skip(ctx context.Context, cmd Command) error {
-	p, err := c.findPlan(ctx, cmd)
-	if err != nil || p == nil {
-		if err == nil {
-			err = c.noPlan(ctx, cmd)
-		}
+	p, err := c.planOrAnswer(ctx, cmd)
+	if p == nil {
 		return err
 	}
 	if p.Phases == nil || p.Run == RunRunning {
@@ -389,6 +380,19 @@ func (c *commandCtx) findPlan(ctx context.Context, cmd Command) (*Plan, error) {
 		return nil, nil
 	}
 	return p, err
+}
+
+// planOrAnswer is the command's plan; when there is none it answers so
+// and returns nil.
+func (c *commandCtx) planOrAnswer(ctx context.Context, cmd Command) (*Plan, error) {
+	p, err := c.findPlan(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, c.noPlan(ctx, cmd)
+	}
+	return p, nil
 }
 
 func (c *commandCtx) noPlan(ctx context.Context, cmd Command) error {

@@ -206,11 +206,7 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 		ExternalID: PlanID(p.Number) + "/" + ph.ID}
 	if err != nil {
 		c.Conclusion, c.Summary = "failure", oneLine(err.Error())
-		c.Actions = []CheckAction{
-			{Label: "Retry", Description: "Run this phase again", Identifier: "retry"},
-			{Label: "Skip", Description: "Mark this phase skipped", Identifier: "skip"},
-			{Label: "Cancel", Description: "Stop the phase run", Identifier: "cancel"},
-		}
+		c.Actions = phaseFailureActions
 	}
 	if c.Summary == "" {
 		c.Summary = ph.Title
@@ -472,11 +468,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			return "", err
 		}
 		check.Conclusion, check.Summary = "failure", oneLine(ph.Error)
-		check.Actions = []CheckAction{
-			{Label: "Retry", Description: "Run this phase again", Identifier: "retry"},
-			{Label: "Skip", Description: "Mark this phase skipped", Identifier: "skip"},
-			{Label: "Cancel", Description: "Stop the phase run", Identifier: "cancel"},
-		}
+		check.Actions = phaseFailureActions
 		if w.CheckRunID != 0 {
 			if err := r.gh.UpdateCheckRun(ctx, p.Repo, check); err != nil {
 				r.log.Warn().Err(err).Msg("update phase check run")
@@ -716,6 +708,13 @@ func (r *run) done(ctx context.Context) error {
 	}
 	return r.prText(ctx, "phase-run-done", map[string]any{"Complete": true, "PlanID": PlanID(p.Number), "Ran": p.PhasesRun,
 		"Elapsed": elapsed(r.f.now().Sub(r.started)), "Lines": lines})
+}
+
+// phaseFailureActions are the buttons of a failed phase's check run.
+var phaseFailureActions = []CheckAction{
+	{Label: "Retry", Description: "Run this phase again", Identifier: "retry"},
+	{Label: "Skip", Description: "Mark this phase skipped", Identifier: "skip"},
+	{Label: "Cancel", Description: "Stop the phase run", Identifier: "cancel"},
 }
 
 // prText comments on the plan's pull request.
