@@ -167,6 +167,15 @@ func TestForgeHappyPath(t *testing.T) {
 		if c.Path != planPath || c.Line < 1 {
 			t.Errorf("inline comment on %s:%d", c.Path, c.Line)
 		}
+		// Round 1 was revised: its comments are hidden as outdated;
+		// round 2's findings still stand.
+		hidden := w.gh.Minimized(w.repo, c.ID)
+		if c.ReviewID == reviews[0].ID && hidden == "" {
+			t.Errorf("round 1's inline comment %d is not minimized after the revision", c.ID)
+		}
+		if c.ReviewID == reviews[1].ID && hidden != "" {
+			t.Errorf("round 2's inline comment %d is minimized (%s)", c.ID, hidden)
+		}
 	}
 	plan, ok := w.gh.Repo(w.repo).File(pr.Head, planPath)
 	if !ok {

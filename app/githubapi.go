@@ -269,6 +269,21 @@ func (g *githubAPI) MarkReadyForReview(ctx context.Context, repo pipeline.Repo, 
 	return nil
 }
 
+func (g *githubAPI) MinimizeComment(ctx context.Context, nodeID string) error {
+	var m struct {
+		MinimizeComment struct {
+			MinimizedComment struct {
+				IsMinimized bool
+			}
+		} `graphql:"minimizeComment(input: $input)"`
+	}
+	in := githubv4.MinimizeCommentInput{SubjectID: githubv4.ID(nodeID), Classifier: githubv4.ReportedContentClassifiersOutdated}
+	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
+		return fmt.Errorf("minimize comment: %w", err)
+	}
+	return nil
+}
+
 func (g *githubAPI) Compare(ctx context.Context, repo pipeline.Repo, base, head string) ([]pipeline.DiffFile, error) {
 	c, _, err := g.c.Repositories.CompareCommits(ctx, repo.Owner, repo.Name, base, head, &github.ListOptions{PerPage: 100})
 	if err != nil {
@@ -327,7 +342,7 @@ func (g *githubAPI) ReviewComments(ctx context.Context, repo pipeline.Repo, pr i
 	}
 	out := make([]pipeline.ReviewComment, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, pipeline.ReviewComment{Path: c.GetPath(), Line: c.GetLine(), Body: c.GetBody()})
+		out = append(out, pipeline.ReviewComment{Path: c.GetPath(), Line: c.GetLine(), Body: c.GetBody(), NodeID: c.GetNodeID()})
 	}
 	return out, nil
 }

@@ -62,6 +62,8 @@ type GitHub interface {
 	ClosePullRequest(ctx context.Context, repo Repo, number int) error
 	ListReviews(ctx context.Context, repo Repo, pr int) ([]Review, error)
 	CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error)
+	// MinimizeComment hides a comment as outdated (GraphQL).
+	MinimizeComment(ctx context.Context, nodeID string) error
 	// ReviewComments are the inline comments of one review.
 	ReviewComments(ctx context.Context, repo Repo, pr int, reviewID int64) ([]ReviewComment, error)
 
@@ -177,9 +179,10 @@ type NewReview struct {
 
 // ReviewComment is an inline comment on a line of the PR diff's right side.
 type ReviewComment struct {
-	Path string
-	Line int
-	Body string
+	Path   string
+	Line   int
+	Body   string
+	NodeID string // set on comments read back from GitHub
 }
 
 // CheckRun is a check run as Forge writes it.

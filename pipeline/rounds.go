@@ -36,6 +36,7 @@ func (r *run) rounds(ctx context.Context) error {
 			if err := r.revise(ctx, last.Findings, ""); err != nil {
 				return err
 			}
+			r.hideOutdated(ctx, last)
 			p.ReviseNext = false
 			if err := r.save(ctx); err != nil {
 				return err
@@ -478,4 +479,26 @@ func elapsed(d time.Duration) string {
 		return fmt.Sprintf("%ds", int(d.Seconds()+0.5))
 	}
 	return d.Round(time.Second).String()
+}
+
+// hideOutdated minimizes a revised round's inline comments as outdated, so
+// the plan PR never drowns in stale findings (DESIGN §10). Best effort: a
+// failure here never stops the forge.
+func (r *run) hideOutdated(ctx context.Context, round AuditRound) {
+	if round.ReviewID == 0 {
+		return
+	}
+	comments, err := r.gh.ReviewComments(ctx, r.p.Repo, r.p.PR, round.ReviewID)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("list the revised round's inline comments")
+		return
+	}
+	for _, c := range comments {
+		if c.NodeID == "" {
+			continue
+		}
+		if err := r.gh.MinimizeComment(ctx, c.NodeID); err != nil {
+			r.log.Warn().Err(err).Msg("minimize an outdated inline comment")
+		}
+	}
 }
