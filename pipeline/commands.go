@@ -115,9 +115,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		return c.runPhases(ctx, cmd)
 	case CommandSkip:
 		return c.skip(ctx, cmd)
-	default:
-		return c.reply(ctx, "unavailable", map[string]any{"Usage": cmd.Kind.Usage()})
 	}
+	return fmt.Errorf("command %q has no handler", cmd.Kind)
 }
 
 // phases shows the phases, generating them first when there are none or

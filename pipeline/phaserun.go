@@ -151,8 +151,10 @@ func (r *run) generatePhases(ctx context.Context, plan string) error {
 	return r.save(ctx)
 }
 
-// commitFiles commits files on the plan branch, like commit for the plan
-// file.
+// commitFiles commits files on the plan branch. A resumed run first
+// finds a commit an earlier run made and did not record; a refusal because
+// the branch moved is either that same commit (kept) or a person's push
+// (the commit goes on top of it).
 func (r *run) commitFiles(ctx context.Context, message string, files []FileChange) error {
 	p := r.p
 	if done, err := r.alreadyCommitted(ctx, message); err != nil || done {
@@ -163,6 +165,14 @@ func (r *run) commitFiles(ctx context.Context, message string, files []FileChang
 		head, herr := r.gh.BranchHead(ctx, p.Repo, p.Branch)
 		if herr != nil {
 			return herr
+		}
+		c, cerr := r.gh.Commit(ctx, p.Repo, head)
+		if cerr != nil {
+			return cerr
+		}
+		if strings.TrimSpace(c.Message) == message {
+			p.HeadSHA = head
+			return r.save(ctx)
 		}
 		r.humanChange = true
 		sha, err = r.gh.CommitFiles(ctx, p.Repo, p.Branch, head, message, files)

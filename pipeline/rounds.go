@@ -427,8 +427,9 @@ func (r *run) finish(ctx context.Context, err error) error {
 		return err // River retries; the next attempt resumes from the saved step
 	}
 	r.log.Error().Err(err).Str("doing", r.doing).Msg("forge failed")
-	p.Status, _ = p.Status.Next(EventForgeError)
-	if p.Status != StatusDraft {
+	if p.Mode != ModePhases {
+		// A forge that fails goes back to DRAFT with its work kept; a phase
+		// run keeps the plan's status (the phases file says where it stopped).
 		p.Status = StatusDraft
 	}
 	p.Run, p.Error, p.Pending = RunIdle, err.Error(), nil
@@ -442,6 +443,7 @@ func (r *run) finish(ctx context.Context, err error) error {
 	report := map[string]any{
 		"Marker": Marker(p.Number, "error", p.Generation, p.Round), "PlanID": PlanID(p.Number),
 		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
+		"Phases": p.Mode == ModePhases, "Status": p.Status,
 	}
 	if rerr := r.reply(ctx, "forge-error", report); rerr != nil {
 		r.log.Error().Err(rerr).Msg("report forge failure")

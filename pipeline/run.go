@@ -437,34 +437,9 @@ func (r *run) setCheck(ctx context.Context, status, conclusion, title string, ac
 	return nil
 }
 
-// commit writes the plan file on the plan branch. A refusal because the
-// branch moved is either this very commit made by an earlier run (kept) or
-// a person's push (the commit goes on top of it).
+// commit writes the plan file on the plan branch (see commitFiles).
 func (r *run) commit(ctx context.Context, message, text string) error {
-	p := r.p
-	files := []FileChange{{Path: p.PlanPath, Content: []byte(text)}}
-	sha, err := r.gh.CommitFiles(ctx, p.Repo, p.Branch, p.HeadSHA, message, files)
-	if errors.Is(err, ErrNotFastForward) {
-		head, herr := r.gh.BranchHead(ctx, p.Repo, p.Branch)
-		if herr != nil {
-			return herr
-		}
-		c, cerr := r.gh.Commit(ctx, p.Repo, head)
-		if cerr != nil {
-			return cerr
-		}
-		if strings.TrimSpace(c.Message) == message {
-			p.HeadSHA = head
-			return r.save(ctx)
-		}
-		r.humanChange = true
-		sha, err = r.gh.CommitFiles(ctx, p.Repo, p.Branch, head, message, files)
-	}
-	if err != nil {
-		return fmt.Errorf("commit %q: %w", message, err)
-	}
-	p.HeadSHA = sha
-	return r.save(ctx)
+	return r.commitFiles(ctx, message, []FileChange{{Path: r.p.PlanPath, Content: []byte(text)}})
 }
 
 // checkout makes a working copy of the plan branch's head and reads the

@@ -265,6 +265,10 @@ func textCases(t *testing.T) []textCase {
 		{"forge-error/without tail", "forge-error", map[string]any{
 			"Marker": pipeline.Marker(planNumber, "error", 0, 2), "PlanID": planID, "Step": "auditing (round 2)",
 			"Error": "post audit round 2 review: 422 Validation Failed", "Tail": "", "Branch": branch}},
+		{"forge-error/phase run", "forge-error", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "error", 3, 2), "PlanID": planID, "Step": "running phase-2",
+			"Error": "read the plan file: transient failure: 502 Bad Gateway", "Tail": "", "Branch": branch,
+			"Phases": true, "Status": pipeline.StatusImplementing}},
 
 		{"cancel/queued", "cancel", map[string]any{"Queued": true, "PlanID": planID}},
 		{"cancel/running", "cancel", map[string]any{"PlanID": planID}},
@@ -289,7 +293,6 @@ func textCases(t *testing.T) []textCase {
 		{"usage-error/unexpected argument", "usage-error", map[string]any{
 			"Problem": `unexpected argument "now"`, "Usage": pipeline.CommandCancel.Usage()}},
 
-		{"unavailable", "unavailable", map[string]any{"Usage": pipeline.CommandRun.Usage()}},
 		{"approval/approved", "approval", map[string]any{"PlanID": planID, "Approved": true, "Approvers": []string{"alice", "bob"}}},
 		{"approval/missing", "approval", map[string]any{"PlanID": planID,
 			"Missing": []string{"1 more approval from someone with write permission", "required check ci has not passed"}}},
