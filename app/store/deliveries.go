@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // Delivery is one webhook delivery to record, with the jobs it starts.
@@ -68,25 +67,21 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
-// outcomeFor computes, in SQL, the outcome stored for a delivery of the
-// installation whose id is the parameter param.
-func outcomeFor(param string) string {
-	return `CASE WHEN EXISTS (SELECT 1 FROM installations WHERE id = CAST(` + param + ` AS bigint) AND ` +
-		installationInactive + `) THEN 'ignored' ELSE 'accepted' END`
-}
-
-// insertDelivery inserts the row unless its id exists; RETURNING gives no row
+// insertDelivery inserts the row unless its id exists; no row is affected
 // for a duplicate. Inserting first, rather than looking first, lets Postgres
 // settle two replicas racing on the same id: the second waits for the first
-// to commit and then sees the conflict.
-var insertDelivery = `INSERT INTO deliveries (delivery_id, event, action, installation_id, repository, outcome, received_at)
-	VALUES ($1, $2, $3, NULLIF(CAST($4 AS bigint), 0), $5, ` + outcomeFor("$4") + `, $6)
-	ON CONFLICT (delivery_id) DO NOTHING
-	RETURNING outcome`
+// to commit and then sees the conflict. There is no RETURNING: on SQLite it
+// builds a temporary table per statement, which was most of an insert's cost.
+const insertDelivery = `INSERT INTO deliveries (delivery_id, event, action, installation_id, repository, outcome, received_at)
+	VALUES ($1, $2, $3, NULLIF(CAST($4 AS bigint), 0), $5, $6, $7)
+	ON CONFLICT (delivery_id) DO NOTHING`
 
-// reassessDelivery recomputes the outcome after the delivery changed its own
+// setOutcome rewrites the outcome after the delivery changed its own
 // installation.
-var reassessDelivery = `UPDATE deliveries SET outcome = ` + outcomeFor("$2") + ` WHERE delivery_id = $1 RETURNING outcome`
+const setOutcome = `UPDATE deliveries SET outcome = $2 WHERE delivery_id = $1`
+
+// inactiveInstallation is true when the installation is suspended or deleted.
+const inactiveInstallation = `SELECT EXISTS (SELECT 1 FROM installations WHERE id = $1 AND ` + installationInactive + `)`
 
 type incoming struct {
 	Delivery
@@ -94,19 +89,26 @@ type incoming struct {
 }
 
 // jobInserter is the part of *river.Client[*sql.Tx] ingest uses.
+// InsertManyFastTx rather than InsertManyTx: ingest needs no inserted rows
+// back, and on SQLite each returned row costs a temporary table. Its one
+// difference, failing on a unique conflict, cannot happen: no ingest job is
+// unique.
 type jobInserter interface {
-	InsertManyTx(ctx context.Context, tx *sql.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
+	InsertManyFastTx(ctx context.Context, tx *sql.Tx, params []river.InsertManyParams) (int, error)
 }
 
 // ingest records deliveries in one transaction, in order, and enqueues the
-// jobs of the accepted ones with a single InsertManyTx. Any error rolls all
-// of it back.
+// jobs of the accepted ones with a single InsertManyFastTx. Any error rolls
+// all of it back.
 func (s *Store) ingest(ctx context.Context, jobs jobInserter, batch []incoming) ([]Outcome, error) {
 	outcomes := make([]Outcome, len(batch))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// A batch rarely holds more than one installation: look each up once,
+		// and again only after a delivery of the batch changed it.
+		inactive := make(map[int64]bool, 1)
 		var enqueue []river.InsertManyParams
 		for i := range batch {
-			o, err := recordDelivery(ctx, tx, &batch[i])
+			o, err := recordDelivery(ctx, tx, &batch[i], inactive)
 			if err != nil {
 				return fmt.Errorf("record delivery: %w", err)
 			}
@@ -121,7 +123,7 @@ func (s *Store) ingest(ctx context.Context, jobs jobInserter, batch []incoming) 
 		if jobs == nil {
 			return errors.New("enqueue jobs: the ingester has no River client")
 		}
-		if _, err := jobs.InsertManyTx(ctx, tx, enqueue); err != nil {
+		if _, err := jobs.InsertManyFastTx(ctx, tx, enqueue); err != nil {
 			return fmt.Errorf("enqueue jobs: %w", err)
 		}
 		return nil
@@ -132,32 +134,69 @@ func (s *Store) ingest(ctx context.Context, jobs jobInserter, batch []incoming) 
 	return outcomes, nil
 }
 
-func recordDelivery(ctx context.Context, tx *sql.Tx, d *incoming) (Outcome, error) {
-	var stored string
-	err := tx.QueryRowContext(ctx, insertDelivery,
-		d.ID, d.Event, d.Action, d.InstallationID, d.Repository, d.receivedAt).Scan(&stored)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Duplicate, nil
+// recordDelivery writes d's row and applies its installation change.
+// inactive caches, for this transaction, whether an installation's
+// deliveries are ignored.
+func recordDelivery(ctx context.Context, tx *sql.Tx, d *incoming, inactive map[int64]bool) (Outcome, error) {
+	outcome := func() (Outcome, error) {
+		if d.InstallationID == 0 {
+			return Accepted, nil
+		}
+		off, ok := inactive[d.InstallationID]
+		if !ok {
+			if err := tx.QueryRowContext(ctx, inactiveInstallation, d.InstallationID).Scan(&off); err != nil {
+				return 0, fmt.Errorf("read installation %d: %w", d.InstallationID, err)
+			}
+			inactive[d.InstallationID] = off
+		}
+		if off {
+			return Ignored, nil
+		}
+		return Accepted, nil
 	}
+	o, err := outcome()
 	if err != nil {
 		return 0, err
 	}
-	if d.InstallationChange != "" {
-		query, args, err := installationChange(d.InstallationID, d.Account, d.InstallationChange, d.receivedAt)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
-			return 0, fmt.Errorf("mark installation %d %s: %w", d.InstallationID, d.InstallationChange, err)
-		}
-		if err := tx.QueryRowContext(ctx, reassessDelivery, d.ID, d.InstallationID).Scan(&stored); err != nil {
+	res, err := tx.ExecContext(ctx, insertDelivery,
+		d.ID, d.Event, d.Action, d.InstallationID, d.Repository, o.stored(), d.receivedAt)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, err
+	} else if n == 0 {
+		return Duplicate, nil
+	}
+	if d.InstallationChange == "" {
+		return o, nil
+	}
+	query, args, err := installationChange(d.InstallationID, d.Account, d.InstallationChange, d.receivedAt)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		return 0, fmt.Errorf("mark installation %d %s: %w", d.InstallationID, d.InstallationChange, err)
+	}
+	delete(inactive, d.InstallationID)
+	changed, err := outcome()
+	if err != nil {
+		return 0, err
+	}
+	if changed != o {
+		if _, err := tx.ExecContext(ctx, setOutcome, d.ID, changed.stored()); err != nil {
 			return 0, fmt.Errorf("reassess outcome: %w", err)
 		}
 	}
-	if stored == "ignored" {
-		return Ignored, nil
+	return changed, nil
+}
+
+// stored is the outcome as the deliveries table keeps it.
+func (o Outcome) stored() string {
+	if o == Ignored {
+		return "ignored"
 	}
-	return Accepted, nil
+	return "accepted"
 }
 
 // PruneDeliveries deletes deliveries received before the given time and
