@@ -8,6 +8,7 @@ require (
 	github.com/gkampitakis/go-snaps v0.5.25
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/go-git/go-git/v5 v5.19.3
+	github.com/goccy/go-json v0.12.0
 	github.com/golang-jwt/jwt/v4 v4.5.2
 	github.com/google/go-github/v66 v66.0.0
 	github.com/google/uuid v1.6.0

@@ -109,6 +109,9 @@ func TestWhatStartsWork(t *testing.T) {
 		{"edited command", "issue_comment", "issue_comment/edited", setComment("/forge add limits", "User"), 0, ""},
 		{"deleted command", "issue_comment", "issue_comment/deleted", setComment("/forge add limits", "User"), 0, ""},
 		{"label added", "issues", "issues/labeled", nil, 1, ""},
+		{"label added to a pull request", "issues", "issues/labeled", func(m map[string]any) {
+			m["issue"].(map[string]any)["pull_request"] = map[string]any{"url": "https://api.github.com/x"}
+		}, 0, ""},
 		{"issue opened", "issues", "issues/opened", nil, 0, ""},
 		{"installation deleted", "installation", "installation/deleted", nil, 0, "deleted"},
 		{"installation suspended", "installation", "installation/suspend", nil, 0, "suspend"},
@@ -148,12 +151,110 @@ func TestWhatStartsWork(t *testing.T) {
 	}
 }
 
+// TestMalformedPayload: a payload that is not valid JSON is refused whole,
+// even where the damage is in a field Forge never reads.
 func TestMalformedPayload(t *testing.T) {
-	rec := &recorder{}
-	h := &IssueComment{Base{Ingest: rec}}
-	err := h.Handle(githubapp.InitializeResponder(context.Background()), "issue_comment", "d", []byte(`{"comment": 5}`))
-	var bad *BadPayloadError
-	if !errors.As(err, &bad) || len(rec.got) != 0 {
-		t.Fatalf("err %v, recorded %d", err, len(rec.got))
+	bodies := []string{
+		`{"action": 5}`,
+		`{"action": "created", "unused": [1, 2,, 3]}`,
+		`{"action": "created", "unused": {"a" 1}}`,
+		`{"action": "created", "unused": "\uZZZZ"}`,
+		`{"action": "created", "unused": tru}`,
+		`{"action": "created", "unused": 01}`,
+		`{"action": "created"} trailing`,
+		`{"action": "created",}`,
+		"{\"action\": \"created\", \"unused\": \"\x01\"}",
+	}
+	for _, h := range All(Base{AppID: 99}) {
+		for _, body := range bodies {
+			rec := &recorder{}
+			setIngest(h, rec)
+			event := h.Handles()[0]
+			err := h.Handle(githubapp.InitializeResponder(context.Background()), event, "d", []byte(body))
+			var bad *BadPayloadError
+			if !errors.As(err, &bad) || len(rec.got) != 0 {
+				t.Errorf("%s %s: err %v, recorded %d", event, body, err, len(rec.got))
+			}
+		}
+	}
+}
+
+// TestCommandJob: a command comment's job carries what the command job
+// needs, read from the recorded payload.
+func TestCommandJob(t *testing.T) {
+	d, err := handle(t, "issue_comment", "issue_comment/created", setComment("/forge add limits", "User"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := payload(t, "issue_comment/created", nil)
+	var m struct {
+		Issue struct {
+			Number int `json:"number"`
+		} `json:"issue"`
+		Comment struct {
+			ID   int64 `json:"id"`
+			User struct {
+				Login string `json:"login"`
+			} `json:"user"`
+		} `json:"comment"`
+		Repository struct {
+			Name          string `json:"name"`
+			DefaultBranch string `json:"default_branch"`
+			Owner         struct {
+				Login string `json:"login"`
+			} `json:"owner"`
+		} `json:"repository"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	want := pipeline.CommandArgs{
+		InstallationID: 7,
+		Repo:           pipeline.Repo{Owner: m.Repository.Owner.Login, Name: m.Repository.Name},
+		DefaultBranch:  m.Repository.DefaultBranch,
+		IssueNumber:    m.Issue.Number,
+		CommentID:      m.Comment.ID,
+		Body:           "/forge add limits",
+		Author:         m.Comment.User.Login,
+		DeliveryID:     "delivery-1",
+	}
+	if got := d.Jobs[0].Args; got != want || want.DefaultBranch == "" || want.CommentID == 0 {
+		t.Fatalf("job args\n%+v\nwant\n%+v", got, want)
+	}
+	if d.Repository != m.Repository.Owner.Login+"/"+m.Repository.Name || d.Account == "" && d.InstallationID != 7 {
+		t.Fatalf("delivery %+v", d)
+	}
+
+	// The same comment on a pull request.
+	d, err = handle(t, "issue_comment", "issue_comment/created", func(m map[string]any) {
+		setComment("/forge approve", "User")(m)
+		m["issue"].(map[string]any)["pull_request"] = map[string]any{"url": "https://api.github.com/x"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := d.Jobs[0].Args.(pipeline.CommandArgs); !a.IsPR {
+		t.Fatalf("a comment on a pull request: %+v", a)
+	}
+}
+
+func setIngest(h githubapp.EventHandler, in Ingester) {
+	switch h := h.(type) {
+	case *IssueComment:
+		h.Ingest = in
+	case *Issues:
+		h.Ingest = in
+	case *PullRequest:
+		h.Ingest = in
+	case *PullRequestReview:
+		h.Ingest = in
+	case *CheckRun:
+		h.Ingest = in
+	case *CheckSuite:
+		h.Ingest = in
+	case *Installation:
+		h.Ingest = in
+	case *InstallationRepositories:
+		h.Ingest = in
 	}
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -15,14 +14,16 @@ type Installation struct{ Base }
 func (h *Installation) Handles() []string { return []string{"installation"} }
 
 func (h *Installation) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var e github.InstallationEvent
+	var e envelope
 	if err := decode(eventType, payload, &e); err != nil {
 		return err
 	}
-	d := delivery(eventType, deliveryID, e.GetAction(), e.Installation, nil)
-	switch e.GetAction() {
+	// An installation event names no single repository.
+	e.Repository = nil
+	d := e.delivery(eventType, deliveryID)
+	switch e.Action {
 	case "created", "deleted", "suspend", "unsuspend":
-		d.InstallationChange = e.GetAction()
+		d.InstallationChange = e.Action
 	}
 	return h.accept(ctx, d)
 }

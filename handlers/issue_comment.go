@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/forge-dev/forge/pipeline"
@@ -17,24 +16,32 @@ type IssueComment struct{ Base }
 func (h *IssueComment) Handles() []string { return []string{"issue_comment"} }
 
 func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var e github.IssueCommentEvent
+	var e struct {
+		envelope
+		Issue   issue `json:"issue"`
+		Comment struct {
+			ID   int64  `json:"id"`
+			Body string `json:"body"`
+			User user   `json:"user"`
+		} `json:"comment"`
+		Sender user `json:"sender"`
+	}
 	if err := decode(eventType, payload, &e); err != nil {
 		return err
 	}
-	d := delivery(eventType, deliveryID, e.GetAction(), e.Installation, e.Repo)
-	c := e.GetComment()
-	if e.GetAction() == "created" && d.InstallationID != 0 && !isBot(e.GetSender()) && !isBot(c.GetUser()) &&
-		pipeline.HasCommand(c.GetBody()) {
-		owner, name := repoOf(e.GetRepo())
+	d := e.delivery(eventType, deliveryID)
+	c := e.Comment
+	if e.Action == "created" && d.InstallationID != 0 && e.Repository != nil && !e.Sender.bot() && !c.User.bot() &&
+		pipeline.HasCommand(c.Body) {
 		d.Jobs = append(d.Jobs, job(pipeline.CommandArgs{
 			InstallationID: d.InstallationID,
-			Repo:           pipeline.Repo{Owner: owner, Name: name},
-			DefaultBranch:  e.GetRepo().GetDefaultBranch(),
-			IssueNumber:    e.GetIssue().GetNumber(),
-			IsPR:           e.GetIssue().IsPullRequest(),
-			CommentID:      c.GetID(),
-			Body:           c.GetBody(),
-			Author:         c.GetUser().GetLogin(),
+			Repo:           e.Repository.repo(),
+			DefaultBranch:  e.Repository.DefaultBranch,
+			IssueNumber:    e.Issue.Number,
+			IsPR:           e.Issue.isPR(),
+			CommentID:      c.ID,
+			Body:           c.Body,
+			Author:         c.User.Login,
 			DeliveryID:     deliveryID,
 		}))
 	}

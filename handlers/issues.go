@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/forge-dev/forge/pipeline"
@@ -16,24 +15,29 @@ type Issues struct{ Base }
 func (h *Issues) Handles() []string { return []string{"issues"} }
 
 func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, payload []byte) error {
-	var e github.IssuesEvent
+	var e struct {
+		envelope
+		Issue issue `json:"issue"`
+		Label *struct {
+			Name string `json:"name"`
+		} `json:"label"`
+		Sender user `json:"sender"`
+	}
 	if err := decode(eventType, payload, &e); err != nil {
 		return err
 	}
-	d := delivery(eventType, deliveryID, e.GetAction(), e.Installation, e.Repo)
-	issue := e.GetIssue()
-	if e.GetAction() == "labeled" && d.InstallationID != 0 && !isBot(e.GetSender()) && !issue.IsPullRequest() &&
-		e.GetLabel().GetName() != "" {
-		owner, name := repoOf(e.GetRepo())
+	d := e.delivery(eventType, deliveryID)
+	if e.Action == "labeled" && d.InstallationID != 0 && e.Repository != nil && !e.Sender.bot() && !e.Issue.isPR() &&
+		e.Label != nil && e.Label.Name != "" {
 		d.Jobs = append(d.Jobs, job(pipeline.CommandArgs{
 			InstallationID: d.InstallationID,
-			Repo:           pipeline.Repo{Owner: owner, Name: name},
-			DefaultBranch:  e.GetRepo().GetDefaultBranch(),
-			IssueNumber:    issue.GetNumber(),
-			Label:          e.GetLabel().GetName(),
-			Title:          issue.GetTitle(),
-			IssueBody:      issue.GetBody(),
-			Author:         e.GetSender().GetLogin(),
+			Repo:           e.Repository.repo(),
+			DefaultBranch:  e.Repository.DefaultBranch,
+			IssueNumber:    e.Issue.Number,
+			Label:          e.Label.Name,
+			Title:          e.Issue.Title,
+			IssueBody:      e.Issue.Body,
+			Author:         e.Sender.Login,
 			DeliveryID:     deliveryID,
 		}))
 	}
