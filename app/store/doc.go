@@ -28,8 +28,16 @@
 // a transaction of its own, so only the deliveries that fail alone get an
 // error.
 //
-// What remains per delivery is CPU in the single writer, mostly River's job
-// insert. On SQLite the driver used to parse every statement on every call,
-// three quarters of that cost; SQLite connections therefore keep their
-// statements prepared (sqlite_stmtcache.go).
+// What remains per delivery is CPU in the single writer. On SQLite three
+// things made it several times what the writes need, each measured with
+// BenchmarkIngest's profile:
+//   - the driver parsed every statement on every call: SQLite connections
+//     keep their statements prepared (sqlite_stmtcache.go);
+//   - RETURNING builds a temporary table per statement: ingest inserts the
+//     delivery row and River's jobs (InsertManyFastTx) without it, and looks
+//     each installation up once per batch;
+//   - River's CHECK constraints build temporary b-trees on each job insert,
+//     and the pure-Go libc returned their page buffers to the kernel at once
+//     (an mmap and a munmap each): SQLite's page cache takes its pages from a
+//     pool set aside at start (sqlite_memory.go).
 package store

@@ -89,6 +89,7 @@ func parseURL(raw string) (dialect, target string, err error) {
 }
 
 func openSQLite(ctx context.Context, path string) (*Store, error) {
+	configureSQLiteMemory()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create database directory: %w", err)
 	}
