@@ -55,6 +55,9 @@ func run(args []string) error {
 
 	switch cmd {
 	case "serve":
+		if err := hideFromAgents(); err != nil {
+			return err
+		}
 		a, err := app.New(ctx, cfg, log)
 		if err != nil {
 			return err
