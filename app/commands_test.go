@@ -148,6 +148,44 @@ func TestPlanPRCommands(t *testing.T) {
 	w.waitReply(t, pr, "only plans in DRAFT or REVIEW")
 }
 
+// TestForkPRCommandsIgnored: a command on a pull request from a fork starts
+// nothing and is not answered, even from a writer naming an existing plan
+// (DESIGN §10); the same commands on a pull request from a branch of the
+// repository are obeyed.
+func TestForkPRCommandsIgnored(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	plan := w.pulls(t)[0].Number
+
+	w.gh.PushAs(t, w.repo, "alice", "patch", map[string]string{"patch.txt": "from a fork"}, "Patch")
+	fork := w.gh.OpenPull(w.repo, ghdouble.PullSpec{Title: "Patch", Head: "patch", Author: "mallory", Fork: "mallory"})
+	w.gh.PushAs(t, w.repo, "alice", "own", map[string]string{"own.txt": "from a branch"}, "Own")
+	own := w.gh.OpenPull(w.repo, ghdouble.PullSpec{Title: "Own", Head: "own", Author: "alice"})
+
+	ignored := []int64{
+		w.commandOn(t, fork, "alice", "/forge approve plan-001"),
+		w.commandOn(t, fork, "alice", "/forge help"),
+	}
+	w.commandOn(t, own, "alice", "/forge help")
+	w.waitReply(t, own, "**Forge commands**")
+	// Jobs run side by side: give the fork's a moment more than the answered one.
+	time.Sleep(2 * time.Second)
+	if got := w.botComments(t, fork); len(got) != 0 {
+		t.Errorf("Forge answered on the fork's pull request: %q", got[0].Body)
+	}
+	for _, id := range ignored {
+		if r := w.gh.Reactions(w.repo, id); len(r) != 0 {
+			t.Errorf("Forge reacted to a command on the fork's pull request: %+v", r)
+		}
+	}
+	w.status(t, "REVIEW")
+
+	// Approval is answered on the plan's own pull request.
+	w.commandOn(t, own, "alice", "/forge approve plan-001")
+	w.waitReply(t, plan, "Plan **plan-001** approved for implementation by @alice.")
+}
+
 // deliverOn sends an event about the plan PR with the double's renderings.
 func (w *world) deliverPR(t *testing.T, event, name string, pr int, edits ...ghdouble.Edit) {
 	t.Helper()

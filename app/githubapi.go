@@ -224,11 +224,22 @@ func (g *githubAPI) FindPullRequest(ctx context.Context, repo pipeline.Repo, bra
 	return &pr, nil
 }
 
+func (g *githubAPI) PullRequest(ctx context.Context, repo pipeline.Repo, number int) (pipeline.PullRequest, error) {
+	pr, _, err := g.c.PullRequests.Get(ctx, repo.Owner, repo.Name, number)
+	if err != nil {
+		return pipeline.PullRequest{}, apiError(err)
+	}
+	return toPR(pr), nil
+}
+
 func toPR(p *github.PullRequest) pipeline.PullRequest {
+	head := p.GetHead().GetRepo()
 	return pipeline.PullRequest{
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), Title: p.GetTitle(), Body: p.GetBody(),
 		HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Draft: p.GetDraft(),
 		State: p.GetState(), Merged: p.GetMerged(), HTMLURL: p.GetHTMLURL(),
+		// A deleted fork leaves head.repo null.
+		FromFork: head == nil || !strings.EqualFold(head.GetFullName(), p.GetBase().GetRepo().GetFullName()),
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 )
 
 // IssueComment turns a newly created comment holding a command into a job.
-// Edited and deleted comments never trigger anything, bots never do, and
-// neither do comments on pull requests from forks.
+// Edited and deleted comments never trigger anything and bots never do. A
+// comment on a pull request from a fork does not either, but the payload does
+// not say where the head branch lives: the command job asks GitHub.
 type IssueComment struct{ Base }
 
 func (h *IssueComment) Handles() []string { return []string{"issue_comment"} }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -28,6 +30,19 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 	} else {
 		var ok bool
 		if cmd, ok = ParseCommand(a.Body); !ok {
+			return nil
+		}
+	}
+
+	if a.IsPR {
+		fork, err := c.fromFork(ctx)
+		if err != nil {
+			return err
+		}
+		if fork {
+			// DESIGN §10: comments on pull requests from forks never start
+			// work, whoever writes them; nothing is answered either.
+			zerolog.Ctx(ctx).Info().Int("pr", a.IssueNumber).Msg("command on a pull request from a fork ignored")
 			return nil
 		}
 	}
@@ -358,6 +373,24 @@ func (c *commandCtx) trigger() string {
 		return "comment:" + strconv.FormatInt(c.a.CommentID, 10)
 	}
 	return "delivery:" + c.a.DeliveryID
+}
+
+// fromFork reports whether the pull request the command is on comes from a
+// fork. Forge's own plan PRs never do, so only a command on another PR
+// costs a REST call.
+func (c *commandCtx) fromFork(ctx context.Context) (bool, error) {
+	_, err := c.f.Plans.PlanForPR(ctx, c.a.Repo, c.a.IssueNumber)
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, ErrPlanNotFound) {
+		return false, err
+	}
+	pr, err := c.gh.PullRequest(ctx, c.a.Repo, c.a.IssueNumber)
+	if err != nil {
+		return false, fmt.Errorf("read pull request #%d: %w", c.a.IssueNumber, err)
+	}
+	return pr.FromFork, nil
 }
 
 // findPlan is the plan a command on this issue or PR is about.

@@ -52,6 +52,8 @@ type GitHub interface {
 
 	// FindPullRequest is the open PR whose head is branch, nil if none.
 	FindPullRequest(ctx context.Context, repo Repo, branch string) (*PullRequest, error)
+	// PullRequest reads pull request number.
+	PullRequest(ctx context.Context, repo Repo, number int) (PullRequest, error)
 	CreatePullRequest(ctx context.Context, repo Repo, pr NewPullRequest) (PullRequest, error)
 	UpdatePullRequest(ctx context.Context, repo Repo, number int, title, body string) error
 	// MarkReadyForReview takes the PR out of draft (GraphQL: REST ignores
@@ -153,6 +155,9 @@ type PullRequest struct {
 	State   string
 	Merged  bool
 	HTMLURL string
+	// FromFork: the head branch lives in another repository (a fork, or
+	// one deleted since).
+	FromFork bool
 }
 
 type NewPullRequest struct {

@@ -17,9 +17,12 @@ import (
 // pullState is what a pull request has beyond its issue side (title, body,
 // state, author and labels live in the Issue of the same number).
 type pullState struct {
-	number              int
-	id                  int64
-	head, base          string // branch names in the same repository
+	number     int
+	id         int64
+	head, base string // branch names in the same repository
+	// fork is the login owning the fork the head comes from, "" for a
+	// branch of this repository.
+	fork                string
 	draft               bool
 	maintainerCanModify bool
 	merged              bool
@@ -63,6 +66,11 @@ type PullSpec struct {
 	Base   string // branch (default: the default branch)
 	Author string // a person's login (default "octocat")
 	Draft  bool
+	// Fork, when set, makes it a pull request from Fork's fork of the
+	// repository: GitHub then names the fork as the head repository. The
+	// double keeps the head branch's commits in the repository itself (GitHub
+	// keeps a fork PR's commits under refs/pull/N/head), so Head must exist.
+	Fork string
 }
 
 // Messages of GitHub's refusals around pull requests.
@@ -648,6 +656,14 @@ func (s *Server) pullJSONLocked(r *Repo, repo map[string]any, p *pullState, full
 	side := func(branch, sha string) map[string]any {
 		return map[string]any{"label": r.Owner + ":" + branch, "ref": branch, "sha": sha, "repo": repo, "user": owner}
 	}
+	headSide := side(p.head, head)
+	if p.fork != "" {
+		fork := maps.Clone(repo)
+		fork["full_name"] = p.fork + "/" + r.Name
+		fork["owner"] = s.loginJSON(p.fork)
+		fork["fork"] = true
+		headSide = map[string]any{"label": p.fork + ":" + p.head, "ref": p.head, "sha": head, "repo": fork, "user": s.loginJSON(p.fork)}
+	}
 	link := func(href string) map[string]any { return map[string]any{"href": href} }
 	out := map[string]any{
 		"url":                 api,
@@ -680,7 +696,7 @@ func (s *Server) pullJSONLocked(r *Repo, repo map[string]any, p *pullState, full
 		"assignees":           assignees,
 		"requested_reviewers": []any{},
 		"requested_teams":     []any{},
-		"head":                side(p.head, head),
+		"head":                headSide,
 		"base":                side(p.base, base),
 		"_links": map[string]any{
 			"self": link(api), "html": link(html), "issue": link(issueAPI), "comments": link(issueAPI + "/comments"),
@@ -795,6 +811,10 @@ func (s *Server) OpenPull(repo string, spec PullSpec) int {
 	if p == nil {
 		s.t.Fatalf("ghdouble: OpenPull(%s, %+v): GitHub would refuse it: %d %s", repo, spec, status, describe(body))
 		return 0
+	}
+	if spec.Fork != "" {
+		s.ensureUser(spec.Fork, "User")
+		p.fork = spec.Fork
 	}
 	return p.number
 }
