@@ -1,8 +1,10 @@
 package ghdouble
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -561,5 +564,69 @@ func TestPushWithInstallationToken(t *testing.T) {
 	}
 	if got, ok := f.r.File("plan-009/pushed", "pushed.txt"); !ok || got != "pushed\n" {
 		t.Errorf("pushed file = %q, %v", got, ok)
+	}
+}
+
+// TestRequestsInFlightOutliveTheTest: a request can still be running git in
+// the double when the test ends (a Forge killed by SIGKILL leaves its
+// requests running). The double's cleanup must let it finish before the bare
+// repositories are removed; removed under it, git answers "bad file" or
+// "invalid object" for objects the request had just written, or the removal
+// itself fails.
+func TestRequestsInFlightOutliveTheTest(t *testing.T) {
+	t.Parallel()
+	var rec *recordingTB
+	answered := make(chan int, 1)
+	passed := t.Run("test with a write in flight", func(t *testing.T) {
+		rec = &recordingTB{TB: t}
+		s := New(rec)
+		inst := s.AddInstallation("acme")
+		r := s.AddRepo(inst, "acme/widgets")
+		r.Seed(map[string]string{"README.md": "# widgets\n"}, "Initial commit")
+		tok := "token " + installationToken(t, s, inst)
+		objects := func() int {
+			n := 0
+			filepath.WalkDir(filepath.Join(r.GitDir(), "objects"), func(_ string, d os.DirEntry, _ error) error {
+				if d != nil && !d.IsDir() {
+					n++
+				}
+				return nil
+			})
+			return n
+		}
+		seeded := objects()
+		// Registered last, run first: the test ends while a tree of many
+		// inline files, one git process each, is being written.
+		t.Cleanup(func() {
+			var entries []map[string]any
+			for i := range 200 {
+				entries = append(entries, map[string]any{"path": fmt.Sprintf("f%03d.txt", i), "mode": "100644", "type": "blob", "content": fmt.Sprint(i)})
+			}
+			body, _ := json.Marshal(map[string]any{"tree": entries})
+			req, _ := http.NewRequest("POST", s.URL()+"repos/acme/widgets/git/trees", bytes.NewReader(body))
+			req.Header.Set("Authorization", tok)
+			req.Header.Set("Content-Type", "application/json")
+			go func() {
+				status := 0
+				if res, err := http.DefaultClient.Do(req); err == nil {
+					status = res.StatusCode
+					res.Body.Close()
+				}
+				answered <- status
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for objects() < seeded+2 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if objects() < seeded+2 {
+				t.Error("the tree request wrote no blob within 30s")
+			}
+		})
+	})
+	if status := <-answered; status != http.StatusCreated {
+		t.Errorf("the request in flight was answered %d, want 201", status)
+	}
+	if got := rec.reported(); len(got) > 0 || !passed {
+		t.Errorf("the double failed a request in flight at the end of the test (passed %v): %q", passed, got)
 	}
 }

@@ -3,6 +3,7 @@ package ghdouble
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +13,11 @@ import (
 // branch exists once something is committed to it (Seed, a push, the API).
 func (s *Server) initGit(r *Repo) {
 	s.t.Helper()
-	g, err := newBareRepo(s.t.TempDir(), r.DefaultBranch)
+	root, err := os.MkdirTemp(s.gitRoot, "repo-")
+	if err != nil {
+		s.t.Fatalf("ghdouble: AddRepo(%q): %v", r.FullName, err)
+	}
+	g, err := newBareRepo(root, r.DefaultBranch)
 	if err != nil {
 		s.t.Fatalf("ghdouble: AddRepo(%q): %v", r.FullName, err)
 	}

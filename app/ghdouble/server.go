@@ -25,6 +25,9 @@ type Server struct {
 	now    func() time.Time
 	routes *router
 	web    *http.ServeMux
+	// gitRoot holds the bare repositories. It is removed after the server
+	// is closed, never under a request still running git (see New).
+	gitRoot string
 	// webLogin is the person signed in on the web side.
 	webLogin      string
 	lastID        atomic.Int64
@@ -147,6 +150,14 @@ func New(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("ghdouble: %v", err)
 	}
 	s.app = app
+	// Cleanups run last registered first, and t.TempDir registers the
+	// removal of the test's temporary directories at its first call: made
+	// here, before the server's Close is registered, the repositories are
+	// removed only once Close has waited for the requests in flight. A
+	// request can outlive its client (a Forge killed by SIGKILL leaves its
+	// git writes running here); removed under it, git answers "bad file" or
+	// "invalid object" for what it had just written.
+	s.gitRoot = t.TempDir()
 	s.http = httptest.NewServer(s)
 	t.Cleanup(s.http.Close)
 	return s
