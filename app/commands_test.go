@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/apptest"
 	"github.com/forge-dev/forge/app/ghdouble"
 )
@@ -184,6 +187,40 @@ func TestForkPRCommandsIgnored(t *testing.T) {
 	// Approval is answered on the plan's own pull request.
 	w.commandOn(t, own, "alice", "/forge approve plan-001")
 	w.waitReply(t, plan, "Plan **plan-001** approved for implementation by @alice.")
+}
+
+// TestJobThatGivesUpSaysSo: a command whose job fails on every attempt is
+// told on its issue once River stops retrying, with GitHub's error, and
+// only then.
+func TestJobThatGivesUpSaysSo(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{configure: func(c *app.Config) {
+		c.Queue.MaxAttempts = 3
+		c.Queue.RetryPolicy = quickRetry{}
+	}})
+	// 422 is not retried by the GitHub client itself: each job attempt
+	// meets it once.
+	w.gh.FailNext("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", 1000,
+		ghdouble.Failure{Status: 422, Message: "reactions are switched off"})
+	w.commandOn(t, w.issue, "alice", "/forge status")
+	got := w.waitReply(t, w.issue, "Forge gave up on the command after 3 attempts")
+	if !strings.Contains(got, "reactions are switched off") || !strings.Contains(got, "<!-- forge:job:") {
+		t.Errorf("report:\n%s", got)
+	}
+	time.Sleep(time.Second)
+	if n := len(w.botComments(t, w.issue)); n != 1 {
+		t.Errorf("%d bot comments on the issue, want only the report", n)
+	}
+	if n := w.gh.Calls("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"); n != 3 {
+		t.Errorf("%d attempts at the reaction, want 3", n)
+	}
+}
+
+// quickRetry retries a failed job after 50ms instead of River's attempt⁴
+// seconds.
+type quickRetry struct{}
+
+func (quickRetry) NextRetry(*rivertype.JobRow) time.Time {
+	return time.Now().Add(50 * time.Millisecond)
 }
 
 // deliverOn sends an event about the plan PR with the double's renderings.

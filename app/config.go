@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/riverqueue/river"
 
 	"github.com/forge-dev/forge/app/agents"
 	"gopkg.in/yaml.v3"
@@ -69,6 +70,13 @@ type QueueConfig struct {
 	// renewing it (a crash): another worker resumes it after about twice
 	// that. The reconciler runs every third of it.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// MaxAttempts is how often a job runs before Forge gives up on it and
+	// says so on the issue or pull request it was about. River waits
+	// attempt⁴ seconds between attempts: 8 attempts span about 80 minutes.
+	MaxAttempts int `yaml:"max_attempts"`
+	// RetryPolicy replaces River's schedule of retries (tests; not read
+	// from the file).
+	RetryPolicy river.ClientRetryPolicy `yaml:"-"`
 }
 
 // Defaults for everything a fresh `make run` needs.
@@ -79,6 +87,7 @@ const (
 	DefaultShutdownGrace = 30 * time.Second
 	DefaultWorkers       = 10
 	DefaultLeaseTTL      = 15 * time.Second
+	DefaultMaxAttempts   = 8
 	// DefaultGitCacheMaxBytes is git.cache_max_bytes's default: 10 GiB.
 	DefaultGitCacheMaxBytes = 10 << 30
 	DefaultWebURL           = "https://github.com"
@@ -171,6 +180,9 @@ func (c *Config) applyDefaults() {
 	if c.Queue.Workers == 0 {
 		c.Queue.Workers = DefaultWorkers
 	}
+	if c.Queue.MaxAttempts == 0 {
+		c.Queue.MaxAttempts = DefaultMaxAttempts
+	}
 	if c.Queue.LeaseTTL == 0 {
 		c.Queue.LeaseTTL = DefaultLeaseTTL
 	}
@@ -185,6 +197,9 @@ func (c *Config) validate() error {
 	}
 	if c.Queue.LeaseTTL < 300*time.Millisecond {
 		return fmt.Errorf("queue.lease_ttl %s is too short (at least 300ms)", c.Queue.LeaseTTL)
+	}
+	if c.Queue.MaxAttempts < 1 {
+		return fmt.Errorf("queue.max_attempts must be at least 1, got %d", c.Queue.MaxAttempts)
 	}
 	if c.Queue.Workers < 1 {
 		return fmt.Errorf("queue.workers must be at least 1, got %d", c.Queue.Workers)

@@ -29,7 +29,7 @@ func TestLoadConfig(t *testing.T) {
 			if c.ListenAddr() != "127.0.0.1:8080" || c.Database.URL != filepath.Join("data", "forge.db") || c.DataDir != "data" {
 				t.Errorf("defaults: %s %s %s", c.ListenAddr(), c.Database.URL, c.DataDir)
 			}
-			if c.Github.V3APIURL != "https://api.github.com/" || c.Server.ShutdownGrace != 30*time.Second || c.AppConfigured() {
+			if c.Github.V3APIURL != "https://api.github.com/" || c.Server.ShutdownGrace != 30*time.Second || c.AppConfigured() || c.Queue.MaxAttempts != 8 {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
@@ -40,9 +40,9 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{name: "file values", file: "server:\n  address: 0.0.0.0\n  port: 9000\n  public_url: https://forge.example.com\n" +
 			"github:\n  v3_api_url: https://ghe.example.com/api/v3/\n  app:\n    integration_id: 42\n    webhook_secret: s\n    private_key: k\n" +
-			"database:\n  url: postgres://u@h/db\nqueue:\n  workers: 3\nagents:\n  timeout: 5m\n  runtimes:\n    claude: {type: exec, command: [claude, -p]}\n  roles: {default: claude}\n",
+			"database:\n  url: postgres://u@h/db\nqueue:\n  workers: 3\n  max_attempts: 4\nagents:\n  timeout: 5m\n  runtimes:\n    claude: {type: exec, command: [claude, -p]}\n  roles: {default: claude}\n",
 			check: func(t *testing.T, c Config) {
-				if c.ListenAddr() != "0.0.0.0:9000" || c.Database.URL != "postgres://u@h/db" || c.Queue.Workers != 3 {
+				if c.ListenAddr() != "0.0.0.0:9000" || c.Database.URL != "postgres://u@h/db" || c.Queue.Workers != 3 || c.Queue.MaxAttempts != 4 {
 					t.Errorf("values: %s %s %d", c.ListenAddr(), c.Database.URL, c.Queue.Workers)
 				}
 				if !c.AppConfigured() || c.Github.App.IntegrationID != 42 || c.Agents.Timeout != 5*time.Minute || c.Agents.Roles["default"] != "claude" {
@@ -58,6 +58,7 @@ func TestLoadConfig(t *testing.T) {
 			}},
 		{name: "unknown key", file: "server:\n  prot: 9000\n", wantErr: "field prot not found"},
 		{name: "bad FORGE_ADDR", env: map[string]string{"FORGE_ADDR": "nope"}, wantErr: "FORGE_ADDR"},
+		{name: "no attempt", file: "queue:\n  max_attempts: -1\n", wantErr: "max_attempts"},
 		{name: "bad public url", file: "server:\n  public_url: forge.example.com\n", wantErr: "public_url"},
 		{name: "missing file", file: "-", wantErr: "read config"},
 	}

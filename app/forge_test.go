@@ -20,6 +20,8 @@ type forgeOptions struct {
 	agentTimeout time.Duration
 	override     map[string][]string
 	files        map[string]string
+	// configure edits the server's configuration further.
+	configure func(*app.Config)
 }
 
 // newForgeWorld is a repository with code, a person with write access, and
@@ -50,6 +52,9 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	}
 	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
 		apptest.ScriptAgents(c, timeout, o.override)
+		if o.configure != nil {
+			o.configure(c)
+		}
 	}})
 	return w
 }

@@ -67,6 +67,9 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		// A configuration built in code rather than loaded has no defaults.
 		a.cfg.Queue.LeaseTTL = DefaultLeaseTTL
 	}
+	if a.cfg.Queue.MaxAttempts <= 0 {
+		a.cfg.Queue.MaxAttempts = DefaultMaxAttempts
+	}
 
 	if !cfg.AppConfigured() {
 		creds, err := LoadCredentials(cfg.DataDir)
@@ -126,6 +129,8 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 			&river.PeriodicJobOpts{RunOnStart: true})},
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.cfg.Queue.Workers}},
 		Workers:           workers,
+		MaxAttempts:       a.cfg.Queue.MaxAttempts,
+		RetryPolicy:       a.cfg.Queue.RetryPolicy,
 		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics, log: log}},
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,

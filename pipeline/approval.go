@@ -59,7 +59,9 @@ type ReviewWorker struct {
 }
 
 func (w *ReviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) error {
-	return jobError(ctx, w.Forge, job.Args.InstallationID, w.Forge.HandleReview(ctx, job.Args))
+	a := job.Args
+	return jobError(ctx, w.Forge, job.JobRow, failureTarget{Installation: a.InstallationID, Repo: a.Repo, Number: a.PR, What: "the review by @" + a.Author},
+		w.Forge.HandleReview(ctx, a))
 }
 
 type CheckActionWorker struct {
@@ -68,7 +70,11 @@ type CheckActionWorker struct {
 }
 
 func (w *CheckActionWorker) Work(ctx context.Context, job *river.Job[CheckActionArgs]) error {
-	return jobError(ctx, w.Forge, job.Args.InstallationID, w.Forge.HandleCheckAction(ctx, job.Args))
+	a := job.Args
+	planPart, _, _ := strings.Cut(a.ExternalID, "/")
+	n, _ := strconv.Atoi(strings.TrimPrefix(planPart, "plan-"))
+	return jobError(ctx, w.Forge, job.JobRow, failureTarget{Installation: a.InstallationID, Repo: a.Repo, PlanNumber: n, What: "the button " + a.Identifier + " pressed by @" + a.Author},
+		w.Forge.HandleCheckAction(ctx, a))
 }
 
 type PullRequestWorker struct {
@@ -77,7 +83,9 @@ type PullRequestWorker struct {
 }
 
 func (w *PullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequestArgs]) error {
-	return jobError(ctx, w.Forge, job.Args.InstallationID, w.Forge.HandlePullRequest(ctx, job.Args))
+	a := job.Args
+	return jobError(ctx, w.Forge, job.JobRow, failureTarget{Installation: a.InstallationID, Repo: a.Repo, Number: a.PR, What: "the pull request event (" + a.Action + ")"},
+		w.Forge.HandlePullRequest(ctx, a))
 }
 
 // HandleReview applies a person's review to the plan (DESIGN §5): an

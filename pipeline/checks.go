@@ -27,7 +27,12 @@ type ChecksWorker struct {
 }
 
 func (w *ChecksWorker) Work(ctx context.Context, job *river.Job[ChecksArgs]) error {
-	return jobError(ctx, w.Forge, job.Args.InstallationID, w.Forge.HandleChecks(ctx, job.Args))
+	a := job.Args
+	t := failureTarget{Installation: a.InstallationID, Repo: a.Repo, What: "the CI result of " + shortSHA(a.SHA)}
+	if len(a.PRs) > 0 {
+		t.Number = a.PRs[0]
+	}
+	return jobError(ctx, w.Forge, job.JobRow, t, w.Forge.HandleChecks(ctx, a))
 }
 
 // HandleChecks wakes the plan whose parked phase waits on the commit.

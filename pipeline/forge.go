@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/templates"
 )
 
 // Forge is the pipeline's service: it answers commands and runs plans.
@@ -108,8 +110,13 @@ type CommandWorker struct {
 }
 
 func (w *CommandWorker) Work(ctx context.Context, job *river.Job[CommandArgs]) error {
-	err := w.Forge.HandleCommand(ctx, job.Args, job.Attempt)
-	return jobError(ctx, w.Forge, job.Args.InstallationID, err)
+	a := job.Args
+	err := w.Forge.HandleCommand(ctx, a, job.Attempt)
+	what := "the command"
+	if a.Label != "" {
+		what = "the label " + a.Label
+	}
+	return jobError(ctx, w.Forge, job.JobRow, failureTarget{Installation: a.InstallationID, Repo: a.Repo, Number: a.IssueNumber, What: what}, err)
 }
 
 // ForgeWorker runs forges.
@@ -124,21 +131,72 @@ func (w *ForgeWorker) Timeout(*river.Job[ForgeArgs]) time.Duration { return -1 }
 
 func (w *ForgeWorker) Work(ctx context.Context, job *river.Job[ForgeArgs]) error {
 	err := w.Forge.RunPlan(ctx, job.Args, job.ID, job.Attempt)
-	return jobError(ctx, w.Forge, 0, err)
+	return jobError(ctx, w.Forge, job.JobRow, failureTarget{}, err)
 }
 
-// jobError drops work for an installation GitHub no longer serves.
-func jobError(ctx context.Context, f *Forge, installationID int64, err error) error {
-	if err == nil || !errors.Is(err, ErrInstallationGone) {
-		return err
+// jobError is what a worker hands back to River. Work for an installation
+// GitHub no longer serves is dropped. A job failing its last attempt is told
+// where people look, the issue or pull request of t, since River's retries
+// end there and the log alone would be the only trace.
+func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTarget, err error) error {
+	if err == nil {
+		return nil
 	}
-	if installationID != 0 {
-		if ferr := f.Installations.Forget(ctx, installationID); ferr != nil {
-			return fmt.Errorf("forget installation %d: %w", installationID, ferr)
+	if errors.Is(err, ErrInstallationGone) {
+		if t.Installation != 0 {
+			if ferr := f.Installations.Forget(ctx, t.Installation); ferr != nil {
+				return fmt.Errorf("forget installation %d: %w", t.Installation, ferr)
+			}
+		}
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("installation gone; job dropped")
+		return river.JobCancel(err)
+	}
+	if job.Attempt >= job.MaxAttempts {
+		if rerr := f.reportGaveUp(ctx, job, t, err); rerr != nil {
+			zerolog.Ctx(ctx).Error().Err(rerr).AnErr("job_error", err).Msg("could not say on GitHub that a job gave up")
 		}
 	}
-	zerolog.Ctx(ctx).Warn().Err(err).Msg("installation gone; job dropped")
-	return river.JobCancel(err)
+	return err
+}
+
+// failureTarget is where a job that gives up says so.
+type failureTarget struct {
+	Installation int64
+	Repo         Repo
+	// Number is the issue or pull request; when 0, the pull request of plan
+	// PlanNumber; when both are 0 the job says nothing (a forge run reports
+	// its own failures on the issue, the PR and the check run).
+	Number, PlanNumber int
+	// What names the work for people: "the command", "the review".
+	What string
+}
+
+// reportGaveUp comments on the target that the job stopped trying.
+func (f *Forge) reportGaveUp(ctx context.Context, job *rivertype.JobRow, t failureTarget, jobErr error) error {
+	number := t.Number
+	if number == 0 && t.PlanNumber != 0 {
+		p, err := f.Plans.PlanByNumber(ctx, t.Repo, t.PlanNumber)
+		if err != nil {
+			return err
+		}
+		number = p.PR
+	}
+	if number == 0 || t.Installation == 0 {
+		return nil
+	}
+	gh, err := f.Installations.GitHub(ctx, t.Installation)
+	if err != nil {
+		return err
+	}
+	body, err := templates.Text("job-failed", map[string]any{
+		"Marker": fmt.Sprintf("<!-- forge:job:%d:gave-up -->", job.ID), "What": t.What,
+		"Attempts": job.Attempt, "Error": jobErr.Error(),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = gh.CreateComment(ctx, t.Repo, number, body)
+	return err
 }
 
 // ReconcileArgs is the periodic job that adopts orphaned forges and starts

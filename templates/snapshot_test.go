@@ -257,6 +257,9 @@ func textCases(t *testing.T) []textCase {
 				pipeline.ConfigProblem{Line: 7, Key: "progress_throttle", Message: `"fast" is not a duration`}.String(),
 			}}},
 
+		{"job-failed", "job-failed", map[string]any{
+			"Marker": "<!-- forge:job:42:gave-up -->", "What": "the command", "Attempts": 8,
+			"Error": "react to comment 7: GET https://api.github.com/x: 502 Bad Gateway\nmore"}},
 		{"forge-error/with tail", "forge-error", map[string]any{
 			"Marker": pipeline.Marker(planNumber, "error", 0, 1), "PlanID": planID, "Step": "drafting",
 			"Error":  "drafter agent: agent exited with status 1: exit status 1",
