@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -294,11 +295,7 @@ func (r *run) implement(ctx context.Context, ph *Phase) error {
 		return err
 	}
 	defer wc.Remove()
-	prompt, err := r.phasePrompt(ph, map[string]any{"ProjectContext": r.projectContext(wc.Dir())})
-	if err != nil {
-		return err
-	}
-	res, err := r.callPhaseAgent(ctx, agent.Implementer, prompt, wc.Dir(), ph)
+	res, err := r.callPhaseAgent(ctx, agent.Implementer, wc, ph, nil)
 	if err != nil {
 		return err
 	}
@@ -502,7 +499,15 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	return checksPassed, nil
 }
 
-func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, prompt, dir string, ph *Phase) (agent.Result, error) {
+// callPhaseAgent runs role on phase ph in the working copy wc: the phase's
+// prompt (extra adds to its data), under the phase timeout.
+func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCopy, ph *Phase, extra map[string]any) (agent.Result, error) {
+	data := map[string]any{"ProjectContext": r.projectContext(wc.Dir())}
+	maps.Copy(data, extra)
+	prompt, err := r.phasePrompt(ph, data)
+	if err != nil {
+		return agent.Result{}, err
+	}
 	saved := r.cfg.Agents.Timeout
 	if r.cfg.Phases.Timeout < saved || saved == 0 {
 		r.cfg.Agents.Timeout = r.cfg.Phases.Timeout
@@ -510,7 +515,7 @@ func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, prompt, dir s
 	defer func() { r.cfg.Agents.Timeout = saved }()
 	r.phaseID = ph.ID
 	defer func() { r.phaseID = "" }()
-	return r.callAgent(ctx, role, prompt, dir, 0)
+	return r.callAgent(ctx, role, prompt, wc.Dir(), 0)
 }
 
 func (r *run) readPhase(ctx context.Context, ph *Phase) error {
@@ -519,11 +524,7 @@ func (r *run) readPhase(ctx context.Context, ph *Phase) error {
 		return err
 	}
 	defer wc.Remove()
-	prompt, err := r.phasePrompt(ph, map[string]any{"ProjectContext": r.projectContext(wc.Dir())})
-	if err != nil {
-		return err
-	}
-	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, prompt, wc.Dir(), ph)
+	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph, nil)
 	if err != nil {
 		return err
 	}
@@ -567,11 +568,7 @@ func (r *run) fixRound(ctx context.Context, ph *Phase, findings []Finding, n int
 	fixPhase.ChangeSpec = Fence(findingsText(findings))
 	fixPhase.ContextFiles = nil
 	fixPhase.Kind = PhaseImplement
-	prompt, err := r.phasePrompt(&fixPhase, map[string]any{"ProjectContext": r.projectContext(wc.Dir())})
-	if err != nil {
-		return err
-	}
-	if _, err := r.callPhaseAgent(ctx, agent.Implementer, prompt, wc.Dir(), ph); err != nil {
+	if _, err := r.callPhaseAgent(ctx, agent.Implementer, wc, &fixPhase, nil); err != nil {
 		return err
 	}
 	changes, err := wc.Changes()
@@ -610,12 +607,8 @@ func (r *run) auditOnce(ctx context.Context, ph *Phase, fix int) ([]Finding, boo
 		return nil, false, err
 	}
 	defer wc.Remove()
-	prompt, err := r.phasePrompt(ph, map[string]any{"ProjectContext": r.projectContext(wc.Dir()),
-		"Plan": Fence(plan), "Diff": Fence(text.String())})
-	if err != nil {
-		return nil, false, err
-	}
-	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, prompt, wc.Dir(), ph)
+	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph,
+		map[string]any{"Plan": Fence(plan), "Diff": Fence(text.String())})
 	if err != nil {
 		return nil, false, err
 	}
