@@ -138,12 +138,7 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 	if err := checkDir(req.Dir); err != nil {
 		return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
 	}
-	timeout := e.timeout
-	if req.Timeout > 0 && req.Timeout < timeout {
-		timeout = req.Timeout
-	}
-	errTimeout := fmt.Errorf("after %s: %w", timeout, context.DeadlineExceeded)
-	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	runCtx, cancel, errTimeout := callContext(ctx, e.timeout, req)
 	defer cancel()
 
 	stdout := &headWriter{limit: e.limit, tail: tailWriter{keep: tailKeepBytes}}

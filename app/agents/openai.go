@@ -206,12 +206,7 @@ func (o *OpenAI) Run(ctx context.Context, req agent.Request) (agent.Result, erro
 	defer box.Close()
 
 	start := time.Now()
-	timeout := o.timeout
-	if req.Timeout > 0 && req.Timeout < timeout {
-		timeout = req.Timeout
-	}
-	errTimeout := fmt.Errorf("after %s: %w", timeout, context.DeadlineExceeded)
-	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	runCtx, cancel, errTimeout := callContext(ctx, o.timeout, req)
 	defer cancel()
 
 	var history []chatMessage

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -126,4 +127,17 @@ func (r *Registry) Runtime(role agent.Role, choice pipeline.RepoAgent) (agent.Ru
 		model = r.models[name]
 	}
 	return rt, model, nil
+}
+
+// callContext bounds one agent call by the runtime's timeout, or the
+// request's when that is shorter. errTimeout is the context's cause once
+// the time is up, saying how long that was.
+func callContext(ctx context.Context, runtime time.Duration, req agent.Request) (_ context.Context, _ context.CancelFunc, errTimeout error) {
+	timeout := runtime
+	if req.Timeout > 0 && req.Timeout < timeout {
+		timeout = req.Timeout
+	}
+	errTimeout = fmt.Errorf("after %s: %w", timeout, context.DeadlineExceeded)
+	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	return runCtx, cancel, errTimeout
 }
