@@ -447,6 +447,52 @@ func TestAcceptBatches(t *testing.T) {
 	})
 }
 
+// TestInstallationChangesInsideABatch: a batch that suspends and then
+// unsuspends an installation gives each delivery the outcome of the
+// installation's state at its turn, not the state the batch started with.
+func TestInstallationChangesInsideABatch(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+		s := b.Open(t)
+		client := storetest.InsertOnlyClient(t, s, testWorkers())
+		steps := []struct {
+			d    store.Delivery
+			want store.Outcome
+		}{
+			{event("a1", 7), store.Accepted},
+			{installationEvent("i1", 7, "suspend"), store.Ignored},
+			{event("a2", 7), store.Ignored},
+			{event("a3", 8), store.Accepted},
+			{installationEvent("i2", 7, "unsuspend"), store.Accepted},
+			{event("a4", 7), store.Accepted},
+			{event("a4", 7), store.Duplicate},
+		}
+		var ds []store.Delivery
+		for _, st := range steps {
+			ds = append(ds, st.d)
+		}
+		got, err := s.IngestInOneTransaction(context.Background(), client, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range steps {
+			if got[i] != st.want {
+				t.Errorf("delivery %d (%s): %v, want %v", i, st.d.ID, got[i], st.want)
+			}
+		}
+		want := map[string]string{"a1": "accepted", "i1": "ignored", "a2": "ignored", "a3": "accepted", "i2": "accepted", "a4": "accepted"}
+		rows := map[string]string{}
+		for id, r := range deliveryRows(t, s) {
+			rows[id] = r.outcome
+		}
+		if !maps.Equal(rows, want) {
+			t.Errorf("delivery rows %v, want %v", rows, want)
+		}
+		if jobs := jobDeliveries(t, s); !slices.Equal(jobs, []string{"a1", "a3", "a4", "i2"}) {
+			t.Errorf("jobs for %v", jobs)
+		}
+	})
+}
+
 func distinct(prefix string, n int) []store.Delivery {
 	ds := make([]store.Delivery, n)
 	for i := range ds {
