@@ -116,6 +116,9 @@ func (r *run) runPhases(ctx context.Context) error {
 			if errors.As(perr, &fail) {
 				tail = strings.ReplaceAll(fail.Tail, "```", "'''")
 			}
+			if tmpl, data, ok := r.refusal(perr); ok {
+				return r.prText(ctx, tmpl, data)
+			}
 			return r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": perr.Error(), "Tail": tail,
 				"Done": done, "Total": len(p.Phases.Phases)})
 		}
@@ -153,36 +156,132 @@ func (r *run) generatePhases(ctx context.Context, plan string) error {
 }
 
 // commitFiles commits files on the plan branch. A resumed run first
-// finds a commit an earlier run made and did not record; a refusal because
-// the branch moved is either that same commit (kept) or a person's push
-// (the commit goes on top of it).
+// finds a commit an earlier run made and did not record. A refusal because
+// the branch moved is either that same commit (kept) or a person's push:
+// Forge's files are then merged with it file by file against the commit the
+// step started from, and committed on top of it, or the step stops with a
+// MergeConflictError and the person's commit stays the head.
 func (r *run) commitFiles(ctx context.Context, message string, files []FileChange) error {
 	p := r.p
 	if done, err := r.alreadyCommitted(ctx, message); err != nil || done {
 		return err
 	}
-	sha, err := r.gh.CommitFiles(ctx, p.Repo, p.Branch, p.HeadSHA, message, files)
-	if errors.Is(err, ErrNotFastForward) {
-		head, herr := r.gh.BranchHead(ctx, p.Repo, p.Branch)
-		if herr != nil {
-			return herr
+	base, parent, want := p.HeadSHA, p.HeadSHA, files
+	for attempt := 1; ; attempt++ {
+		sha, err := r.writeCommit(ctx, parent, message, want)
+		if err == nil {
+			p.HeadSHA = sha
+			return r.save(ctx)
 		}
-		c, cerr := r.gh.Commit(ctx, p.Repo, head)
-		if cerr != nil {
-			return cerr
+		if !errors.Is(err, ErrNotFastForward) || attempt > maxMergeAttempts {
+			return fmt.Errorf("commit %q: %w", message, err)
+		}
+		head, err := r.gh.BranchHead(ctx, p.Repo, p.Branch)
+		if err != nil {
+			return fmt.Errorf("read the head of %s: %w", p.Branch, err)
+		}
+		c, err := r.gh.Commit(ctx, p.Repo, head)
+		if err != nil {
+			return fmt.Errorf("read the head of %s: %w", p.Branch, err)
 		}
 		if strings.TrimSpace(c.Message) == message {
 			p.HeadSHA = head
 			return r.save(ctx)
 		}
 		r.humanChange = true
-		sha, err = r.gh.CommitFiles(ctx, p.Repo, p.Branch, head, message, files)
+		merged, conflicts, err := r.mergeOnto(ctx, base, head, files)
+		if err != nil {
+			return err
+		}
+		if len(conflicts) > 0 || len(merged) == 0 {
+			// Forge builds on the person's commit from now on: a retry
+			// starts from it.
+			p.HeadSHA = head
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+			if len(conflicts) > 0 {
+				return &MergeConflictError{Message: message, Head: head, Conflicts: conflicts}
+			}
+			return nil // the push already holds every change Forge meant
+		}
+		parent, want = head, merged
 	}
-	if err != nil {
-		return fmt.Errorf("commit %q: %w", message, err)
+}
+
+// maxMergeAttempts bounds how often a commit is merged again with a branch
+// that keeps moving.
+const maxMergeAttempts = 3
+
+// writeCommit is the one place Forge's file changes become a commit on the
+// plan branch (blobs, tree, commit, ref update without force).
+func (r *run) writeCommit(ctx context.Context, parent, message string, files []FileChange) (string, error) {
+	return r.gh.CommitFiles(ctx, r.p.Repo, r.p.Branch, parent, message, files)
+}
+
+// mergeOnto merges Forge's files, made on base, with the person's changes
+// between base and head (see MergeFile): the files still to write on head,
+// or the conflicts.
+func (r *run) mergeOnto(ctx context.Context, base, head string, files []FileChange) ([]FileChange, []Conflict, error) {
+	var out []FileChange
+	var conflicts []Conflict
+	for _, f := range files {
+		was, err := r.fileAt(ctx, base, f.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		now, err := r.fileAt(ctx, head, f.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		merged, keep, conflict := MergeFile(was, now, f)
+		switch {
+		case conflict != nil:
+			conflicts = append(conflicts, *conflict)
+		case keep:
+			out = append(out, merged)
+		}
 	}
-	p.HeadSHA = sha
-	return r.save(ctx)
+	return out, conflicts, nil
+}
+
+// fileAt reads path at commit sha from git, never from a working copy.
+func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error) {
+	b, err := r.ws.ReadFile(ctx, r.p.Repo, sha, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return FileVersion{}, nil
+	case err != nil:
+		return FileVersion{}, fmt.Errorf("read %s at %s: %w", path, shortSHA(sha), err)
+	}
+	return FileVersion{Content: b, Exists: true}, nil
+}
+
+// refusal is the comment for a step the commit path refused (a conflict
+// with a person's push, or changes too large to commit), false for any
+// other failure. It says which files, that the person's commit is kept, and
+// the command that retries.
+func (r *run) refusal(err error) (string, map[string]any, bool) {
+	p := r.p
+	retry := "/forge revise"
+	if p.Mode == ModePhases {
+		retry = "/forge run"
+	}
+	data := map[string]any{"PlanID": PlanID(p.Number), "Step": r.doing, "Branch": p.Branch, "Retry": retry}
+	var conflict *MergeConflictError
+	var large *ChangeTooLargeError
+	switch {
+	case errors.As(err, &conflict):
+		data["Marker"] = Marker(p.Number, "conflict", p.Generation, shortSHA(conflict.Head))
+		data["Head"], data["Conflicts"] = shortSHA(conflict.Head), conflict.Conflicts
+		return "merge-conflict", data, true
+	case errors.As(err, &large):
+		data["Marker"] = Marker(p.Number, "too-large", p.Generation, p.Round)
+		data["Path"], data["Total"] = large.Path, large.Total
+		data["Size"], data["Limit"] = byteSize(large.Size), byteSize(large.Limit)
+		return "change-too-large", data, true
+	}
+	return "", nil, false
 }
 
 // runPhase runs one phase under its own check run, forge/phase-K.

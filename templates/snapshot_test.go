@@ -273,6 +273,22 @@ func textCases(t *testing.T) []textCase {
 			"Error": "read the plan file: transient failure: 502 Bad Gateway", "Tail": "", "Branch": branch,
 			"Phases": true, "Status": pipeline.StatusImplementing}},
 
+		{"merge-conflict/phase", "merge-conflict", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "conflict", 3, "4f2a9c1"), "PlanID": planID, "Step": "running phase-2",
+			"Branch": branch, "Head": "4f2a9c1", "Retry": "/forge run", "Conflicts": []pipeline.Conflict{
+				{Path: "src/webhook.ts", Why: pipeline.ConflictSameLines},
+				{Path: "docs/old.md", Why: pipeline.ConflictDeletedByThem}}}},
+		{"merge-conflict/revision", "merge-conflict", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "conflict", 1, "4f2a9c1"), "PlanID": planID, "Step": "revising with the review notes",
+			"Branch": branch, "Head": "4f2a9c1", "Retry": "/forge revise", "Conflicts": []pipeline.Conflict{
+				{Path: planPath, Why: pipeline.ConflictSameLines}}}},
+		{"change-too-large/total", "change-too-large", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "too-large", 3, 0), "PlanID": planID, "Step": "running phase-2",
+			"Branch": branch, "Retry": "/forge run", "Path": "assets/video.bin", "Total": true, "Size": "61 MiB", "Limit": "50 MiB"}},
+		{"change-too-large/file", "change-too-large", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "too-large", 3, 0), "PlanID": planID, "Step": "running phase-2",
+			"Branch": branch, "Retry": "/forge run", "Path": "assets/video.bin", "Total": false, "Size": "120 MiB", "Limit": "100 MiB"}},
+
 		{"cancel/queued", "cancel", map[string]any{"Queued": true, "PlanID": planID}},
 		{"cancel/running", "cancel", map[string]any{"PlanID": planID}},
 
