@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -75,6 +76,82 @@ var errRemoved = errors.New("working copy was removed")
 // Anything named .git is skipped, at any depth. A file whose stat is the one
 // the checkout wrote is not read again.
 func (w *WorkingCopy) Changes() ([]Change, error) {
+	return w.ChangesWithin(ChangeBounds{})
+}
+
+// ChangeBounds caps what Changes reads into memory; zero means no cap.
+type ChangeBounds struct {
+	// MaxFileBytes caps one changed file.
+	MaxFileBytes int64
+	// MaxTotalBytes caps the changed files together.
+	MaxTotalBytes int64
+}
+
+// ChangeTooLargeError is a changed file over ChangeBounds.MaxFileBytes, or
+// the file at which the changes went over MaxTotalBytes (Total).
+type ChangeTooLargeError struct {
+	Path  string
+	Size  int64
+	Limit int64
+	Total bool
+}
+
+func (e *ChangeTooLargeError) Error() string {
+	if e.Total {
+		return fmt.Sprintf("changed files total more than %d bytes at %s", e.Limit, e.Path)
+	}
+	return fmt.Sprintf("%s is %d bytes, over the %d-byte limit for a file", e.Path, e.Size, e.Limit)
+}
+
+// sizeGuard checks sizes from stat before a file is read, so an agent's
+// huge file is refused instead of read whole.
+type sizeGuard struct {
+	b     ChangeBounds
+	total int64
+}
+
+// admit checks a file of size bytes about to be read; changed says it is
+// known to be a change (an untracked file), so it counts now.
+func (g *sizeGuard) admit(p string, size int64, changed bool) error {
+	if g.b.MaxFileBytes > 0 && size > g.b.MaxFileBytes {
+		return &ChangeTooLargeError{Path: p, Size: size, Limit: g.b.MaxFileBytes}
+	}
+	if changed {
+		return g.count(p, size)
+	}
+	return nil
+}
+
+// count adds a change of size bytes to the total.
+func (g *sizeGuard) count(p string, size int64) error {
+	g.total += size
+	if g.b.MaxTotalBytes > 0 && g.total > g.b.MaxTotalBytes {
+		return &ChangeTooLargeError{Path: p, Size: g.total, Limit: g.b.MaxTotalBytes, Total: true}
+	}
+	return nil
+}
+
+// readLimit is how much of one file may be read: a file that grew after
+// its stat is refused at the cap, not read on.
+func (g *sizeGuard) readLimit() int64 {
+	if g.b.MaxFileBytes > 0 {
+		return g.b.MaxFileBytes
+	}
+	return -1
+}
+
+func (g *sizeGuard) readError(p string, err error) error {
+	if errors.Is(err, errFileGrew) {
+		return &ChangeTooLargeError{Path: p, Size: g.b.MaxFileBytes + 1, Limit: g.b.MaxFileBytes}
+	}
+	return fmt.Errorf("read %s: %w", p, err)
+}
+
+// ChangesWithin is Changes with every changed file's size checked against
+// b before it is read: a ChangeTooLargeError instead of reading a file (or
+// all of them) past the caps.
+func (w *WorkingCopy) ChangesWithin(b ChangeBounds) ([]Change, error) {
+	guard := &sizeGuard{b: b}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.removed {
@@ -129,7 +206,7 @@ func (w *WorkingCopy) Changes() ([]Change, error) {
 			case typ.IsRegular(), typ&fs.ModeSymlink != 0:
 				if t != nil && t.mode != filemode.Submodule {
 					seen[p] = true
-					c, changed, err := w.compare(p, e, t)
+					c, changed, err := w.compare(p, e, t, guard)
 					if err != nil {
 						return err
 					}
@@ -141,7 +218,7 @@ func (w *WorkingCopy) Changes() ([]Change, error) {
 				if ignored || ig.match(p, false) {
 					continue
 				}
-				c, err := w.current(p, e)
+				c, err := w.current(p, e, guard)
 				if err != nil {
 					return err
 				}
@@ -164,7 +241,7 @@ func (w *WorkingCopy) Changes() ([]Change, error) {
 
 // compare reports whether the tracked file at p differs from the base, and
 // its current state if so.
-func (w *WorkingCopy) compare(p string, e fs.DirEntry, t *trackedFile) (Change, bool, error) {
+func (w *WorkingCopy) compare(p string, e fs.DirEntry, t *trackedFile, guard *sizeGuard) (Change, bool, error) {
 	fi, err := e.Info()
 	if err != nil {
 		return Change{}, false, fmt.Errorf("stat %s: %w", p, err)
@@ -172,24 +249,33 @@ func (w *WorkingCopy) compare(p string, e fs.DirEntry, t *trackedFile) (Change, 
 	if t.known && statOf(fi).same(t.stat) {
 		return Change{}, false, nil
 	}
-	mode, content, err := readEntry(filepath.Join(w.dir, filepath.FromSlash(p)), fi)
+	if err := guard.admit(p, fi.Size(), false); err != nil {
+		return Change{}, false, err
+	}
+	mode, content, err := readEntryUpTo(filepath.Join(w.dir, filepath.FromSlash(p)), fi, guard.readLimit())
 	if err != nil {
-		return Change{}, false, fmt.Errorf("read %s: %w", p, err)
+		return Change{}, false, guard.readError(p, err)
 	}
 	if mode == t.mode && blobHash(content) == t.hash {
 		return Change{}, false, nil
 	}
+	if err := guard.count(p, int64(len(content))); err != nil {
+		return Change{}, false, err
+	}
 	return Change{Path: p, Mode: mode, Content: content}, true, nil
 }
 
-func (w *WorkingCopy) current(p string, e fs.DirEntry) (Change, error) {
+func (w *WorkingCopy) current(p string, e fs.DirEntry, guard *sizeGuard) (Change, error) {
 	fi, err := e.Info()
 	if err != nil {
 		return Change{}, fmt.Errorf("stat %s: %w", p, err)
 	}
-	mode, content, err := readEntry(filepath.Join(w.dir, filepath.FromSlash(p)), fi)
+	if err := guard.admit(p, fi.Size(), true); err != nil {
+		return Change{}, err
+	}
+	mode, content, err := readEntryUpTo(filepath.Join(w.dir, filepath.FromSlash(p)), fi, guard.readLimit())
 	if err != nil {
-		return Change{}, fmt.Errorf("read %s: %w", p, err)
+		return Change{}, guard.readError(p, err)
 	}
 	return Change{Path: p, Mode: mode, Content: content}, nil
 }
@@ -197,6 +283,15 @@ func (w *WorkingCopy) current(p string, e fs.DirEntry) (Change, error) {
 // readEntry reads a regular file or a link (its target) as git would store
 // it, never following a link.
 func readEntry(full string, fi fs.FileInfo) (filemode.FileMode, []byte, error) {
+	return readEntryUpTo(full, fi, -1)
+}
+
+// errFileGrew is a file that grew past its read limit after its stat.
+var errFileGrew = errors.New("file grew past the limit while read")
+
+// readEntryUpTo is readEntry reading at most limit bytes of a regular file
+// (no limit when negative): more is errFileGrew.
+func readEntryUpTo(full string, fi fs.FileInfo, limit int64) (filemode.FileMode, []byte, error) {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := os.Readlink(full)
 		if err != nil {
@@ -209,9 +304,16 @@ func readEntry(full string, fi fs.FileInfo) (filemode.FileMode, []byte, error) {
 		return 0, nil, err
 	}
 	defer f.Close()
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit+1)
+	}
 	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+1))
-	if _, err := buf.ReadFrom(f); err != nil {
+	if _, err := buf.ReadFrom(r); err != nil {
 		return 0, nil, err
+	}
+	if limit >= 0 && int64(buf.Len()) > limit {
+		return 0, nil, errFileGrew
 	}
 	mode := filemode.Regular
 	if fi.Mode().Perm()&0o100 != 0 {
