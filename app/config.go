@@ -61,6 +61,10 @@ type GitConfig struct {
 	// CacheMaxBytes caps the disk the cached clones use; the least
 	// recently used are removed first (never one in use).
 	CacheMaxBytes int64 `yaml:"cache_max_bytes"`
+	// MaxChangeBytes caps the files an agent changed in one step, together:
+	// Forge holds them in memory to commit them, so a larger change is
+	// refused with a comment (each file is also capped at GitHub's 100 MiB).
+	MaxChangeBytes int64 `yaml:"max_change_bytes"`
 }
 
 type QueueConfig struct {
@@ -90,6 +94,8 @@ const (
 	DefaultMaxAttempts   = 8
 	// DefaultGitCacheMaxBytes is git.cache_max_bytes's default: 10 GiB.
 	DefaultGitCacheMaxBytes = 10 << 30
+	// DefaultMaxChangeBytes is git.max_change_bytes's default: 50 MiB.
+	DefaultMaxChangeBytes = 50 << 20
 	DefaultWebURL           = "https://github.com"
 	DefaultV3APIURL         = "https://api.github.com/"
 	DefaultV4APIURL         = "https://api.github.com/graphql"
@@ -189,6 +195,9 @@ func (c *Config) applyDefaults() {
 	if c.Git.CacheMaxBytes == 0 {
 		c.Git.CacheMaxBytes = DefaultGitCacheMaxBytes
 	}
+	if c.Git.MaxChangeBytes == 0 {
+		c.Git.MaxChangeBytes = DefaultMaxChangeBytes
+	}
 }
 
 func (c *Config) validate() error {
@@ -200,6 +209,9 @@ func (c *Config) validate() error {
 	}
 	if c.Queue.MaxAttempts < 1 {
 		return fmt.Errorf("queue.max_attempts must be at least 1, got %d", c.Queue.MaxAttempts)
+	}
+	if c.Git.MaxChangeBytes < 0 {
+		return fmt.Errorf("git.max_change_bytes must be positive, got %d", c.Git.MaxChangeBytes)
 	}
 	if c.Queue.Workers < 1 {
 		return fmt.Errorf("queue.workers must be at least 1, got %d", c.Queue.Workers)

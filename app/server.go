@@ -287,7 +287,11 @@ func (a *App) Workspace(ctx context.Context, installationID int64) (pipeline.Wor
 	if st == nil {
 		return nil, errors.New("GitHub App is not configured")
 	}
-	return &workspace{cache: a.git, webURL: st.cfg.Github.WebURL, token: func(ctx context.Context) (string, error) {
+	bounds := gitops.ChangeBounds{MaxFileBytes: pipeline.MaxFileBytes, MaxTotalBytes: a.cfg.Git.MaxChangeBytes}
+	if bounds.MaxTotalBytes <= 0 {
+		bounds.MaxTotalBytes = DefaultMaxChangeBytes
+	}
+	return &workspace{cache: a.git, webURL: st.cfg.Github.WebURL, bounds: bounds, token: func(ctx context.Context) (string, error) {
 		return st.tokens.token(ctx, installationID)
 	}}, nil
 }

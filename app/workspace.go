@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -20,6 +21,8 @@ type workspace struct {
 	cache  *gitops.Cache
 	webURL string
 	token  func(ctx context.Context) (string, error)
+	// bounds caps what an agent's changes may weigh (git.max_change_bytes).
+	bounds gitops.ChangeBounds
 }
 
 var _ pipeline.Workspace = (*workspace)(nil)
@@ -49,13 +52,27 @@ func (w *workspace) Checkout(ctx context.Context, repo pipeline.Repo, ref string
 	if err != nil {
 		return nil, err
 	}
-	return workingCopy{wc}, nil
+	return workingCopy{wc, w.bounds}, nil
 }
 
-type workingCopy struct{ *gitops.WorkingCopy }
+type workingCopy struct {
+	*gitops.WorkingCopy
+	bounds gitops.ChangeBounds
+}
+
+// changes reads the working copy's changes within the bounds: a change too
+// large to hold is the pipeline's refusal, not an out-of-memory.
+func (w workingCopy) changes() ([]gitops.Change, error) {
+	changes, err := w.ChangesWithin(w.bounds)
+	var large *gitops.ChangeTooLargeError
+	if errors.As(err, &large) {
+		return nil, &pipeline.ChangeTooLargeError{Path: large.Path, Size: large.Size, Limit: large.Limit, Total: large.Total}
+	}
+	return changes, err
+}
 
 func (w workingCopy) Changes() ([]pipeline.FileChange, error) {
-	changes, err := w.WorkingCopy.Changes()
+	changes, err := w.changes()
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +88,7 @@ func (w workingCopy) Changes() ([]pipeline.FileChange, error) {
 }
 
 func (w workingCopy) ChangedPaths() ([]string, error) {
-	changes, err := w.WorkingCopy.Changes()
+	changes, err := w.changes()
 	if err != nil {
 		return nil, err
 	}
