@@ -96,9 +96,9 @@ const (
 	DefaultGitCacheMaxBytes = 10 << 30
 	// DefaultMaxChangeBytes is git.max_change_bytes's default: 50 MiB.
 	DefaultMaxChangeBytes = 50 << 20
-	DefaultWebURL           = "https://github.com"
-	DefaultV3APIURL         = "https://api.github.com/"
-	DefaultV4APIURL         = "https://api.github.com/graphql"
+	DefaultWebURL         = "https://github.com"
+	DefaultV3APIURL       = "https://api.github.com/"
+	DefaultV4APIURL       = "https://api.github.com/graphql"
 )
 
 // LoadConfig reads the YAML file at path (none when path is empty), then
