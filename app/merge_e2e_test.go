@@ -223,3 +223,55 @@ func TestLargeChangesAreRefused(t *testing.T) {
 		t.Errorf("%d phase-1 commits of a refused change", n)
 	}
 }
+
+// TestPushDuringRevisionIsMerged: a person's edit of the plan's Objective
+// lands on the branch after the revision's base was taken (its
+// synchronize event not yet delivered, as when a push races the revision
+// job). The reviser's revision, made on the older plan, is merged with it:
+// the plan file keeps the person's line and gains the reviser's. Before,
+// the revision's whole plan file replaced the person's.
+func TestPushDuringRevisionIsMerged(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+	repo := w.gh.Repo(w.repo)
+	planPath := "docs/plans/plan-001-add-a-greeting-page.md"
+	plan, _ := repo.File(pr.Head, planPath)
+	const objective = "Add a short page that tells contributors how the project greets new users."
+	if !strings.Contains(plan, objective) {
+		t.Fatalf("the drafted plan lacks its objective:\n%s", plan)
+	}
+	edited := strings.Replace(plan, objective, "Add a short page, in English and French, that tells contributors how the project greets new users.", 1)
+	pushed := w.gh.PushAs(t, w.repo, "alice", pr.Head, map[string]string{planPath: edited}, "Say which languages")
+
+	w.commandOn(t, pr.Number, "alice", "/forge revise mention the languages")
+	var revision *ghdouble.CommitInfo
+	apptest.Eventually(t, forgeWait, "the revision commit", func() bool {
+		for _, c := range repo.Commits(pr.Head) {
+			if strings.HasPrefix(c.Message, "plan-001: revision 2") {
+				revision = &c
+				return true
+			}
+		}
+		return false
+	})
+	if len(revision.Parents) != 1 || revision.Parents[0] != pushed {
+		t.Errorf("revision 2's parents %v, want Alice's %s", revision.Parents, pushed)
+	}
+	got, _ := repo.File(revision.SHA, planPath)
+	if !strings.Contains(got, "in English and French") {
+		t.Errorf("the revised plan lost Alice's edit:\n%s", got)
+	}
+	// The reviser adds one check under Testing per revision.
+	const check = "- Check that `docs/hello.md` exists"
+	if n, was := strings.Count(got, check), strings.Count(edited, check); n != was+1 {
+		t.Errorf("the revised plan has %d of the reviser's checks, Alice's had %d:\n%s", n, was, got)
+	}
+	apptest.Eventually(t, forgeWait, "the audit round after the revision", func() bool { return len(w.gh.Reviews(w.repo, pr.Number)) == 3 })
+}
