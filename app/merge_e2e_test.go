@@ -275,3 +275,44 @@ func TestPushDuringRevisionIsMerged(t *testing.T) {
 	}
 	apptest.Eventually(t, forgeWait, "the audit round after the revision", func() bool { return len(w.gh.Reviews(w.repo, pr.Number)) == 3 })
 }
+
+// TestPushDuringRevisionConflicts: the person changes the Testing line the
+// reviser's revision writes next to. The revision stops with a comment on
+// the pull request naming the plan file and `/forge revise`; the person's
+// commit stays the head.
+func TestPushDuringRevisionConflicts(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+	repo := w.gh.Repo(w.repo)
+	planPath := "docs/plans/plan-001-add-a-greeting-page.md"
+	plan, _ := repo.File(pr.Head, planPath)
+	// The reviser inserts its check right below "## Testing": Alice edits
+	// the heading and the line below the blank one, so the insertion
+	// touches her change wherever the line diff puts it.
+	edited := strings.Replace(plan, "## Testing\n\n- ", "## Testing, by Alice\n\n- Alice: ", 1)
+	if edited == plan {
+		t.Fatalf("no Testing section to edit:\n%s", plan)
+	}
+	pushed := w.gh.PushAs(t, w.repo, "alice", pr.Head, map[string]string{planPath: edited}, "Alice's test notes")
+
+	w.commandOn(t, pr.Number, "alice", "/forge revise")
+	stopped := w.waitReply(t, pr.Number, "stopped while revising")
+	for _, want := range []string{"`" + planPath + "`: both changed the same lines", "`" + pushed[:7] + "` stays the head", "`/forge revise`"} {
+		if !strings.Contains(stopped, want) {
+			t.Errorf("the conflict comment lacks %q:\n%s", want, stopped)
+		}
+	}
+	if head := repo.Head(pr.Head); head != pushed {
+		t.Errorf("branch head %s, want Alice's commit %s", head, pushed)
+	}
+	if got, _ := repo.File(pr.Head, planPath); got != edited {
+		t.Errorf("the plan file after the conflict is not Alice's:\n%s", got)
+	}
+}
