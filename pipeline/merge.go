@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -148,11 +150,12 @@ type hunk struct {
 }
 
 func sortHunks(hs []hunk) {
-	for i := 1; i < len(hs); i++ {
-		for j := i; j > 0 && (hs[j].bs < hs[j-1].bs || hs[j].bs == hs[j-1].bs && hs[j].be < hs[j-1].be); j-- {
-			hs[j], hs[j-1] = hs[j-1], hs[j]
+	slices.SortStableFunc(hs, func(a, b hunk) int {
+		if a.bs != b.bs {
+			return cmp.Compare(a.bs, b.bs)
 		}
-	}
+		return cmp.Compare(a.be, b.be)
+	})
 }
 
 // sideText is one side's version of base lines [start, end): the base
