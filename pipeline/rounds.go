@@ -445,7 +445,12 @@ func (r *run) finish(ctx context.Context, err error) error {
 		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
 		"Phases": p.Mode == ModePhases, "Status": p.Status,
 	}
-	if rerr := r.reply(ctx, "forge-error", report); rerr != nil {
+	var se *SecretError
+	if errors.As(err, &se) {
+		if rerr := r.secretRefused(ctx, se, ""); rerr != nil {
+			r.log.Error().Err(rerr).Msg("report the refused commit")
+		}
+	} else if rerr := r.reply(ctx, "forge-error", report); rerr != nil {
 		r.log.Error().Err(rerr).Msg("report forge failure")
 	}
 	if p.PR != 0 {
