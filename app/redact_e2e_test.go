@@ -180,9 +180,9 @@ func newSecretWorld(t *testing.T, scripts map[string]string, files map[string]st
 	return sw
 }
 
-// waitEnd waits for the refusal on the PR, or for the forge or the phase
-// run to end without one, and returns the refusal.
-func (sw *secretWorld) waitEnd(t *testing.T, pr int) string {
+// waitEnd waits for the refusal on the PR, or for the forge (the phase
+// run, with phases) to end without one, and returns the refusal.
+func (sw *secretWorld) waitEnd(t *testing.T, pr int, phases bool) string {
 	t.Helper()
 	var refusal string
 	apptest.Eventually(t, forgeWait, "the refusal or the end of the run", func() bool {
@@ -195,7 +195,7 @@ func (sw *secretWorld) waitEnd(t *testing.T, pr int) string {
 				return true
 			}
 		}
-		return strings.Contains(sw.progress(t), "Forge finished")
+		return !phases && strings.Contains(sw.progress(t), "Forge finished")
 	})
 	return refusal
 }
@@ -279,7 +279,7 @@ leak
 		return len(ps) == 1
 	})
 	planPath := "docs/plans/plan-001-add-rate-limiting.md"
-	refusal := sw.waitEnd(t, pr.Number)
+	refusal := sw.waitEnd(t, pr.Number, false)
 	sw.checkNoLeak(t)
 	if !strings.Contains(refusal, "`"+planPath+"`") || !strings.Contains(refusal, "/forge revise") {
 		t.Errorf("the refusal does not name the plan file and the command that retries:\n%s", refusal)
@@ -296,4 +296,80 @@ leak
 		t.Error("the redaction is not logged")
 	}
 	sw.status(t, "DRAFT")
+}
+
+// TestSecretInPlanRefused: a drafter that writes secrets into its plan
+// gets its draft refused, nothing of it pushed, with a comment on the PR
+// naming the plan file and the command that retries.
+func TestSecretInPlanRefused(t *testing.T) {
+	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", "drafter.sh")
+	sw := newSecretWorld(t, map[string]string{"drafter": `
+"` + real + `"
+echo
+echo "Credentials for the page: $webhook"
+leak
+`}, nil)
+	sw.command(t, "alice", "/forge add rate limiting")
+	var pr ghdouble.Pull
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		ps := sw.pulls(t)
+		if len(ps) == 1 {
+			pr = ps[0]
+		}
+		return len(ps) == 1
+	})
+	refusal := sw.waitEnd(t, pr.Number, false)
+	sw.checkNoLeak(t)
+	planPath := "docs/plans/plan-001-add-rate-limiting.md"
+	if !strings.Contains(refusal, "while drafting: `"+planPath+"` contains") || !strings.Contains(refusal, "/forge revise") {
+		t.Errorf("the refusal does not name the plan file and the command that retries:\n%s", refusal)
+	}
+	if n := countPrefix(commitMessages(sw.gh.Repo(sw.repo).Commits(pr.Head)), "plan-001: draft"); n != 0 {
+		t.Errorf("%d draft commits pushed", n)
+	}
+	sw.status(t, "DRAFT")
+}
+
+// TestSecretInPhaseFileRefused: an implementer that writes secrets into a
+// file of its phase has the phase refused, nothing of it pushed, with a
+// comment naming the file; `/forge run` runs the phase again.
+func TestSecretInPhaseFileRefused(t *testing.T) {
+	sw := newSecretWorld(t, map[string]string{"implementer": `
+cat >/dev/null
+n=$(cat "$LEAKDIR/calls" 2>/dev/null || echo 0)
+echo $((n+1)) > "$LEAKDIR/calls"
+mkdir -p docs
+if [ "$n" -eq 0 ]; then
+	leak > docs/hello.md
+	echo "Implemented docs/hello.md"
+else
+	printf '# Hello\n\nHello, world.\n' > docs/hello.md
+	echo "Implemented docs/hello.md"
+fi
+`}, nil)
+	sw.command(t, "alice", "/forge add a greeting page")
+	var pr ghdouble.Pull
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		ps := sw.pulls(t)
+		if len(ps) == 1 {
+			pr = ps[0]
+		}
+		return len(ps) == 1
+	})
+	refusal := sw.waitEnd(t, pr.Number, true)
+	sw.checkNoLeak(t)
+	if !strings.Contains(refusal, "while running phase-1: `docs/hello.md` contains") || !strings.Contains(refusal, "`/forge run`") {
+		t.Fatalf("the refusal does not name the file and the command that retries:\n%s", refusal)
+	}
+	if n := countPrefix(commitMessages(sw.gh.Repo(sw.repo).Commits(pr.Head)), "plan-001 phase-1"); n != 0 {
+		t.Errorf("%d phase-1 commits pushed", n)
+	}
+
+	sw.commandOn(t, pr.Number, "alice", "/forge run")
+	sw.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	sw.checkNoLeak(t)
+	r := sw.gh.Repo(sw.repo)
+	if got, _ := r.File(pr.Head, "docs/hello.md"); got != "# Hello\n\nHello, world.\n" {
+		t.Errorf("docs/hello.md after the retry: %q", got)
+	}
 }
