@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/apptest"
 	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/pipeline"
 )
 
 // fakeToken is an installation token by its form: not one Forge holds, a
@@ -166,10 +168,11 @@ func newSecretWorld(t *testing.T, scripts map[string]string, files map[string]st
 		"token":           fakeToken,
 		"other key":       otherKey,
 	}}
-	// Each line of the App's key: a key printed in pieces leaks too.
-	for i, line := range strings.Split(key, "\n") {
+	// A line of the App's key: a key printed in pieces leaks too.
+	for _, line := range strings.Split(key, "\n") {
 		if len(line) >= 32 && !strings.HasPrefix(line, "-----") {
-			sw.secrets[fmt.Sprintf("line %d of the App private key", i+1)] = line
+			sw.secrets["a line of the App private key"] = line
+			break
 		}
 	}
 	t.Cleanup(func() {
@@ -240,13 +243,17 @@ func (sw *secretWorld) checkNoLeak(t *testing.T) {
 		}
 	}
 	for name, value := range sw.secrets {
-		if leaks := sw.tap.leaks(value); len(leaks) > 0 {
-			t.Errorf("the %s was sent to GitHub in %q", name, leaks)
-		}
+		places := sw.tap.leaks(value)
 		for _, text := range texts {
 			if carries(text, value) {
-				t.Errorf("the %s is on GitHub, in %s", name, firstLine(text))
+				places = append(places, "on GitHub: "+firstLine(text))
 			}
+		}
+		if len(places) > 5 {
+			places = append(places[:5], fmt.Sprintf("and %d more", len(places)-5))
+		}
+		if len(places) > 0 {
+			t.Errorf("the %s leaked: %q", name, places)
 		}
 	}
 }
@@ -371,5 +378,94 @@ fi
 	r := sw.gh.Repo(sw.repo)
 	if got, _ := r.File(pr.Head, "docs/hello.md"); got != "# Hello\n\nHello, world.\n" {
 		t.Errorf("docs/hello.md after the retry: %q", got)
+	}
+}
+
+// TestEveryWriteIsRedacted calls each of the GitHub interface's writes
+// with text carrying secrets, through the server's own GitHub access:
+// comments and their edits, a review with an inline comment, check runs
+// created and updated, a pull request's title and body, a commit
+// message; and a commit whose file carries one is refused before a blob
+// or tree is sent.
+func TestEveryWriteIsRedacted(t *testing.T) {
+	sw := newSecretWorld(t, nil, nil)
+	ctx := t.Context()
+	gh, err := sw.forge.App.GitHub(ctx, sw.inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, name, _ := strings.Cut(sw.repo, "/")
+	repo := pipeline.Repo{Owner: owner, Name: name}
+	leak := fmt.Sprintf("webhook %s, model key %s, token %s, keys:\n%s\n%s\n",
+		sw.secrets["webhook secret"], modelKey, fakeToken, sw.secrets["App private key"], otherKey)
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+
+	base, err := gh.BranchHead(ctx, repo, "main")
+	must("read main", err)
+	branch := "plan-009/leak"
+	must("create branch", gh.CreateBranch(ctx, repo, branch, base))
+	writes := sw.tap.count()
+	_, err = gh.CommitFiles(ctx, repo, branch, base, "plan-009: refused", []pipeline.FileChange{
+		{Path: "docs/ok.md", Content: []byte("fine\n")}, {Path: "docs/key.pem", Content: []byte(otherKey)}})
+	var se *pipeline.SecretError
+	if !errors.As(err, &se) || se.Path != "docs/key.pem" {
+		t.Fatalf("commit of a key: %v, want a SecretError naming docs/key.pem", err)
+	}
+	if n := sw.tap.count() - writes; n != 0 {
+		t.Errorf("a refused commit sent %d writes to GitHub", n)
+	}
+	head, err := gh.CommitFiles(ctx, repo, branch, base, "plan-009: notes\n\n"+leak, []pipeline.FileChange{
+		{Path: "docs/notes.md", Content: []byte("one\ntwo\nthree\n")}})
+	must("commit", err)
+
+	pr, err := gh.CreatePullRequest(ctx, repo, pipeline.NewPullRequest{Title: "plan-009: " + fakeToken, Body: leak, Head: branch, Base: "main", Draft: true})
+	must("create PR", err)
+	must("update PR", gh.UpdatePullRequest(ctx, repo, pr.Number, "plan-009: "+sw.secrets["webhook secret"], "updated "+leak))
+	id, err := gh.CreateComment(ctx, repo, sw.issue, leak)
+	must("comment", err)
+	must("edit comment", gh.UpdateComment(ctx, repo, id, "edited "+leak))
+	_, err = gh.CreateComment(ctx, repo, pr.Number, leak)
+	must("comment on the PR", err)
+	_, err = gh.CreateReview(ctx, repo, pr.Number, pipeline.NewReview{CommitID: head, Body: leak, Event: "COMMENT",
+		Comments: []pipeline.ReviewComment{{Path: "docs/notes.md", Line: 2, Body: leak}}})
+	must("review", err)
+	run := pipeline.CheckRun{Name: "forge", HeadSHA: head, Status: "in_progress", Title: "Title " + fakeToken, Summary: leak, Text: leak}
+	run.ID, err = gh.CreateCheckRun(ctx, repo, run)
+	must("create check run", err)
+	run.Status, run.Conclusion, run.Summary = "completed", "failure", "updated "+leak
+	must("update check run", gh.UpdateCheckRun(ctx, repo, run))
+
+	sw.checkNoLeak(t)
+	p := sw.gh.Pull(sw.repo, pr.Number)
+	got := map[string]string{"PR title": p.Title, "PR body": p.Body}
+	for _, c := range sw.gh.Comments(sw.repo, sw.issue) {
+		got["issue comment"] = c.Body
+	}
+	for _, rv := range sw.gh.Reviews(sw.repo, pr.Number) {
+		got["review"] = rv.Body
+	}
+	for _, rc := range sw.gh.ReviewComments(sw.repo, pr.Number) {
+		got["inline comment"] = rc.Body
+	}
+	for _, cr := range sw.gh.CheckRuns(sw.repo, head) {
+		got["check run title"], got["check run summary"], got["check run text"] = cr.Output.Title, cr.Output.Summary, cr.Output.Text
+	}
+	for _, c := range sw.gh.Repo(sw.repo).Commits(branch) {
+		if strings.HasPrefix(c.Message, "plan-009: notes") {
+			got["commit message"] = c.Message
+		}
+	}
+	for _, what := range []string{"PR title", "PR body", "issue comment", "review", "inline comment", "check run title", "check run summary", "check run text", "commit message"} {
+		if !strings.Contains(got[what], app.Redacted) {
+			t.Errorf("%s: %q, want the secrets replaced by %s", what, got[what], app.Redacted)
+		}
+	}
+	if !strings.HasPrefix(got["PR body"], "updated ") || !strings.HasPrefix(got["issue comment"], "edited ") || !strings.HasPrefix(got["check run summary"], "updated ") {
+		t.Errorf("the edits did not land: PR body %q, comment %q, check run summary %q", got["PR body"], got["issue comment"], got["check run summary"])
 	}
 }
