@@ -457,6 +457,12 @@ func apiError(err error) error {
 	if err == nil {
 		return nil
 	}
+	// The redactor's refusal is no network failure, though the transport
+	// returned it: it must reach the pipeline as itself.
+	var se *pipeline.SecretError
+	if errors.As(err, &se) {
+		return se
+	}
 	var he *ghinstallation.HTTPError
 	if errors.As(err, &he) && he.Response != nil {
 		switch he.Response.StatusCode {

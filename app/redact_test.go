@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -140,5 +141,16 @@ func TestMiddleware(t *testing.T) {
 	}
 	if len(sent) != n {
 		t.Errorf("refused git content was sent: %q", sent[n:])
+	}
+}
+
+// TestRefusalIsNotTransient: the transport's refusal comes back wrapped
+// in a *url.Error, which looks like a network failure; it must reach the
+// pipeline as a refusal, not be retried as a passing failure.
+func TestRefusalIsNotTransient(t *testing.T) {
+	err := apiError(&url.Error{Op: "Post", URL: "https://api.github.com/repos/o/r/git/trees", Err: &pipeline.SecretError{Path: "k.md", What: "a GitHub token"}})
+	var se *pipeline.SecretError
+	if !errors.As(err, &se) || errors.Is(err, pipeline.ErrTransient) {
+		t.Errorf("apiError(refusal) = %v: want the SecretError, not a transient failure", err)
 	}
 }
