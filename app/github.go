@@ -14,13 +14,14 @@ import (
 const userAgent = "forge/0 (+https://github.com/forge-dev/forge)"
 
 // NewClientCreator is the one place GitHub clients are built: installation
-// and App clients share the metrics and the retry policy.
-func NewClientCreator(c Config, m *Metrics) (githubapp.ClientCreator, error) {
+// and App clients share the redactor, the metrics and the retry policy.
+func NewClientCreator(c Config, m *Metrics, r *Redactor) (githubapp.ClientCreator, error) {
 	cc, err := githubapp.NewDefaultCachingClientCreator(c.Github,
 		githubapp.WithClientUserAgent(userAgent),
 		githubapp.WithClientTimeout(30*time.Second),
-		// Outermost first: a retried request is recorded once per attempt.
-		githubapp.WithClientMiddleware(RetryMiddleware(DefaultRetry), m.ClientMiddleware()),
+		// Outermost first: a request is redacted once, before any attempt,
+		// and a retried request is recorded once per attempt.
+		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(DefaultRetry), m.ClientMiddleware()),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("create GitHub client creator: %w", err)

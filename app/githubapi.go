@@ -25,6 +25,8 @@ type githubAPI struct {
 	// trees remembers commit → tree for the commits Forge made, so the
 	// next commit on top needs no lookup.
 	trees *treeCache
+	// secrets refuses a commit carrying one of Forge's secrets.
+	secrets *Redactor
 }
 
 var _ pipeline.GitHub = (*githubAPI)(nil)
@@ -149,8 +151,12 @@ func (g *githubAPI) Commit(ctx context.Context, repo pipeline.Repo, sha string) 
 
 // CommitFiles makes a commit through the Git Data API (a tree with the
 // files inline, a commit, a ref update without force) so GitHub signs it
-// and never lets it overwrite a push it did not see.
+// and never lets it overwrite a push it did not see. Files carrying a
+// secret are refused before anything is written (*pipeline.SecretError).
 func (g *githubAPI) CommitFiles(ctx context.Context, repo pipeline.Repo, branch, parent, message string, files []pipeline.FileChange) (string, error) {
+	if err := g.secrets.CheckFiles(files); err != nil {
+		return "", err
+	}
 	base := g.trees.get(parent)
 	if base == "" {
 		if _, err := g.Commit(ctx, repo, parent); err != nil {
@@ -450,6 +456,12 @@ func (g *githubAPI) UpdateCheckRun(ctx context.Context, repo pipeline.Repo, c pi
 func apiError(err error) error {
 	if err == nil {
 		return nil
+	}
+	// The redactor's refusal is no network failure, though the transport
+	// returned it: it must reach the pipeline as itself.
+	var se *pipeline.SecretError
+	if errors.As(err, &se) {
+		return se
 	}
 	var he *ghinstallation.HTTPError
 	if errors.As(err, &he) && he.Response != nil {

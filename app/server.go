@@ -57,6 +57,8 @@ type githubState struct {
 	clients githubapp.ClientCreator
 	hook    http.Handler
 	tokens  *tokenSource
+	// redactor also refuses commits carrying a secret (CommitFiles).
+	redactor *Redactor
 }
 
 // New opens the store, applies migrations and wires the server. It does not
@@ -165,7 +167,10 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 func (a *App) configure(cfg Config) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	cc, err := NewClientCreator(cfg, a.metrics)
+	// Built from these credentials, so an App registered by the setup
+	// has its own key and secret redacted.
+	redactor := NewRedactor(cfg, os.LookupEnv, a.log)
+	cc, err := NewClientCreator(cfg, a.metrics, redactor)
 	if err != nil {
 		return err
 	}
@@ -173,7 +178,7 @@ func (a *App) configure(cfg Config) error {
 	hook := githubapp.NewEventDispatcher(handlers.All(base), cfg.Github.App.WebhookSecret,
 		githubapp.WithErrorCallback(a.webhookError))
 	tokens := &tokenSource{appID: cfg.Github.App.IntegrationID, key: []byte(cfg.Github.App.PrivateKey), apiURL: cfg.Github.V3APIURL}
-	a.github.Store(&githubState{cfg: cfg, clients: cc, hook: hook, tokens: tokens})
+	a.github.Store(&githubState{cfg: cfg, clients: cc, hook: hook, tokens: tokens, redactor: redactor})
 	return nil
 }
 
@@ -278,7 +283,7 @@ func (a *App) GitHub(ctx context.Context, installationID int64) (pipeline.GitHub
 	if err != nil {
 		return nil, fmt.Errorf("installation %d GraphQL client: %w", installationID, err)
 	}
-	return &githubAPI{c: c, v4: v4, trees: &a.trees}, nil
+	return &githubAPI{c: c, v4: v4, trees: &a.trees, secrets: st.redactor}, nil
 }
 
 // Workspace implements pipeline.Installations.

@@ -47,7 +47,8 @@ type GitHub interface {
 	Commit(ctx context.Context, repo Repo, sha string) (Commit, error)
 	// CommitFiles commits files on top of parent through the Git Data API
 	// and moves branch to it without force: ErrNotFastForward when the
-	// branch is no longer at parent.
+	// branch is no longer at parent; a *SecretError, with nothing
+	// written, when a file carries one of Forge's secrets.
 	CommitFiles(ctx context.Context, repo Repo, branch, parent, message string, files []FileChange) (string, error)
 
 	// FindPullRequest is the open PR whose head is branch, nil if none.

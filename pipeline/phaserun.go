@@ -110,6 +110,10 @@ func (r *run) runPhases(ctx context.Context) error {
 			if err := r.save(ctx); err != nil {
 				return err
 			}
+			var se *SecretError
+			if errors.As(perr, &se) {
+				return r.secretRefused(ctx, se, ph.ID)
+			}
 			done := len(p.Phases.Phases) - Remaining(*p.Phases)
 			tail := ""
 			var fail *agent.Failure

@@ -272,6 +272,13 @@ func textCases(t *testing.T) []textCase {
 			"Marker": pipeline.Marker(planNumber, "error", 3, 2), "PlanID": planID, "Step": "running phase-2",
 			"Error": "read the plan file: transient failure: 502 Bad Gateway", "Tail": "", "Branch": branch,
 			"Phases": true, "Status": pipeline.StatusImplementing}},
+		{"secret-refused/drafting", "secret-refused", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "secret", 0, 1), "PlanID": planID, "Step": "drafting",
+			"Path": planPath, "What": "the webhook secret", "Branch": branch}},
+		{"secret-refused/phase run", "secret-refused", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "secret", 3, 2), "PlanID": planID, "Step": "running phase-2",
+			"Path": "internal/webhook/limit.go", "What": "a GitHub token", "Branch": branch,
+			"Phases": true, "PhaseID": "phase-2"}},
 
 		{"merge-conflict/phase", "merge-conflict", map[string]any{
 			"Marker": pipeline.Marker(planNumber, "conflict", 3, "4f2a9c1"), "PlanID": planID, "Step": "running phase-2",
