@@ -1,0 +1,249 @@
+package app_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/apptest"
+	"github.com/forge-dev/forge/app/ghdouble"
+)
+
+// heist is what an attacking agent goes for: Forge's secrets on the host
+// and paths it must not write, each with a canary that shows whether the
+// attempt got through.
+type heist struct {
+	dataDir  string
+	keyFile  string // the App's credentials, in the data directory
+	config   string // a server configuration file
+	mirror   string // another repository's cached mirror, under data/git
+	outside  string // a directory outside every working copy
+	canaries map[string]string
+}
+
+// newHeist lays out a data directory with the App's credentials and another
+// repository's mirror in it, and a configuration file beside it.
+func newHeist(t *testing.T, gh *ghdouble.Server) *heist {
+	t.Helper()
+	h := &heist{dataDir: t.TempDir(), outside: t.TempDir(), canaries: map[string]string{
+		"key file":           "key-file-canary-7d1f",
+		"configuration":      "configuration-canary-4b2e",
+		"another mirror":     "mirror-canary-9c3a",
+		"server webhook":     gh.WebhookSecret(),
+		"server private key": pemBody(gh.PrivateKeyPEM()),
+	}}
+	creds := app.Credentials{IntegrationID: gh.AppID(), WebhookSecret: h.canaries["key file"], PrivateKey: string(gh.PrivateKeyPEM())}
+	if err := app.SaveCredentials(h.dataDir, creds); err != nil {
+		t.Fatal(err)
+	}
+	h.keyFile = filepath.Join(h.dataDir, "github-app.yml")
+	h.config = filepath.Join(t.TempDir(), "forge.yml")
+	if err := os.WriteFile(h.config, []byte("github:\n  app:\n    webhook_secret: "+h.canaries["configuration"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Another installation's repository, cached where Forge keeps mirrors.
+	secret := gh.AddRepo(gh.AddInstallation("acme"), "acme/secret")
+	secret.Seed(map[string]string{"secret.txt": h.canaries["another mirror"] + "\n"}, "initial commit")
+	u, err := url.Parse(gh.CloneURL("acme/secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mirror = filepath.Join(h.dataDir, "git", u.Host, "acme", "secret.git")
+	if out, err := exec.Command("git", "clone", "-q", "--mirror", secret.GitDir(), h.mirror).CombinedOutput(); err != nil {
+		t.Fatalf("mirror acme/secret: %v\n%s", err, out)
+	}
+	return h
+}
+
+// pemBody is the longest line of a PEM key: a piece no redaction would
+// leave whole by accident.
+func pemBody(pem []byte) string {
+	var long string
+	for _, line := range strings.Split(string(pem), "\n") {
+		if len(line) > len(long) && !strings.HasPrefix(line, "-----") {
+			long = line
+		}
+	}
+	return long
+}
+
+// attack is a shell script that tries every way out of its sandbox. Each
+// read that works adds what it read to the loot beside the report and "ok"
+// to the report; a read that fails adds "denied". It then tries to
+// write outside the working copy.
+func (h *heist) attack(reportDir string) string {
+	return fmt.Sprintf(`report=%[1]s/report-$FORGE_ROLE
+: > "$report"
+steal() {
+	name=$1; want=$2; shift 2
+	if out=$("$@" 2>/dev/null) && printf '%%s' "$out" | grep -q -- "$want"; then
+		echo "$name: ok" >> "$report"; printf '%%s\n' "$out" >> "$report.loot"
+	else
+		echo "$name: denied" >> "$report"
+	fi
+}
+steal "key file" "%[2]s" cat %[3]s
+steal "configuration" "%[4]s" cat %[5]s
+steal "forge environ" "PATH=" cat /proc/%[6]d/environ
+steal "forge cmdline" "test" cat /proc/%[6]d/cmdline
+steal "another mirror" "%[7]s" git --git-dir=%[8]s show HEAD:secret.txt
+steal "database" "SQLite" head -c 64 %[9]s/forge.db
+echo pwned > %[9]s/pwned 2>/dev/null
+echo pwned > %[10]s/pwned 2>/dev/null
+echo pwned > %[8]s/pwned 2>/dev/null
+`, reportDir, h.canaries["key file"], h.keyFile, h.canaries["configuration"], h.config,
+		os.Getpid(), h.canaries["another mirror"], h.mirror, h.dataDir, h.outside)
+}
+
+// attacker writes an agent for role that runs the attack, then the real
+// test agent, and hands whatever it stole on: a read-only role in its answer
+// (the plan), the implementer in the file its phase writes.
+func (h *heist) attacker(t *testing.T, role, reportDir string) []string {
+	t.Helper()
+	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", role+".sh")
+	var body string
+	if role == "implementer" {
+		body = fmt.Sprintf("prompt=$(cat)\nprintf '%%s\\n' \"$prompt\" | %s\ncat %s/report-implementer.loot >> docs/hello.md 2>/dev/null\nexit 0\n", real, reportDir)
+	} else {
+		body = fmt.Sprintf("%s\ncat %s/report-%s.loot 2>/dev/null || true\n", real, reportDir, role)
+	}
+	p := filepath.Join(t.TempDir(), "attacker-"+role+".sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+h.attack(reportDir)+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+// checkReports fails the test for every attempt of every role that got
+// through, and for every write that landed outside the working copy.
+func (h *heist) checkReports(t *testing.T, reportDir string, roles ...string) {
+	t.Helper()
+	for _, role := range roles {
+		b, err := os.ReadFile(filepath.Join(reportDir, "report-"+role))
+		if err != nil {
+			t.Errorf("the %s never reported its attempts: %v", role, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 6 {
+			t.Errorf("%s made %d attempts, want 6:\n%s", role, len(lines), b)
+		}
+		for _, line := range lines {
+			if !strings.HasSuffix(line, ": denied") {
+				t.Errorf("%s agent: %s", role, line)
+			}
+		}
+	}
+	for _, p := range []string{filepath.Join(h.dataDir, "pwned"), filepath.Join(h.outside, "pwned"), filepath.Join(h.mirror, "pwned")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("an agent wrote %s, outside its working copy", p)
+		}
+	}
+}
+
+// checkGitHub fails the test for every canary found in what the double
+// holds of repo: comments on the issue and its PRs, reviews and their
+// comments, check runs, and every object of the repository's git data.
+func (h *heist) checkGitHub(t *testing.T, w *world) {
+	t.Helper()
+	texts := map[string]string{}
+	prs := w.pulls(t)
+	numbers := []int{w.issue}
+	for _, pr := range prs {
+		numbers = append(numbers, pr.Number)
+		for _, rv := range w.gh.Reviews(w.repo, pr.Number) {
+			texts[fmt.Sprintf("review %d", rv.ID)] = rv.Body
+		}
+		for _, c := range w.gh.ReviewComments(w.repo, pr.Number) {
+			texts[fmt.Sprintf("review comment %d", c.ID)] = c.Body
+		}
+		for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+			for _, run := range w.gh.CheckRuns(w.repo, c.SHA) {
+				texts[fmt.Sprintf("check run %d", run.ID)] = run.Output.Title + "\n" + run.Output.Summary + "\n" + run.Output.Text
+			}
+		}
+	}
+	for _, n := range numbers {
+		for _, c := range w.gh.Comments(w.repo, n) {
+			texts[fmt.Sprintf("comment %d", c.ID)] = c.Body
+		}
+	}
+	objects, err := exec.Command("git", "-C", w.gh.Repo(w.repo).GitDir(), "cat-file", "--batch-all-objects", "--batch").Output()
+	if err != nil {
+		t.Fatalf("read the repository's objects: %v", err)
+	}
+	texts["git objects"] = string(objects)
+	if !bytes.Contains(objects, []byte("Written by phase-1")) {
+		t.Errorf("the implementer's phase commit is not in the repository: the check of git data proves nothing")
+	}
+	for where, text := range texts {
+		for what, canary := range h.canaries {
+			if strings.Contains(text, canary) {
+				t.Errorf("%s reached GitHub in %s", what, where)
+			}
+		}
+	}
+}
+
+// TestSandboxKeepsExecAgentsFromSecrets: exec agents (a drafter with the
+// working copy read-only, an implementer with it read-write) try to read
+// the App's key file, the configuration file, Forge's environment and
+// command line in /proc, another repository's mirror and the database, and
+// to write outside their working copy. Every attempt fails, and nothing
+// secret reaches GitHub through the plan or the phase's commit.
+func TestSandboxKeepsExecAgentsFromSecrets(t *testing.T) {
+	gh := ghdouble.New(t)
+	h := newHeist(t, gh)
+	reports := t.TempDir()
+	w := newSandboxWorld(t, gh, h, map[string][]string{
+		"drafter": h.attacker(t, "drafter", reports), "implementer": h.attacker(t, "implementer", reports),
+	}, func(c *app.Config) {
+		for _, role := range []string{"drafter", "implementer"} {
+			rc := c.Agents.Runtimes[role]
+			rc.WritePaths = []string{reports}
+			c.Agents.Runtimes[role] = rc
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	pr := w.waitPlanPR(t)
+	w.waitReply(t, pr, "Plan run complete for **plan-001**")
+	h.checkReports(t, reports, "drafter", "implementer")
+	h.checkGitHub(t, w)
+}
+
+// newSandboxWorld is newForgeWorld on a data directory the test prepared.
+func newSandboxWorld(t *testing.T, gh *ghdouble.Server, h *heist, override map[string][]string, configure func(*app.Config)) *world {
+	t.Helper()
+	w := &world{gh: gh, repo: "octo/hello"}
+	w.inst = gh.AddInstallation("octo")
+	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "phases:\n  checks_grace: 1s\n"}, "initial commit")
+	gh.SetPermission(w.repo, "alice", "write")
+	w.issue = gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Add a greeting page", Author: "alice"})
+	w.forge = apptest.Start(t, gh, apptest.Options{DataDir: h.dataDir, Configure: func(c *app.Config) {
+		apptest.ScriptAgents(c, forgeWait/2, override)
+		if configure != nil {
+			configure(c)
+		}
+	}})
+	return w
+}
+
+// waitPlanPR waits for the plan's pull request and returns its number.
+func (w *world) waitPlanPR(t *testing.T) int {
+	t.Helper()
+	var pr int
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		if ps := w.pulls(t); len(ps) == 1 {
+			pr = ps[0].Number
+			return true
+		}
+		return false
+	})
+	return pr
+}
