@@ -2,15 +2,22 @@ package app_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/app/apptest"
 	"github.com/forge-dev/forge/app/ghdouble"
 )
@@ -76,7 +83,8 @@ func pemBody(pem []byte) string {
 // attack is a shell script that tries every way out of its sandbox. Each
 // read that works adds what it read to the loot beside the report and "ok"
 // to the report; a read that fails adds "denied". It then tries to
-// write outside the working copy.
+// write outside the working copy. It names no canary itself: it may be
+// committed, or shown to a model.
 func (h *heist) attack(reportDir string) string {
 	return fmt.Sprintf(`report=%[1]s/report-$FORGE_ROLE
 : > "$report"
@@ -88,17 +96,16 @@ steal() {
 		echo "$name: denied" >> "$report"
 	fi
 }
-steal "key file" "%[2]s" cat %[3]s
-steal "configuration" "%[4]s" cat %[5]s
-steal "forge environ" "PATH=" cat /proc/%[6]d/environ
-steal "forge cmdline" "test" cat /proc/%[6]d/cmdline
-steal "another mirror" "%[7]s" git --git-dir=%[8]s show HEAD:secret.txt
-steal "database" "SQLite" head -c 64 %[9]s/forge.db
-echo pwned > %[9]s/pwned 2>/dev/null
-echo pwned > %[10]s/pwned 2>/dev/null
-echo pwned > %[8]s/pwned 2>/dev/null
-`, reportDir, h.canaries["key file"], h.keyFile, h.canaries["configuration"], h.config,
-		os.Getpid(), h.canaries["another mirror"], h.mirror, h.dataDir, h.outside)
+steal "key file" "private_key" cat %[2]s
+steal "configuration" "webhook_secret" cat %[3]s
+steal "forge environ" "PATH=" cat /proc/%[4]d/environ
+steal "forge cmdline" "test" cat /proc/%[4]d/cmdline
+steal "another mirror" "." git --git-dir=%[5]s show HEAD:secret.txt
+steal "database" "SQLite" head -c 64 %[6]s/forge.db
+echo pwned > %[6]s/pwned 2>/dev/null
+echo pwned > %[7]s/pwned 2>/dev/null
+echo pwned > %[5]s/pwned 2>/dev/null
+`, reportDir, h.keyFile, h.config, os.Getpid(), h.mirror, h.dataDir, h.outside)
 }
 
 // attacker writes an agent for role that runs the attack, then the real
@@ -246,4 +253,108 @@ func (w *world) waitPlanPR(t *testing.T) int {
 		return false
 	})
 	return pr
+}
+
+// commandModel is an OpenAI-compatible endpoint playing an implementer that
+// writes an attack and a Makefile running it, runs make through
+// run_command, and writes what the command printed into the phase's file.
+// It records every request, so the test can check what reached the model.
+type commandModel struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies []string
+}
+
+func newCommandModel(t *testing.T, attack, reportDir string) *commandModel {
+	m := &commandModel{}
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Messages []map[string]any `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		m.mu.Lock()
+		m.bodies = append(m.bodies, string(body))
+		m.mu.Unlock()
+		var lastTool string
+		tools := 0
+		for _, msg := range req.Messages {
+			if msg["role"] == "tool" {
+				tools++
+				lastTool = fmt.Sprint(msg["content"])
+			}
+		}
+		call := func(name string, args map[string]any) map[string]any {
+			a, _ := json.Marshal(args)
+			return map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{
+				"id": fmt.Sprintf("call_%d", tools), "type": "function",
+				"function": map[string]any{"name": name, "arguments": string(a)}}}}
+		}
+		var msg map[string]any
+		switch tools {
+		case 0:
+			msg = call("write_file", map[string]any{"path": "attack.sh", "content": attack})
+		case 1:
+			msg = call("write_file", map[string]any{"path": "Makefile",
+				"content": fmt.Sprintf("all:\n\t-sh attack.sh\n\tcat %s/report-implementer.loot || true\n", reportDir)})
+		case 2:
+			msg = call("run_command", map[string]any{"argv": []string{"make"}})
+		case 3:
+			msg = call("write_file", map[string]any{"path": "docs/hello.md", "content": "# Hello\n\nWritten by phase-1.\n\n" + lastTool + "\n"})
+		default:
+			msg = map[string]any{"role": "assistant", "content": "Implemented phase-1."}
+		}
+		finish := "tool_calls"
+		if _, ok := msg["content"]; ok {
+			finish = "stop"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": time.Now().Unix(), "model": "m",
+			"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": msg}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+		})
+	}))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+// TestSandboxKeepsRunCommandFromSecrets: on the openai runtime the
+// implementer writes a Makefile whose recipe goes for the same secrets and
+// writes, and runs make through run_command. Every attempt fails, nothing
+// secret comes back to the model, and nothing reaches GitHub.
+func TestSandboxKeepsRunCommandFromSecrets(t *testing.T) {
+	gh := ghdouble.New(t)
+	h := newHeist(t, gh)
+	reports := t.TempDir()
+	model := newCommandModel(t, h.attack(reports), reports)
+	w := newSandboxWorld(t, gh, h, nil, func(c *app.Config) {
+		c.Agents.Runtimes["implementer"] = agents.RuntimeConfig{
+			Type: "openai", BaseURL: model.srv.URL + "/v1", Model: "m",
+			AllowCommands: []string{"make"}, CommandTimeout: 20 * time.Second, WritePaths: []string{reports},
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	pr := w.waitPlanPR(t)
+	w.waitReply(t, pr, "Plan run complete for **plan-001**")
+	h.checkReports(t, reports, "implementer")
+	h.checkGitHub(t, w)
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if len(model.bodies) < 5 {
+		t.Fatalf("the model was asked %d times, want the whole scripted conversation", len(model.bodies))
+	}
+	if !strings.Contains(strings.Join(model.bodies, "\n"), "exit status 0") {
+		t.Errorf("make never ran to its end in the sandbox")
+	}
+	for i, b := range model.bodies {
+		for what, canary := range h.canaries {
+			if strings.Contains(b, canary) {
+				t.Errorf("%s reached the model in request %d", what, i+1)
+			}
+		}
+	}
 }
