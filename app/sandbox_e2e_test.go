@@ -358,3 +358,45 @@ func TestSandboxKeepsRunCommandFromSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxRefusesAgentsWhenBubblewrapFails: a bwrap that cannot set up
+// its namespaces (as on a kernel without unprivileged user namespaces) is
+// found at start; no agent runs, and the issue says that bubblewrap failed,
+// bubblewrap's own words, and what the operator can do.
+func TestSandboxRefusesAgentsWhenBubblewrapFails(t *testing.T) {
+	fake := t.TempDir()
+	script := "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(fake, "bwrap"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", fake+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ran := t.TempDir()
+	drafter := filepath.Join(ran, "drafter.sh")
+	if err := os.WriteFile(drafter, []byte("#!/bin/sh\ntouch "+filepath.Join(ran, "ran")+"\ncat >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": {drafter}}})
+	if !strings.Contains(w.forge.Logs.String(), "bubblewrap failed to start") {
+		t.Errorf("the start log does not say bubblewrap failed")
+	}
+	w.command(t, "alice", "/forge add a greeting page")
+	reply := w.waitReply(t, w.issue, "Forge failed on plan-001")
+	for _, want := range []string{"while drafting", "bubblewrap failed to start", "setting up uid map: Permission denied",
+		"install bubblewrap", "agents.sandbox: none", "/forge revise"} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("the failure comment lacks %q:\n%s", want, reply)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ran, "ran")); err == nil {
+		t.Errorf("the drafter ran although bubblewrap cannot start")
+	}
+}
+
+// TestSandboxNoneWarnsAtStart: agents.sandbox: none is the operator's
+// choice, and every start says what it gives away.
+func TestSandboxNoneWarnsAtStart(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{configure: func(c *app.Config) { c.Agents.Sandbox = "none" }})
+	if logs := w.forge.Logs.String(); !strings.Contains(logs, `"level":"warn"`) || !strings.Contains(logs, "agents.sandbox is none") {
+		t.Errorf("no warning about agents.sandbox: none at start:\n%s", logs)
+	}
+}
