@@ -219,6 +219,32 @@ func (c *Config) validate() error {
 	if c.Server.PublicURL != "" && !strings.HasPrefix(c.Server.PublicURL, "http://") && !strings.HasPrefix(c.Server.PublicURL, "https://") {
 		return fmt.Errorf("server.public_url %q must start with http:// or https://", c.Server.PublicURL)
 	}
+	if err := c.checkSandboxPaths(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkSandboxPaths refuses a runtime's read_paths or write_paths that hold
+// the data directory or lie inside it: the sandbox exists to keep the App's
+// key, the database and every repository's clone away from agents.
+func (c *Config) checkSandboxPaths() error {
+	data, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("resolve data_dir %q: %w", c.DataDir, err)
+	}
+	within := func(inner, outer string) bool {
+		return inner == outer || strings.HasPrefix(inner, outer+string(filepath.Separator))
+	}
+	for name, rc := range c.Agents.Runtimes {
+		for key, paths := range map[string][]string{"read_paths": rc.ReadPaths, "write_paths": rc.WritePaths} {
+			for _, p := range paths {
+				if within(data, p) || within(p, data) {
+					return fmt.Errorf("agents.runtimes.%s.%s: %q overlaps the data directory %s (the App's key, the database, every repository's clone), which agents must never see", name, key, p, data)
+				}
+			}
+		}
+	}
 	return nil
 }
 

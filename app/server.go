@@ -100,6 +100,12 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		st.Close()
 		return nil, err
 	}
+	switch sb := registry.Sandbox(); {
+	case sb.Off():
+		log.Warn().Msg("agents.sandbox is none: agents run without bubblewrap, with every file Forge's user can read (the App's key, the configuration, other repositories)")
+	case sb.Err() != nil:
+		log.Error().Err(sb.Err()).Msg("bubblewrap failed to start: agent runs are refused until bubblewrap works or agents.sandbox is set to none")
+	}
 	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes})
 	if err != nil {
 		st.Close()

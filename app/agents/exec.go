@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
@@ -61,6 +60,16 @@ type ExecConfig struct {
 	// KillGrace is how long the agent's process group has between SIGTERM
 	// and SIGKILL once it must end (default 5s).
 	KillGrace time.Duration
+	// Sandbox confines the agent (nil: bubblewrap, tried once per process).
+	Sandbox *ProcessSandbox
+	// ReadPaths and WritePaths are what the agent CLI needs of its own
+	// besides the working copy (its installation, its configuration, its
+	// session state): absolute paths shown read-only or read-write.
+	ReadPaths  []string
+	WritePaths []string
+	// Network is "open" (the default: an agent CLI talks to its model's API)
+	// or "none".
+	Network string
 }
 
 // Exec runs an agent CLI as a child process: the prompt on stdin, the answer
@@ -72,6 +81,10 @@ type Exec struct {
 	limit   int
 	passEnv []string
 	grace   time.Duration
+	sandbox *ProcessSandbox
+	read    []string
+	write   []string
+	network string
 }
 
 var _ agent.Runtime = (*Exec)(nil)
@@ -86,6 +99,9 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	if cfg.Timeout < 0 || cfg.OutputLimit < 0 || cfg.KillGrace < 0 {
 		return nil, fmt.Errorf("exec runtime %q: timeout, output limit and kill grace must not be negative", cfg.Command[0])
 	}
+	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network); err != nil {
+		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
+	}
 	command := append([]string(nil), cfg.Command...)
 	if strings.Contains(command[0], "/") && !filepath.IsAbs(command[0]) {
 		abs, err := filepath.Abs(command[0])
@@ -99,6 +115,13 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
 		limit:   cmp.Or(cfg.OutputLimit, DefaultOutputLimit),
 		grace:   cmp.Or(cfg.KillGrace, DefaultKillGrace),
+		sandbox: cfg.Sandbox,
+		read:    cfg.ReadPaths,
+		write:   cfg.WritePaths,
+		network: cmp.Or(cfg.Network, NetworkOpen),
+	}
+	if e.sandbox == nil {
+		e.sandbox = defaultSandbox()
 	}
 	seen := map[string]bool{"PATH": true, "HOME": true, "LANG": true}
 	for _, name := range cfg.Env {
@@ -138,6 +161,16 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 	if err := checkDir(req.Dir); err != nil {
 		return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
 	}
+	argv, env, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), confinement{
+		dir: req.Dir, writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network,
+	})
+	if err != nil {
+		if errors.Is(err, errSandboxBroken) {
+			return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
+		}
+		return agent.Result{}, startError(req.Role, e.command[0], err)
+	}
+	sandboxed := !e.sandbox.Off()
 	runCtx, cancel, errTimeout := callContext(ctx, e.timeout, req)
 	defer cancel()
 
@@ -145,18 +178,18 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 	stderr := &tailWriter{keep: tailKeepBytes}
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = req.Dir
-	cmd.Env = agentEnv(os.LookupEnv, e.passEnv, req)
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(req.Prompt)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	// A group of its own lets one signal reach every process the agent
 	// started; the default Cancel would kill only the direct child and leave
 	// its children running in the working copy.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = agentProcAttr()
 	var termAt atomic.Int64
 	cmd.Cancel = func() error {
 		termAt.Store(time.Now().UnixNano())
-		return signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+		return terminateGroup(cmd.Process.Pid, sandboxed)
 	}
 	// After the grace, os/exec SIGKILLs the direct child and closes the pipes
 	// a lingering grandchild still holds; endGroup then kills the rest.
@@ -169,7 +202,7 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 	waitErr := cmd.Wait()
 	duration := time.Since(start)
 	signalled := termAt.Load()
-	endGroup(cmd.Process.Pid, e.grace, signalled)
+	endGroup(cmd.Process.Pid, e.grace, signalled, sandboxed)
 
 	res := agent.Result{
 		Output:    stdout.String(),
@@ -188,6 +221,12 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 		return res, nil
 	}
 
+	if signalled != 0 {
+		// Forge ended the call: bubblewrap would report the agent's death
+		// by the signal as a status of its own (128 + the signal), which
+		// the agent never chose.
+		res.ExitCode = -1
+	}
 	f := &agent.Failure{ExitCode: res.ExitCode, Tail: failureTail(stderr.String(), stdout.tail.String())}
 	var exitErr *exec.ExitError
 	switch {

@@ -37,8 +37,10 @@ exit 1`,
 head -c 300000 /dev/zero | tr '\0' x
 echo done >&2`,
 	// A grandchild that would outlive the agent if only the direct child
-	// were killed; both write their pid into the working directory.
+	// were killed; both write their pid into the working directory, the
+	// agent its PID namespace too (the sandbox's own).
 	"sleep-with-grandchild": `echo $$ > agent.pid
+readlink /proc/self/ns/pid > pidns
 sleep 30 &
 echo $! > grandchild.pid
 echo "started"
@@ -46,16 +48,19 @@ wait`,
 	// Ignores SIGTERM (the disposition is inherited by its child), records
 	// that it got one, and has to be SIGKILLed.
 	"ignore-term": `echo $$ > agent.pid
+readlink /proc/self/ns/pid > pidns
 trap 'echo term >> term.log' TERM
 sh -c 'trap "" TERM; echo $$ > grandchild.pid; while :; do sleep 0.05; done' &
 while :; do sleep 0.05; done`,
 	// Exits at once with an answer, leaving a child behind that still holds
 	// stdout, or one that does not.
 	"leave-child-holding-stdout": `echo $$ > agent.pid
+readlink /proc/self/ns/pid > pidns
 sleep 30 &
 echo $! > grandchild.pid
 echo "answer"`,
 	"leave-child-detached": `echo $$ > agent.pid
+readlink /proc/self/ns/pid > pidns
 sleep 30 >/dev/null 2>&1 &
 echo $! > grandchild.pid
 echo "answer"`,
@@ -220,6 +225,7 @@ func TestExecEnvironment(t *testing.T) {
 		"AGENT_TEST_TOKEN": "agent-token",
 		"FORGE_ROLE":       "reviser", "FORGE_MODEL": "m1", "FORGE_REPO": "octo/hello",
 		"FORGE_PLAN_ID": "plan-017", "FORGE_PHASE_ID": "", "FORGE_ROUND": "2",
+		"PWD": req.Dir, // bubblewrap's --chdir sets it
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
@@ -329,8 +335,10 @@ func TestExecRun(t *testing.T) {
 			command: []string{script("self-kill")},
 			check: func(t *testing.T, _ string, _ agent.Result, err error) {
 				f := failure(t, err)
-				if f.ExitCode != -1 || f.TimedOut || f.Err == nil || !strings.Contains(err.Error(), "signal: killed") {
-					t.Errorf("Failure = %+v (%v), want exit -1 with the signal", f, err)
+				// bubblewrap reports its agent's death by a signal as a
+				// shell does, 128 + the signal.
+				if f.ExitCode != 128+9 || f.TimedOut || !strings.Contains(err.Error(), "status 137") {
+					t.Errorf("Failure = %+v (%v), want status 137 (SIGKILL)", f, err)
 				}
 			},
 		},
@@ -497,31 +505,76 @@ func TestExecEndsProcessGroup(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			e := newExec(t, ExecConfig{Command: []string{script(tt.script)}, Timeout: tt.timeout, KillGrace: grace})
-			ctx := context.Background()
-			if tt.cancelAt > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				timer := time.AfterFunc(tt.cancelAt, cancel)
-				defer timer.Stop()
-			}
-			start := time.Now()
-			res, err := e.Run(ctx, request(dir))
-			took := time.Since(start)
-			tt.check(t, dir, res, err, took)
-			for _, name := range []string{"agent.pid", "grandchild.pid"} {
-				pid := readPID(t, filepath.Join(dir, name))
-				if running(pid) {
-					t.Errorf("%s %d still runs after Run returned", name, pid)
-					_ = killPID(pid)
+	sandboxes := map[string]*ProcessSandbox{"bubblewrap": defaultSandbox(), "no sandbox": {}}
+	for sbName, sb := range sandboxes {
+		for _, tt := range tests {
+			t.Run(sbName+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				e := newExec(t, ExecConfig{Command: []string{script(tt.script)}, Timeout: tt.timeout, KillGrace: grace, Sandbox: sb})
+				ctx := context.Background()
+				if tt.cancelAt > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					timer := time.AfterFunc(tt.cancelAt, cancel)
+					defer timer.Stop()
 				}
-			}
-		})
+				req := request(dir)
+				req.Role = agent.Implementer // the scripts write their pids
+				start := time.Now()
+				res, err := e.Run(ctx, req)
+				took := time.Since(start)
+				tt.check(t, dir, res, err, took)
+				if !sb.Off() {
+					// Pids inside are the sandbox's; what must be gone is
+					// every process of its PID namespace.
+					ns := readFileEventually(t, filepath.Join(dir, "pidns"))
+					if pids := inNamespace(ns); len(pids) > 0 {
+						t.Errorf("processes %v of the agent's sandbox (%s) still run after Run returned", pids, ns)
+					}
+					return
+				}
+				for _, name := range []string{"agent.pid", "grandchild.pid"} {
+					pid := readPID(t, filepath.Join(dir, name))
+					if running(pid) {
+						t.Errorf("%s %d still runs after Run returned", name, pid)
+						_ = killPID(pid)
+					}
+				}
+			})
+		}
 	}
+}
+
+// readFileEventually reads a file an agent writes, waiting a little for a
+// shell that was killed before it flushed.
+func readFileEventually(t *testing.T, path string) string {
+	t.Helper()
+	for range 50 {
+		if data, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(data))) > 0 {
+			return strings.TrimSpace(string(data))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the agent never wrote %s", path)
+	return ""
+}
+
+// inNamespace lists the live processes whose PID namespace is ns
+// ("pid:[4026532…]").
+func inNamespace(ns string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err == nil && link == ns && running(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 func failure(t *testing.T, err error) *agent.Failure {

@@ -60,6 +60,13 @@ type OpenAIConfig struct {
 	// Env names variables of the server's environment that run_command's
 	// programs see besides PATH, HOME and LANG (as ExecConfig.Env).
 	Env []string
+	// Sandbox confines run_command's programs (nil: bubblewrap, tried once
+	// per process); ReadPaths, WritePaths and Network (default "none") are
+	// what they may reach besides the working copy, as for ExecConfig.
+	Sandbox    *ProcessSandbox
+	ReadPaths  []string
+	WritePaths []string
+	Network    string
 	// Sessions keeps the conversations of requests that name a Session;
 	// nil: every call starts afresh.
 	Sessions agent.SessionStore
@@ -86,6 +93,10 @@ type OpenAI struct {
 	sessions agent.SessionStore
 	retry    retryPolicy
 	grace    time.Duration
+	sandbox  *ProcessSandbox
+	read     []string
+	write    []string
+	network  string
 }
 
 var _ agent.Runtime = (*OpenAI)(nil)
@@ -116,6 +127,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if err := checkModel(cfg.Model); err != nil {
 		return nil, fmt.Errorf("openai runtime: %w", err)
 	}
+	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network); err != nil {
+		return nil, fmt.Errorf("openai runtime: %w", err)
+	}
 	o := &OpenAI{
 		endpoint: u.Redacted(),
 		model:    cfg.Model,
@@ -127,6 +141,13 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		sessions: cfg.Sessions,
 		retry:    defaultRetry,
 		grace:    DefaultKillGrace,
+		sandbox:  cfg.Sandbox,
+		read:     cfg.ReadPaths,
+		write:    cfg.WritePaths,
+		network:  cmp.Or(cfg.Network, NetworkNone),
+	}
+	if o.sandbox == nil {
+		o.sandbox = defaultSandbox()
 	}
 	if cfg.APIKeyEnv != "" {
 		if !envName.MatchString(cfg.APIKeyEnv) {
@@ -198,6 +219,11 @@ func (o *OpenAI) Run(ctx context.Context, req agent.Request) (agent.Result, erro
 	}
 	if err := checkDir(req.Dir); err != nil {
 		return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
+	}
+	// A role that may run commands is refused whole: run_command failing
+	// turn after turn would only reach the model, never the issue.
+	if req.Role.Writes() && len(o.commands) > 0 && o.sandbox.Err() != nil {
+		return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, o.sandbox.refusal())
 	}
 	box, err := openSandbox(req.Dir)
 	if err != nil {
@@ -292,6 +318,10 @@ func (o *OpenAI) toolSet(box *sandbox, req agent.Request) *toolSet {
 		env:      agentEnv(os.LookupEnv, o.passEnv, req),
 		grace:    o.grace,
 		commands: map[string]bool{},
+		sandbox:  o.sandbox,
+		jail: confinement{
+			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write, network: o.network,
+		},
 	}
 	for _, c := range o.commands {
 		ts.commands[c] = true

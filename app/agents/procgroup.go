@@ -23,14 +23,14 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 // endGroup makes sure nothing the agent started outlives the call: whatever
 // is left of the group gets SIGTERM (unless Cancel already sent it at
 // termAt, in Unix nanoseconds), then SIGKILL once the grace has passed.
-func endGroup(pgid int, grace time.Duration, termAt int64) {
+func endGroup(pgid int, grace time.Duration, termAt int64, sandboxed bool) {
 	if !groupAlive(pgid) {
 		return
 	}
 	deadline := time.Now().Add(grace)
 	if termAt != 0 {
 		deadline = time.Unix(0, termAt).Add(grace)
-	} else if signalGroup(pgid, syscall.SIGTERM) != nil {
+	} else if terminateGroup(pgid, sandboxed) != nil {
 		return
 	}
 	if waitGroup(pgid, deadline) {
@@ -68,9 +68,16 @@ func groupAlive(pgid int) bool {
 	if signalGroup(pgid, 0) != nil {
 		return false
 	}
+	members, ok := groupMembers(pgid)
+	return !ok || len(members) > 0
+}
+
+// groupMembers lists the running processes of the group, as /proc tells;
+// ok is false when /proc cannot be read.
+func groupMembers(pgid int) (pids []int, ok bool) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return true
+		return nil, false
 	}
 	want := []byte(strconv.Itoa(pgid))
 	for _, e := range entries {
@@ -88,8 +95,38 @@ func groupAlive(pgid int) bool {
 		}
 		f := bytes.Fields(stat[i+1:])
 		if len(f) >= 3 && bytes.Equal(f[2], want) && !bytes.Equal(f[0], []byte("Z")) && !bytes.Equal(f[0], []byte("X")) {
-			return true
+			if pid, err := strconv.Atoi(e.Name()); err == nil {
+				pids = append(pids, pid)
+			}
 		}
 	}
-	return false
+	return pids, true
+}
+
+// agentProcAttr starts an agent process as the leader of a session (and so
+// a process group) of its own: one signal reaches every process it starts,
+// and it has no controlling terminal to push input into (TIOCSTI).
+func agentProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+
+// terminateGroup asks the group pgid to end with SIGTERM. In a sandbox the
+// leader is bwrap, which SIGTERM would kill at once, and its death takes the
+// whole sandbox down with SIGKILL: it is spared, so the agent gets its grace
+// like an unsandboxed one, and bwrap ends when the agent does.
+func terminateGroup(pgid int, sandboxed bool) error {
+	if !sandboxed {
+		return signalGroup(pgid, syscall.SIGTERM)
+	}
+	members, ok := groupMembers(pgid)
+	if !ok {
+		return signalGroup(pgid, syscall.SIGTERM)
+	}
+	for _, pid := range members {
+		if pid != pgid {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	if signalGroup(pgid, 0) != nil {
+		return os.ErrProcessDone
+	}
+	return nil
 }

@@ -22,6 +22,10 @@ type Config struct {
 	// Prices maps a model name to its price, for the cost shown on the
 	// forge check run.
 	Prices map[string]Price `yaml:"prices"`
+	// Sandbox is how agent processes are confined: "bwrap" (the default,
+	// bubblewrap) or "none" (agents run with Forge's own file access; the
+	// server warns at every start).
+	Sandbox string `yaml:"sandbox"`
 	// Sessions keeps the conversations of openai runtimes across the rounds
 	// of a plan; set by the server, not the configuration file.
 	Sessions agent.SessionStore `yaml:"-"`
@@ -43,10 +47,18 @@ type RuntimeConfig struct {
 	AllowCommands   []string      `yaml:"allow_commands"`
 	CommandTimeout  time.Duration `yaml:"command_timeout"`
 	ToolOutputLimit int           `yaml:"tool_output_limit"`
+	// What the runtime's processes (an exec agent CLI, run_command's
+	// programs) may reach in their sandbox besides the working copy:
+	// absolute paths read-only and read-write, and the network ("open" by
+	// default for exec, "none" for openai's commands).
+	ReadPaths  []string `yaml:"read_paths"`
+	WritePaths []string `yaml:"write_paths"`
+	Network    string   `yaml:"network"`
 }
 
 // Registry resolves roles to runtimes; it implements pipeline.AgentSource.
 type Registry struct {
+	sandbox  *ProcessSandbox
 	runtimes map[string]agent.Runtime
 	models   map[string]string
 	roles    map[string]string
@@ -56,9 +68,14 @@ type Registry struct {
 var _ pipeline.AgentSource = (*Registry)(nil)
 
 // NewRegistry builds every configured runtime, refusing a configuration
-// that names an unknown runtime or type.
+// that names an unknown runtime or type. It tries bubblewrap once, unless
+// agents.sandbox is none.
 func NewRegistry(c Config) (*Registry, error) {
-	r := &Registry{runtimes: map[string]agent.Runtime{}, models: map[string]string{}, roles: map[string]string{}, prices: c.Prices}
+	sb, err := NewProcessSandbox(c.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{sandbox: sb, runtimes: map[string]agent.Runtime{}, models: map[string]string{}, roles: map[string]string{}, prices: c.Prices}
 	names := make([]string, 0, len(c.Runtimes))
 	for n := range c.Runtimes {
 		names = append(names, n)
@@ -72,7 +89,10 @@ func NewRegistry(c Config) (*Registry, error) {
 		}
 		switch rc.Type {
 		case "exec":
-			e, err := NewExec(ExecConfig{Command: rc.Command, Timeout: timeout, OutputLimit: rc.OutputLimit, Env: rc.Env})
+			e, err := NewExec(ExecConfig{
+				Command: rc.Command, Timeout: timeout, OutputLimit: rc.OutputLimit, Env: rc.Env,
+				Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
+			})
 			if err != nil {
 				return nil, fmt.Errorf("agents.runtimes.%s: %w", name, err)
 			}
@@ -82,6 +102,7 @@ func NewRegistry(c Config) (*Registry, error) {
 				BaseURL: rc.BaseURL, APIKeyEnv: rc.APIKeyEnv, Model: rc.Model, Timeout: timeout,
 				MaxTurns: rc.MaxTurns, OutputLimit: rc.OutputLimit, ToolOutputLimit: rc.ToolOutputLimit,
 				AllowCommands: rc.AllowCommands, CommandTimeout: rc.CommandTimeout, Env: rc.Env,
+				Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
 				Sessions: c.Sessions,
 			})
 			if err != nil {
@@ -104,6 +125,10 @@ func NewRegistry(c Config) (*Registry, error) {
 	}
 	return r, nil
 }
+
+// Sandbox is the sandbox every runtime's processes run in, for the server to
+// report at start.
+func (r *Registry) Sandbox() *ProcessSandbox { return r.sandbox }
 
 // Runtime picks the repository's runtime for the role when it chose one,
 // else the server's role default, else the server's default.

@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
@@ -138,6 +137,9 @@ type toolSet struct {
 	cmdLimit time.Duration
 	env      []string
 	grace    time.Duration
+	// sandbox and jail confine the programs run_command starts.
+	sandbox *ProcessSandbox
+	jail    confinement
 }
 
 // toolsFor picks the tools a role gets: the reading tools for everyone, the
@@ -616,25 +618,30 @@ func runCommand(ctx context.Context, ts *toolSet, args []byte) (string, error) {
 	half := max((ts.limit-256)/2, 1)
 	out := &headWriter{limit: half, tail: tailWriter{keep: half}}
 	total := &countWriter{w: out}
-	cmd := exec.CommandContext(cmdCtx, a.Argv[0], a.Argv[1:]...)
+	argv, env, err := ts.sandbox.wrap(a.Argv, ts.env, ts.jail)
+	if err != nil {
+		return "", fmt.Errorf("start %s: %v", a.Argv[0], err)
+	}
+	sandboxed := !ts.sandbox.Off()
+	cmd := exec.CommandContext(cmdCtx, argv[0], argv[1:]...)
 	cmd.Dir = ts.dir
-	cmd.Env = ts.env
+	cmd.Env = env
 	cmd.Stdout = total
 	cmd.Stderr = total
 	// As for exec agents: a group of its own, ended whole, so nothing the
 	// command started outlives the call.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = agentProcAttr()
 	var termAt atomic.Int64
 	cmd.Cancel = func() error {
 		termAt.Store(time.Now().UnixNano())
-		return signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+		return terminateGroup(cmd.Process.Pid, sandboxed)
 	}
 	cmd.WaitDelay = ts.grace
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s: %v", a.Argv[0], err)
 	}
 	waitErr := cmd.Wait()
-	endGroup(cmd.Process.Pid, ts.grace, termAt.Load())
+	endGroup(cmd.Process.Pid, ts.grace, termAt.Load(), sandboxed)
 
 	output := joinHeadTail(out, total.n)
 	code := -1

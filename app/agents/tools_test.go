@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -291,7 +292,8 @@ func TestRunCommand(t *testing.T) {
 	}{
 		{"allowed, in the working copy", []string{"cat", "a.txt"}, 0, "exit status 0\nalpha\n"},
 		{"working directory", []string{"pwd"}, 0, "exit status 0\n" + mustEval(t, dir) + "\n"},
-		{"no shell: arguments stay literal", []string{"cat", "a.txt; echo pwned"}, 0, "error: exit status 1\ncat: 'a.txt; echo pwned'"},
+		// The sandbox starts the program by the path it was found at.
+		{"no shell: arguments stay literal", []string{"cat", "a.txt; echo pwned"}, 0, "error: exit status 1\n" + mustLookPath(t, "cat") + ": 'a.txt; echo pwned'"},
 		{"non-zero exit", []string{"sh", "-c", "echo failing >&2; exit 3"}, 0, "error: exit status 3\nfailing\n"},
 		{"not allowed", []string{"rm", "-rf", "."}, 0, `error: program "rm" is not allowed; allowed programs: cat, pwd, sh`},
 		{"path to an allowed name", []string{"/bin/cat", "a.txt"}, 0, `error: program "/bin/cat" is not allowed`},
@@ -357,4 +359,13 @@ func TestToolCallErrors(t *testing.T) {
 			t.Errorf("%s(%s) = %q; want prefix %q", tt.tool, tt.args, out, tt.want)
 		}
 	}
+}
+
+func mustLookPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -183,18 +183,22 @@ func RepoRoot() string {
 
 // ScriptAgents configures the exec runtime with the test agents of
 // testdata/agents: drafter.sh, auditor.sh and reviser.sh, one runtime each.
-// override maps a role to another command (a script the test wrote).
+// override maps a role to another command (a script the test wrote, which
+// may write beside itself: its directory is a write path of its sandbox).
 func ScriptAgents(c *app.Config, timeout time.Duration, override map[string][]string) {
 	dir := filepath.Join(RepoRoot(), "testdata", "agents")
 	c.Agents.Timeout = timeout
 	c.Agents.Runtimes = map[string]agents.RuntimeConfig{}
 	c.Agents.Roles = map[string]string{}
 	for _, role := range []string{"drafter", "auditor", "reviser", "implementer", "phase_auditor"} {
-		cmd := []string{filepath.Join(dir, role+".sh")}
+		// Agents run in the sandbox: the test agents are shown read-only,
+		// and a script a test wrote may keep state in its own directory.
+		rc := agents.RuntimeConfig{Type: "exec", Command: []string{filepath.Join(dir, role+".sh")}, ReadPaths: []string{dir}}
 		if o, ok := override[role]; ok {
-			cmd = o
+			rc.Command = o
+			rc.WritePaths = []string{filepath.Dir(o[0])}
 		}
-		c.Agents.Runtimes[role] = agents.RuntimeConfig{Type: "exec", Command: cmd}
+		c.Agents.Runtimes[role] = rc
 		c.Agents.Roles[role] = role
 	}
 	c.Agents.Roles["default"] = "drafter"

@@ -1,0 +1,277 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Values of agents.sandbox in the server configuration.
+const (
+	SandboxBwrap = "bwrap"
+	SandboxNone  = "none"
+)
+
+// Values of a runtime's network key.
+const (
+	NetworkNone = "none"
+	NetworkOpen = "open"
+)
+
+// sandboxUID is the uid and gid an agent has inside its user namespace:
+// nobody, so nothing in the sandbox runs as root even when Forge does.
+const sandboxUID = "65534"
+
+// probeTimeout bounds the trial run of bubblewrap at start.
+const probeTimeout = 10 * time.Second
+
+// systemDirs are mounted read-only (or recreated as the symlinks they are
+// on merged-/usr systems): what programs need to run, and nothing of
+// Forge's own files.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// systemEtc is the part of /etc an agent sees: the dynamic loader's cache,
+// users and groups for tools that look themselves up, Debian's alternatives
+// (/usr/bin/awk points there), and, for a runtime whose network is open, name
+// resolution and CA certificates. /etc/shadow, ssh keys and Forge's own
+// configuration stay out.
+var systemEtc = []string{
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+	"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/localtime", "/etc/timezone",
+	"/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/gitconfig",
+}
+
+var networkEtc = []string{
+	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/crypto-policies",
+}
+
+// ProcessSandbox confines every agent process (an exec runtime, a
+// run_command program) with bubblewrap: its own user, PID, IPC and UTS
+// namespaces as an unprivileged uid, the system read-only, a private /tmp
+// and an empty HOME, the working copy, and only the extra paths the
+// operator listed. Forge's data directory, configuration, other working
+// copies and /proc are not in its view. With agents.sandbox: none it runs
+// programs as they are.
+type ProcessSandbox struct {
+	bwrap string // bwrap's path; empty when the sandbox is off
+	// broken is why bubblewrap cannot start: every agent run is refused
+	// with it, so no agent runs unconfined by accident.
+	broken error
+}
+
+// NewProcessSandbox builds the sandbox agents.sandbox asks for: "bwrap" (or
+// empty) looks bubblewrap up and tries it once; "none" turns it off.
+// Bubblewrap failing its trial is not an error here: Forge still starts
+// (webhooks, commands) and each agent run reports why it cannot go on.
+func NewProcessSandbox(mode string) (*ProcessSandbox, error) {
+	switch mode {
+	case SandboxNone:
+		return &ProcessSandbox{}, nil
+	case "", SandboxBwrap:
+	default:
+		return nil, fmt.Errorf("agents.sandbox: unknown value %q (want %s or %s)", mode, SandboxBwrap, SandboxNone)
+	}
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		return &ProcessSandbox{broken: fmt.Errorf("bwrap is not installed: %w", err)}, nil
+	}
+	s := &ProcessSandbox{bwrap: path}
+	s.broken = s.probe()
+	return s, nil
+}
+
+// defaultSandbox is the sandbox of runtimes built without one (NewExec and
+// NewOpenAI called directly): bubblewrap, tried once per process.
+var defaultSandbox = sync.OnceValue(func() *ProcessSandbox {
+	s, _ := NewProcessSandbox(SandboxBwrap)
+	return s
+})
+
+// Off reports whether the operator turned the sandbox off.
+func (s *ProcessSandbox) Off() bool { return s.bwrap == "" && s.broken == nil }
+
+// Err is why bubblewrap cannot start, or nil.
+func (s *ProcessSandbox) Err() error { return s.broken }
+
+// probe runs `true` the way an agent would be run, so a kernel without
+// unprivileged user namespaces or a bwrap that cannot mount is found at
+// start, with bubblewrap's own words for the cause.
+func (s *ProcessSandbox) probe() error {
+	dir, err := os.MkdirTemp("", "forge-sandbox-probe-")
+	if err != nil {
+		return fmt.Errorf("make a directory for the trial run: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	program, err := exec.LookPath("true")
+	if err != nil {
+		return fmt.Errorf("find true(1) for the trial run: %w", err)
+	}
+	argv, _, err := s.wrap([]string{program}, nil, confinement{dir: dir, network: NetworkNone})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("%s: %w", lastLines(msg, 3, 512), err)
+		}
+		return fmt.Errorf("%s: %w", s.bwrap, err)
+	}
+	return nil
+}
+
+// errSandboxBroken marks the refusal of an agent run while bubblewrap cannot
+// start.
+var errSandboxBroken = errors.New("bubblewrap failed to start")
+
+// refusal is the error of an agent run while bubblewrap cannot start. It
+// reaches the issue, so it says what the operator can do.
+func (s *ProcessSandbox) refusal() error {
+	return fmt.Errorf("%w, so Forge runs no agent unconfined (%v); "+
+		"the operator can install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) and restart Forge, "+
+		"or set agents.sandbox: none in the server configuration to run agents without a sandbox", errSandboxBroken, s.broken)
+}
+
+// confinement is what one agent process may reach.
+type confinement struct {
+	dir      string // the working copy, its working directory
+	writable bool   // the working copy read-write (the implementer)
+	read     []string
+	write    []string
+	network  string
+}
+
+// wrap turns argv and env into the command that runs argv inside the
+// sandbox, with HOME pointing at an empty directory. With the sandbox off
+// they come back unchanged.
+func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []string, error) {
+	if s.broken != nil {
+		return nil, nil, s.refusal()
+	}
+	if s.bwrap == "" {
+		return argv, env, nil
+	}
+	program, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	if program, err = filepath.Abs(program); err != nil {
+		return nil, nil, err
+	}
+	home := sandboxHome(env)
+	args := []string{
+		s.bwrap,
+		"--unshare-user", "--uid", sandboxUID, "--gid", sandboxUID,
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		// The sandbox ends with Forge. --new-session is left out on
+		// purpose: it would move the agent out of the process group Forge
+		// signals; the group is started as a session of its own instead
+		// (sandboxProcAttr), which leaves the agent no controlling terminal
+		// to push input into (TIOCSTI) all the same.
+		"--die-with-parent",
+	}
+	if c.network != NetworkOpen {
+		args = append(args, "--unshare-net")
+	}
+	for _, d := range systemDirs {
+		info, err := os.Lstat(d)
+		switch {
+		case err != nil:
+			continue
+		case info.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(d)
+			if err != nil {
+				return nil, nil, fmt.Errorf("read link %s: %w", d, err)
+			}
+			args = append(args, "--symlink", target, d)
+		default:
+			args = append(args, "--ro-bind", d, d)
+		}
+	}
+	etc := systemEtc
+	if c.network == NetworkOpen {
+		etc = append(append([]string(nil), systemEtc...), networkEtc...)
+	}
+	for _, p := range etc {
+		args = append(args, "--ro-bind-try", p, p)
+	}
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home)
+	for _, p := range c.read {
+		args = append(args, "--ro-bind-try", p, p)
+	}
+	for _, p := range c.write {
+		args = append(args, "--bind-try", p, p)
+	}
+	args = append(args, "--ro-bind", program, program)
+	// The working copy comes last, so no other mount hides part of it.
+	bind := "--ro-bind"
+	if c.writable {
+		bind = "--bind"
+	}
+	args = append(args, bind, c.dir, c.dir, "--chdir", c.dir, "--", program)
+	args = append(args, argv[1:]...)
+
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "HOME=") {
+			out = append(out, kv)
+		}
+	}
+	return args, append(out, "HOME="+home), nil
+}
+
+// sandboxHome is where the agent's empty HOME is mounted: the path the
+// server's HOME has, so the paths an operator lists for an agent CLI's own
+// files (~/.claude) are found where the CLI looks; /tmp/home when that path
+// would cover the system or everything.
+func sandboxHome(env []string) string {
+	const fallback = "/tmp/home"
+	var home string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	if home == "" || !filepath.IsAbs(home) {
+		return fallback
+	}
+	home = filepath.Clean(home)
+	if home == "/" || home == "/tmp" || home == "/proc" || home == "/dev" || home == "/etc" || strings.HasPrefix(home, "/etc/") {
+		return fallback
+	}
+	for _, d := range systemDirs {
+		if home == d || strings.HasPrefix(home, d+"/") {
+			return fallback
+		}
+	}
+	return home
+}
+
+// checkSandboxPaths refuses read_paths and write_paths that are not plain
+// absolute paths, and a network value Forge does not know.
+func checkSandboxPaths(read, write []string, network string) error {
+	for _, list := range [][]string{read, write} {
+		for _, p := range list {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+				return fmt.Errorf("sandbox path %q must be a clean absolute path other than /", p)
+			}
+		}
+	}
+	switch network {
+	case "", NetworkNone, NetworkOpen:
+		return nil
+	}
+	return errors.New("network must be none or open, got " + fmt.Sprintf("%q", network))
+}

@@ -1,0 +1,35 @@
+package app
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLoadConfigSandbox: agents.sandbox and a runtime's read_paths,
+// write_paths and network load from the file; paths that would show an
+// agent the data directory are refused.
+func TestLoadConfigSandbox(t *testing.T) {
+	data := t.TempDir()
+	base := "data_dir: " + data + "\nagents:\n  sandbox: none\n  runtimes:\n    claude:\n      type: exec\n      command: [claude]\n      network: none\n"
+	c, err := LoadConfig(writeFile(t, base+"      read_paths: [/opt/claude]\n      write_paths: [/home/forge/.claude]\n"))
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	rc := c.Agents.Runtimes["claude"]
+	if c.Agents.Sandbox != "none" || rc.Network != "none" || strings.Join(rc.ReadPaths, ",") != "/opt/claude" || strings.Join(rc.WritePaths, ",") != "/home/forge/.claude" {
+		t.Errorf("sandbox settings: %q %+v", c.Agents.Sandbox, rc)
+	}
+	for _, tt := range []struct{ name, extra string }{
+		{"read path holding the data directory", "      read_paths: [" + filepath.Dir(data) + "]\n"},
+		{"write path inside the data directory", "      write_paths: [" + filepath.Join(data, "git") + "]\n"},
+		{"the data directory itself", "      read_paths: [" + data + "]\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadConfig(writeFile(t, base+tt.extra))
+			if err == nil || !strings.Contains(err.Error(), "overlaps the data directory") {
+				t.Errorf("LoadConfig error = %v, want the overlap refused", err)
+			}
+		})
+	}
+}
