@@ -234,8 +234,8 @@ func (a *App) Run(ctx context.Context) error {
 	a.log.Info().Str("addr", a.Addr()).Bool("configured", a.github.Load() != nil).Msg("forge serving")
 	if a.github.Load() == nil {
 		// The only place the setup token is ever shown: whoever can read
-		// the log is the operator.
-		a.log.Warn().Str("setup_url", a.setup.link()).
+		// the log is the operator. Log() prints whatever logging.level says.
+		a.log.Log().Str("setup_url", a.setup.link()).
 			Msg("GitHub App credentials are not configured: open the one-time setup URL to register the App (a restart prints a new one)")
 	}
 

@@ -315,7 +315,14 @@ func TestSetupConcurrentCallbacks(t *testing.T) {
 	s := apptest.Start(t, gh, apptest.Options{DataDir: dir, Unconfigured: true})
 	link := setupLink(t, s)
 	browsers := []*browser{newBrowser(t), newBrowser(t)}
-	callbacks := []string{callbackFor(t, browsers[0], link), callbackFor(t, browsers[1], link)}
+	var callbacks []string
+	for i, b := range browsers {
+		// GitHub wants each App's name unique.
+		if code, _ := b.get(link); code != http.StatusOK {
+			t.Fatalf("browser %d with the setup link: %d", i, code)
+		}
+		callbacks = append(callbacks, b.confirmOnGitHub(b.form(fmt.Sprintf("%s/setup?name=Forge+%d", s.URL, i))))
+	}
 
 	type answer struct {
 		code int
