@@ -44,7 +44,14 @@ func LoadCredentials(dataDir string) (*Credentials, error) {
 	return &c, nil
 }
 
-// SaveCredentials writes the file with mode 0600 through a rename, so a
+// ErrCredentialsStored says an App's credentials were already stored: the
+// first setup to finish wins, and no later one replaces its App.
+var ErrCredentialsStored = errors.New("App credentials are already stored")
+
+// SaveCredentials creates the file with mode 0600, exclusively: it writes a
+// temporary file and links it to its name, which fails if the name exists
+// (link(2) refuses an existing name as O_EXCL does), so exactly one App is
+// ever stored, even by two processes sharing the data directory, and a
 // crash never leaves half a private key behind.
 func SaveCredentials(dataDir string, c Credentials) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
@@ -74,8 +81,15 @@ func SaveCredentials(dataDir string, c Credentials) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("store App credentials: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), credentialsPath(dataDir)); err != nil {
+	if err := os.Link(tmp.Name(), credentialsPath(dataDir)); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return ErrCredentialsStored
+		}
 		return fmt.Errorf("store App credentials: %w", err)
+	}
+	if d, err := os.Open(dataDir); err == nil {
+		d.Sync()
+		d.Close()
 	}
 	return nil
 }

@@ -150,15 +150,13 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	}
 	a.river = rc
 	a.ingest = store.NewIngester(st, rc, store.IngesterOptions{})
-	a.setup = newSetupFlow(a)
+	a.setup = newSetupFlow(a, a.cfg.AppConfigured())
 
 	if a.cfg.AppConfigured() {
 		if err := a.configure(a.cfg); err != nil {
 			st.Close()
 			return nil, err
 		}
-	} else {
-		log.Warn().Msg("GitHub App credentials are not configured: open /setup to register the App")
 	}
 	a.server = &http.Server{
 		Handler:           a.routes(),
@@ -245,6 +243,12 @@ func (a *App) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.server.Serve(a.listener) }()
 	a.log.Info().Str("addr", a.Addr()).Bool("configured", a.github.Load() != nil).Msg("forge serving")
+	if a.github.Load() == nil {
+		// The only place the setup token is ever shown: whoever can read
+		// the log is the operator. Log() prints whatever logging.level says.
+		a.log.Log().Str("setup_url", a.setup.link()).
+			Msg("GitHub App credentials are not configured: open the one-time setup URL to register the App (a restart prints a new one)")
+	}
 
 	var err error
 	select {

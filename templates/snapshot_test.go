@@ -409,7 +409,6 @@ func promptCases() []textCase {
 // reads these fields.
 type setupPage struct {
 	Configured        bool
-	Slug, InstallURL  string
 	WebURL, HookURL   string
 	LocalHook         bool
 	Name, Org         string
@@ -418,7 +417,7 @@ type setupPage struct {
 }
 
 func pageCases() []textCase {
-	return []textCase{
+	return append([]textCase{
 		{"setup/unconfigured, local hook", "setup", setupPage{
 			WebURL: "https://github.com", HookURL: "http://127.0.0.1:8080/api/github/hook", LocalHook: true,
 			Name: "Forge", SetupPath: "/setup", Action: "https://github.com/settings/apps/new?state=0f1e2d3c",
@@ -428,11 +427,33 @@ func pageCases() []textCase {
 			Name: "Acme Forge", Org: "acme", SetupPath: "/setup",
 			Action:   "https://github.com/organizations/acme/settings/apps/new?state=0f1e2d3c",
 			Manifest: `{"name":"Acme Forge","redirect_url":"https://forge.acme.dev/setup/callback"}`}},
-		{"setup/configured", "setup", setupPage{
-			Configured: true, Slug: "acme-forge", InstallURL: "https://github.com/apps/acme-forge/installations/new"}},
+		{"setup/configured", "setup", setupPage{Configured: true}},
 		{"setup_done", "setup_done", map[string]any{
 			"Slug": "acme-forge", "ID": int64(123456), "Path": "/var/lib/forge/github-app.json",
 			"InstallURL": "https://github.com/apps/acme-forge/installations/new"}},
+	}, setupRefusalCases()...)
+}
+
+// setupRefusal mirrors app.setupRefusal: one page per refused setup request.
+type setupRefusal struct {
+	Reason, Cause, SetupPath, AppURL string
+}
+
+func setupRefusalCases() []textCase {
+	app := "https://github.com/apps/acme-forge"
+	return []textCase{
+		{"setup_refused/token", "setup_refused", setupRefusal{Reason: "token"}},
+		{"setup_refused/state", "setup_refused", setupRefusal{Reason: "state", SetupPath: "/setup"}},
+		{"setup_refused/configured", "setup_refused", setupRefusal{Reason: "configured"}},
+		{"setup_refused/stored first", "setup_refused", setupRefusal{Reason: "stored_first", AppURL: app}},
+		{"setup_refused/github", "setup_refused", setupRefusal{Reason: "github", SetupPath: "/setup",
+			Cause: "convert App manifest: POST https://api.github.com/app-manifests/0f1e/conversions: 404 Not Found []"}},
+		{"setup_refused/store", "setup_refused", setupRefusal{Reason: "store", SetupPath: "/setup", AppURL: app,
+			Cause: "store App credentials: open /var/lib/forge/.github-app-1.yml: permission denied"}},
+		{"setup_refused/configure", "setup_refused", setupRefusal{Reason: "configure", AppURL: app,
+			Cause: "parse github.app.private_key: no PEM block"}},
+		{"setup_refused/manifest", "setup_refused", setupRefusal{Reason: "manifest",
+			Cause: "parse app.yml: yaml: line 3: mapping values are not allowed in this context"}},
 	}
 }
 
