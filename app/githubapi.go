@@ -61,7 +61,19 @@ func (g *githubAPI) Permission(ctx context.Context, repo pipeline.Repo, user str
 	if err != nil {
 		return "", apiError(err)
 	}
-	return p.GetPermission(), nil
+	return repositoryRole(p.GetRoleName(), p.GetPermission()), nil
+}
+
+// repositoryRole is the role a person holds in GitHub's words. role_name
+// tells triage and maintain apart, which the legacy permission maps to read
+// and write; a custom role's name means nothing to Forge, so it counts as
+// the base permission GitHub reports for it.
+func repositoryRole(roleName, permission string) string {
+	switch roleName {
+	case "read", "triage", "write", "maintain", "admin":
+		return roleName
+	}
+	return permission
 }
 
 func (g *githubAPI) CreateComment(ctx context.Context, repo pipeline.Repo, issue int, body string) (int64, error) {

@@ -51,7 +51,10 @@ type Outcome string
 const (
 	OutcomeAccepted  Outcome = "accepted"
 	OutcomeDuplicate Outcome = "duplicate"
-	OutcomeIgnored   Outcome = "ignored"
+	// OutcomeReplayed is a signed body seen before under another delivery
+	// id: someone replayed it (GitHub's own redelivery keeps the id).
+	OutcomeReplayed Outcome = "replayed"
+	OutcomeIgnored  Outcome = "ignored"
 )
 
 type outcomeKey struct{}
@@ -88,6 +91,9 @@ func (b *Base) accept(ctx context.Context, d store.Delivery) error {
 		o = OutcomeAccepted
 	case store.Duplicate:
 		o, status = OutcomeDuplicate, http.StatusOK
+	case store.Replayed:
+		o, status = OutcomeReplayed, http.StatusOK
+		zerolog.Ctx(ctx).Warn().Str("subject", d.Subject).Msg("delivery replayed under a new id ignored")
 	case store.Ignored:
 		o = OutcomeIgnored
 	default:

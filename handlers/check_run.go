@@ -20,6 +20,7 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 		envelope
 		CheckRun struct {
 			ExternalID string `json:"external_id"`
+			HeadSHA    string `json:"head_sha"`
 			App        struct {
 				ID int64 `json:"id"`
 			} `json:"app"`
@@ -38,6 +39,7 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 		d.Jobs = append(d.Jobs, job(pipeline.CheckActionArgs{
 			InstallationID: d.InstallationID, Repo: e.Repository.repo(), ExternalID: e.CheckRun.ExternalID,
 			Identifier: e.RequestedAction.Identifier, Author: e.Sender.Login, DeliveryID: deliveryID,
+			HeadSHA: e.CheckRun.HeadSHA,
 		}))
 	}
 	return h.accept(ctx, d)

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
@@ -45,6 +46,8 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 			Author:         c.User.Login,
 			DeliveryID:     deliveryID,
 		}))
+		// A comment is created once: its id names the command for good.
+		d.Subject = "comment:" + strconv.FormatInt(c.ID, 10)
 	}
 	return h.accept(ctx, d)
 }

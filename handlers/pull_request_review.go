@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
@@ -37,6 +38,8 @@ func (h *PullRequestReview) Handle(ctx context.Context, eventType, deliveryID st
 			InstallationID: d.InstallationID, Repo: e.Repository.repo(), PR: e.PullRequest.Number,
 			ReviewID: e.Review.ID, State: e.Review.State, Author: e.Review.User.Login, Body: e.Review.Body, DeliveryID: deliveryID,
 		}))
+		// A review is submitted once: its id names it for good.
+		d.Subject = "review:" + strconv.FormatInt(e.Review.ID, 10)
 	}
 	return h.accept(ctx, d)
 }

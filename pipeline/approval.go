@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/riverqueue/river"
+	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/templates"
 )
@@ -34,6 +35,8 @@ type CheckActionArgs struct {
 	Identifier     string `json:"identifier"`  // approve, revise, cancel
 	Author         string `json:"author"`
 	DeliveryID     string `json:"delivery_id"`
+	// HeadSHA is the commit the check run, and so the button, was shown on.
+	HeadSHA string `json:"head_sha"`
 }
 
 func (CheckActionArgs) Kind() string { return "check_action" }
@@ -90,8 +93,15 @@ func (w *PullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 
 // HandleReview applies a person's review to the plan (DESIGN §5): an
 // approval is weighed by the gate; a change request on a plan in REVIEW
-// starts one revision that reads the whole review.
+// starts one revision that reads the whole review. A review from someone
+// below approval.min_permission does neither and is not answered: anyone
+// who can read a public repository can review, and an answer to each would
+// be noise.
 func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
+	state := strings.ToLower(a.State)
+	if state != "approved" && state != "changes_requested" {
+		return nil
+	}
 	p, err := f.Plans.PlanForPR(ctx, a.Repo, a.PR)
 	if errors.Is(err, ErrPlanNotFound) {
 		return nil
@@ -103,7 +113,14 @@ func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
 	if err != nil {
 		return err
 	}
-	switch strings.ToLower(a.State) {
+	need, err := f.steerPermission(ctx, a.InstallationID, a.Repo, p.DefaultBranch)
+	if err != nil {
+		return err
+	}
+	if ok, err := f.steers(ctx, gh, a.InstallationID, a.Repo, a.Author, need, "review "+state); err != nil || !ok {
+		return err
+	}
+	switch state {
 	case "approved":
 		_, err := f.tryApprove(ctx, gh, p, "", false)
 		return err
@@ -143,11 +160,17 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	if err != nil {
 		return false, err
 	}
+	// The gate judges the branch as it is now: the stored head may be
+	// stale when a push is not taken in yet.
+	head, err := gh.BranchHead(ctx, p.Repo, p.Branch)
+	if err != nil {
+		return false, fmt.Errorf("read the head of %s: %w", p.Branch, err)
+	}
 	reviews, err := gh.ListReviews(ctx, p.Repo, p.PR)
 	if err != nil {
 		return false, err
 	}
-	in := GateInput{Status: p.Status, HeadSHA: p.HeadSHA, Permissions: map[string]string{}, Config: cfg.Approval}
+	in := GateInput{Status: p.Status, HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Config: cfg.Approval}
 	for _, rv := range reviews {
 		in.Reviews = append(in.Reviews, GateReview{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
 		if _, ok := in.Permissions[rv.Author]; !ok && !rv.AuthorBot && (rv.State == "APPROVED" || rv.State == "CHANGES_REQUESTED") {
@@ -162,7 +185,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		in.CommandApprovals = []string{approver}
 	}
 	if len(cfg.Approval.RequiredChecks) > 0 {
-		runs, err := gh.CheckRuns(ctx, p.Repo, p.HeadSHA)
+		runs, err := gh.CheckRuns(ctx, p.Repo, head)
 		if err != nil {
 			return false, err
 		}
@@ -173,7 +196,14 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	res := EvaluateGate(in)
 	if !res.Approved {
 		if answer {
-			return false, f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number), "Missing": res.Missing})
+			if err := f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number), "Missing": res.Missing}); err != nil {
+				return false, err
+			}
+		}
+		if head != p.HeadSHA {
+			// A push Forge has not taken in yet: take it in now, as its
+			// pull_request event would.
+			return false, f.humanPush(ctx, p, PullRequestArgs{After: head})
 		}
 		return false, nil
 	}
@@ -243,7 +273,8 @@ func (f *Forge) startRun(ctx context.Context, p *Plan, mode RunMode, notes, trig
 }
 
 // HandleCheckAction runs a button of the forge check run, for a person
-// allowed to command Forge.
+// allowed to steer the plan, pressed on the head of the plan branch: a
+// button on an older commit was shown for a plan that has since changed.
 func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error {
 	planPart, phaseID, _ := strings.Cut(a.ExternalID, "/") // plan-NNN or plan-NNN/phase-K
 	n, err := strconv.Atoi(strings.TrimPrefix(planPart, "plan-"))
@@ -261,13 +292,25 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	if err != nil {
 		return err
 	}
-	perm, err := f.permission(ctx, gh, a.InstallationID, a.Repo, a.Author)
+	need, err := f.steerPermission(ctx, a.InstallationID, a.Repo, p.DefaultBranch)
 	if err != nil {
 		return err
 	}
-	if !AtLeast(perm, commandMinPermission) {
+	if ok, err := f.steers(ctx, gh, a.InstallationID, a.Repo, a.Author, need, "button "+a.Identifier); err != nil || !ok {
+		if err != nil {
+			return err
+		}
 		return f.prReply(ctx, gh, p, "refusal", map[string]any{
-			"Marker": fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(a.Author)), "User": a.Author, "Need": commandMinPermission})
+			"Marker": fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(a.Author)), "User": a.Author, "Need": need})
+	}
+	head, err := gh.BranchHead(ctx, p.Repo, p.Branch)
+	if err != nil {
+		return fmt.Errorf("read the head of %s: %w", p.Branch, err)
+	}
+	if a.HeadSHA == "" || !strings.EqualFold(a.HeadSHA, head) {
+		zerolog.Ctx(ctx).Info().Str("button", a.Identifier).Str("shown_on", a.HeadSHA).Str("head", head).
+			Msg("button pressed on an older commit of the plan branch ignored")
+		return nil
 	}
 	if phaseID != "" {
 		return f.phaseAction(ctx, gh, p, a.Identifier, "button:"+a.DeliveryID)

@@ -12,9 +12,6 @@ import (
 	"github.com/forge-dev/forge/templates"
 )
 
-// commandMinPermission is who Forge obeys (DESIGN §10).
-const commandMinPermission = "write"
-
 // HandleCommand answers one command. attempt > 1 means the job ran before,
 // so answers already posted are looked up instead of written twice.
 func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) error {
@@ -47,12 +44,15 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		}
 	}
 
-	perm, err := f.permission(ctx, gh, a.InstallationID, a.Repo, a.Author)
+	need, err := f.steerPermission(ctx, a.InstallationID, a.Repo, a.DefaultBranch)
 	if err != nil {
 		return err
 	}
-	if !AtLeast(perm, commandMinPermission) {
-		return c.refuse(ctx)
+	if ok, err := f.steers(ctx, gh, a.InstallationID, a.Repo, a.Author, need, "command"); err != nil || !ok {
+		if err != nil {
+			return err
+		}
+		return c.refuse(ctx, need)
 	}
 
 	if a.Label != "" {
@@ -266,15 +266,16 @@ func (c *commandCtx) hasComment(ctx context.Context, marker string) (bool, error
 	return false, nil
 }
 
-// refuse answers a person without write permission once per issue: a
-// second command from them is ignored rather than answered again.
-func (c *commandCtx) refuse(ctx context.Context) error {
+// refuse answers a person below the repository's minimum permission once
+// per issue: a second command from them is ignored rather than answered
+// again.
+func (c *commandCtx) refuse(ctx context.Context, need string) error {
 	marker := fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(c.a.Author))
 	found, err := c.hasComment(ctx, marker)
 	if err != nil || found {
 		return err
 	}
-	body, err := templates.Text("refusal", map[string]any{"Marker": marker, "User": c.a.Author, "Need": commandMinPermission})
+	body, err := templates.Text("refusal", map[string]any{"Marker": marker, "User": c.a.Author, "Need": need})
 	if err != nil {
 		return err
 	}

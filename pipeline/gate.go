@@ -25,9 +25,13 @@ type GateCheck struct {
 
 // GateInput is everything the approval gate looks at.
 type GateInput struct {
-	Status  Status
+	Status Status
+	// HeadSHA is the live head of the plan branch, where approvals count.
 	HeadSHA string
-	Reviews []GateReview
+	// AuditedSHA is the head Forge last worked on; when set and not the
+	// live head, someone pushed a plan Forge has not audited.
+	AuditedSHA string
+	Reviews    []GateReview
 	// Permissions maps a login to its repository permission (read, triage,
 	// write, maintain, admin); a login missing here has none.
 	Permissions map[string]string
@@ -154,6 +158,10 @@ func EvaluateGate(in GateInput) GateResult {
 	}
 	if len(res.ChangesRequested) > 0 {
 		res.Missing = append(res.Missing, "changes requested by "+strings.Join(res.ChangesRequested, ", "))
+	}
+
+	if in.AuditedSHA != "" && in.HeadSHA != "" && !strings.EqualFold(in.AuditedSHA, in.HeadSHA) {
+		res.Missing = append(res.Missing, fmt.Sprintf("the plan branch moved to %s after Forge last audited it at %s: Forge audits the new head now; approve again once that audit is done", gateShort(in.HeadSHA), gateShort(in.AuditedSHA)))
 	}
 
 	seen := map[string]bool{}

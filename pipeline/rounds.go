@@ -358,13 +358,22 @@ func (r *run) autoImplement(ctx context.Context, last AuditRound, capReached boo
 	}
 	latest := map[string]string{}
 	for _, rv := range reviews {
-		if rv.State == "COMMENTED" {
+		if rv.State == "COMMENTED" || rv.AuthorBot {
 			continue
 		}
 		latest[rv.Author] = rv.State
 	}
-	for _, st := range latest {
-		if st == "CHANGES_REQUESTED" {
+	need := minPermission(r.cfg.Approval)
+	for author, st := range latest {
+		if st != "CHANGES_REQUESTED" {
+			continue
+		}
+		// As in the gate, only people who may steer the plan can hold it.
+		ok, err := r.f.steers(ctx, r.gh, p.InstallationID, p.Repo, author, need, "change request")
+		if err != nil {
+			return false, nil, err
+		}
+		if ok {
 			reasons = append(reasons, "a review requests changes")
 			break
 		}

@@ -677,8 +677,18 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 		return err
 	}
 	var human []string
+	need := minPermission(r.cfg.Approval)
 	for _, rv := range reviews {
-		if strings.TrimSpace(rv.Body) != "" && !strings.Contains(rv.Body, "<!-- forge:") {
+		if rv.AuthorBot || strings.TrimSpace(rv.Body) == "" || strings.Contains(rv.Body, "<!-- forge:") {
+			continue
+		}
+		// Only the words of people who may steer the plan reach the
+		// reviser: anyone who can read the repository can review it.
+		ok, err := r.f.steers(ctx, r.gh, p.InstallationID, p.Repo, rv.Author, need, "review text for the reviser")
+		if err != nil {
+			return err
+		}
+		if ok {
 			human = append(human, "@"+rv.Author+" ("+rv.State+"): "+rv.Body)
 		}
 	}

@@ -27,11 +27,28 @@ func (s *Server) SetPermission(repo, user, role string) {
 	s.ensureUser(user, "User")
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	delete(r.customRoles, strings.ToLower(user))
 	if role == "none" {
 		delete(r.permissions, strings.ToLower(user))
 		return
 	}
 	r.permissions[strings.ToLower(user)] = role
+}
+
+// SetCustomRole gives user an organisation's custom role on repo: name is
+// what GitHub reports as role_name, base the role it inherits ("read",
+// "triage", "write" or "maintain", as GitHub allows), which decides what
+// the user may do and the legacy permission reported.
+func (s *Server) SetCustomRole(repo, user, name, base string) {
+	s.t.Helper()
+	if !slices.Contains([]string{"read", "triage", "write", "maintain"}, base) || name == "" || slices.Contains(roles, name) {
+		s.t.Fatalf("ghdouble: SetCustomRole(%q, %q, %q, %q): a custom role needs a name of its own and a base of read, triage, write or maintain", repo, user, name, base)
+	}
+	s.SetPermission(repo, user, base)
+	r := s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.customRoles[strings.ToLower(user)] = name
 }
 
 // roleLocked is the user's role: the one set, admin for a person owning the
@@ -62,10 +79,14 @@ func (s *Server) getPermission(c *Call) (int, any) {
 	}
 	c.Repo.mu.Lock()
 	role := roleLocked(c.Repo, u)
+	roleName := role
+	if custom := c.Repo.customRoles[strings.ToLower(u.Login)]; custom != "" {
+		roleName = custom
+	}
 	c.Repo.mu.Unlock()
 	level := slices.Index(roles, role)
 	user := s.userJSON(u)
-	user["role_name"] = role
+	user["role_name"] = roleName
 	user["permissions"] = map[string]bool{
 		"pull":     level >= slices.Index(roles, "read"),
 		"triage":   level >= slices.Index(roles, "triage"),
@@ -75,7 +96,7 @@ func (s *Server) getPermission(c *Call) (int, any) {
 	}
 	return http.StatusOK, map[string]any{
 		"permission": rolePermission[role],
-		"role_name":  role,
+		"role_name":  roleName,
 		"user":       user,
 	}
 }

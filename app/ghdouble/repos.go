@@ -33,6 +33,9 @@ type Repo struct {
 	comments    map[int64]*Comment // issue comments by id
 	labels      map[string]*Label  // by lower-cased name
 	permissions map[string]string  // collaborator role by lower-cased login
+	// customRoles names an organisation's custom role by lower-cased login;
+	// permissions then holds the base role it inherits.
+	customRoles map[string]string
 
 	// The git side (git.go and the files beside it). server and git are set by
 	// AddRepo and never change; git needs no lock (see bareRepo).
@@ -97,6 +100,7 @@ func (s *Server) AddRepo(installationID int64, fullName string, opts ...RepoOpti
 		comments:       map[int64]*Comment{},
 		labels:         map[string]*Label{},
 		permissions:    map[string]string{},
+		customRoles:    map[string]string{},
 	}
 	for _, opt := range opts {
 		opt(r)

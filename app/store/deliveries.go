@@ -22,6 +22,10 @@ type Delivery struct {
 	InstallationChange string
 	// Account is the installation's account login, kept with the change.
 	Account string
+	// Subject names the GitHub object the delivery acts on, when it has an
+	// id of its own ("comment:123", "review:456"). A later delivery with the
+	// same subject under another delivery id is a replay: Replayed.
+	Subject string
 	// Jobs are enqueued, in the delivery's transaction, only if the delivery
 	// is Accepted.
 	Jobs []river.InsertManyParams
@@ -53,6 +57,9 @@ const (
 	// Ignored: recorded, but its installation is deleted or suspended, so
 	// no job was enqueued.
 	Ignored
+	// Replayed: a new delivery id for a subject an earlier delivery already
+	// brought; nothing was written.
+	Replayed
 )
 
 func (o Outcome) String() string {
@@ -63,6 +70,8 @@ func (o Outcome) String() string {
 		return "duplicate"
 	case Ignored:
 		return "ignored"
+	case Replayed:
+		return "replayed"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -75,6 +84,14 @@ func (o Outcome) String() string {
 const insertDelivery = `INSERT INTO deliveries (delivery_id, event, action, installation_id, repository, outcome, received_at)
 	VALUES ($1, $2, $3, NULLIF(CAST($4 AS bigint), 0), $5, $6, $7)
 	ON CONFLICT (delivery_id) DO NOTHING`
+
+// insertSubject claims a delivery's subject; no row is affected when an
+// earlier delivery claimed it.
+const insertSubject = `INSERT INTO delivery_subjects (subject, delivery_id, received_at) VALUES ($1, $2, $3)
+	ON CONFLICT (subject) DO NOTHING`
+
+// forgetDelivery removes the row of a replay, so that it leaves nothing.
+const forgetDelivery = `DELETE FROM deliveries WHERE delivery_id = $1`
 
 // setOutcome rewrites the outcome after the delivery changed its own
 // installation.
@@ -167,6 +184,20 @@ func recordDelivery(ctx context.Context, tx *sql.Tx, d *incoming, inactive map[i
 		return 0, err
 	} else if n == 0 {
 		return Duplicate, nil
+	}
+	if d.Subject != "" {
+		res, err := tx.ExecContext(ctx, insertSubject, d.Subject, d.ID, d.receivedAt)
+		if err != nil {
+			return 0, fmt.Errorf("claim subject %s: %w", d.Subject, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, err
+		} else if n == 0 {
+			if _, err := tx.ExecContext(ctx, forgetDelivery, d.ID); err != nil {
+				return 0, fmt.Errorf("forget replayed delivery: %w", err)
+			}
+			return Replayed, nil
+		}
 	}
 	if d.InstallationChange == "" {
 		return o, nil

@@ -1,0 +1,57 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rs/zerolog"
+)
+
+// DefaultMinPermission is approval.min_permission when a repository's
+// configuration cannot say otherwise (DESIGN §10).
+const DefaultMinPermission = "write"
+
+// steerPermission is the permission a person needs to steer a plan of repo
+// (a command, the trigger label, a review, a button): approval.min_permission
+// of the configuration on the default branch. A configuration that does not
+// parse leaves the default: the people allowed to are told about it by the
+// command that reads it.
+func (f *Forge) steerPermission(ctx context.Context, installationID int64, repo Repo, branch string) (string, error) {
+	ws, err := f.Installations.Workspace(ctx, installationID)
+	if err != nil {
+		return "", err
+	}
+	cfg, err := readRepoConfig(ctx, ws, repo, branch)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return DefaultMinPermission, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read who may steer plans of %s: %w", repo, err)
+	}
+	return minPermission(cfg.Approval), nil
+}
+
+// minPermission is approval.min_permission, the default when unset.
+func minPermission(a RepoApproval) string {
+	if a.MinPermission == "" {
+		return DefaultMinPermission
+	}
+	return a.MinPermission
+}
+
+// steers reports whether user's role on repo reaches need. Someone below it
+// starts nothing; the log keeps who tried.
+func (f *Forge) steers(ctx context.Context, gh GitHub, installationID int64, repo Repo, user, need, what string) (bool, error) {
+	perm, err := f.permission(ctx, gh, installationID, repo, user)
+	if err != nil {
+		return false, err
+	}
+	if AtLeast(perm, need) {
+		return true, nil
+	}
+	zerolog.Ctx(ctx).Info().Str("user", user).Str("permission", perm).Str("need", need).Str("repo", repo.String()).
+		Msg(what + " ignored: the person's permission is below the repository's minimum")
+	return false, nil
+}
