@@ -98,7 +98,14 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		st.Close()
 		return nil, err
 	}
-	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes})
+	if a.cfg.Git.WorkDir == "" {
+		a.cfg.Git.WorkDir = DefaultWorkDir()
+	}
+	if err := checkWorkDir(a.cfg.DataDir, a.cfg.Git.WorkDir); err != nil {
+		st.Close()
+		return nil, err
+	}
+	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes, WorkDir: a.cfg.Git.WorkDir})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("open git cache: %w", err)
@@ -287,8 +294,8 @@ func (a *App) Workspace(ctx context.Context, installationID int64) (pipeline.Wor
 	if st == nil {
 		return nil, errors.New("GitHub App is not configured")
 	}
-	return &workspace{cache: a.git, webURL: st.cfg.Github.WebURL, token: func(ctx context.Context) (string, error) {
-		return st.tokens.token(ctx, installationID)
+	return &workspace{cache: a.git, webURL: st.cfg.Github.WebURL, token: func(ctx context.Context, repo pipeline.Repo) (string, error) {
+		return st.tokens.token(ctx, installationID, repo)
 	}}, nil
 }
 

@@ -445,7 +445,18 @@ func (r *run) finish(ctx context.Context, err error) error {
 		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
 		"Phases": p.Mode == ModePhases, "Status": p.Status,
 	}
-	if rerr := r.reply(ctx, "forge-error", report); rerr != nil {
+	tmpl, on := "forge-error", p.Issue
+	if nr, ok := unsafeFile(err); ok {
+		// A refused link is the branch's problem: said where it is fixed.
+		tmpl, report["Path"], report["Kind"], report["Branch"] = "unsafe-file", nr.Path, nr.Kind, p.DefaultBranch
+		if nr.Path == p.PlanPath {
+			report["Branch"] = p.Branch
+		}
+		if p.PR != 0 {
+			on = p.PR
+		}
+	}
+	if rerr := r.replyOn(ctx, on, tmpl, report); rerr != nil {
 		r.log.Error().Err(rerr).Msg("report forge failure")
 	}
 	if p.PR != 0 {
