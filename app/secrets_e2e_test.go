@@ -289,3 +289,42 @@ func apiRequest(t *testing.T, method, url, token, body string) *http.Request {
 	}
 	return req
 }
+
+// TestLinkedRepositoryFilesAreRefused: the plan template and the
+// repository configuration pushed as links on the default branch are
+// refused with an answer on the issue that names the file; the link's
+// target is never read and no plan file is written from it.
+func TestLinkedRepositoryFilesAreRefused(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{})
+	key := plantCredentials(t, w)
+	w.gh.PushLinksAs(t, w.repo, "alice", "main", map[string]string{".forge/plan-template.md": "../../../../../github-app.yml"}, "link the template")
+	w.commandOn(t, w.issue, "alice", "/plan write the greeting docs")
+	refusal := w.waitReply(t, w.issue, "is a symbolic link, not a regular file")
+	if !strings.Contains(refusal, "`.forge/plan-template.md` on `main`") {
+		t.Errorf("the refusal does not name the template:\n%s", refusal)
+	}
+	for _, br := range w.gh.Repo(w.repo).Branches() {
+		if !strings.HasPrefix(br, "plan-") {
+			continue
+		}
+		for _, c := range w.gh.Repo(w.repo).Commits(br) {
+			if strings.Contains(c.Message, "create plan from template") {
+				t.Errorf("a plan was written from the linked template on %s", br)
+			}
+		}
+	}
+
+	w.gh.PushLinksAs(t, w.repo, "alice", "main", map[string]string{".github/forge.yml": "../github-app.yml"}, "link the configuration")
+	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
+	answer := w.waitReply(t, w.issue, "`.github/forge.yml` on `main` is not valid")
+	if !strings.Contains(answer, ".github/forge.yml is a symbolic link, not a regular file") {
+		t.Errorf("the configuration error does not say the file is a link:\n%s", answer)
+	}
+	for _, c := range w.gh.Comments(w.repo, w.issue) {
+		for _, l := range key {
+			if strings.Contains(c.Body, l) {
+				t.Fatalf("the private key reached GitHub:\n%s", c.Body)
+			}
+		}
+	}
+}
