@@ -65,6 +65,10 @@ type GitConfig struct {
 	// Forge holds them in memory to commit them, so a larger change is
 	// refused with a comment (each file is also capped at GitHub's 100 MiB).
 	MaxChangeBytes int64 `yaml:"max_change_bytes"`
+	// WorkDir is where agents' working copies are made: never inside the
+	// data directory, so that no path an agent can climb to from its working
+	// copy leads to the App's credentials or the database.
+	WorkDir string `yaml:"work_dir"`
 }
 
 type QueueConfig struct {
@@ -198,6 +202,9 @@ func (c *Config) applyDefaults() {
 	if c.Git.MaxChangeBytes == 0 {
 		c.Git.MaxChangeBytes = DefaultMaxChangeBytes
 	}
+	if c.Git.WorkDir == "" {
+		c.Git.WorkDir = DefaultWorkDir()
+	}
 }
 
 func (c *Config) validate() error {
@@ -215,6 +222,9 @@ func (c *Config) validate() error {
 	}
 	if c.Queue.Workers < 1 {
 		return fmt.Errorf("queue.workers must be at least 1, got %d", c.Queue.Workers)
+	}
+	if err := checkWorkDir(c.DataDir, c.Git.WorkDir); err != nil {
+		return err
 	}
 	if c.Server.PublicURL != "" && !strings.HasPrefix(c.Server.PublicURL, "http://") && !strings.HasPrefix(c.Server.PublicURL, "https://") {
 		return fmt.Errorf("server.public_url %q must start with http:// or https://", c.Server.PublicURL)
@@ -246,6 +256,55 @@ func (c *Config) checkSandboxPaths() error {
 		}
 	}
 	return nil
+}
+
+// DefaultWorkDir is git.work_dir's default: a directory of Forge's user
+// under the system's temporary directory, outside any data directory.
+func DefaultWorkDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("forge-%d-work", os.Getuid()))
+}
+
+// checkWorkDir refuses working copies inside the data directory, or a data
+// directory inside the working copies' directory: either way an agent could
+// reach the App's credentials by a relative path from its working copy.
+func checkWorkDir(dataDir, workDir string) error {
+	data, err := realPath(dataDir)
+	if err != nil {
+		return fmt.Errorf("data_dir %q: %w", dataDir, err)
+	}
+	work, err := realPath(workDir)
+	if err != nil {
+		return fmt.Errorf("git.work_dir %q: %w", workDir, err)
+	}
+	if within(work, data) || within(data, work) {
+		return fmt.Errorf("git.work_dir %q and data_dir %q must not contain one another: agents work in git.work_dir and must not reach the App's credentials in data_dir", workDir, dataDir)
+	}
+	return nil
+}
+
+// realPath is p made absolute with the links of its longest existing
+// prefix resolved, so that a link cannot hide one directory inside another.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if dir == filepath.Dir(dir) {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+	}
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // ListenAddr is the host:port the HTTP server binds.

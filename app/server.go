@@ -106,7 +106,14 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	case sb.Err() != nil:
 		log.Error().Err(sb.Err()).Msg("bubblewrap failed to start: agent runs are refused until bubblewrap works or agents.sandbox is set to none")
 	}
-	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes})
+	if a.cfg.Git.WorkDir == "" {
+		a.cfg.Git.WorkDir = DefaultWorkDir()
+	}
+	if err := checkWorkDir(a.cfg.DataDir, a.cfg.Git.WorkDir); err != nil {
+		st.Close()
+		return nil, err
+	}
+	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes, WorkDir: a.cfg.Git.WorkDir})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("open git cache: %w", err)
@@ -306,8 +313,8 @@ func (a *App) Workspace(ctx context.Context, installationID int64) (pipeline.Wor
 	if bounds.MaxTotalBytes <= 0 {
 		bounds.MaxTotalBytes = DefaultMaxChangeBytes
 	}
-	return &workspace{cache: a.git, webURL: st.cfg.Github.WebURL, bounds: bounds, token: func(ctx context.Context) (string, error) {
-		return st.tokens.token(ctx, installationID)
+	return &workspace{cache: a.git, webURL: st.cfg.Github.WebURL, bounds: bounds, token: func(ctx context.Context, repo pipeline.Repo) (string, error) {
+		return st.tokens.token(ctx, installationID, repo)
 	}}, nil
 }
 

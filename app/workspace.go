@@ -10,17 +10,18 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/google/go-github/v88/github"
 
 	"github.com/forge-dev/forge/gitops"
 	"github.com/forge-dev/forge/pipeline"
 )
 
-// workspace implements pipeline.Workspace over the cached clones, with the
-// installation's token passed per fetch and never stored.
+// workspace implements pipeline.Workspace over the cached clones, with a
+// token for the one repository passed per fetch and never stored.
 type workspace struct {
 	cache  *gitops.Cache
 	webURL string
-	token  func(ctx context.Context) (string, error)
+	token  func(ctx context.Context, repo pipeline.Repo) (string, error)
 	// bounds caps what an agent's changes may weigh (git.max_change_bytes).
 	bounds gitops.ChangeBounds
 }
@@ -28,7 +29,7 @@ type workspace struct {
 var _ pipeline.Workspace = (*workspace)(nil)
 
 func (w *workspace) remote(ctx context.Context, repo pipeline.Repo) (gitops.Remote, error) {
-	tok, err := w.token(ctx)
+	tok, err := w.token(ctx, repo)
 	if err != nil {
 		return gitops.Remote{}, apiError(fmt.Errorf("installation token: %w", err))
 	}
@@ -40,7 +41,12 @@ func (w *workspace) ReadFile(ctx context.Context, repo pipeline.Repo, ref, path 
 	if err != nil {
 		return nil, err
 	}
-	return w.cache.ReadFile(ctx, r, ref, path)
+	b, err := w.cache.ReadFile(ctx, r, ref, path)
+	var nr *gitops.NotRegularFileError
+	if errors.As(err, &nr) {
+		return nil, &pipeline.NotRegularFileError{Path: nr.Path, Kind: nr.Kind}
+	}
+	return b, err
 }
 
 func (w *workspace) Checkout(ctx context.Context, repo pipeline.Repo, ref string) (pipeline.WorkingCopy, error) {
@@ -99,19 +105,32 @@ func (w workingCopy) ChangedPaths() ([]string, error) {
 	return out, nil
 }
 
-// tokenSource keeps one ghinstallation transport per installation: it
-// caches the installation token and renews it before it expires.
+// gitTokenPermissions is all a git token needs: Forge only fetches over
+// git, and commits through the API with its installation client.
+var gitTokenPermissions = &github.InstallationPermissions{Contents: github.Ptr("read")}
+
+// tokenSource mints the tokens Forge fetches with: each for one repository
+// of one installation, read-only, so a token that leaks (from a fetch's
+// error, a process listing) opens nothing else. It keeps one ghinstallation
+// transport per repository, which caches the token and renews it before it
+// expires.
 type tokenSource struct {
 	mu     sync.Mutex
 	appID  int64
 	key    []byte
 	apiURL string
-	m      map[int64]*ghinstallation.Transport
+	m      map[repoToken]*ghinstallation.Transport
 }
 
-func (t *tokenSource) token(ctx context.Context, installationID int64) (string, error) {
+type repoToken struct {
+	installationID int64
+	repo           string // owner/name, lower case: GitHub's names ignore case
+}
+
+func (t *tokenSource) token(ctx context.Context, installationID int64, repo pipeline.Repo) (string, error) {
+	k := repoToken{installationID, strings.ToLower(repo.Owner + "/" + repo.Name)}
 	t.mu.Lock()
-	tr, ok := t.m[installationID]
+	tr, ok := t.m[k]
 	if !ok {
 		var err error
 		tr, err = ghinstallation.New(http.DefaultTransport, t.appID, installationID, t.key)
@@ -120,10 +139,14 @@ func (t *tokenSource) token(ctx context.Context, installationID int64) (string, 
 			return "", err
 		}
 		tr.BaseURL = strings.TrimSuffix(t.apiURL, "/")
-		if t.m == nil {
-			t.m = map[int64]*ghinstallation.Transport{}
+		tr.InstallationTokenOptions = &github.InstallationTokenOptions{
+			Repositories: []string{repo.Name},
+			Permissions:  gitTokenPermissions,
 		}
-		t.m[installationID] = tr
+		if t.m == nil {
+			t.m = map[repoToken]*ghinstallation.Transport{}
+		}
+		t.m[k] = tr
 	}
 	t.mu.Unlock()
 	return tr.Token(ctx)

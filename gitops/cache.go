@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -24,14 +25,19 @@ type CacheOptions struct {
 	// above it, the least recently used mirrors are removed, never one in
 	// use. Zero or less means no cap.
 	MaxBytes int64
+	// WorkDir is where working copies are made, one directory each; empty
+	// means <dir>/work. Agents work in these directories, so a server
+	// keeps them away from its own files (its credentials, its database).
+	WorkDir string
 }
 
 // Cache keeps one bare mirror per repository under its directory, at
 // <dir>/<host>/<owner>/<repo>.git, and makes working copies from them under
-// <dir>/work. It is safe for concurrent use; one repository is fetched by
+// its work directory (CacheOptions.WorkDir). It is safe for concurrent use; one repository is fetched by
 // one goroutine (and one process sharing the directory) at a time.
 type Cache struct {
 	dir  string
+	work string
 	opts CacheOptions
 	// maxPacks is the pack count above which an idle mirror is cloned
 	// afresh: every fetch adds a pack, and each lookup searches them all.
@@ -63,14 +69,48 @@ func NewCache(dir string, opts CacheOptions) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache directory %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(filepath.Join(abs, workDirName), 0o700); err != nil {
+	work := filepath.Join(abs, workDirName)
+	if opts.WorkDir != "" {
+		if work, err = filepath.Abs(opts.WorkDir); err != nil {
+			return nil, fmt.Errorf("working copy directory %s: %w", opts.WorkDir, err)
+		}
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("create cache directory: %w", err)
 	}
-	c := &Cache{dir: abs, opts: opts, maxPacks: defaultMaxPacks, repos: map[string]*repoState{}}
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, fmt.Errorf("create working copy directory: %w", err)
+	}
+	if err := checkPrivateDir(work); err != nil {
+		return nil, err
+	}
+	c := &Cache{dir: abs, work: work, opts: opts, maxPacks: defaultMaxPacks, repos: map[string]*repoState{}}
 	if err := c.sweepWork(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// checkPrivateDir refuses a work directory that is a link, belongs to
+// another user or is open to others. MkdirAll keeps whatever already
+// exists, and the default work directory is under the shared temporary
+// directory, where another user could have made it first to watch, or
+// change, what agents work on.
+func checkPrivateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("working copy directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("working copy directory %s is not a directory (a link?)", dir)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("working copy directory %s has mode %#o: it must be private to Forge's user (0700)", dir, perm)
+	}
+	if uid := os.Getuid(); uid >= 0 && statOf(fi).uid != uint32(uid) && runtime.GOOS == "linux" {
+		return fmt.Errorf("working copy directory %s belongs to another user", dir)
+	}
+	return nil
 }
 
 func (c *Cache) state(loc location) *repoState {

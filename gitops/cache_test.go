@@ -179,7 +179,7 @@ func TestReadFile(t *testing.T) {
 		{ref: old, path: ".github/forge.yml", want: "max_audit_rounds: 3\n"},
 		{ref: strings.ToUpper(old), path: ".github/forge.yml", want: "max_audit_rounds: 3\n"},
 		{ref: "plan-001/slug", path: ".forge/plan-template.md", want: "# Plan: {{TITLE}}\n"},
-		{ref: "main", path: "link", want: "docs/a.md"},
+		{ref: "main", path: "link", err: errOther},
 		{ref: "main", path: ".forge/plan-template.md", err: errNotExist},
 		{ref: "main", path: "nodir/x.md", err: errNotExist},
 		{ref: "main", path: "docs/a.md/below-a-file", err: errNotExist},

@@ -24,7 +24,7 @@ import (
 const baseCacheBytes = 32 << 20
 
 // Checkout makes a working copy of ref (a branch, a full ref or a full
-// commit SHA) in a new directory under <dir>/work, fetching the branch first.
+// commit SHA) in a new directory under the work directory, fetching the branch first.
 // Its files come straight from the mirror's packs; its .git borrows the
 // mirror's objects through alternates, so git commands run by an agent see
 // the history without a copy of it. The mirror stays in use, and is never
@@ -139,11 +139,11 @@ func openObjects(mirror string) (*packStore, func(), error) {
 	}, nil
 }
 
-// reserveWork creates an empty working copy directory under <dir>/work with
+// reserveWork creates an empty working copy directory in the work directory with
 // its lock file <name>.lock beside it, held until Remove: the lock comes
 // first, so that sweepWork never takes a live directory for a dead one.
 func (c *Cache) reserveWork(loc location) (string, *fileLock, error) {
-	work := filepath.Join(c.dir, workDirName)
+	work := c.work
 	for range 10 {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -178,7 +178,7 @@ func (c *Cache) reserveWork(loc location) (string, *fileLock, error) {
 // sweepWork removes the working copies whose owner is gone: their lock can
 // be taken, or they have no lock file at all.
 func (c *Cache) sweepWork() error {
-	work := filepath.Join(c.dir, workDirName)
+	work := c.work
 	entries, err := os.ReadDir(work)
 	if err != nil {
 		return fmt.Errorf("sweep working copies: %w", err)

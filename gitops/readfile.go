@@ -16,7 +16,10 @@ import (
 // repository root) in ref: a branch, a full ref or a full commit SHA. The
 // branch is fetched first; a SHA only when the mirror lacks it. An absent
 // file gives an error matching fs.ErrNotExist; an absent branch one matching
-// ErrRefNotFound. A symbolic link reads as its target, as git stores it.
+// ErrRefNotFound. Anything but a regular or executable file (a symbolic
+// link, a directory, a submodule) gives a *NotRegularFileError: a link is
+// neither followed nor returned as its target's name, so a link committed by
+// anyone with push access cannot make Forge read, or quote, another file.
 func (c *Cache) ReadFile(ctx context.Context, r Remote, ref, path string) ([]byte, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -62,10 +65,15 @@ func (c *Cache) ReadFile(ctx context.Context, r Remote, ref, path string) ([]byt
 		}
 	}
 	switch entry.Mode {
+	case filemode.Regular, filemode.Deprecated, filemode.Executable:
+	case filemode.Symlink:
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, &NotRegularFileError{Path: path, Kind: "a symbolic link"})
 	case filemode.Dir:
-		return nil, fmt.Errorf("read %s at %s: is a directory", path, ref)
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, &NotRegularFileError{Path: path, Kind: "a directory"})
 	case filemode.Submodule:
-		return nil, fmt.Errorf("read %s at %s: is a submodule", path, ref)
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, &NotRegularFileError{Path: path, Kind: "a submodule"})
+	default:
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, &NotRegularFileError{Path: path, Kind: "an entry of mode " + entry.Mode.String()})
 	}
 	blob, err := object.GetBlob(s, entry.Hash)
 	if err != nil {
@@ -81,6 +89,17 @@ func (c *Cache) ReadFile(ctx context.Context, r Remote, ref, path string) ([]byt
 		return nil, fmt.Errorf("read %s at %s: %w", path, ref, err)
 	}
 	return data, nil
+}
+
+// NotRegularFileError is a read refused because the path names something
+// other than a regular file; Kind says what, as "a symbolic link".
+type NotRegularFileError struct {
+	Path string
+	Kind string
+}
+
+func (e *NotRegularFileError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file", e.Path, e.Kind)
 }
 
 // checkPath accepts a clean, relative, slash-separated path inside a

@@ -158,6 +158,11 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 			return err
 		}
 		plan, err := ws.ReadFile(ctx, p.Repo, head, p.PlanPath)
+		if nr, ok := unsafeFile(err); ok {
+			return c.reply(ctx, "unsafe-file", map[string]any{
+				"PlanID": PlanID(p.Number), "Step": "making the phases", "Path": nr.Path, "Kind": nr.Kind,
+				"Branch": p.Branch, "Command": "/forge phases"})
+		}
 		if err != nil {
 			return fmt.Errorf("read the plan file: %w", err)
 		}

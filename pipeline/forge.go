@@ -279,6 +279,9 @@ func readRepoConfig(ctx context.Context, ws Workspace, repo Repo, branch string)
 	if errors.Is(err, fs.ErrNotExist) {
 		data, err = nil, nil
 	}
+	if nr, ok := unsafeFile(err); ok {
+		return RepoConfig{}, &ConfigError{Problems: []ConfigProblem{{Message: nr.Error() + ": Forge reads its configuration only from a regular file"}}}
+	}
 	if err != nil {
 		return RepoConfig{}, fmt.Errorf("read %s: %w", RepoConfigPath, err)
 	}

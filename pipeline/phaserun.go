@@ -110,18 +110,14 @@ func (r *run) runPhases(ctx context.Context) error {
 			if err := r.save(ctx); err != nil {
 				return err
 			}
-			var se *SecretError
-			if errors.As(perr, &se) {
-				return r.secretRefused(ctx, se, ph.ID)
-			}
 			done := len(p.Phases.Phases) - Remaining(*p.Phases)
 			tail := ""
 			var fail *agent.Failure
 			if errors.As(perr, &fail) {
 				tail = strings.ReplaceAll(fail.Tail, "```", "'''")
 			}
-			if tmpl, data, ok := r.refusal(perr); ok {
-				return r.prText(ctx, tmpl, data)
+			if tmpl, data, ok := r.refusal(perr, ph.ID); ok {
+				return r.refused(ctx, tmpl, data)
 			}
 			return r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": perr.Error(), "Tail": tail,
 				"Done": done, "Total": len(p.Phases.Phases)})
@@ -261,20 +257,32 @@ func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error)
 	return FileVersion{Content: b, Exists: true}, nil
 }
 
-// refusal is the comment for a step the commit path refused (a conflict
-// with a person's push, or changes too large to commit), false for any
-// other failure. It says which files, that the person's commit is kept, and
-// the command that retries.
-func (r *run) refusal(err error) (string, map[string]any, bool) {
+// refusal is the comment for a step Forge refused to carry out on what it
+// was given (a file carrying a secret, a conflict with a person's push,
+// changes too large to commit, a file that is a link), false for any other
+// failure. It says which file, that nothing of it was written, and the
+// command that retries. phaseID is the refused phase, empty outside a phase
+// run.
+func (r *run) refusal(err error, phaseID string) (string, map[string]any, bool) {
 	p := r.p
 	retry := "/forge revise"
 	if p.Mode == ModePhases {
 		retry = "/forge run"
 	}
-	data := map[string]any{"PlanID": PlanID(p.Number), "Step": r.doing, "Branch": p.Branch, "Retry": retry}
+	data := map[string]any{
+		"PlanID": PlanID(p.Number), "Step": r.doing, "Branch": p.Branch, "Retry": retry,
+		"Phases": p.Mode == ModePhases, "Status": p.Status, "PhaseID": phaseID,
+	}
+	var secret *SecretError
 	var conflict *MergeConflictError
 	var large *ChangeTooLargeError
+	var link *NotRegularFileError
 	switch {
+	case errors.As(err, &secret):
+		data["Marker"] = Marker(p.Number, "secret", p.Generation, p.Round)
+		// The path is the agent's: it must not end the code span.
+		data["Path"], data["What"] = strings.ReplaceAll(secret.Path, "`", "'"), secret.What
+		return "secret-refused", data, true
 	case errors.As(err, &conflict):
 		data["Marker"] = Marker(p.Number, "conflict", p.Generation, shortSHA(conflict.Head))
 		data["Head"], data["Conflicts"] = shortSHA(conflict.Head), conflict.Conflicts
@@ -284,8 +292,26 @@ func (r *run) refusal(err error) (string, map[string]any, bool) {
 		data["Path"], data["Total"] = large.Path, large.Total
 		data["Size"], data["Limit"] = byteSize(large.Size), byteSize(large.Limit)
 		return "change-too-large", data, true
+	case errors.As(err, &link):
+		// A refused link is the branch's problem: said where it is fixed.
+		data["Marker"] = Marker(p.Number, "unsafe-file", p.Generation, p.Round)
+		data["Path"], data["Kind"] = link.Path, link.Kind
+		if link.Path != p.PlanPath {
+			data["Branch"] = p.DefaultBranch
+		}
+		return "unsafe-file", data, true
 	}
 	return "", nil, false
+}
+
+// refused posts a refusal on the pull request, or on the issue before
+// there is one.
+func (r *run) refused(ctx context.Context, tmpl string, data map[string]any) error {
+	on := r.p.Issue
+	if r.p.PR != 0 {
+		on = r.p.PR
+	}
+	return r.replyOn(ctx, on, tmpl, data)
 }
 
 // runPhase runs one phase under its own check run, forge/phase-K.

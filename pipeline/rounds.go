@@ -454,15 +454,9 @@ func (r *run) finish(ctx context.Context, err error) error {
 		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
 		"Phases": p.Mode == ModePhases, "Status": p.Status,
 	}
-	var se *SecretError
-	if errors.As(err, &se) {
-		if rerr := r.secretRefused(ctx, se, ""); rerr != nil {
-			r.log.Error().Err(rerr).Msg("report the refused commit")
-		}
-	} else if tmpl, data, ok := r.refusal(err); ok && p.PR != 0 {
-		// Said on the pull request, where the person's commit is.
-		if rerr := r.prText(ctx, tmpl, data); rerr != nil {
-			r.log.Error().Err(rerr).Msg("report the refused commit")
+	if tmpl, data, ok := r.refusal(err, ""); ok {
+		if rerr := r.refused(ctx, tmpl, data); rerr != nil {
+			r.log.Error().Err(rerr).Msg("report the refused step")
 		}
 	} else if rerr := r.reply(ctx, "forge-error", report); rerr != nil {
 		r.log.Error().Err(rerr).Msg("report forge failure")

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -281,12 +279,17 @@ func (r *run) prBody() (string, error) {
 
 // reply posts a comment on the originating issue, once (by marker).
 func (r *run) reply(ctx context.Context, tmpl string, data map[string]any) error {
+	return r.replyOn(ctx, r.p.Issue, tmpl, data)
+}
+
+// replyOn comments on the issue or pull request number, once per marker.
+func (r *run) replyOn(ctx context.Context, number int, tmpl string, data map[string]any) error {
 	body, err := templates.Text(tmpl, data)
 	if err != nil {
 		return err
 	}
 	if marker, _ := data["Marker"].(string); marker != "" && r.resumed {
-		comments, err := r.gh.ListComments(ctx, r.p.Repo, r.p.Issue)
+		comments, err := r.gh.ListComments(ctx, r.p.Repo, number)
 		if err != nil {
 			return err
 		}
@@ -296,7 +299,7 @@ func (r *run) reply(ctx context.Context, tmpl string, data map[string]any) error
 			}
 		}
 	}
-	_, err = r.gh.CreateComment(ctx, r.p.Repo, r.p.Issue, body)
+	_, err = r.gh.CreateComment(ctx, r.p.Repo, number, body)
 	return err
 }
 
@@ -442,17 +445,18 @@ func (r *run) commit(ctx context.Context, message, text string) error {
 	return r.commitFiles(ctx, message, []FileChange{{Path: r.p.PlanPath, Content: []byte(text)}})
 }
 
-// checkout makes a working copy of the plan branch's head and reads the
-// plan file in it.
+// checkout reads the plan file at the plan branch's head and makes a
+// working copy of it.
 func (r *run) checkout(ctx context.Context) (WorkingCopy, string, error) {
+	// From git objects at the commit checked out, never from the working
+	// copy's file: a plan file pushed as a link is refused, not followed.
+	b, err := r.ws.ReadFile(ctx, r.p.Repo, r.p.HeadSHA, r.p.PlanPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("read the plan file: %w", err)
+	}
 	wc, err := r.ws.Checkout(ctx, r.p.Repo, r.p.HeadSHA)
 	if err != nil {
 		return nil, "", fmt.Errorf("check out %s: %w", r.p.Branch, err)
-	}
-	b, err := os.ReadFile(filepath.Join(wc.Dir(), filepath.FromSlash(r.p.PlanPath)))
-	if err != nil {
-		wc.Remove()
-		return nil, "", fmt.Errorf("read the plan file: %w", err)
 	}
 	if r.current == nil {
 		r.current = map[string]WorkingCopy{}
@@ -476,27 +480,6 @@ func (r *run) projectContext(dir string) string {
 	s := strings.Join(parts, "\n\n")
 	r.projectCtx = &s
 	return s
-}
-
-// readConfined reads a file of the working copy that is a regular file
-// inside it: a symlink pointing out is never followed.
-func readConfined(dir, name string, limit int64) ([]byte, error) {
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		b = b[:limit]
-	}
-	return b, nil
 }
 
 // callAgent runs a role's agent once, and once more on a failure that was

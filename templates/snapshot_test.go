@@ -296,6 +296,16 @@ func textCases(t *testing.T) []textCase {
 			"Marker": pipeline.Marker(planNumber, "too-large", 3, 0), "PlanID": planID, "Step": "running phase-2",
 			"Branch": branch, "Retry": "/forge run", "Path": "assets/video.bin", "Total": false, "Size": "120 MiB", "Limit": "100 MiB"}},
 
+		{"unsafe-file/plan file is a link", "unsafe-file", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "error", 0, 2), "PlanID": planID, "Step": "auditing (round 2)",
+			"Path": planPath, "Kind": "a symbolic link", "Branch": branch}},
+		{"unsafe-file/phase run", "unsafe-file", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "error", 3, 2), "PlanID": planID, "Step": "preparing the phases",
+			"Path": planPath, "Kind": "a symbolic link", "Branch": branch, "Phases": true, "Status": pipeline.StatusImplementing}},
+		{"unsafe-file/command", "unsafe-file", map[string]any{
+			"PlanID": planID, "Step": "making the phases", "Path": planPath, "Kind": "a symbolic link", "Branch": branch,
+			"Command": "/forge phases"}},
+
 		{"cancel/queued", "cancel", map[string]any{"Queued": true, "PlanID": planID}},
 		{"cancel/running", "cancel", map[string]any{"PlanID": planID}},
 

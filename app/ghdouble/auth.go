@@ -42,6 +42,8 @@ type Token struct {
 	ExpiresAt      time.Time
 	Permissions    map[string]string
 	RepoIDs        []int64 // nil: every repository of the installation
+
+	gitRepos []string // repositories it fetched or pushed over git (GitTokens)
 }
 
 var permissionLevels = map[string]int{"read": 1, "write": 2, "admin": 3}

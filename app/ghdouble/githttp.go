@@ -159,6 +159,9 @@ func (s *Server) gitAuthInstallation(r *Repo, token string, write bool) (string,
 	case write && !tok.allows("contents:write"):
 		return "", http.StatusForbidden, fmt.Sprintf("Permission to %s.git denied to %s.", r.FullName, bot)
 	}
+	s.mu.Lock()
+	tok.gitRepos = append(tok.gitRepos, r.FullName)
+	s.mu.Unlock()
 	return bot, 0, ""
 }
 
@@ -183,6 +186,19 @@ func (s *Server) PushToken(repo, user string) string {
 // commit's SHA. The user needs at least the write role (SetPermission); the
 // push is refused, and the test fails, otherwise.
 func (s *Server) PushAs(t testing.TB, repo, user, branch string, files map[string]string, message string) string {
+	t.Helper()
+	return s.pushAs(t, repo, user, branch, files, nil, message)
+}
+
+// PushLinksAs is PushAs with symbolic links (path → target) instead of
+// files: what a person with push access can commit to point Forge at files
+// outside the repository.
+func (s *Server) PushLinksAs(t testing.TB, repo, user, branch string, links map[string]string, message string) string {
+	t.Helper()
+	return s.pushAs(t, repo, user, branch, nil, links, message)
+}
+
+func (s *Server) pushAs(t testing.TB, repo, user, branch string, files, links map[string]string, message string) string {
 	t.Helper()
 	r := s.mustRepo(repo)
 	u := s.ensureUser(user, "User")
@@ -221,6 +237,18 @@ func (s *Server) PushAs(t testing.TB, repo, user, branch string, files map[strin
 		}
 		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
 			t.Fatalf("ghdouble: PushAs: %v", err)
+		}
+	}
+	for path, target := range links {
+		full := filepath.Join(dir, filepath.FromSlash(path))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatalf("ghdouble: PushLinksAs: %v", err)
+		}
+		if err := os.Remove(full); err != nil && !os.IsNotExist(err) {
+			t.Fatalf("ghdouble: PushLinksAs: %v", err)
+		}
+		if err := os.Symlink(target, full); err != nil {
+			t.Fatalf("ghdouble: PushLinksAs: %v", err)
 		}
 	}
 	git(nil, "add", "--all")
