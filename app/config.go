@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/forge-dev/forge/app/agents"
+	"github.com/forge-dev/forge/pipeline"
 	"gopkg.in/yaml.v3"
 )
 
@@ -33,6 +35,10 @@ type Config struct {
 	Git     GitConfig     `yaml:"git"`
 	// Agents defines the agent runtimes and which role uses which.
 	Agents agents.Config `yaml:"agents"`
+	// Policy bounds what repositories may set in .github/forge.yml, by
+	// organisation or repository pattern, first match wins; without it the
+	// default policy holds (pipeline.DefaultPolicyRule).
+	Policy []pipeline.PolicyRule `yaml:"policy"`
 }
 
 // ServerConfig uses go-baseapp's keys for the listen address.
@@ -207,7 +213,25 @@ func (c *Config) validate() error {
 	if c.Server.PublicURL != "" && !strings.HasPrefix(c.Server.PublicURL, "http://") && !strings.HasPrefix(c.Server.PublicURL, "https://") {
 		return fmt.Errorf("server.public_url %q must start with http:// or https://", c.Server.PublicURL)
 	}
+	if _, err := c.RepoPolicy(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// RepoPolicy is the operator's policy over repository configurations, with
+// the names of the runtimes a repository may choose among; refused when a
+// rule is malformed or names a runtime the server does not define.
+func (c Config) RepoPolicy() (pipeline.Policy, error) {
+	p := pipeline.Policy{Rules: c.Policy}
+	for name := range c.Agents.Runtimes {
+		p.Runtimes = append(p.Runtimes, name)
+	}
+	sort.Strings(p.Runtimes)
+	if err := p.Validate(); err != nil {
+		return pipeline.Policy{}, err
+	}
+	return p, nil
 }
 
 // ListenAddr is the host:port the HTTP server binds.

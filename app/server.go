@@ -98,6 +98,12 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		st.Close()
 		return nil, err
 	}
+	// A configuration built in code was not validated by LoadConfig.
+	policy, err := a.cfg.RepoPolicy()
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes})
 	if err != nil {
 		st.Close()
@@ -107,6 +113,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	host, _ := os.Hostname()
 	a.forge = &pipeline.Forge{
 		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a, LeaseTTL: a.cfg.Queue.LeaseTTL,
+		Policy: policy,
 		AppID: func() int64 {
 			if gs := a.github.Load(); gs != nil {
 				return gs.cfg.Github.App.IntegrationID

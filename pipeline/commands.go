@@ -61,7 +61,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		if err != nil {
 			return err
 		}
-		cfg, err := readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
+		cfg, err := f.readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
 		if err != nil {
 			var ce *ConfigError
 			if errors.As(err, &ce) {
@@ -97,7 +97,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		if err != nil {
 			return err
 		}
-		cfg, err := readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
+		cfg, err := f.readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
 		if err != nil {
 			var ce *ConfigError
 			if errors.As(err, &ce) {
@@ -149,7 +149,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 		if err != nil {
 			return err
 		}
-		cfg, err := readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
+		cfg, err := c.f.readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
 		if err != nil {
 			return err
 		}
@@ -285,7 +285,7 @@ func (c *commandCtx) refuse(ctx context.Context) error {
 func (c *commandCtx) help(ctx context.Context) error {
 	label := "forge"
 	if ws, err := c.f.Installations.Workspace(ctx, c.a.InstallationID); err == nil {
-		if cfg, err := readRepoConfig(ctx, ws, c.a.Repo, c.a.DefaultBranch); err == nil {
+		if cfg, err := c.f.readRepoConfig(ctx, ws, c.a.Repo, c.a.DefaultBranch); err == nil {
 			label = cfg.Labels.Trigger
 		}
 	}
