@@ -44,7 +44,7 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 			v += "phases:\n  checks_grace: 1s\n"
 		}
 		if k == ".github/forge.yml" && !strings.Contains(v, "auto_implement:") {
-			v = "auto_implement: true\n" + v
+			v += "auto_implement: true\n"
 		}
 		files[k] = v
 	}

@@ -151,6 +151,10 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 		}
 		cfg, err := c.f.readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
 		if err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				return c.configError(ctx, ce)
+			}
 			return err
 		}
 		head, err := c.gh.BranchHead(ctx, p.Repo, p.Branch)
