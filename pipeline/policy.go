@@ -130,7 +130,7 @@ func (p Policy) Validate() error {
 			}
 		}
 		for _, k := range r.AllowedKeys {
-			if !known[k] && k != "*" {
+			if !known[k] {
 				bad("allowed_keys: %q is not a key of %s", k, RepoConfigPath)
 			}
 		}
@@ -324,7 +324,7 @@ func (p Policy) checkAgent(rule PolicyRule, name, role string, cfg *RepoConfig, 
 // allowed.
 func keyAllowed(allowed []string, key string) bool {
 	for _, a := range allowed {
-		if a == "*" || a == key || strings.HasPrefix(key, a+".") {
+		if a == key || strings.HasPrefix(key, a+".") {
 			return true
 		}
 	}
