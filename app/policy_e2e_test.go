@@ -202,6 +202,11 @@ func TestPolicyRefusedAtStart(t *testing.T) {
 			}
 		})
 	}
+	// The shipped example documents the layout and must itself load.
+	example, err := app.LoadConfig(filepath.Join(apptest.RepoRoot(), "forge.example.yml"))
+	if err != nil || len(example.Policy) == 0 {
+		t.Errorf("forge.example.yml: %v (policy rules: %d)", err, len(example.Policy))
+	}
 	// A configuration built in code, not loaded, is held to the same.
 	dir := t.TempDir()
 	cfg := app.Config{DataDir: dir}
@@ -209,5 +214,25 @@ func TestPolicyRefusedAtStart(t *testing.T) {
 	cfg.Policy = []pipeline.PolicyRule{{Match: "acme", Agents: map[string]pipeline.PolicyAgent{"auditor": {Runtimes: []string{"codex"}}}}}
 	if _, err := app.New(context.Background(), cfg, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), `no runtime named "codex"`) {
 		t.Errorf("app.New = %v, want the policy refused", err)
+	}
+}
+
+// TestPolicyRefusalOnPlanCommand: a configuration that falls outside the
+// policy after the plan was made (the file changed on the default branch)
+// is answered on the pull request when /forge phases reads it, and no
+// phases file is committed.
+func TestPolicyRefusalOnPlanCommand(t *testing.T) {
+	w := newPolicyWorlds(t, nil, map[string]string{"octo/later": ""})["octo/later"]
+	w.command(t, "alice", "/forge add a greeting page")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+	w.gh.Repo(w.repo).Seed(map[string]string{".github/forge.yml": "# more at once\nlimits:\n  max_concurrent_runs: 100\n"}, "run more")
+	w.commandOn(t, pr.Number, "alice", "/forge phases")
+	got := w.waitReply(t, pr.Number, "is not valid, so Forge did not run")
+	if want := "line 3: limits.max_concurrent_runs: 100 is above the maximum of 3 set by the default policy (max_concurrent_runs.max)"; !strings.Contains(got, want) {
+		t.Errorf("reply lacks %q:\n%s", want, got)
+	}
+	if _, ok := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-phases.md"); ok {
+		t.Errorf("a phases file was committed under a refused configuration")
 	}
 }
