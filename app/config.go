@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/forge-dev/forge/app/agents"
+	"github.com/forge-dev/forge/pipeline"
 	"gopkg.in/yaml.v3"
 )
 
@@ -33,6 +35,10 @@ type Config struct {
 	Git     GitConfig     `yaml:"git"`
 	// Agents defines the agent runtimes and which role uses which.
 	Agents agents.Config `yaml:"agents"`
+	// Policy bounds what repositories may set in .github/forge.yml, by
+	// organisation or repository pattern, first match wins; without it the
+	// default policy holds (pipeline.DefaultPolicyRule).
+	Policy []pipeline.PolicyRule `yaml:"policy"`
 }
 
 // ServerConfig uses go-baseapp's keys for the listen address.
@@ -232,6 +238,9 @@ func (c *Config) validate() error {
 	if err := c.checkSandboxPaths(); err != nil {
 		return err
 	}
+	if _, err := c.RepoPolicy(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -239,16 +248,16 @@ func (c *Config) validate() error {
 // the data directory or lie inside it: the sandbox exists to keep the App's
 // key, the database and every repository's clone away from agents.
 func (c *Config) checkSandboxPaths() error {
-	data, err := filepath.Abs(c.DataDir)
+	data, err := realPath(c.DataDir)
 	if err != nil {
 		return fmt.Errorf("resolve data_dir %q: %w", c.DataDir, err)
-	}
-	within := func(inner, outer string) bool {
-		return inner == outer || strings.HasPrefix(inner, outer+string(filepath.Separator))
 	}
 	for name, rc := range c.Agents.Runtimes {
 		for key, paths := range map[string][]string{"read_paths": rc.ReadPaths, "write_paths": rc.WritePaths} {
 			for _, p := range paths {
+				if real, err := realPath(p); err == nil {
+					p = real
+				}
 				if within(data, p) || within(p, data) {
 					return fmt.Errorf("agents.runtimes.%s.%s: %q overlaps the data directory %s (the App's key, the database, every repository's clone), which agents must never see", name, key, p, data)
 				}
@@ -305,6 +314,21 @@ func realPath(p string) (string, error) {
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// RepoPolicy is the operator's policy over repository configurations, with
+// the names of the runtimes a repository may choose among; refused when a
+// rule is malformed or names a runtime the server does not define.
+func (c Config) RepoPolicy() (pipeline.Policy, error) {
+	p := pipeline.Policy{Rules: c.Policy}
+	for name := range c.Agents.Runtimes {
+		p.Runtimes = append(p.Runtimes, name)
+	}
+	sort.Strings(p.Runtimes)
+	if err := p.Validate(); err != nil {
+		return pipeline.Policy{}, err
+	}
+	return p, nil
 }
 
 // ListenAddr is the host:port the HTTP server binds.

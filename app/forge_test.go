@@ -12,6 +12,7 @@ import (
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/apptest"
 	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/pipeline"
 )
 
 const forgeWait = 60 * time.Second
@@ -34,11 +35,16 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	r := gh.AddRepo(w.inst, w.repo)
 	// Test repositories have no CI unless a test plays one: phases wait
 	// for checks only briefly.
+	// The worlds predate auto_implement's default off: the repository turns
+	// it on unless a test's file says otherwise, under a policy that lets it.
 	files := map[string]string{"README.md": "# hello\n\nHello, world.\n", "main.go": "package main\n\nfunc main() {}\n",
-		".github/forge.yml": "phases:\n  checks_grace: 1s\n"}
+		".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 1s\n"}
 	for k, v := range o.files {
 		if k == ".github/forge.yml" && !strings.Contains(v, "phases:") {
 			v += "phases:\n  checks_grace: 1s\n"
+		}
+		if k == ".github/forge.yml" && !strings.Contains(v, "auto_implement:") {
+			v += "auto_implement: true\n"
 		}
 		files[k] = v
 	}
@@ -52,6 +58,8 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	}
 	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
 		apptest.ScriptAgents(c, timeout, o.override)
+		allow := true
+		c.Policy = []pipeline.PolicyRule{{Match: "octo", AutoImplement: &allow}}
 		if o.configure != nil {
 			o.configure(c)
 		}

@@ -100,6 +100,12 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		st.Close()
 		return nil, err
 	}
+	// A configuration built in code was not validated by LoadConfig.
+	policy, err := a.cfg.RepoPolicy()
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	switch sb := registry.Sandbox(); {
 	case sb.Off():
 		log.Warn().Msg("agents.sandbox is none: agents run without bubblewrap, with every file Forge's user can read (the App's key, the configuration, other repositories)")
@@ -122,6 +128,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	host, _ := os.Hostname()
 	a.forge = &pipeline.Forge{
 		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a, LeaseTTL: a.cfg.Queue.LeaseTTL,
+		Policy: policy,
 		AppID: func() int64 {
 			if gs := a.github.Load(); gs != nil {
 				return gs.cfg.Github.App.IntegrationID

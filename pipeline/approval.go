@@ -156,7 +156,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	if err != nil {
 		return false, err
 	}
-	cfg, err := readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
+	cfg, err := f.readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
 	if err != nil {
 		return false, err
 	}

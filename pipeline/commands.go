@@ -61,7 +61,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		if err != nil {
 			return err
 		}
-		cfg, err := readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
+		cfg, err := f.readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
 		if err != nil {
 			var ce *ConfigError
 			if errors.As(err, &ce) {
@@ -97,7 +97,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		if err != nil {
 			return err
 		}
-		cfg, err := readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
+		cfg, err := f.readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
 		if err != nil {
 			var ce *ConfigError
 			if errors.As(err, &ce) {
@@ -149,8 +149,12 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 		if err != nil {
 			return err
 		}
-		cfg, err := readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
+		cfg, err := c.f.readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
 		if err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				return c.configError(ctx, ce)
+			}
 			return err
 		}
 		head, err := c.gh.BranchHead(ctx, p.Repo, p.Branch)
@@ -291,7 +295,7 @@ func (c *commandCtx) refuse(ctx context.Context, need string) error {
 func (c *commandCtx) help(ctx context.Context) error {
 	label := "forge"
 	if ws, err := c.f.Installations.Workspace(ctx, c.a.InstallationID); err == nil {
-		if cfg, err := readRepoConfig(ctx, ws, c.a.Repo, c.a.DefaultBranch); err == nil {
+		if cfg, err := c.f.readRepoConfig(ctx, ws, c.a.Repo, c.a.DefaultBranch); err == nil {
 			label = cfg.Labels.Trigger
 		}
 	}

@@ -30,6 +30,9 @@ type Forge struct {
 	Now      func() time.Time
 	// AppID is Forge's own App id: its own check suites are not CI.
 	AppID func() int64
+	// Policy bounds what a repository's .github/forge.yml may set; the
+	// zero value is the default policy.
+	Policy Policy
 
 	perms permissionCache
 }
@@ -272,9 +275,11 @@ func (f *Forge) startQueued(ctx context.Context, installationID int64, limit int
 // DefaultMaxConcurrentRuns is limits.max_concurrent_runs's default.
 const DefaultMaxConcurrentRuns = 3
 
-// readRepoConfig reads .github/forge.yml from the default branch; a
-// missing file means the defaults.
-func readRepoConfig(ctx context.Context, ws Workspace, repo Repo, branch string) (RepoConfig, error) {
+// readRepoConfig reads .github/forge.yml from the default branch and holds
+// it to the operator's policy; a missing file means the defaults, within
+// the policy. A file the policy refuses is a *ConfigError like a malformed
+// one, so it is answered where the file was used and nothing runs.
+func (f *Forge) readRepoConfig(ctx context.Context, ws Workspace, repo Repo, branch string) (RepoConfig, error) {
 	data, err := ws.ReadFile(ctx, repo, branch, RepoConfigPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		data, err = nil, nil
@@ -285,7 +290,14 @@ func readRepoConfig(ctx context.Context, ws Workspace, repo Repo, branch string)
 	if err != nil {
 		return RepoConfig{}, fmt.Errorf("read %s: %w", RepoConfigPath, err)
 	}
-	return ParseRepoConfig(data)
+	cfg, set, err := parseRepoConfig(data)
+	if err != nil {
+		return RepoConfig{}, err
+	}
+	if problems := f.Policy.Apply(repo, &cfg, set); len(problems) > 0 {
+		return RepoConfig{}, &ConfigError{Problems: problems}
+	}
+	return cfg, nil
 }
 
 // permissionCache keeps collaborator permissions briefly: a burst of

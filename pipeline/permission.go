@@ -15,17 +15,18 @@ const DefaultMinPermission = "write"
 // steerPermission is the permission a person needs to steer a plan of repo
 // (a command, the trigger label, a review, a button): approval.min_permission
 // of the configuration on the default branch. A configuration that does not
-// parse leaves the default: the people allowed to are told about it by the
-// command that reads it.
+// parse, or that the operator's policy refuses, leaves the policy's floor:
+// the people allowed to are told about it by the command that reads it.
 func (f *Forge) steerPermission(ctx context.Context, installationID int64, repo Repo, branch string) (string, error) {
 	ws, err := f.Installations.Workspace(ctx, installationID)
 	if err != nil {
 		return "", err
 	}
-	cfg, err := readRepoConfig(ctx, ws, repo, branch)
+	cfg, err := f.readRepoConfig(ctx, ws, repo, branch)
 	var ce *ConfigError
 	if errors.As(err, &ce) {
-		return DefaultMinPermission, nil
+		rule, _ := f.Policy.For(repo)
+		return minPermission(RepoApproval{MinPermission: rule.MinPermission.Min}), nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("read who may steer plans of %s: %w", repo, err)

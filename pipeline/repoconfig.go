@@ -111,7 +111,7 @@ func DefaultRepoConfig() RepoConfig {
 		Version:          1,
 		MaxAuditRounds:   5,
 		ProgressThrottle: 3 * time.Second,
-		AutoImplement:    true,
+		AutoImplement:    false,
 		PlansDir:         "docs/plans",
 		Labels:           RepoLabels{Trigger: "forge"},
 		Approval:         RepoApproval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
@@ -169,14 +169,22 @@ var cfgYAMLLineRe = regexp.MustCompile(`line (\d+)`)
 // of range, duplicate keys, a second YAML document and syntax errors are
 // returned together as a *ConfigError.
 func ParseRepoConfig(data []byte) (RepoConfig, error) {
+	cfg, _, err := parseRepoConfig(data)
+	return cfg, err
+}
+
+// parseRepoConfig is ParseRepoConfig that also returns the keys the file
+// set, by dotted path, with the line of each: the operator's policy judges
+// what a repository asked for, not the defaults it kept.
+func parseRepoConfig(data []byte) (RepoConfig, map[string]int, error) {
 	cfg := DefaultRepoConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return cfg, nil
+			return cfg, nil, nil
 		}
-		return RepoConfig{}, &ConfigError{Problems: []ConfigProblem{cfgSyntaxProblem(err)}}
+		return RepoConfig{}, nil, &ConfigError{Problems: []ConfigProblem{cfgSyntaxProblem(err)}}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -186,10 +194,10 @@ func ParseRepoConfig(data []byte) (RepoConfig, error) {
 		} else {
 			p.Line = extra.Line
 		}
-		return RepoConfig{}, &ConfigError{Problems: []ConfigProblem{p}}
+		return RepoConfig{}, nil, &ConfigError{Problems: []ConfigProblem{p}}
 	}
 
-	d := &cfgDecoder{}
+	d := &cfgDecoder{set: map[string]int{}}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]
@@ -199,9 +207,9 @@ func ParseRepoConfig(data []byte) (RepoConfig, error) {
 	}
 	if len(d.problems) > 0 {
 		sort.SliceStable(d.problems, func(i, j int) bool { return d.problems[i].Line < d.problems[j].Line })
-		return RepoConfig{}, &ConfigError{Problems: d.problems}
+		return RepoConfig{}, nil, &ConfigError{Problems: d.problems}
 	}
-	return cfg, nil
+	return cfg, d.set, nil
 }
 
 func cfgSyntaxProblem(err error) ConfigProblem {
@@ -218,6 +226,8 @@ func cfgSyntaxProblem(err error) ConfigProblem {
 // at the first.
 type cfgDecoder struct {
 	problems []ConfigProblem
+	// set maps each leaf key the file gave a value to its line.
+	set map[string]int
 }
 
 func (d *cfgDecoder) fail(n *yaml.Node, key, format string, args ...any) {
@@ -260,6 +270,9 @@ func (d *cfgDecoder) mapping(n *yaml.Node, at string, fields map[string]cfgField
 		}
 		if cfgIsNull(v) {
 			continue // "key:" with no value keeps the default
+		}
+		if v.Kind != yaml.MappingNode && d.set != nil {
+			d.set[key] = k.Line
 		}
 		f(key, v)
 	}

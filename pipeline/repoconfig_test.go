@@ -16,7 +16,7 @@ func TestDefaultRepoConfig(t *testing.T) {
 		Version:          1,
 		MaxAuditRounds:   5,
 		ProgressThrottle: 3 * time.Second,
-		AutoImplement:    true,
+		AutoImplement:    false,
 		PlansDir:         "docs/plans",
 		Labels:           RepoLabels{Trigger: "forge"},
 		Approval:         RepoApproval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
@@ -58,7 +58,7 @@ func TestParseRepoConfig(t *testing.T) {
 					Version:          1,
 					MaxAuditRounds:   7,
 					ProgressThrottle: 5 * time.Second,
-					AutoImplement:    false,
+					AutoImplement:    true,
 					PlansDir:         "plans",
 					Labels:           RepoLabels{Trigger: "forge-me"},
 					Approval:         RepoApproval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
@@ -91,8 +91,8 @@ func TestParseRepoConfig(t *testing.T) {
 		},
 		{
 			name: "yaml 1.1 booleans",
-			yaml: "auto_implement: no\nphases:\n  wait_for_checks: off\n",
-			want: func(c *RepoConfig) { c.AutoImplement = false; c.Phases.WaitForChecks = false },
+			yaml: "auto_implement: yes\nphases:\n  wait_for_checks: off\n",
+			want: func(c *RepoConfig) { c.AutoImplement = true; c.Phases.WaitForChecks = false },
 		},
 		{
 			name: "anchors and aliases",

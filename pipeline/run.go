@@ -125,7 +125,7 @@ func (r *run) save(ctx context.Context) error {
 func (r *run) execute(ctx context.Context) error {
 	p := r.p
 	r.doing = "reading " + RepoConfigPath
-	cfg, err := readRepoConfig(ctx, r.ws, p.Repo, p.DefaultBranch)
+	cfg, err := r.f.readRepoConfig(ctx, r.ws, p.Repo, p.DefaultBranch)
 	if err != nil {
 		return err
 	}

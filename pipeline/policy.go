@@ -1,0 +1,360 @@
+package pipeline
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+)
+
+// Policy is the operator's policy over repository configurations (the
+// server configuration's `policy:`, DESIGN §8): a repository's
+// .github/forge.yml may only set what the first matching rule allows. A
+// repository no rule matches is held to DefaultPolicyRule.
+type Policy struct {
+	Rules []PolicyRule
+	// Runtimes are the names of the server's agent runtimes: a repository
+	// may choose only among them.
+	Runtimes []string
+}
+
+// PolicyRule is one entry of `policy:`. A field left out keeps the default
+// policy's value, so a rule loosens only what it names.
+type PolicyRule struct {
+	// Match is "owner/name" as a path.Match glob ("acme/*"), or an
+	// organisation alone ("acme", "*" for every one). Case-insensitive,
+	// as GitHub's names are.
+	Match string `yaml:"match"`
+	// AllowedKeys are the keys a repository may set, top-level ("approval")
+	// or dotted ("approval.required_checks"); absent means all.
+	AllowedKeys       []string         `yaml:"allowed_keys"`
+	RequiredApprovals *PolicyFloor     `yaml:"required_approvals"`
+	MinPermission     *PermissionFloor `yaml:"min_permission"`
+	MaxConcurrentRuns *PolicyCeiling   `yaml:"max_concurrent_runs"`
+	MaxTokensPerPlan  *PolicyCeiling   `yaml:"max_tokens_per_plan"`
+	// AutoImplement says whether a repository may turn auto_implement on.
+	AutoImplement *bool `yaml:"auto_implement"`
+	// Agents maps a role, or "default" for the roles not named, to the
+	// runtimes and models a repository may choose for it.
+	Agents map[string]PolicyAgent `yaml:"agents"`
+}
+
+// PolicyFloor is the least value a repository may set.
+type PolicyFloor struct {
+	Min int `yaml:"min"`
+}
+
+// PolicyCeiling is the greatest value a repository may set.
+type PolicyCeiling struct {
+	Max int `yaml:"max"`
+}
+
+// PermissionFloor is the least permission a repository may require of
+// approvers.
+type PermissionFloor struct {
+	Min string `yaml:"min"`
+}
+
+// PolicyAgent lists what a repository may choose for a role: runtime names
+// of the server, and model globs where "*" matches anything. Absent means
+// any; an empty list means the repository may not choose (the server's
+// default for the role holds).
+type PolicyAgent struct {
+	Runtimes []string `yaml:"runtimes"`
+	Models   []string `yaml:"models"`
+}
+
+// DefaultPolicyRule is the shipped default: auto-implement off, at least one
+// approval by a writer, at most DefaultMaxConcurrentRuns forges at once,
+// and any runtime and model the server defines.
+func DefaultPolicyRule() PolicyRule {
+	no := false
+	return PolicyRule{
+		RequiredApprovals: &PolicyFloor{Min: 1},
+		MinPermission:     &PermissionFloor{Min: "write"},
+		MaxConcurrentRuns: &PolicyCeiling{Max: DefaultMaxConcurrentRuns},
+		AutoImplement:     &no,
+	}
+}
+
+// repoConfigKeys are the keys of .github/forge.yml, dotted, for checking
+// allowed_keys (the parser in repoconfig.go is the authority; a test keeps
+// the two in step).
+var repoConfigKeys = []string{
+	"version", "max_audit_rounds", "progress_throttle", "auto_implement", "plans_dir",
+	"labels", "labels.trigger",
+	"approval", "approval.required_approvals", "approval.min_permission", "approval.required_checks",
+	"limits", "limits.max_concurrent_runs", "limits.max_tokens_per_plan",
+	"phases", "phases.timeout", "phases.max_context_files", "phases.audit_fix_max", "phases.max_run",
+	"phases.wait_for_checks", "phases.checks_grace",
+	"agents", "agents.timeout",
+	"agents.drafter", "agents.drafter.runtime", "agents.drafter.model",
+	"agents.auditor", "agents.auditor.runtime", "agents.auditor.model",
+	"agents.reviser", "agents.reviser.runtime", "agents.reviser.model",
+	"agents.implementer", "agents.implementer.runtime", "agents.implementer.model",
+	"agents.phase_auditor", "agents.phase_auditor.runtime", "agents.phase_auditor.model",
+}
+
+// Validate refuses a policy the server should not start with: a bad
+// pattern, an unknown key, role, permission or runtime, a bound out of the
+// range the repository configuration itself allows.
+func (p Policy) Validate() error {
+	var problems []string
+	known := map[string]bool{}
+	for _, k := range repoConfigKeys {
+		known[k] = true
+	}
+	runtimes := map[string]bool{}
+	for _, r := range p.Runtimes {
+		runtimes[r] = true
+	}
+	for i, r := range p.Rules {
+		at := fmt.Sprintf("policy[%d]", i)
+		if r.Match != "" {
+			at = fmt.Sprintf("policy[%d] (match %q)", i, r.Match)
+		}
+		bad := func(format string, args ...any) {
+			problems = append(problems, at+": "+fmt.Sprintf(format, args...))
+		}
+		switch {
+		case strings.TrimSpace(r.Match) == "":
+			bad("match is required: an organisation (acme), or owner/name with globs (acme/*)")
+		case strings.Count(r.Match, "/") > 1:
+			bad("match %q has more than one /: use an organisation or owner/name", r.Match)
+		default:
+			if _, err := path.Match(strings.ToLower(r.Match), "x/x"); err != nil {
+				bad("match %q is not a valid pattern: %v", r.Match, err)
+			}
+		}
+		for _, k := range r.AllowedKeys {
+			if !known[k] {
+				bad("allowed_keys: %q is not a key of %s", k, RepoConfigPath)
+			}
+		}
+		if f := r.RequiredApprovals; f != nil && (f.Min < 1 || f.Min > 100) {
+			bad("required_approvals.min %d is out of range (1 to 100)", f.Min)
+		}
+		if f := r.MinPermission; f != nil {
+			switch f.Min {
+			case "read", "triage", "write", "maintain", "admin":
+			default:
+				bad("min_permission.min %q is not a permission (read, triage, write, maintain, admin)", f.Min)
+			}
+		}
+		if c := r.MaxConcurrentRuns; c != nil && (c.Max < 1 || c.Max > 100) {
+			bad("max_concurrent_runs.max %d is out of range (1 to 100)", c.Max)
+		}
+		if c := r.MaxTokensPerPlan; c != nil && c.Max < 1 {
+			bad("max_tokens_per_plan.max %d must be at least 1 (leave it out for no ceiling)", c.Max)
+		}
+		for _, role := range policyKeys(r.Agents) {
+			if role != "default" && !agent.Role(role).Valid() {
+				bad("agents: unknown role %q (roles: default, drafter, auditor, reviser, implementer, phase_auditor)", role)
+				continue
+			}
+			a := r.Agents[role]
+			for _, name := range a.Runtimes {
+				if name != "*" && !runtimes[name] {
+					bad("agents.%s.runtimes: no runtime named %q in agents.runtimes", role, name)
+				}
+			}
+			for _, m := range a.Models {
+				if strings.TrimSpace(m) == "" {
+					bad("agents.%s.models: a model pattern may not be empty", role)
+				}
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid policy:\n%s", strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+// For returns the rule for a repository, with every field its rule left out
+// taken from the default policy, and a name for it in messages.
+func (p Policy) For(repo Repo) (PolicyRule, string) {
+	def := DefaultPolicyRule()
+	for _, r := range p.Rules {
+		if !policyMatches(r.Match, repo) {
+			continue
+		}
+		if r.RequiredApprovals == nil {
+			r.RequiredApprovals = def.RequiredApprovals
+		}
+		if r.MinPermission == nil {
+			r.MinPermission = def.MinPermission
+		}
+		if r.MaxConcurrentRuns == nil {
+			r.MaxConcurrentRuns = def.MaxConcurrentRuns
+		}
+		if r.AutoImplement == nil {
+			r.AutoImplement = def.AutoImplement
+		}
+		return r, fmt.Sprintf("the operator's policy for %q", r.Match)
+	}
+	return def, "the default policy"
+}
+
+func policyMatches(pattern string, repo Repo) bool {
+	pattern = strings.ToLower(pattern)
+	name := strings.ToLower(repo.Owner)
+	if strings.Contains(pattern, "/") {
+		name += "/" + strings.ToLower(repo.Name)
+	}
+	ok, err := path.Match(pattern, name)
+	return ok && err == nil
+}
+
+// Apply checks a parsed configuration against the repository's rule. set
+// holds the keys the file set with their lines (parseRepoConfig): only
+// those are refused, each with its line and the rule it breaks; what the
+// file left at its default is brought inside the rule's bounds instead.
+func (p Policy) Apply(repo Repo, cfg *RepoConfig, set map[string]int) []ConfigProblem {
+	rule, name := p.For(repo)
+	var problems []ConfigProblem
+	// A key refused outright is not judged on its value as well.
+	refused := map[string]bool{}
+	refuse := func(key string, format string, args ...any) {
+		if refused[key] {
+			return
+		}
+		refused[key] = true
+		problems = append(problems, ConfigProblem{Line: set[key], Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+
+	if rule.AllowedKeys != nil {
+		for _, key := range policyKeys(set) {
+			if key != "version" && !keyAllowed(rule.AllowedKeys, key) {
+				refuse(key, "%s does not let a repository set this key (allowed_keys: %s)", name, policyList(rule.AllowedKeys))
+			}
+		}
+	}
+
+	const approvals, permission = "approval.required_approvals", "approval.min_permission"
+	if min := rule.RequiredApprovals.Min; cfg.Approval.RequiredApprovals < min {
+		if _, ok := set[approvals]; ok {
+			refuse(approvals, "%d is below the minimum of %d set by %s (required_approvals.min)", cfg.Approval.RequiredApprovals, min, name)
+		}
+		cfg.Approval.RequiredApprovals = min
+	}
+	if min := rule.MinPermission.Min; !AtLeast(cfg.Approval.MinPermission, min) {
+		if _, ok := set[permission]; ok {
+			refuse(permission, "%q is below the minimum permission %q set by %s (min_permission.min)", cfg.Approval.MinPermission, min, name)
+		}
+		cfg.Approval.MinPermission = min
+	}
+
+	const runs, tokens = "limits.max_concurrent_runs", "limits.max_tokens_per_plan"
+	if max := rule.MaxConcurrentRuns.Max; cfg.Limits.MaxConcurrentRuns > max {
+		if _, ok := set[runs]; ok {
+			refuse(runs, "%d is above the maximum of %d set by %s (max_concurrent_runs.max)", cfg.Limits.MaxConcurrentRuns, max, name)
+		}
+		cfg.Limits.MaxConcurrentRuns = max
+	}
+	if c := rule.MaxTokensPerPlan; c != nil && (cfg.Limits.MaxTokensPerPlan == 0 || cfg.Limits.MaxTokensPerPlan > c.Max) {
+		if _, ok := set[tokens]; ok {
+			shown := fmt.Sprint(cfg.Limits.MaxTokensPerPlan)
+			if cfg.Limits.MaxTokensPerPlan == 0 {
+				shown = "0 (no limit)"
+			}
+			refuse(tokens, "%s is above the maximum of %d set by %s (max_tokens_per_plan.max)", shown, c.Max, name)
+		}
+		cfg.Limits.MaxTokensPerPlan = c.Max
+	}
+
+	if cfg.AutoImplement && !*rule.AutoImplement {
+		refuse("auto_implement", "%s does not let a repository turn auto_implement on (auto_implement: false); approve plans with a review, /forge approve or the Approve & run button", name)
+		cfg.AutoImplement = false
+	}
+
+	for _, role := range agent.Roles() {
+		for _, pr := range p.checkAgent(rule, name, string(role), cfg, set) {
+			if !refused[pr.Key] {
+				problems = append(problems, pr)
+			}
+		}
+	}
+	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
+	return problems
+}
+
+// checkAgent holds a repository's runtime and model choice for a role to
+// the server's runtimes and the rule's lists. Only a choice the file made
+// is judged: the server's own defaults are the operator's.
+func (p Policy) checkAgent(rule PolicyRule, name, role string, cfg *RepoConfig, set map[string]int) []ConfigProblem {
+	choice, _ := cfg.Agents.ForRole(role)
+	allowed, ok := rule.Agents[role]
+	listed := "agents." + role
+	if !ok {
+		allowed, ok = rule.Agents["default"]
+		listed = "agents.default"
+	}
+	at := func(leaf string) string {
+		key := "agents." + role + "." + leaf
+		if _, ok := set[key]; ok {
+			return key
+		}
+		return "agents." + role // the short form "role: runtime"
+	}
+	var problems []ConfigProblem
+	if choice.Runtime != "" {
+		key := at("runtime")
+		switch {
+		case !containsString(p.Runtimes, choice.Runtime):
+			problems = append(problems, ConfigProblem{Line: set[key], Key: key,
+				Message: fmt.Sprintf("%q is not a runtime of this server (runtimes: %s)", choice.Runtime, policyList(p.Runtimes))})
+		case ok && allowed.Runtimes != nil && !containsString(allowed.Runtimes, choice.Runtime) && !containsString(allowed.Runtimes, "*"):
+			problems = append(problems, ConfigProblem{Line: set[key], Key: key,
+				Message: fmt.Sprintf("runtime %q is not allowed for the %s by %s (%s.runtimes: %s)", choice.Runtime, role, name, listed, policyList(allowed.Runtimes))})
+		}
+	}
+	if choice.Model != "" && ok && allowed.Models != nil && !modelAllowed(allowed.Models, choice.Model) {
+		key := "agents." + role + ".model"
+		problems = append(problems, ConfigProblem{Line: set[key], Key: key,
+			Message: fmt.Sprintf("model %q is not allowed for the %s by %s (%s.models: %s)", choice.Model, role, name, listed, policyList(allowed.Models))})
+	}
+	return problems
+}
+
+// keyAllowed reports whether key or one of the mappings holding it is in
+// allowed.
+func keyAllowed(allowed []string, key string) bool {
+	for _, a := range allowed {
+		if a == key || strings.HasPrefix(key, a+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// modelAllowed matches a model against globs where * stands for any text,
+// slashes included (model names such as meta-llama/Llama-3.3 have them).
+func modelAllowed(patterns []string, model string) bool {
+	for _, p := range patterns {
+		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(p), `\*`, ".*") + "$"
+		if ok, _ := regexp.MatchString(re, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func policyList(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
+}
+
+func policyKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,241 @@
+package pipeline
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func boolPtr(b bool) *bool { return &b }
+
+// applyPolicy parses yaml as .github/forge.yml of repo and holds it to p,
+// returning the problems as they read on GitHub.
+func applyPolicy(t *testing.T, p Policy, repo, yaml string) (RepoConfig, []string) {
+	t.Helper()
+	cfg, set, err := parseRepoConfig([]byte(yaml))
+	if err != nil {
+		t.Fatalf("parse %q: %v", yaml, err)
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	var out []string
+	for _, pr := range p.Apply(Repo{Owner: owner, Name: name}, &cfg, set) {
+		out = append(out, pr.String())
+	}
+	return cfg, out
+}
+
+func TestPolicyApply(t *testing.T) {
+	runtimes := []string{"claude", "codex", "local"}
+	def := Policy{Runtimes: runtimes}
+	loose := Policy{Runtimes: runtimes, Rules: []PolicyRule{{
+		Match:             "acme",
+		RequiredApprovals: &PolicyFloor{Min: 1},
+		MinPermission:     &PermissionFloor{Min: "read"},
+		MaxConcurrentRuns: &PolicyCeiling{Max: 100},
+		AutoImplement:     boolPtr(true),
+	}}}
+	strict := Policy{Runtimes: runtimes, Rules: []PolicyRule{
+		{
+			Match:             "acme/secret*",
+			AllowedKeys:       []string{"max_audit_rounds", "approval.required_checks", "agents"},
+			RequiredApprovals: &PolicyFloor{Min: 2},
+			MinPermission:     &PermissionFloor{Min: "maintain"},
+			MaxConcurrentRuns: &PolicyCeiling{Max: 1},
+			MaxTokensPerPlan:  &PolicyCeiling{Max: 500000},
+			Agents: map[string]PolicyAgent{
+				"default":     {Runtimes: []string{"claude", "local"}, Models: []string{"*"}},
+				"implementer": {Runtimes: []string{"claude"}, Models: []string{"claude-sonnet-*"}},
+				"auditor":     {Runtimes: []string{}},
+			},
+		},
+		loose.Rules[0],
+	}}
+
+	tests := []struct {
+		name   string
+		policy Policy
+		repo   string
+		yaml   string
+		want   []string
+		// check inspects the configuration after the policy when no
+		// problem is expected.
+		check func(t *testing.T, c RepoConfig)
+	}{
+		{name: "default: no file", policy: def, repo: "octo/hello", yaml: "",
+			check: func(t *testing.T, c RepoConfig) {
+				if c.AutoImplement || c.Approval.RequiredApprovals != 1 || c.Approval.MinPermission != "write" || c.Limits.MaxConcurrentRuns != 3 {
+					t.Errorf("defaults under the default policy: %+v", c)
+				}
+			}},
+		{name: "default: within bounds", policy: def, repo: "octo/hello",
+			yaml: "auto_implement: false\napproval:\n  required_approvals: 3\n  min_permission: admin\nlimits:\n  max_concurrent_runs: 2\n  max_tokens_per_plan: 9000000\nagents:\n  implementer: {runtime: codex, model: gpt-5}\n"},
+		{name: "default: permission read", policy: def, repo: "octo/hello",
+			yaml: "approval:\n  min_permission: read\n",
+			want: []string{`line 2: approval.min_permission: "read" is below the minimum permission "write" set by the default policy (min_permission.min)`}},
+		{name: "default: triage", policy: def, repo: "octo/hello",
+			yaml: "approval: {min_permission: triage}\n",
+			want: []string{`line 1: approval.min_permission: "triage" is below the minimum permission "write" set by the default policy (min_permission.min)`}},
+		{name: "default: concurrency ceiling", policy: def, repo: "octo/hello",
+			yaml: "# many\nlimits:\n  max_concurrent_runs: 100\n",
+			want: []string{"line 3: limits.max_concurrent_runs: 100 is above the maximum of 3 set by the default policy (max_concurrent_runs.max)"}},
+		{name: "default: auto_implement", policy: def, repo: "octo/hello",
+			yaml: "max_audit_rounds: 2\nauto_implement: true\n",
+			want: []string{"line 2: auto_implement: the default policy does not let a repository turn auto_implement on (auto_implement: false); approve plans with a review, /forge approve or the Approve & run button"}},
+		{name: "default: runtime the server lacks", policy: def, repo: "octo/hello",
+			yaml: "agents:\n  drafter: gpt\n  auditor:\n    runtime: rogue\n",
+			want: []string{
+				`line 2: agents.drafter: "gpt" is not a runtime of this server (runtimes: claude, codex, local)`,
+				`line 4: agents.auditor.runtime: "rogue" is not a runtime of this server (runtimes: claude, codex, local)`,
+			}},
+		{name: "default: every problem at once, in line order", policy: def, repo: "octo/hello",
+			yaml: "auto_implement: true\nlimits: {max_concurrent_runs: 50}\napproval: {min_permission: read}\n",
+			want: []string{
+				"line 1: auto_implement: the default policy does not let a repository turn auto_implement on (auto_implement: false); approve plans with a review, /forge approve or the Approve & run button",
+				"line 2: limits.max_concurrent_runs: 50 is above the maximum of 3 set by the default policy (max_concurrent_runs.max)",
+				`line 3: approval.min_permission: "read" is below the minimum permission "write" set by the default policy (min_permission.min)`,
+			}},
+		{name: "looser org rule lets it through", policy: loose, repo: "ACME/Tools",
+			yaml: "auto_implement: true\napproval:\n  min_permission: read\nlimits:\n  max_concurrent_runs: 100\n",
+			check: func(t *testing.T, c RepoConfig) {
+				if !c.AutoImplement || c.Approval.MinPermission != "read" || c.Limits.MaxConcurrentRuns != 100 {
+					t.Errorf("the loose rule's values were not kept: %+v", c)
+				}
+			}},
+		{name: "an org rule does not reach other owners", policy: loose, repo: "acmecorp/tools",
+			yaml: "auto_implement: true\n",
+			want: []string{"line 1: auto_implement: the default policy does not let a repository turn auto_implement on (auto_implement: false); approve plans with a review, /forge approve or the Approve & run button"}},
+		{name: "first match wins: the strict rule", policy: strict, repo: "acme/secrets",
+			yaml: "auto_implement: true\n",
+			want: []string{`line 1: auto_implement: the operator's policy for "acme/secret*" does not let a repository set this key (allowed_keys: max_audit_rounds, approval.required_checks, agents)`}},
+		{name: "first match wins: the next rule for the rest of the org", policy: strict, repo: "acme/public",
+			yaml: "auto_implement: true\n"},
+		{name: "strict: floors and ceilings hold for what the file left out", policy: strict, repo: "acme/secret",
+			yaml: "max_audit_rounds: 2\napproval:\n  required_checks: [build]\n",
+			check: func(t *testing.T, c RepoConfig) {
+				if c.Approval.RequiredApprovals != 2 || c.Approval.MinPermission != "maintain" || c.Limits.MaxConcurrentRuns != 1 || c.Limits.MaxTokensPerPlan != 500000 {
+					t.Errorf("bounds not applied to defaults: %+v %+v", c.Approval, c.Limits)
+				}
+				if c.MaxAuditRounds != 2 || !reflect.DeepEqual(c.Approval.RequiredChecks, []string{"build"}) {
+					t.Errorf("allowed keys not kept: %+v", c)
+				}
+			}},
+		{name: "strict: a key outside allowed_keys, even inside an allowed mapping", policy: strict, repo: "acme/secret",
+			yaml: "version: 1\napproval:\n  required_checks: [build]\n  required_approvals: 3\nplans_dir: elsewhere\n",
+			want: []string{
+				`line 4: approval.required_approvals: the operator's policy for "acme/secret*" does not let a repository set this key (allowed_keys: max_audit_rounds, approval.required_checks, agents)`,
+				`line 5: plans_dir: the operator's policy for "acme/secret*" does not let a repository set this key (allowed_keys: max_audit_rounds, approval.required_checks, agents)`,
+			}},
+		{name: "strict: runtimes and models per role, default for the rest", policy: strict, repo: "acme/secret",
+			yaml: "agents:\n  implementer: {runtime: local, model: gpt-4o}\n  drafter: codex\n  reviser: {runtime: local, model: meta-llama/Llama-3.3}\n  phase_auditor: {model: claude-sonnet-4}\n",
+			want: []string{
+				`line 2: agents.implementer.runtime: runtime "local" is not allowed for the implementer by the operator's policy for "acme/secret*" (agents.implementer.runtimes: claude)`,
+				`line 2: agents.implementer.model: model "gpt-4o" is not allowed for the implementer by the operator's policy for "acme/secret*" (agents.implementer.models: claude-sonnet-*)`,
+				`line 3: agents.drafter: runtime "codex" is not allowed for the drafter by the operator's policy for "acme/secret*" (agents.default.runtimes: claude, local)`,
+			}},
+		{name: "strict: an empty list leaves the role to the server", policy: strict, repo: "acme/secret",
+			yaml: "agents:\n  auditor: {runtime: claude}\n",
+			want: []string{`line 2: agents.auditor.runtime: runtime "claude" is not allowed for the auditor by the operator's policy for "acme/secret*" (agents.auditor.runtimes: none)`}},
+		{name: "strict: allowed choices", policy: strict, repo: "acme/secret",
+			yaml: "agents:\n  implementer: {runtime: claude, model: claude-sonnet-4-5}\n  drafter: local\n"},
+		{name: "strict: the token ceiling replaces no limit", policy: strict, repo: "acme/secret",
+			yaml: "agents:\n  drafter: local\n",
+			check: func(t *testing.T, c RepoConfig) {
+				if c.Limits.MaxTokensPerPlan != 500000 {
+					t.Errorf("max_tokens_per_plan = %d, want the ceiling", c.Limits.MaxTokensPerPlan)
+				}
+			}},
+		{name: "token ceiling against an explicit 0", policy: Policy{Runtimes: runtimes, Rules: []PolicyRule{{Match: "*", MaxTokensPerPlan: &PolicyCeiling{Max: 1000}}}},
+			repo: "any/one", yaml: "limits:\n  max_tokens_per_plan: 0\n",
+			want: []string{`line 2: limits.max_tokens_per_plan: 0 (no limit) is above the maximum of 1000 set by the operator's policy for "*" (max_tokens_per_plan.max)`}},
+		{name: "a rule's omitted fields keep the default policy's", policy: Policy{Runtimes: runtimes, Rules: []PolicyRule{{Match: "*/*", MaxConcurrentRuns: &PolicyCeiling{Max: 10}}}},
+			repo: "any/one", yaml: "limits: {max_concurrent_runs: 10}\nauto_implement: true\n",
+			want: []string{`line 2: auto_implement: the operator's policy for "*/*" does not let a repository turn auto_implement on (auto_implement: false); approve plans with a review, /forge approve or the Approve & run button`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, got := applyPolicy(t, tt.policy, tt.repo, tt.yaml)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if tt.check != nil {
+				tt.check(t, cfg)
+			}
+		})
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	runtimes := []string{"claude", "local"}
+	tests := []struct {
+		name string
+		rule PolicyRule
+		want string // "" when valid
+	}{
+		{name: "full rule", rule: PolicyRule{Match: "acme/*", AllowedKeys: []string{"approval", "agents.implementer.model", "phases"},
+			RequiredApprovals: &PolicyFloor{Min: 2}, MinPermission: &PermissionFloor{Min: "maintain"},
+			MaxConcurrentRuns: &PolicyCeiling{Max: 5}, MaxTokensPerPlan: &PolicyCeiling{Max: 2000000}, AutoImplement: boolPtr(true),
+			Agents: map[string]PolicyAgent{"default": {Runtimes: []string{"claude", "local"}, Models: []string{"*"}}, "implementer": {Runtimes: []string{"*"}}}}},
+		{name: "organisation", rule: PolicyRule{Match: "acme"}},
+		{name: "no match", rule: PolicyRule{}, want: "policy[0]: match is required"},
+		{name: "bad pattern", rule: PolicyRule{Match: "acme/[x"}, want: `policy[0] (match "acme/[x"): match "acme/[x" is not a valid pattern`},
+		{name: "two slashes", rule: PolicyRule{Match: "acme/a/b"}, want: "has more than one /"},
+		{name: "unknown key", rule: PolicyRule{Match: "acme", AllowedKeys: []string{"approvals"}}, want: `allowed_keys: "approvals" is not a key of .github/forge.yml`},
+		{name: "no approvals", rule: PolicyRule{Match: "acme", RequiredApprovals: &PolicyFloor{Min: 0}}, want: "required_approvals.min 0 is out of range (1 to 100)"},
+		{name: "bad permission", rule: PolicyRule{Match: "acme", MinPermission: &PermissionFloor{Min: "writer"}}, want: `min_permission.min "writer" is not a permission`},
+		{name: "concurrency", rule: PolicyRule{Match: "acme", MaxConcurrentRuns: &PolicyCeiling{Max: 0}}, want: "max_concurrent_runs.max 0 is out of range"},
+		{name: "tokens", rule: PolicyRule{Match: "acme", MaxTokensPerPlan: &PolicyCeiling{Max: -1}}, want: "max_tokens_per_plan.max -1 must be at least 1"},
+		{name: "unknown role", rule: PolicyRule{Match: "acme", Agents: map[string]PolicyAgent{"planner": {}}}, want: `agents: unknown role "planner"`},
+		{name: "unknown runtime", rule: PolicyRule{Match: "acme", Agents: map[string]PolicyAgent{"auditor": {Runtimes: []string{"gpt"}}}}, want: `agents.auditor.runtimes: no runtime named "gpt" in agents.runtimes`},
+		{name: "empty model", rule: PolicyRule{Match: "acme", Agents: map[string]PolicyAgent{"default": {Models: []string{" "}}}}, want: "agents.default.models: a model pattern may not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Policy{Rules: []PolicyRule{tt.rule}, Runtimes: runtimes}.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPolicyKnowsEveryRepoKey keeps allowed_keys' list in step with the
+// parser: every key the full example file sets is one allowed_keys may
+// name, and every listed key is one the parser accepts.
+func TestPolicyKnowsEveryRepoKey(t *testing.T) {
+	full, err := os.ReadFile("testdata/forge.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, set, err := parseRepoConfig(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, k := range repoConfigKeys {
+		known[k] = true
+	}
+	for k := range set {
+		if !known[k] {
+			t.Errorf("%s sets %q, which allowed_keys cannot name", RepoConfigPath, k)
+		}
+	}
+	for _, k := range repoConfigKeys {
+		// Build the file that sets k, nesting each dotted part.
+		parts := strings.Split(k, ".")
+		var b strings.Builder
+		for i, p := range parts {
+			b.WriteString(strings.Repeat("  ", i) + p + ":")
+			if i < len(parts)-1 {
+				b.WriteString("\n")
+			}
+		}
+		b.WriteString(" ~\n")
+		if _, err := ParseRepoConfig([]byte(b.String())); err != nil {
+			t.Errorf("allowed_keys knows %q, which the parser refuses: %v", k, err)
+		}
+	}
+}
