@@ -47,6 +47,8 @@ type App struct {
 	forge *pipeline.Forge
 	git   *gitops.Cache
 
+	// bodies bounds the webhook bodies held in memory at once.
+	bodies   *bodyBudget
 	setup    *setupFlow
 	server   *http.Server
 	listener net.Listener
@@ -70,6 +72,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	if a.cfg.Queue.MaxAttempts <= 0 {
 		a.cfg.Queue.MaxAttempts = DefaultMaxAttempts
 	}
+	a.cfg.Server.applyLimitDefaults()
+	if err := a.cfg.Server.validateLimits(); err != nil {
+		return nil, err
+	}
+	a.bodies = newBodyBudget(a.cfg.Server.WebhookBytesInFlight)
 
 	if !cfg.AppConfigured() {
 		creds, err := LoadCredentials(cfg.DataDir)
@@ -154,7 +161,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	}
 	a.server = &http.Server{
 		Handler:           a.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: a.cfg.Server.ReadHeaderTimeout,
+		ReadTimeout:       a.cfg.Server.ReadTimeout,
+		WriteTimeout:      a.cfg.Server.WriteTimeout,
+		IdleTimeout:       a.cfg.Server.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return log.WithContext(context.Background()) },
 	}
 	return a, nil
