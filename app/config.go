@@ -33,6 +33,8 @@ type Config struct {
 	Git     GitConfig     `yaml:"git"`
 	// Agents defines the agent runtimes and which role uses which.
 	Agents agents.Config `yaml:"agents"`
+	// Retention bounds how long deliveries and agent sessions are kept.
+	Retention RetentionConfig `yaml:"retention"`
 }
 
 // ServerConfig uses go-baseapp's keys for the listen address.
@@ -202,6 +204,7 @@ func (c *Config) applyDefaults() {
 	if c.Git.CacheMaxBytes == 0 {
 		c.Git.CacheMaxBytes = DefaultGitCacheMaxBytes
 	}
+	c.Retention.applyDefaults()
 }
 
 func (c *Config) validate() error {
@@ -209,6 +212,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("server.port %d is out of range", c.Server.Port)
 	}
 	if err := c.Server.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.Retention.validate(); err != nil {
 		return err
 	}
 	if c.Queue.LeaseTTL < 300*time.Millisecond {

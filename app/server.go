@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.bodies = newBodyBudget(a.cfg.Server.WebhookBytesInFlight)
+	a.cfg.Retention.applyDefaults()
 
 	if !cfg.AppConfigured() {
 		creds, err := LoadCredentials(cfg.DataDir)
@@ -130,10 +131,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	river.AddWorker(workers, &pipeline.CheckActionWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.PullRequestWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.ChecksWorker{Forge: a.forge})
+	prune := a.retention(workers)
 	rc, err := river.NewClient(st.Driver(), &river.Config{
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Queue.LeaseTTL/3),
 			func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
-			&river.PeriodicJobOpts{RunOnStart: true})},
+			&river.PeriodicJobOpts{RunOnStart: true}), prune},
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.cfg.Queue.Workers}},
 		Workers:           workers,
 		MaxAttempts:       a.cfg.Queue.MaxAttempts,
