@@ -69,7 +69,10 @@ func (a *App) webhook(w http.ResponseWriter, r *http.Request) {
 		log.Warn().Int64("length", r.ContentLength).Msg("webhook refused: too many bodies in flight")
 		w.Header().Set("Connection", "close")
 		w.Header().Set("Retry-After", "10")
-		http.Error(rec, "too many deliveries in flight; retry later", http.StatusServiceUnavailable)
+		// GitHub does not retry on its own: the App's Recent Deliveries page
+		// shows this answer and has the Redeliver button.
+		http.Error(rec, "Forge is reading too many large webhook bodies at once (server.webhook_bytes_in_flight); "+
+			"redeliver this delivery from the GitHub App's Recent Deliveries", http.StatusServiceUnavailable)
 		return
 	case err != nil:
 		// A body cut short or too slow (server.read_timeout).
