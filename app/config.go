@@ -39,6 +39,8 @@ type Config struct {
 	// organisation or repository pattern, first match wins; without it the
 	// default policy holds (pipeline.DefaultPolicyRule).
 	Policy []pipeline.PolicyRule `yaml:"policy"`
+	// Retention bounds how long deliveries and agent sessions are kept.
+	Retention RetentionConfig `yaml:"retention"`
 }
 
 // ServerConfig uses go-baseapp's keys for the listen address.
@@ -48,6 +50,18 @@ type ServerConfig struct {
 	PublicURL string `yaml:"public_url"`
 	// ShutdownGrace bounds how long SIGTERM waits for running jobs.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+
+	// Limits of the HTTP server against slow or large requests (limits.go).
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds the whole request, body included.
+	ReadTimeout  time.Duration `yaml:"read_timeout"`
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	IdleTimeout  time.Duration `yaml:"idle_timeout"`
+	// MaxWebhookBody is the largest delivery accepted, in bytes.
+	MaxWebhookBody int64 `yaml:"max_webhook_body"`
+	// WebhookBytesInFlight bounds the memory held by webhook bodies being
+	// read and verified at once.
+	WebhookBytesInFlight int64 `yaml:"webhook_bytes_in_flight"`
 }
 
 type DatabaseConfig struct {
@@ -172,6 +186,7 @@ func (c *Config) applyDefaults() {
 	if c.Server.ShutdownGrace == 0 {
 		c.Server.ShutdownGrace = DefaultShutdownGrace
 	}
+	c.Server.applyLimitDefaults()
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
@@ -211,11 +226,18 @@ func (c *Config) applyDefaults() {
 	if c.Git.WorkDir == "" {
 		c.Git.WorkDir = DefaultWorkDir()
 	}
+	c.Retention.applyDefaults()
 }
 
 func (c *Config) validate() error {
 	if c.Server.Port < 0 || c.Server.Port > 65535 {
 		return fmt.Errorf("server.port %d is out of range", c.Server.Port)
+	}
+	if err := c.Server.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.Retention.validate(); err != nil {
+		return err
 	}
 	if c.Queue.LeaseTTL < 300*time.Millisecond {
 		return fmt.Errorf("queue.lease_ttl %s is too short (at least 300ms)", c.Queue.LeaseTTL)

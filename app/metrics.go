@@ -36,7 +36,7 @@ func NewMetrics() *Metrics {
 		Registry: reg,
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "forge_webhook_deliveries_total",
-			Help: "Webhook deliveries by event and outcome (accepted, duplicate, replayed, ignored, unhandled, bad_signature, bad_payload, too_large, not_configured, error).",
+			Help: "Webhook deliveries by event and outcome (accepted, duplicate, replayed, ignored, unhandled, bad_signature, bad_payload, too_large, busy, incomplete, not_configured, error).",
 		}, []string{"event", "outcome"}),
 		DeliveryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "forge_webhook_duration_seconds",

@@ -209,7 +209,7 @@ func TestWebhookRefusals(t *testing.T) {
 	}
 }
 
-// TestOversizedBody: a body over 25 MiB is refused with 413 without being
+// TestOversizedBody: a body over server.max_webhook_body is refused with 413 without being
 // read, whether it announces its length or streams.
 func TestOversizedBody(t *testing.T) {
 	w := newWorld(t)

@@ -47,6 +47,8 @@ type App struct {
 	forge *pipeline.Forge
 	git   *gitops.Cache
 
+	// bodies bounds the webhook bodies held in memory at once.
+	bodies   *bodyBudget
 	setup    *setupFlow
 	server   *http.Server
 	listener net.Listener
@@ -72,6 +74,12 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	if a.cfg.Queue.MaxAttempts <= 0 {
 		a.cfg.Queue.MaxAttempts = DefaultMaxAttempts
 	}
+	a.cfg.Server.applyLimitDefaults()
+	if err := a.cfg.Server.validateLimits(); err != nil {
+		return nil, err
+	}
+	a.bodies = newBodyBudget(a.cfg.Server.WebhookBytesInFlight)
+	a.cfg.Retention.applyDefaults()
 
 	if !cfg.AppConfigured() {
 		creds, err := LoadCredentials(cfg.DataDir)
@@ -145,10 +153,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	river.AddWorker(workers, &pipeline.CheckActionWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.PullRequestWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.ChecksWorker{Forge: a.forge})
+	prune := a.retention(workers)
 	rc, err := river.NewClient(st.Driver(), &river.Config{
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Queue.LeaseTTL/3),
 			func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
-			&river.PeriodicJobOpts{RunOnStart: true})},
+			&river.PeriodicJobOpts{RunOnStart: true}), prune},
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.cfg.Queue.Workers}},
 		Workers:           workers,
 		MaxAttempts:       a.cfg.Queue.MaxAttempts,
@@ -174,7 +183,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	}
 	a.server = &http.Server{
 		Handler:           a.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: a.cfg.Server.ReadHeaderTimeout,
+		ReadTimeout:       a.cfg.Server.ReadTimeout,
+		WriteTimeout:      a.cfg.Server.WriteTimeout,
+		IdleTimeout:       a.cfg.Server.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return log.WithContext(context.Background()) },
 	}
 	return a, nil

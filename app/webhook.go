@@ -1,23 +1,25 @@
 package app
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/handlers"
 )
 
-// MaxWebhookBody is GitHub's own cap on a delivery's payload.
-const MaxWebhookBody = 25 << 20
-
-// webhook answers GitHub deliveries. The signature is verified by
-// go-githubapp's dispatcher before anything of the body is read or decoded.
+// webhook answers GitHub deliveries. The signature is verified before the
+// body is decoded; the body is read into memory only within the server's
+// budget of bytes in flight (server.webhook_bytes_in_flight), so a flood of
+// large unsigned bodies holds a bounded amount of memory.
 func (a *App) webhook(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	event := r.Header.Get("X-GitHub-Event")
@@ -35,24 +37,60 @@ func (a *App) webhook(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	gh := a.github.Load()
+	limit := a.cfg.Server.MaxWebhookBody
+	signature := r.Header.Get("X-Hub-Signature-256")
 	switch {
 	case gh == nil:
 		*outcome = "not_configured"
 		http.Error(rec, "Forge is not set up yet: open /setup", http.StatusServiceUnavailable)
 		return
-	case r.ContentLength > MaxWebhookBody:
-		// Refuse before reading: GitHub never sends more than 25 MiB.
+	case r.ContentLength > limit:
+		// Refuse before reading: no event Forge subscribes to is this large.
 		*outcome = "too_large"
 		w.Header().Set("Connection", "close")
 		http.Error(rec, "payload too large", http.StatusRequestEntityTooLarge)
 		return
-	case !strings.HasPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256="):
+	case !strings.HasPrefix(signature, "sha256="):
 		// go-github would fall back to the SHA-1 signature; Forge wants SHA-256.
 		*outcome = "bad_signature"
 		http.Error(rec, "missing X-Hub-Signature-256", http.StatusUnauthorized)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxWebhookBody)
+	body, release, err := a.bodies.readBody(r.WithContext(ctx), limit, a.cfg.Server.ReadTimeout)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		*outcome = "too_large"
+		w.Header().Set("Connection", "close")
+		http.Error(rec, "payload too large", http.StatusRequestEntityTooLarge)
+		return
+	case errors.Is(err, errBudgetWait):
+		*outcome = "busy"
+		log.Warn().Int64("length", r.ContentLength).Msg("webhook refused: too many bodies in flight")
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "10")
+		// GitHub does not retry on its own: the App's Recent Deliveries page
+		// shows this answer and has the Redeliver button.
+		http.Error(rec, "Forge is reading too many large webhook bodies at once (server.webhook_bytes_in_flight); "+
+			"redeliver this delivery from the GitHub App's Recent Deliveries", http.StatusServiceUnavailable)
+		return
+	case err != nil:
+		// A body cut short or too slow (server.read_timeout).
+		*outcome = "incomplete"
+		w.Header().Set("Connection", "close")
+		http.Error(rec, "incomplete body", http.StatusRequestTimeout)
+		return
+	}
+	defer release()
+	// Checked here too, not only by the dispatcher, so an unsigned body is
+	// dropped before the dispatcher copies it.
+	if err := github.ValidateSignature(signature, body, []byte(gh.cfg.Github.App.WebhookSecret)); err != nil {
+		*outcome = "bad_signature"
+		log.Warn().Msg("webhook signature refused")
+		http.Error(rec, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	gh.hook.ServeHTTP(rec, r.WithContext(ctx))
 }
 
@@ -60,17 +98,14 @@ func (a *App) webhook(w http.ResponseWriter, r *http.Request) {
 func (a *App) webhookError(w http.ResponseWriter, r *http.Request, err error) {
 	log := zerolog.Ctx(r.Context())
 	var (
-		tooBig *http.MaxBytesError
-		bad    *handlers.BadPayloadError
-		ve     githubapp.ValidationError
+		bad *handlers.BadPayloadError
+		ve  githubapp.ValidationError
 	)
 	// go-githubapp's ValidationError does not unwrap to its cause.
 	if errors.As(err, &ve) {
 		err = fmt.Errorf("%w: %w", ve, ve.Cause)
 	}
 	switch {
-	case errors.As(err, &tooBig):
-		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
 	case errors.As(err, &bad):
 		log.Warn().Err(err).Msg("malformed webhook payload")
 		http.Error(w, "malformed payload", http.StatusBadRequest)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -131,7 +132,11 @@ func (s *Store) ingest(ctx context.Context, jobs jobInserter, batch []incoming) 
 			}
 			outcomes[i] = o
 			if o == Accepted {
-				enqueue = append(enqueue, batch[i].Jobs...)
+				jobs, err := withDelivery(batch[i].ID, batch[i].Jobs)
+				if err != nil {
+					return fmt.Errorf("enqueue jobs of delivery %s: %w", batch[i].ID, err)
+				}
+				enqueue = append(enqueue, jobs...)
 			}
 		}
 		if len(enqueue) == 0 {
@@ -230,11 +235,47 @@ func (o Outcome) stored() string {
 	return "accepted"
 }
 
-// PruneDeliveries deletes deliveries received before the given time and
-// returns how many. Deduplication only needs to outlive redelivery: GitHub
-// lets people redeliver what it sent in the past three days.
+// deliveryKey is the job metadata key naming the delivery that enqueued
+// the job, so that pruning keeps a delivery while any of its jobs is
+// unfinished: a redelivery in that time must still be recognised.
+const deliveryKey = "forge_delivery"
+
+// withDelivery returns copies of jobs whose metadata names the delivery.
+func withDelivery(id string, jobs []river.InsertManyParams) ([]river.InsertManyParams, error) {
+	out := make([]river.InsertManyParams, len(jobs))
+	for i, j := range jobs {
+		opts := river.InsertOpts{}
+		if j.InsertOpts != nil {
+			opts = *j.InsertOpts
+		}
+		meta := map[string]any{}
+		if len(opts.Metadata) > 0 {
+			if err := json.Unmarshal(opts.Metadata, &meta); err != nil {
+				return nil, fmt.Errorf("job metadata: %w", err)
+			}
+		}
+		meta[deliveryKey] = id
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return nil, fmt.Errorf("job metadata: %w", err)
+		}
+		opts.Metadata = b
+		out[i] = river.InsertManyParams{Args: j.Args, InsertOpts: &opts}
+	}
+	return out, nil
+}
+
+// PruneDeliveries deletes deliveries received before the given time whose
+// jobs are all finished, and returns how many. Deduplication only needs to
+// outlive redelivery: GitHub lets people redeliver what it sent in the past
+// three days.
 func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM deliveries WHERE received_at < $1`, before.UTC())
+	delivery := `json_extract(j.metadata, '$.` + deliveryKey + `')`
+	if s.dialect == DialectPostgres {
+		delivery = `j.metadata->>'` + deliveryKey + `'`
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM deliveries WHERE received_at < $1
+		AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.finalized_at IS NULL AND `+delivery+` = deliveries.delivery_id)`, before.UTC())
 	if err != nil {
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}

@@ -37,3 +37,22 @@ func (ss *Sessions) Save(ctx context.Context, key string, data []byte) error {
 	}
 	return nil
 }
+
+// Prune deletes the conversations untouched since the given time and
+// returns how many. The conversations of a repository with a plan queued or
+// running are kept whatever their age, so that no run loses the
+// conversation it is in; a later round of an idle plan starts a fresh one.
+func (ss *Sessions) Prune(ctx context.Context, before time.Time) (int64, error) {
+	res, err := ss.s.db.ExecContext(ctx, `DELETE FROM agent_sessions WHERE updated_ms < $1
+		AND NOT EXISTS (SELECT 1 FROM plans p WHERE p.run <> 'idle'
+			AND substr(agent_sessions.session_key, 1, length(p.repository) + 1) = p.repository || '/')`,
+		before.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("prune agent sessions: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune agent sessions: %w", err)
+	}
+	return n, nil
+}

@@ -233,7 +233,10 @@ func TestPruneDeliveries(t *testing.T) {
 		ctx := context.Background()
 		in := startIngester(t, s, store.IngesterOptions{})
 		for _, id := range []string{"old", "new"} {
-			accept(t, in, event(id, 0), store.Accepted)
+			// Without jobs: one with a job unfinished is kept (retention_test.go).
+			d := event(id, 0)
+			d.Jobs = nil
+			accept(t, in, d, store.Accepted)
 		}
 		if _, err := s.DB().ExecContext(ctx, `UPDATE deliveries SET received_at = $1 WHERE delivery_id = 'old'`,
 			time.Now().UTC().Add(-96*time.Hour)); err != nil {

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/app/store"
+)
+
+// RetentionConfig bounds how long Forge keeps what it recorded: webhook
+// deliveries (kept to recognise redeliveries) and agent sessions (which
+// hold tool outputs, that is repository content).
+type RetentionConfig struct {
+	// MaxAge is how long a delivery or an untouched agent session is kept.
+	MaxAge time.Duration `yaml:"max_age"`
+	// Interval is how often the pruning runs.
+	Interval time.Duration `yaml:"interval"`
+}
+
+const (
+	// DefaultRetentionMaxAge is retention.max_age's default: 30 days.
+	DefaultRetentionMaxAge   = 30 * 24 * time.Hour
+	DefaultRetentionInterval = time.Hour
+	// redeliveryWindow is how far back GitHub lets people redeliver: a
+	// delivery pruned sooner would run again if redelivered.
+	redeliveryWindow = 72 * time.Hour
+)
+
+func (c *RetentionConfig) applyDefaults() {
+	if c.MaxAge == 0 {
+		c.MaxAge = DefaultRetentionMaxAge
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultRetentionInterval
+	}
+}
+
+func (c *RetentionConfig) validate() error {
+	if c.MaxAge < 0 || c.Interval < 0 {
+		return fmt.Errorf("retention.max_age %s and retention.interval %s must be positive", c.MaxAge, c.Interval)
+	}
+	return nil
+}
+
+// PruneArgs is the periodic job deleting what is older than
+// retention.max_age. As a River periodic job it is enqueued by the elected
+// leader only, so several replicas prune once.
+type PruneArgs struct{}
+
+func (PruneArgs) Kind() string { return "prune" }
+
+type pruneWorker struct {
+	river.WorkerDefaults[PruneArgs]
+	store  *store.Store
+	maxAge time.Duration
+	log    zerolog.Logger
+}
+
+// Work deletes the deliveries received before the cut-off whose jobs are
+// finished, and the agent sessions untouched since then unless a plan of
+// their repository is queued or running.
+func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
+	before := time.Now().Add(-w.maxAge)
+	deliveries, err := w.store.PruneDeliveries(ctx, before)
+	if err != nil {
+		return err
+	}
+	sessions, err := w.store.Sessions().Prune(ctx, before)
+	if err != nil {
+		return err
+	}
+	w.log.Info().Time("before", before).Int64("deliveries", deliveries).Int64("sessions", sessions).Msg("pruned past retention.max_age")
+	return nil
+}
+
+// retention registers the pruning worker and returns its periodic job.
+func (a *App) retention(workers *river.Workers) *river.PeriodicJob {
+	if a.cfg.Retention.MaxAge < redeliveryWindow {
+		a.log.Warn().Dur("max_age", a.cfg.Retention.MaxAge).
+			Msg("retention.max_age is shorter than GitHub's 3-day redelivery window: a pruned delivery that is redelivered runs again")
+	}
+	river.AddWorker(workers, &pruneWorker{store: a.store, maxAge: a.cfg.Retention.MaxAge, log: a.log})
+	return river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Retention.Interval),
+		func() (river.JobArgs, *river.InsertOpts) { return PruneArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true})
+}
