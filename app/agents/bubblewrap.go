@@ -273,5 +273,5 @@ func checkSandboxPaths(read, write []string, network string) error {
 	case "", NetworkNone, NetworkOpen:
 		return nil
 	}
-	return errors.New("network must be none or open, got " + fmt.Sprintf("%q", network))
+	return fmt.Errorf("network must be %s or %s, got %q", NetworkNone, NetworkOpen, network)
 }
