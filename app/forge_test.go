@@ -462,7 +462,8 @@ func TestForgeOnePerIssueAndQueue(t *testing.T) {
 // working copy's git config it was given in dir, then runs the real agent.
 func spyScript(t *testing.T, dir, role string) []string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "spy-"+role+".sh")
+	// Beside what it keeps: a script's directory is writable in its sandbox.
+	p := filepath.Join(dir, "spy-"+role+".sh")
 	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", role+".sh")
 	script := fmt.Sprintf("#!/bin/sh\nf=%s/%s-$$\nenv > \"$f.env\"\ncat .git/config > \"$f.gitconfig\" 2>/dev/null\ntee \"$f.prompt\" | %s\n", dir, role, real)
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
@@ -521,7 +522,10 @@ func TestReadOnlyAgentWritesAreDiscarded(t *testing.T) {
 	if err := os.WriteFile(p, []byte("#!/bin/sh\necho pwned > hacked.txt\necho x >> README.md\nexec "+real+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"auditor": {p}}})
+	// The sandbox gives an auditor its working copy read-only; without it
+	// (agents.sandbox: none) the writes land and must be thrown away.
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"auditor": {p}},
+		configure: func(c *app.Config) { c.Agents.Sandbox = "none" }})
 	w.command(t, "alice", "/forge add rate limiting")
 	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 	report := w.waitReply(t, w.issue, "changed files in its working copy")

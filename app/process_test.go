@@ -75,7 +75,8 @@ func writeConfig(t *testing.T, gh *ghdouble.Server, dataDir string, port int, ag
 	fmt.Fprintf(&b, "data_dir: %q\nlogging:\n  level: debug\n", dataDir)
 	b.WriteString("agents:\n  timeout: 60s\n  runtimes:\n")
 	for role, cmd := range agents {
-		fmt.Fprintf(&b, "    %s: {type: exec, command: [%q]}\n", role, cmd)
+		// The sandbox shows the test agents a script may run.
+		fmt.Fprintf(&b, "    %s: {type: exec, command: [%q], read_paths: [%q]}\n", role, cmd, filepath.Join(apptest.RepoRoot(), "testdata", "agents"))
 	}
 	b.WriteString("  roles:\n")
 	for role := range agents {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,6 +152,7 @@ type confinement struct {
 	read     []string
 	write    []string
 	network  string
+	repo     string // owner/name, to recognise the repository's own mirror
 }
 
 // wrap turns argv and env into the command that runs argv inside the
@@ -214,6 +216,9 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 	for _, p := range c.write {
 		args = append(args, "--bind-try", p, p)
 	}
+	for _, objects := range ownObjects(c.dir, c.repo) {
+		args = append(args, "--ro-bind", objects, objects)
+	}
 	args = append(args, "--ro-bind", program, program)
 	// The working copy comes last, so no other mount hides part of it.
 	bind := "--ro-bind"
@@ -273,5 +278,39 @@ func checkSandboxPaths(read, write []string, network string) error {
 	case "", NetworkNone, NetworkOpen:
 		return nil
 	}
-	return errors.New("network must be none or open, got " + fmt.Sprintf("%q", network))
+	return fmt.Errorf("network must be %s or %s, got %q", NetworkNone, NetworkOpen, network)
+}
+
+// ownObjects is the object store the working copy borrows from its
+// repository's cached mirror (.git/objects/info/alternates), shown
+// read-only so git works in the sandbox. An earlier agent could have
+// rewritten the file, so an entry counts only if it is a clean absolute
+// path with no symlink in it, outside the working copy, ending in the
+// request's own <owner>/<name>.git/objects: never another repository's.
+func ownObjects(dir, repo string) []string {
+	if repo == "" {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(dir, ".git", "objects", "info", "alternates"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, 4096))
+	suffix := strings.ToLower("/" + repo + ".git/objects")
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		p := strings.TrimSpace(line)
+		if p == "" || !filepath.IsAbs(p) || filepath.Clean(p) != p || !strings.HasSuffix(strings.ToLower(p), suffix) {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(p); err != nil || real != p {
+			continue
+		}
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }

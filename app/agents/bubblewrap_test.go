@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -117,5 +118,39 @@ func TestSandboxConfig(t *testing.T) {
 		if got := sandboxHome([]string{"HOME=" + home}); got != want {
 			t.Errorf("sandboxHome(%q) = %q, want %q", home, got, want)
 		}
+	}
+}
+
+// TestSandboxGitObjects: git works in the sandbox on a working copy that
+// borrows its repository's mirror objects; an alternates entry naming
+// another repository's mirror is not shown.
+func TestSandboxGitObjects(t *testing.T) {
+	cache := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	src := t.TempDir()
+	git("-C", src, "init", "-q")
+	git("-C", src, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "initial commit")
+	mirror := filepath.Join(cache, "host", "octo", "hello.git")
+	git("clone", "-q", "--mirror", src, mirror)
+	for _, tt := range []struct {
+		repo string
+		ok   bool
+	}{{"octo/hello", true}, {"acme/secret", false}} {
+		t.Run(tt.repo, func(t *testing.T) {
+			wc := filepath.Join(t.TempDir(), "wc")
+			git("clone", "-q", "--shared", mirror, wc)
+			e := newExec(t, ExecConfig{Command: []string{"git", "log", "--format=%s", "-1"}})
+			req := request(wc)
+			req.Repo = tt.repo
+			res, err := e.Run(context.Background(), req)
+			if ok := err == nil && strings.TrimSpace(res.Output) == "initial commit"; ok != tt.ok {
+				t.Errorf("git log for %s in the sandbox: %q, %v; want it to work: %v", tt.repo, res.Output, err, tt.ok)
+			}
+		})
 	}
 }

@@ -162,7 +162,7 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 		return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
 	}
 	argv, env, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), confinement{
-		dir: req.Dir, writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network,
+		dir: req.Dir, writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network, repo: req.Repo,
 	})
 	if err != nil {
 		if errors.Is(err, errSandboxBroken) {

@@ -320,7 +320,7 @@ func (o *OpenAI) toolSet(box *sandbox, req agent.Request) *toolSet {
 		commands: map[string]bool{},
 		sandbox:  o.sandbox,
 		jail: confinement{
-			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write, network: o.network,
+			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write, network: o.network, repo: req.Repo,
 		},
 	}
 	for _, c := range o.commands {
