@@ -37,7 +37,7 @@ import (
 type setupFlow struct {
 	app *App
 
-	// register is held by a callback from its check that no App is stored
+	// registering is held by a callback from its check that no App is stored
 	// to the save of the new one: two callbacks never both register.
 	registering sync.Mutex
 
