@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/rs/zerolog"
 )
@@ -29,7 +28,10 @@ func (f *Forge) steerPermission(ctx context.Context, installationID int64, repo 
 		return minPermission(RepoApproval{MinPermission: rule.MinPermission.Min}), nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read who may steer plans of %s: %w", repo, err)
+		// An empty repository has no default branch to read: the default
+		// holds, as it does for a repository without a configuration.
+		zerolog.Ctx(ctx).Warn().Err(err).Str("repo", repo.String()).Msg("read who may steer plans: the default minimum permission holds")
+		return DefaultMinPermission, nil
 	}
 	return minPermission(cfg.Approval), nil
 }
