@@ -78,7 +78,7 @@ func (tap *wiretap) leaks(value string) []string {
 	var out []string
 	for _, w := range tap.writes {
 		if carries(w, value) {
-			out = append(out, firstLine(w))
+			out = append(out, leakPlace(w))
 			continue
 		}
 		_, body, _ := strings.Cut(w, "\n")
@@ -88,7 +88,7 @@ func (tap *wiretap) leaks(value string) []string {
 		}
 		if s, ok := v["content"].(string); ok {
 			if d, err := base64.StdEncoding.DecodeString(s); err == nil && carries(string(d), value) {
-				out = append(out, firstLine(w))
+				out = append(out, leakPlace(w))
 			}
 		}
 	}
@@ -106,7 +106,8 @@ func carries(text, value string) bool {
 	return strings.Contains(text, value) || strings.Contains(text, string(esc[1:len(esc)-1]))
 }
 
-func firstLine(s string) string {
+// leakPlace is the first line of a recorded write or a text: where it is.
+func leakPlace(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
@@ -246,7 +247,7 @@ func (sw *secretWorld) checkNoLeak(t *testing.T) {
 		places := sw.tap.leaks(value)
 		for _, text := range texts {
 			if carries(text, value) {
-				places = append(places, "on GitHub: "+firstLine(text))
+				places = append(places, "on GitHub: "+leakPlace(text))
 			}
 		}
 		if len(places) > 5 {
