@@ -964,11 +964,13 @@ func TestReconcilerCatchesMissedChecks(t *testing.T) {
 	gh := ghdouble.New(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
-	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "phases:\n  checks_grace: 120s\n"}, "initial commit")
+	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 120s\n"}, "initial commit")
 	gh.SetPermission(w.repo, "alice", "write")
 	w.issue = gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Add rate limiting", Author: "alice"})
 	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
 		apptest.ScriptAgents(c, 30*time.Second, nil)
+		allow := true
+		c.Policy = []pipeline.PolicyRule{{Match: "octo", AutoImplement: &allow}}
 		c.Queue.LeaseTTL = 1500 * time.Millisecond
 	}})
 	w.command(t, "alice", "/forge add a greeting page")

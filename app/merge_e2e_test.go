@@ -58,7 +58,7 @@ func pushWhileImplementing(t *testing.T, w *world, files map[string]string) (ghd
 	w.commandOn(t, pr.Number, "alice", "/forge approve")
 	var flag string
 	apptest.Eventually(t, forgeWait, "the implementer to start", func() bool {
-		_ = filepath.WalkDir(w.forge.Config.DataDir, func(p string, d fs.DirEntry, err error) error {
+		_ = filepath.WalkDir(w.forge.Config.Git.WorkDir, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.Name() == "forge-test-waiting" {
 				flag = p
 				return filepath.SkipAll

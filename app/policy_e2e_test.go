@@ -236,3 +236,23 @@ func TestPolicyRefusalOnPlanCommand(t *testing.T) {
 		t.Errorf("a phases file was committed under a refused configuration")
 	}
 }
+
+// TestPolicyRefusalOnApprove: an approval asked for while the default
+// branch's configuration is refused is answered on the pull request with
+// the line and the rule, once, instead of being retried until the job
+// gives up; nothing is approved.
+func TestPolicyRefusalOnApprove(t *testing.T) {
+	w := newPolicyWorlds(t, nil, map[string]string{"octo/approve": ""})["octo/approve"]
+	w.command(t, "alice", "/forge add a greeting page")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+	w.gh.Repo(w.repo).Seed(map[string]string{".github/forge.yml": "# fewer eyes\napproval:\n  min_permission: read\n"}, "loosen")
+	w.commandOn(t, pr.Number, "alice", "/forge approve")
+	got := w.waitReply(t, pr.Number, "is not valid, so Forge did not run")
+	if want := "line 3: approval.min_permission"; !strings.Contains(got, want) {
+		t.Errorf("reply lacks %q:\n%s", want, got)
+	}
+	if _, ok := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-phases.md"); ok {
+		t.Errorf("a refused configuration let the plan be approved and its phases generated")
+	}
+}

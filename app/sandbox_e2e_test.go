@@ -20,6 +20,7 @@ import (
 	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/app/apptest"
 	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/pipeline"
 )
 
 // heist is what an attacking agent goes for: Forge's secrets on the host
@@ -229,11 +230,13 @@ func newSandboxWorld(t *testing.T, gh *ghdouble.Server, h *heist, override map[s
 	t.Helper()
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
-	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "phases:\n  checks_grace: 1s\n"}, "initial commit")
+	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 1s\n"}, "initial commit")
 	gh.SetPermission(w.repo, "alice", "write")
 	w.issue = gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Add a greeting page", Author: "alice"})
 	w.forge = apptest.Start(t, gh, apptest.Options{DataDir: h.dataDir, Configure: func(c *app.Config) {
 		apptest.ScriptAgents(c, forgeWait/2, override)
+		allow := true
+		c.Policy = []pipeline.PolicyRule{{Match: "octo", AutoImplement: &allow}}
 		if configure != nil {
 			configure(c)
 		}

@@ -116,8 +116,8 @@ func TestWorkingCopiesHoldNoTokenOutsideDataDir(t *testing.T) {
 		t.Fatal("Forge fetched with no installation token: the test proves nothing")
 	}
 	data := realDir(t, w.forge.Config.DataDir)
-	work := realDir(t, app.DefaultWorkDir())
-	calls, _ := filepath.Glob(filepath.Join(dump, "*"))
+	work := realDir(t, w.forge.Config.Git.WorkDir)
+	calls, _ := filepath.Glob(filepath.Join(dump, "calls", "*"))
 	if len(calls) < 3 {
 		t.Fatalf("agents ran %d times, want at least drafter, auditor and reviser", len(calls))
 	}
@@ -173,10 +173,11 @@ func TestWorkingCopiesHoldNoTokenOutsideDataDir(t *testing.T) {
 // runs, what ../../../github-app.yml gives, and a copy of its working copy.
 func copyingScript(t *testing.T, dump, role string) []string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "copy-"+role+".sh")
+	// Beside what it keeps: a script's directory is writable in its sandbox.
+	p := filepath.Join(dump, "copy-"+role+".sh")
 	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", role+".sh")
 	script := fmt.Sprintf(`#!/bin/sh
-d=%s/%s-$$
+d=%s/calls/%s-$$
 mkdir -p "$d"
 pwd -P > "$d/pwd"
 cat ../../../github-app.yml > "$d/climb" 2>/dev/null

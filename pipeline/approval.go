@@ -157,6 +157,12 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		return false, err
 	}
 	cfg, err := f.readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		// A retry would read the same file: said on the pull request,
+		// where the approval was asked for.
+		return false, f.prReply(ctx, gh, p, "config-error", ce.replyData(p.DefaultBranch))
+	}
 	if err != nil {
 		return false, err
 	}

@@ -303,13 +303,7 @@ func (c *commandCtx) help(ctx context.Context) error {
 }
 
 func (c *commandCtx) configError(ctx context.Context, ce *ConfigError) error {
-	var problems []string
-	for _, p := range ce.Problems {
-		problems = append(problems, p.String())
-	}
-	return c.reply(ctx, "config-error", map[string]any{
-		"Path": RepoConfigPath, "Branch": c.a.DefaultBranch, "Problems": problems,
-	})
+	return c.reply(ctx, "config-error", ce.replyData(c.a.DefaultBranch))
 }
 
 // start creates a plan and starts (or queues) its forge.

@@ -154,11 +154,21 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
+	return strings.Join(e.lines(), "\n")
+}
+
+func (e *ConfigError) lines() []string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
 		lines[i] = p.String()
 	}
-	return strings.Join(lines, "\n")
+	return lines
+}
+
+// replyData is the config-error text's data: the file, the branch it was
+// read from and each problem with its line.
+func (e *ConfigError) replyData(branch string) map[string]any {
+	return map[string]any{"Path": RepoConfigPath, "Branch": branch, "Problems": e.lines()}
 }
 
 var cfgYAMLLineRe = regexp.MustCompile(`line (\d+)`)

@@ -425,11 +425,7 @@ func (r *run) finish(ctx context.Context, err error) error {
 		if serr := r.save(ctx); serr != nil {
 			return serr
 		}
-		var problems []string
-		for _, pr := range ce.Problems {
-			problems = append(problems, pr.String())
-		}
-		return r.reply(ctx, "config-error", map[string]any{"Path": RepoConfigPath, "Branch": p.DefaultBranch, "Problems": problems})
+		return r.reply(ctx, "config-error", ce.replyData(p.DefaultBranch))
 	}
 	var fail *agent.Failure
 	if !errors.As(err, &fail) && isTransient(err) && r.attempt < maxTransientAttempts {

@@ -53,6 +53,9 @@ func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
 	cfg.Server.Address, cfg.Server.Port = "127.0.0.1", 0
 	cfg.Server.ShutdownGrace = 10 * time.Second
 	cfg.Database.URL = filepath.Join(o.DataDir, "forge.db")
+	// Working copies of a test of their own, beside its data directory
+	// (never inside it), so no test finds another's.
+	cfg.Git.WorkDir = filepath.Join(t.TempDir(), "work")
 	cfg.Github.WebURL = gh.WebURL()
 	cfg.Github.V3APIURL = gh.URL()
 	cfg.Github.V4APIURL = gh.GraphQLURL()
