@@ -330,8 +330,20 @@ func TestChangesRequestedAndButtons(t *testing.T) {
 	}
 	click("rita")
 	w.waitReply(t, pr.Number, "@rita, Forge only takes commands")
+	// Pressing again is refused once only: a stranger makes no more noise.
+	click("rita")
+	w.waitDone(t, "check_action", 2)
 	click("alice")
 	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @alice.")
+	refusals := 0
+	for _, b := range w.botBodies(pr.Number) {
+		if strings.Contains(b, "@rita, Forge only takes commands") {
+			refusals++
+		}
+	}
+	if refusals != 1 {
+		t.Errorf("rita's two presses were refused %d times, want once", refusals)
+	}
 }
 
 // TestClosedUnmerged: a plan PR closed without merging is CLOSED, and its

@@ -56,6 +56,13 @@ var secretPatterns = []struct {
 	{regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,}`), "a GitHub token"},
 }
 
+// secretName picks, among the variables a runtime passes through to its
+// agent (env), those that hold a credential by their name. The others
+// (AWS_REGION=us-east-1, NODE_ENV=production) are ordinary words: treated
+// as secrets they would redact every mention and refuse every commit that
+// holds one.
+var secretName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)`)
+
 // pemBody tells a key from a PEM header quoted in documentation: a key
 // has a run of base64.
 var pemBody = regexp.MustCompile(`[A-Za-z0-9+/]{40}`)
@@ -64,7 +71,7 @@ var pemBody = regexp.MustCompile(`[A-Za-z0-9+/]{40}`)
 // (whole and line by line, so a key printed in pieces is still caught),
 // the webhook secret, and the values of the environment variables the
 // agent runtimes read model API keys from (api_key_env) or pass on to
-// agents (env). lookup reads the environment (os.LookupEnv).
+// agents (env) under a credential's name (secretName). lookup reads the environment (os.LookupEnv).
 func NewRedactor(cfg Config, lookup func(string) (string, bool), log zerolog.Logger) *Redactor {
 	r := &Redactor{log: log}
 	add := func(value, what string) {
@@ -91,7 +98,9 @@ func NewRedactor(cfg Config, lookup func(string) (string, bool), log zerolog.Log
 			names[rc.APIKeyEnv] = true
 		}
 		for _, n := range rc.Env {
-			names[n] = true
+			if secretName.MatchString(n) {
+				names[n] = true
+			}
 		}
 	}
 	for n := range names {

@@ -28,9 +28,9 @@ func testRedactor(t *testing.T) *Redactor {
 	cfg.Github.App.WebhookSecret = "whsec-0123456789"
 	cfg.Agents.Runtimes = map[string]agents.RuntimeConfig{
 		"gpt":    {Type: "openai", APIKeyEnv: "OPENAI_API_KEY", Env: []string{"CI"}},
-		"claude": {Type: "exec", Env: []string{"ANTHROPIC_API_KEY", "UNSET"}},
+		"claude": {Type: "exec", Env: []string{"ANTHROPIC_API_KEY", "UNSET", "AWS_REGION"}},
 	}
-	env := map[string]string{"OPENAI_API_KEY": "sk-openai-abcdef123456", "ANTHROPIC_API_KEY": "sk-ant-api03-xyz987654", "CI": "1"}
+	env := map[string]string{"OPENAI_API_KEY": "sk-openai-abcdef123456", "ANTHROPIC_API_KEY": "sk-ant-api03-xyz987654", "CI": "1", "AWS_REGION": "eu-central-1"}
 	return NewRedactor(cfg, func(n string) (string, bool) { v, ok := env[n]; return v, ok }, zerolog.Nop())
 }
 
@@ -46,6 +46,7 @@ func TestRedact(t *testing.T) {
 		{"api_key_env value", "key sk-openai-abcdef123456", "key [redacted]", []string{"the value of OPENAI_API_KEY"}},
 		{"env pass-through value", "sk-ant-api03-xyz987654!", "[redacted]!", []string{"the value of ANTHROPIC_API_KEY"}},
 		{"a short env value is no secret", "CI=1 in round 1", "CI=1 in round 1", nil},
+		{"an env value under an ordinary name is no secret", "deploy to eu-central-1", "deploy to eu-central-1", nil},
 		{"the App's key", "key:\n" + testKey + "\nend", "key:\n[redacted]\nend", []string{"the App's private key"}},
 		{"a line of the App's key", "MIIEowIBAAKCAQEAv1n2cJx0ZbM3kq5yq1b1Xh6j9C2Jm0o6r6Zt8n1x0b2F7d3e", "[redacted]", []string{"the App's private key"}},
 		{"installation token", "token " + token + " here", "token [redacted] here", []string{"a GitHub token"}},

@@ -306,8 +306,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 		if err != nil {
 			return err
 		}
-		return f.prReply(ctx, gh, p, "refusal", map[string]any{
-			"Marker": fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(a.Author)), "User": a.Author, "Need": need})
+		return f.refuseOnce(ctx, gh, a.Repo, p.PR, a.Author, need)
 	}
 	head, err := gh.BranchHead(ctx, p.Repo, p.Branch)
 	if err != nil {

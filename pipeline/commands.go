@@ -52,7 +52,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		if err != nil {
 			return err
 		}
-		return c.refuse(ctx, need)
+		return c.f.refuseOnce(ctx, c.gh, c.a.Repo, c.a.IssueNumber, c.a.Author, need)
 	}
 
 	if a.Label != "" {
@@ -273,23 +273,6 @@ func (c *commandCtx) hasComment(ctx context.Context, marker string) (bool, error
 		}
 	}
 	return false, nil
-}
-
-// refuse answers a person below the repository's minimum permission once
-// per issue: a second command from them is ignored rather than answered
-// again.
-func (c *commandCtx) refuse(ctx context.Context, need string) error {
-	marker := fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(c.a.Author))
-	found, err := c.hasComment(ctx, marker)
-	if err != nil || found {
-		return err
-	}
-	body, err := templates.Text("refusal", map[string]any{"Marker": marker, "User": c.a.Author, "Need": need})
-	if err != nil {
-		return err
-	}
-	_, err = c.gh.CreateComment(ctx, c.a.Repo, c.a.IssueNumber, body)
-	return err
 }
 
 func (c *commandCtx) help(ctx context.Context) error {

@@ -3,8 +3,12 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/templates"
 )
 
 // DefaultMinPermission is approval.min_permission when a repository's
@@ -24,16 +28,45 @@ func (f *Forge) steerPermission(ctx context.Context, installationID int64, repo 
 	cfg, err := f.readRepoConfig(ctx, ws, repo, branch)
 	var ce *ConfigError
 	if errors.As(err, &ce) {
-		rule, _ := f.Policy.For(repo)
-		return minPermission(RepoApproval{MinPermission: rule.MinPermission.Min}), nil
+		return f.permissionFloor(repo), nil
 	}
 	if err != nil {
-		// An empty repository has no default branch to read: the default
-		// holds, as it does for a repository without a configuration.
-		zerolog.Ctx(ctx).Warn().Err(err).Str("repo", repo.String()).Msg("read who may steer plans: the default minimum permission holds")
-		return DefaultMinPermission, nil
+		// An empty repository has no default branch to read: the operator's
+		// floor holds, as it does for a repository without a configuration.
+		zerolog.Ctx(ctx).Warn().Err(err).Str("repo", repo.String()).Msg("read who may steer plans: the policy's minimum permission holds")
+		return f.permissionFloor(repo), nil
 	}
 	return minPermission(cfg.Approval), nil
+}
+
+// permissionFloor is the least permission the operator's policy lets a
+// repository of repo's pattern ask for: what holds when its own
+// configuration cannot be read.
+func (f *Forge) permissionFloor(repo Repo) string {
+	rule, _ := f.Policy.For(repo)
+	return minPermission(RepoApproval{MinPermission: rule.MinPermission.Min})
+}
+
+// refuseOnce answers a person below the repository's minimum permission
+// once per issue or pull request (a command, a label, a button): pressing
+// or commenting again makes no more noise.
+func (f *Forge) refuseOnce(ctx context.Context, gh GitHub, repo Repo, number int, user, need string) error {
+	marker := fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(user))
+	comments, err := gh.ListComments(ctx, repo, number)
+	if err != nil {
+		return fmt.Errorf("list comments of %s#%d: %w", repo, number, err)
+	}
+	for _, c := range comments {
+		if c.AuthorBot && HasMarker(c.Body, marker) {
+			return nil
+		}
+	}
+	body, err := templates.Text("refusal", map[string]any{"Marker": marker, "User": user, "Need": need})
+	if err != nil {
+		return err
+	}
+	_, err = gh.CreateComment(ctx, repo, number, body)
+	return err
 }
 
 // minPermission is approval.min_permission, the default when unset.
