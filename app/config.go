@@ -267,12 +267,19 @@ func (c *Config) validate() error {
 }
 
 // checkSandboxPaths refuses a runtime's read_paths or write_paths that hold
-// the data directory or lie inside it: the sandbox exists to keep the App's
-// key, the database and every repository's clone away from agents.
+// the data directory or the working copies' directory or lie inside one:
+// the sandbox exists to keep the App's key, the database, every
+// repository's clone and the other plans' working copies away from agents.
 func (c *Config) checkSandboxPaths() error {
 	data, err := realPath(c.DataDir)
 	if err != nil {
 		return fmt.Errorf("resolve data_dir %q: %w", c.DataDir, err)
+	}
+	work := ""
+	if c.Git.WorkDir != "" {
+		if work, err = realPath(c.Git.WorkDir); err != nil {
+			return fmt.Errorf("resolve git.work_dir %q: %w", c.Git.WorkDir, err)
+		}
 	}
 	for name, rc := range c.Agents.Runtimes {
 		for key, paths := range map[string][]string{"read_paths": rc.ReadPaths, "write_paths": rc.WritePaths} {
@@ -282,6 +289,9 @@ func (c *Config) checkSandboxPaths() error {
 				}
 				if within(data, p) || within(p, data) {
 					return fmt.Errorf("agents.runtimes.%s.%s: %q overlaps the data directory %s (the App's key, the database, every repository's clone), which agents must never see", name, key, p, data)
+				}
+				if work != "" && (within(work, p) || within(p, work)) {
+					return fmt.Errorf("agents.runtimes.%s.%s: %q overlaps git.work_dir %s (every repository's working copies), which an agent sees only its own of", name, key, p, work)
 				}
 			}
 		}

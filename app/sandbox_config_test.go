@@ -20,15 +20,19 @@ func TestLoadConfigSandbox(t *testing.T) {
 	if c.Agents.Sandbox != "none" || rc.Network != "none" || strings.Join(rc.ReadPaths, ",") != "/opt/claude" || strings.Join(rc.WritePaths, ",") != "/home/forge/.claude" {
 		t.Errorf("sandbox settings: %q %+v", c.Agents.Sandbox, rc)
 	}
-	for _, tt := range []struct{ name, extra string }{
-		{"read path holding the data directory", "      read_paths: [" + filepath.Dir(data) + "]\n"},
-		{"write path inside the data directory", "      write_paths: [" + filepath.Join(data, "git") + "]\n"},
-		{"the data directory itself", "      read_paths: [" + data + "]\n"},
+	work := filepath.Join(t.TempDir(), "work")
+	withWork := "git:\n  work_dir: " + work + "\n" + base
+	for _, tt := range []struct{ name, extra, want string }{
+		{"read path holding the data directory", "      read_paths: [" + filepath.Dir(data) + "]\n", "overlaps the data directory"},
+		{"write path inside the data directory", "      write_paths: [" + filepath.Join(data, "git") + "]\n", "overlaps the data directory"},
+		{"the data directory itself", "      read_paths: [" + data + "]\n", "overlaps the data directory"},
+		{"read path holding the working copies", "      read_paths: [" + filepath.Dir(work) + "]\n", "overlaps git.work_dir"},
+		{"write path inside the working copies", "      write_paths: [" + filepath.Join(work, "octo") + "]\n", "overlaps git.work_dir"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadConfig(writeFile(t, base+tt.extra))
-			if err == nil || !strings.Contains(err.Error(), "overlaps the data directory") {
-				t.Errorf("LoadConfig error = %v, want the overlap refused", err)
+			_, err := LoadConfig(writeFile(t, withWork+tt.extra))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("LoadConfig error = %v, want %q", err, tt.want)
 			}
 		})
 	}
