@@ -84,6 +84,15 @@ func NewCache(dir string, opts CacheOptions) (*Cache, error) {
 	if err := checkPrivateDir(work); err != nil {
 		return nil, err
 	}
+	// Paths without links: the working copies' alternates name the mirror's
+	// objects by this path, and an agent's sandbox shows them only at a
+	// path that holds no link (a link could lead it to another mirror).
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, fmt.Errorf("cache directory %s: %w", dir, err)
+	}
+	if work, err = filepath.EvalSymlinks(work); err != nil {
+		return nil, fmt.Errorf("working copy directory %s: %w", work, err)
+	}
 	c := &Cache{dir: abs, work: work, opts: opts, maxPacks: defaultMaxPacks, repos: map[string]*repoState{}}
 	if err := c.sweepWork(); err != nil {
 		return nil, err

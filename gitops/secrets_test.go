@@ -70,6 +70,39 @@ func TestWorkDirElsewhere(t *testing.T) {
 	}
 }
 
+// TestCachePathsHoldNoLink: a cache and work directory reached through a
+// linked parent (a symlinked /home or /srv) still give working copies
+// whose alternates name the mirror by its real path, the only path an
+// agent's sandbox shows a mirror at.
+func TestCachePathsHoldNoLink(t *testing.T) {
+	srv := newGitServer(t)
+	r := srv.createRepo("acme/widgets")
+	srv.push("acme/widgets", "main", map[string]string{"a.txt": "a\n"})
+	real := t.TempDir()
+	linked := filepath.Join(t.TempDir(), "linked")
+	if err := os.Symlink(real, linked); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCache(filepath.Join(linked, "git"), CacheOptions{WorkDir: filepath.Join(linked, "work")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := c.Checkout(context.Background(), r, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Remove()
+	alt, err := os.ReadFile(filepath.Join(wc.Dir(), ".git", "objects", "info", "alternates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{strings.TrimSpace(string(alt)), wc.Dir()} {
+		if resolved, err := filepath.EvalSymlinks(p); err != nil || resolved != p {
+			t.Errorf("%s holds a link (resolves to %s, %v)", p, resolved, err)
+		}
+	}
+}
+
 // TestWorkDirMustBePrivate: a work directory someone else could have made
 // first, or that others can read, or a link, is refused.
 func TestWorkDirMustBePrivate(t *testing.T) {
