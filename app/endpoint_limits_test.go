@@ -1,8 +1,12 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -82,5 +86,59 @@ func TestBodyBudget(t *testing.T) {
 	}
 	if err := <-admitted; err != nil {
 		t.Fatalf("a waiting body was not admitted once bytes were released: %v", err)
+	}
+}
+
+// TestBodyBudgetChargesWhatArrives: connections that announce bodies just
+// under smallBody and send nothing hold one step of the budget each, not
+// what they announced, so a delivery that arrives meanwhile is read at
+// once. When bytes were charged for the announced length, 32 such
+// connections filled a 32 MiB budget and every delivery waited for them.
+func TestBodyBudgetChargesWhatArrives(t *testing.T) {
+	b := newBodyBudget(32 << 20)
+	const silent = 64
+	done := make(chan error, silent)
+	var hangUp []*io.PipeWriter
+	for i := 0; i < silent; i++ {
+		pr, pw := io.Pipe()
+		hangUp = append(hangUp, pw)
+		req := httptest.NewRequest(http.MethodPost, "/api/github/hook", pr)
+		req.ContentLength = smallBody - 1
+		go func() {
+			_, _, err := b.readBody(req, 8<<20, 10*time.Second)
+			done <- err
+		}()
+	}
+	charged := func() int64 {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.used
+	}
+	for deadline := time.Now().Add(5 * time.Second); charged() != silent*bodyStep; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d silent connections hold %d bytes of the budget, want one step each (%d)", silent, charged(), silent*bodyStep)
+		}
+	}
+	payload := bytes.Repeat([]byte("x"), 15<<10)
+	req := httptest.NewRequest(http.MethodPost, "/api/github/hook", bytes.NewReader(payload))
+	start := time.Now()
+	body, release, err := b.readBody(req, 8<<20, time.Second)
+	if err != nil {
+		t.Fatalf("a delivery behind %d silent connections: %v", silent, err)
+	}
+	if len(body) != len(payload) || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("read %d of %d bytes in %s", len(body), len(payload), time.Since(start))
+	}
+	release()
+	for _, pw := range hangUp {
+		pw.CloseWithError(io.ErrUnexpectedEOF)
+	}
+	for i := 0; i < silent; i++ {
+		if err := <-done; err == nil {
+			t.Errorf("a silent connection's body was read")
+		}
+	}
+	if n := charged(); n != 0 {
+		t.Errorf("%d bytes still charged after every body ended", n)
 	}
 }

@@ -44,6 +44,10 @@ const (
 	// Larger bodies leave a quarter of the budget to the small ones, so a
 	// flood of large unsigned bodies cannot delay GitHub's deliveries.
 	smallBody = 1 << 20
+	// bodyStep is a body buffer's first size, and what a connection that
+	// has sent nothing yet holds of the budget: GitHub's issue_comment
+	// deliveries (about 15 KB) fit in it.
+	bodyStep = 64 << 10
 	// maxWebhookBodyCap is GitHub's own cap: nothing larger is a delivery.
 	maxWebhookBodyCap = 25 << 20
 )
@@ -90,11 +94,11 @@ func (c *ServerConfig) validateLimits() error {
 	return nil
 }
 
-// bodyBudget bounds the bytes of webhook bodies held in memory at once. A
-// body is admitted whole, for its announced length, before it is read: the
-// signature covers the whole body, so an unsigned one is only recognised
-// once it is all in memory. Admission is not first-come: a small body that
-// fits goes ahead of a large one waiting.
+// bodyBudget bounds the bytes of webhook bodies held in memory at once.
+// The signature covers the whole body, so an unsigned one is only
+// recognised once it is all in memory; its bytes are charged as they
+// arrive (readBody), never for a length only announced. Admission is not
+// first-come: a small body that fits goes ahead of a large one waiting.
 type bodyBudget struct {
 	mu       sync.Mutex
 	capacity int64
@@ -109,13 +113,21 @@ func newBodyBudget(capacity int64) *bodyBudget {
 
 var errBudgetWait = errors.New("too many webhook bodies in flight")
 
-// acquire waits until n bytes fit, the context ends or wait passes.
+// acquire waits until n bytes fit, the context ends or wait passes. More
+// than smallBody bytes compete for three quarters of the budget only.
 func (b *bodyBudget) acquire(ctx context.Context, n int64, wait time.Duration) error {
+	return b.take(ctx, n, n > smallBody, time.Now().Add(wait))
+}
+
+// take waits until n more bytes fit, the context ends or the deadline
+// passes; a large body's bytes (announced, or possibly, over smallBody)
+// fit only within three quarters of the budget.
+func (b *bodyBudget) take(ctx context.Context, n int64, large bool, deadline time.Time) error {
 	limit := b.capacity
-	if n > smallBody {
+	if large {
 		limit -= b.capacity / 4
 	}
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	for {
 		b.mu.Lock()
@@ -146,19 +158,37 @@ func (b *bodyBudget) release(n int64) {
 
 // readBody reads a webhook body of at most limit bytes into memory within
 // the budget and returns it with the function that gives its bytes back.
-// A body of announced length is read into a buffer of that size. One of
-// unknown length (chunked) grows its buffer by doubling, which holds up to
-// one and a half times the limit at once: it is charged that.
+// Bytes are charged as the buffer grows (from bodyStep, doubling, never
+// past the announced length; while one buffer is copied into the next both
+// are charged, at most one and a half times the body): a connection that
+// announces a large body and sends nothing holds one step of the budget,
+// not the length it announced.
 func (b *bodyBudget) readBody(r *http.Request, limit int64, wait time.Duration) ([]byte, func(), error) {
-	charge, size := r.ContentLength, r.ContentLength+1
-	if charge < 0 {
-		charge, size = limit+limit/2, min(limit+1, 64<<10)
+	large := r.ContentLength < 0 || r.ContentLength > smallBody
+	deadline := time.Now().Add(wait)
+	var charged int64
+	release := func() {
+		if charged > 0 {
+			b.release(charged)
+		}
 	}
-	if err := b.acquire(r.Context(), charge, wait); err != nil {
-		return nil, nil, err
+	charge := func(n int64) error {
+		if n < 0 {
+			b.release(-n)
+			charged += n
+			return nil
+		}
+		if err := b.take(r.Context(), n, large, deadline); err != nil {
+			return err
+		}
+		charged += n
+		return nil
 	}
-	release := func() { b.release(charge) }
-	body, err := readAtMost(r.Body, limit, size)
+	want := limit + 1
+	if r.ContentLength >= 0 {
+		want = min(want, r.ContentLength+1)
+	}
+	body, err := readAtMost(r.Body, limit, want, charge)
 	if err != nil {
 		release()
 		return nil, nil, err
@@ -166,17 +196,32 @@ func (b *bodyBudget) readBody(r *http.Request, limit int64, wait time.Duration) 
 	return body, release, nil
 }
 
-// readAtMost reads r to its end into a buffer of size bytes at first,
-// doubled when full, and refuses more than limit bytes.
-func readAtMost(r io.Reader, limit, size int64) ([]byte, error) {
+// readAtMost reads r to its end and refuses more than limit bytes. Its
+// buffer starts at bodyStep (or want, if smaller) and doubles when full, up
+// to want (the announced length and one byte, to see the end). charge is
+// asked for each buffer's bytes before it is made, and given back a
+// buffer's bytes (a negative n) once its content is copied on.
+func readAtMost(r io.Reader, limit, want int64, charge func(int64) error) ([]byte, error) {
+	size := min(want, bodyStep)
+	if err := charge(size); err != nil {
+		return nil, err
+	}
 	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > limit {
 				return nil, &http.MaxBytesError{Limit: limit}
 			}
-			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			next := min(2*int64(cap(buf)), limit+1)
+			if int64(cap(buf)) < want {
+				next = min(next, want)
+			}
+			if err := charge(next); err != nil {
+				return nil, err
+			}
+			grown := make([]byte, len(buf), next)
 			copy(grown, buf)
+			_ = charge(-int64(cap(buf)))
 			buf = grown
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
