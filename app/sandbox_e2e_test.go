@@ -383,8 +383,9 @@ func TestSandboxRefusesAgentsWhenBubblewrapFails(t *testing.T) {
 		t.Errorf("the start log does not say bubblewrap failed")
 	}
 	w.command(t, "alice", "/forge add a greeting page")
-	reply := w.waitReply(t, w.issue, "Forge failed on plan-001")
-	for _, want := range []string{"while drafting", "bubblewrap failed to start", "setting up uid map: Permission denied",
+	// The progress comment also says "Forge failed": wait for the report.
+	reply := w.waitReply(t, w.issue, "bubblewrap failed to start")
+	for _, want := range []string{"Forge failed on plan-001", "while drafting", "setting up uid map: Permission denied",
 		"install bubblewrap", "agents.sandbox: none", "/forge revise"} {
 		if !strings.Contains(reply, want) {
 			t.Errorf("the failure comment lacks %q:\n%s", want, reply)
