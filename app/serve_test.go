@@ -85,15 +85,29 @@ func (w *world) deliveries(t *testing.T) map[string]string {
 	return out
 }
 
-func (w *world) jobs(t *testing.T, kind string) int {
+// jobs counts the jobs of kind in River's table, of any state, or only
+// in the given states ("completed").
+func (w *world) jobs(t *testing.T, kind string, states ...string) int {
 	t.Helper()
 	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	query, args := `SELECT count(*) FROM river_job WHERE kind = $1`, []any{kind}
+	for i, st := range states {
+		if i == 0 {
+			query += ` AND state IN ($2`
+		} else {
+			query += fmt.Sprintf(`, $%d`, i+2)
+		}
+		args = append(args, st)
+	}
+	if len(states) > 0 {
+		query += `)`
+	}
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM river_job WHERE kind = $1`, kind).Scan(&n); err != nil {
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatalf("count jobs: %v", err)
 	}
 	return n
