@@ -42,7 +42,7 @@ func (a *App) webhook(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case gh == nil:
 		*outcome = "not_configured"
-		http.Error(rec, "Forge is not set up yet: open /setup", http.StatusServiceUnavailable)
+		http.Error(rec, "Forge is not set up yet: open the setup link Forge printed to its log", http.StatusServiceUnavailable)
 		return
 	case r.ContentLength > limit:
 		// Refuse before reading: no event Forge subscribes to is this large.
