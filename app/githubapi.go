@@ -377,16 +377,61 @@ func (g *githubAPI) ReviewComments(ctx context.Context, repo pipeline.Repo, pr i
 }
 
 func (g *githubAPI) CheckSuites(ctx context.Context, repo pipeline.Repo, sha string) ([]pipeline.CheckSuite, error) {
-	res, _, err := g.c.Checks.ListCheckSuitesForRef(ctx, repo.Owner, repo.Name, sha, &github.ListCheckSuiteOptions{ListOptions: github.ListOptions{PerPage: 100}})
-	if err != nil {
-		return nil, apiError(err)
+	var out []pipeline.CheckSuite
+	opt := &github.ListCheckSuiteOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		res, resp, err := g.c.Checks.ListCheckSuitesForRef(ctx, repo.Owner, repo.Name, sha, opt)
+		if err != nil {
+			return nil, apiError(err)
+		}
+		for _, s := range res.CheckSuites {
+			// Unknown (-1) when GitHub leaves the count out: such a suite is
+			// never taken for one whose App never started.
+			runs := -1
+			if s.LatestCheckRunsCount != nil {
+				runs = int(*s.LatestCheckRunsCount)
+			}
+			out = append(out, pipeline.CheckSuite{ID: s.GetID(), AppID: s.GetApp().GetID(), AppName: s.GetApp().GetName(),
+				Status: s.GetStatus(), Conclusion: s.GetConclusion(), Runs: runs})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
 	}
-	out := make([]pipeline.CheckSuite, 0, len(res.CheckSuites))
-	for _, s := range res.CheckSuites {
-		out = append(out, pipeline.CheckSuite{ID: s.GetID(), AppID: s.GetApp().GetID(), AppName: s.GetApp().GetName(),
-			Status: s.GetStatus(), Conclusion: s.GetConclusion()})
+}
+
+// CommitStatuses reads the combined status, which holds the latest status of
+// each context and pages through them 100 at a time. Contexts are
+// case-insensitive on GitHub: should two spellings come back, the newer
+// status (the higher id) wins.
+func (g *githubAPI) CommitStatuses(ctx context.Context, repo pipeline.Repo, sha string) ([]pipeline.CommitStatus, error) {
+	var out []pipeline.CommitStatus
+	at := map[string]int{}
+	opt := &github.ListOptions{PerPage: 100}
+	for {
+		cs, resp, err := g.c.Repositories.GetCombinedStatus(ctx, repo.Owner, repo.Name, sha, opt)
+		if err != nil {
+			return nil, apiError(err)
+		}
+		for _, st := range cs.Statuses {
+			s := pipeline.CommitStatus{ID: st.GetID(), Context: st.GetContext(), State: st.GetState(),
+				Description: st.GetDescription(), TargetURL: st.GetTargetURL()}
+			key := strings.ToLower(s.Context)
+			if i, ok := at[key]; ok {
+				if s.ID > out[i].ID {
+					out[i] = s
+				}
+				continue
+			}
+			at[key] = len(out)
+			out = append(out, s)
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
 	}
-	return out, nil
 }
 
 func (g *githubAPI) CheckRuns(ctx context.Context, repo pipeline.Repo, sha string) ([]pipeline.CheckRun, error) {

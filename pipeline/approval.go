@@ -198,6 +198,13 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		for _, r := range runs {
 			in.Checks = append(in.Checks, GateCheck{Name: r.Name, Status: r.Status, Conclusion: r.Conclusion})
 		}
+		// A required check may be a commit status context (Jenkins and
+		// other CI that reports through the Statuses API).
+		statuses, err := gh.CommitStatuses(ctx, p.Repo, head)
+		if err != nil {
+			return false, fmt.Errorf("read the commit statuses of %s: %w", shortSHA(head), err)
+		}
+		in.Checks = append(in.Checks, StatusChecks(statuses)...)
 	}
 	res := EvaluateGate(in)
 	if !res.Approved {

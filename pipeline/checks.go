@@ -3,8 +3,10 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/riverqueue/river"
 )
@@ -70,4 +72,89 @@ func (f *Forge) HandleChecks(ctx context.Context, a ChecksArgs) error {
 		}
 	}
 	return nil
+}
+
+// ciResult is what the other Apps' check suites and the commit statuses on
+// a phase commit say together.
+type ciResult struct {
+	// Counted is how many suites and status contexts take part.
+	Counted int
+	// Pending names what is still running: "GitHub Actions (waiting)",
+	// "ci/jenkins (pending)".
+	Pending []string
+	// FailedSuites are completed suites that did not pass.
+	FailedSuites []CheckSuite
+	// FailedStatuses say why each failed context failed: context, state,
+	// description and link.
+	FailedStatuses []string
+	// Ignored are suites whose App never started (no check run) past the
+	// grace period.
+	Ignored []string
+}
+
+// heldSuite are the suite states GitHub keeps for Actions: a workflow
+// waits for an environment's approval or a concurrency group. They hold
+// the phase until they resolve or phases.checks_timeout ends the wait.
+var heldSuite = map[string]bool{"waiting": true, "requested": true, "pending": true}
+
+// passingConclusion are the conclusions that let a phase go on.
+var passingConclusion = map[string]bool{"success": true, "neutral": true, "skipped": true}
+
+// judgeCI weighs the suites of Apps other than own and the latest status
+// of each context. GitHub creates a queued suite on every push for every
+// App with checks:write, and an App that never runs leaves it queued with
+// no check run for good: once the grace period is over such a suite is
+// ignored. A pending status waits; error and failure fail.
+func judgeCI(suites []CheckSuite, statuses []CommitStatus, own int64, graceOver bool) ciResult {
+	var res ciResult
+	for _, s := range suites {
+		if s.AppID == own {
+			continue
+		}
+		switch {
+		case s.Status == "completed":
+			res.Counted++
+			if !passingConclusion[s.Conclusion] {
+				res.FailedSuites = append(res.FailedSuites, s)
+			}
+		case heldSuite[s.Status]:
+			res.Counted++
+			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", s.AppName, s.Status))
+		case s.Runs == 0 && graceOver:
+			res.Ignored = append(res.Ignored, s.AppName)
+		default:
+			res.Counted++
+			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", s.AppName, strings.ReplaceAll(s.Status, "_", " ")))
+		}
+	}
+	for _, st := range statuses {
+		res.Counted++
+		switch st.State {
+		case "success":
+		case "error", "failure":
+			why := fmt.Sprintf("%s (%s)", st.Context, st.State)
+			if d := strings.TrimSpace(st.Description + " " + st.TargetURL); d != "" {
+				why += ": " + d
+			}
+			res.FailedStatuses = append(res.FailedStatuses, capText(oneLine(why), maxReason))
+		default:
+			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", st.Context, st.State))
+		}
+	}
+	return res
+}
+
+// maxReason bounds one failing context's line: its description and link
+// come from whoever may post statuses on the repository.
+const maxReason = 500
+
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -39,7 +39,8 @@ type GateInput struct {
 	// clicked Approve & run, their permission already checked.
 	CommandApprovals []string
 	// Checks are the check runs on HeadSHA, the latest run of each name (as
-	// GitHub's filter=latest lists them).
+	// GitHub's filter=latest lists them), and its commit statuses (see
+	// StatusChecks).
 	Checks []GateCheck
 	Config RepoApproval
 }
@@ -177,6 +178,21 @@ func EvaluateGate(in GateInput) GateResult {
 
 	res.Approved = len(res.Missing) == 0
 	return res
+}
+
+// StatusChecks are commit statuses as the gate reads check runs: a
+// pending context is not completed yet, the others are completed with their
+// state as conclusion (success passes; error and failure do not).
+func StatusChecks(statuses []CommitStatus) []GateCheck {
+	out := make([]GateCheck, 0, len(statuses))
+	for _, st := range statuses {
+		c := GateCheck{Name: st.Context, Status: "completed", Conclusion: st.State}
+		if st.State == "pending" {
+			c.Status, c.Conclusion = "pending", ""
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // gateCheck says what keeps a required check from passing, or "".

@@ -258,6 +258,21 @@ func TestEvaluateGate(t *testing.T) {
 			missing:   []string{"required check ci concluded timed out"},
 		},
 		{
+			name: "a required commit status context that passed",
+			in: GateInput{Reviews: []GateReview{review("alice", "APPROVED", 1)},
+				Checks: StatusChecks([]CommitStatus{{Context: "ci/jenkins", State: "success"}}), Config: withChecks("ci/jenkins")},
+			approved:  true,
+			approvers: []string{"alice"},
+		},
+		{
+			name: "a required commit status context pending, or failed",
+			in: GateInput{Reviews: []GateReview{review("alice", "APPROVED", 1)},
+				Checks: StatusChecks([]CommitStatus{{Context: "ci/jenkins", State: "pending"}, {Context: "deploy", State: "error"}}),
+				Config: withChecks("ci/jenkins", "deploy")},
+			approvers: []string{"alice"},
+			missing:   []string{"required check ci/jenkins is pending", "required check deploy concluded error"},
+		},
+		{
 			name:    "everything missing at once",
 			in:      GateInput{Status: StatusDraft, Reviews: []GateReview{review("bob", "CHANGES_REQUESTED", 1)}, Config: withChecks("ci")},
 			changes: []string{"bob"},

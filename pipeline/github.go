@@ -76,6 +76,9 @@ type GitHub interface {
 	CheckSuites(ctx context.Context, repo Repo, sha string) ([]CheckSuite, error)
 	// CheckRuns are the latest check runs of every app on sha.
 	CheckRuns(ctx context.Context, repo Repo, sha string) ([]CheckRun, error)
+	// CommitStatuses are the latest status of each context on sha (GitHub's
+	// combined status): CI that reports through the Statuses API.
+	CommitStatuses(ctx context.Context, repo Repo, sha string) ([]CommitStatus, error)
 	CreateCheckRun(ctx context.Context, repo Repo, c CheckRun) (int64, error)
 	UpdateCheckRun(ctx context.Context, repo Repo, c CheckRun) error
 }
@@ -213,8 +216,20 @@ type CheckSuite struct {
 	ID         int64
 	AppID      int64
 	AppName    string
-	Status     string // queued, in_progress, completed
+	Status     string // queued, in_progress, completed; Actions also waiting, requested, pending
 	Conclusion string
+	// Runs is the suite's latest_check_runs_count: 0 for an App that never
+	// started on the commit.
+	Runs int
+}
+
+// CommitStatus is the latest status of one context on a commit.
+type CommitStatus struct {
+	ID          int64
+	Context     string
+	State       string // error, failure, pending, success
+	Description string
+	TargetURL   string
 }
 
 type CheckAction struct {

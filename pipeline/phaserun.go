@@ -466,7 +466,8 @@ func (r *run) implement(ctx context.Context, ph *Phase) error {
 	if wait {
 		// What this attempt wrote, for a retry that must undo it.
 		ph.FailureHashes = hashes
-		p.Await = &CheckWait{SHA: p.HeadSHA, Parent: parent, PhaseID: ph.ID, Deadline: r.f.now().Add(r.cfg.Phases.ChecksGrace)}
+		now := r.f.now()
+		p.Await = &CheckWait{SHA: p.HeadSHA, Parent: parent, PhaseID: ph.ID, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
 	}
 	return nil
 }
@@ -530,11 +531,13 @@ const (
 	checksFailed = "failed"
 )
 
-// awaitChecks looks at the other apps' check suites on the waiting phase
-// commit: all completed and green passes the phase, a failure fails it
-// (the failing checks go to the retry), otherwise the run parks until a
-// check_suite webhook or the reconciler wakes it. No suite at all within
-// phases.checks_grace counts as passing: the repository has no CI.
+// awaitChecks looks at the other apps' check suites and the commit
+// statuses on the waiting phase commit: all finished and green passes the
+// phase, a failure fails it (the failing checks go to the retry),
+// otherwise the run parks until a check_suite or status webhook, a timer
+// or the reconciler wakes it. Nothing at all within phases.checks_grace
+// counts as passing: the repository has no CI. A wait longer than
+// phases.checks_timeout fails the phase with what was still pending.
 func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	p := r.p
 	w := p.Await
@@ -547,72 +550,102 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	own := r.f.appID()
-	var others, failed []CheckSuite
-	pending := false
-	for _, s := range suites {
-		if s.AppID == own {
-			continue
-		}
-		others = append(others, s)
-		switch {
-		case s.Status != "completed":
-			pending = true
-		case s.Conclusion != "success" && s.Conclusion != "neutral" && s.Conclusion != "skipped":
-			failed = append(failed, s)
-		}
+	statuses, err := r.gh.CommitStatuses(ctx, p.Repo, w.SHA)
+	if err != nil {
+		return "", fmt.Errorf("read the commit statuses of %s: %w", shortSHA(w.SHA), err)
 	}
-	if pending || (len(others) == 0 && r.f.now().Before(w.Deadline)) {
+	own := r.f.appID()
+	now := r.f.now()
+	since := w.Since
+	if since.IsZero() {
+		since = w.Deadline.Add(-r.cfg.Phases.ChecksGrace) // a wait recorded before Since was
+	}
+	timeoutAt := since.Add(r.cfg.Phases.ChecksTimeout)
+	ci := judgeCI(suites, statuses, own, !now.Before(w.Deadline))
+	waiting := len(ci.Pending) > 0 || (ci.Counted == 0 && now.Before(w.Deadline))
+	if waiting && now.Before(timeoutAt) {
 		p.Parked = true
+		wake := ChecksArgs{InstallationID: p.InstallationID, Repo: p.Repo, SHA: w.SHA, Branch: p.Branch}
+		if !w.TimeoutWake.Equal(timeoutAt) {
+			// CI that never finishes sends nothing: look again when the wait
+			// runs out.
+			if err := r.f.Queue.EnqueueAt(ctx, wake, timeoutAt.Add(100*time.Millisecond)); err != nil {
+				return "", err
+			}
+			w.TimeoutWake = timeoutAt
+		}
 		if err := r.save(ctx); err != nil {
 			return "", err
 		}
-		if len(others) == 0 {
-			// Nothing to wake the plan if no CI ever reports: look again
-			// when the grace period ends.
-			wake := ChecksArgs{InstallationID: p.InstallationID, Repo: p.Repo, SHA: w.SHA, Branch: p.Branch}
+		if now.Before(w.Deadline) {
+			// Nothing wakes the plan if no CI ever reports, nor for a suite
+			// whose App never starts: look again when the grace period ends.
 			if err := r.f.Queue.EnqueueAt(ctx, wake, w.Deadline.Add(100*time.Millisecond)); err != nil {
 				return "", err
 			}
 		}
 		return checksParked, nil
 	}
+	// Past the timeout, what still runs fails the phase.
+	timedOut := len(ci.Pending) > 0
 	check := CheckRun{ID: w.CheckRunID, Name: "forge/" + ph.ID, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: "Checks passed."}
-	if len(others) == 0 {
+	if ci.Counted == 0 {
 		check.Summary = fmt.Sprintf("No checks appeared within %s.", r.cfg.Phases.ChecksGrace)
 	}
-	if len(failed) > 0 {
-		runs, err := r.gh.CheckRuns(ctx, p.Repo, w.SHA)
-		if err != nil {
-			return "", err
-		}
+	if len(ci.Ignored) > 0 {
+		check.Summary += fmt.Sprintf(" Not waited for: %s (no check run started within %s).", strings.Join(ci.Ignored, ", "), r.cfg.Phases.ChecksGrace)
+	}
+	if timedOut || len(ci.FailedSuites) > 0 || len(ci.FailedStatuses) > 0 {
 		var why []string
-		for _, c := range runs {
-			if c.AppID == own || c.Status != "completed" || c.Conclusion == "success" || c.Conclusion == "neutral" || c.Conclusion == "skipped" {
-				continue
+		if len(ci.FailedSuites) > 0 {
+			runs, err := r.gh.CheckRuns(ctx, p.Repo, w.SHA)
+			if err != nil {
+				return "", err
 			}
-			why = append(why, fmt.Sprintf("%s (%s): %s %s", c.Name, c.Conclusion, c.Title, oneLine(c.Summary)))
-		}
-		if len(why) == 0 {
-			for _, s := range failed {
-				why = append(why, fmt.Sprintf("%s (%s)", s.AppName, s.Conclusion))
+			for _, c := range runs {
+				if c.AppID == own || c.Status != "completed" || c.Conclusion == "success" || c.Conclusion == "neutral" || c.Conclusion == "skipped" {
+					continue
+				}
+				why = append(why, fmt.Sprintf("%s (%s): %s %s", c.Name, c.Conclusion, c.Title, oneLine(c.Summary)))
+			}
+			if len(why) == 0 {
+				for _, s := range ci.FailedSuites {
+					why = append(why, fmt.Sprintf("%s (%s)", s.AppName, s.Conclusion))
+				}
 			}
 		}
+		why = append(why, ci.FailedStatuses...)
 		ph.Status, ph.Error = PhaseFailed, "checks failed: "+strings.Join(why, "; ")
+		data := map[string]any{"PhaseID": ph.ID, "Done": 0, "Total": len(p.Phases.Phases)}
+		check.Conclusion = "failure"
+		if timedOut {
+			waited := elapsed(now.Sub(since))
+			ph.Error = fmt.Sprintf("checks still pending after %s (phases.checks_timeout %s): %s", waited, r.cfg.Phases.ChecksTimeout, strings.Join(ci.Pending, ", "))
+			if len(why) > 0 {
+				ph.Error += "; failed: " + strings.Join(why, "; ")
+			}
+			check.Conclusion = "timed_out"
+			var pending []string
+			for _, s := range ci.Pending {
+				pending = append(pending, strings.ReplaceAll(oneLine(s), "`", "'"))
+			}
+			data["ChecksTimeout"], data["Waited"], data["Timeout"] = true, waited, r.cfg.Phases.ChecksTimeout.String()
+			data["Pending"], data["Failed"] = pending, why
+		}
+		data["Error"] = ph.Error
 		p.Await, p.FailedParent, p.Run = nil, w.Parent, RunIdle
 		if err := r.save(ctx); err != nil {
 			return "", err
 		}
-		check.Conclusion, check.Summary = "failure", oneLine(ph.Error)
+		check.Summary = oneLine(ph.Error)
 		check.Actions = phaseFailureActions
 		if w.CheckRunID != 0 {
 			if err := r.gh.UpdateCheckRun(ctx, p.Repo, check); err != nil {
 				r.log.Warn().Err(err).Msg("update phase check run")
 			}
 		}
-		done := len(p.Phases.Phases) - Remaining(*p.Phases)
-		return checksFailed, r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": ph.Error,
-			"Done": done, "Total": len(p.Phases.Phases)})
+		data["Done"] = len(p.Phases.Phases) - Remaining(*p.Phases)
+		return checksFailed, r.prText(ctx, "phase-stopped", data)
 	}
 	ph.Status, ph.FailureHashes = PhaseDone, nil
 	p.Await = nil

@@ -89,7 +89,7 @@ var repoConfigKeys = []string{
 	"approval", "approval.required_approvals", "approval.min_permission", "approval.required_checks",
 	"limits", "limits.max_concurrent_runs", "limits.max_tokens_per_plan",
 	"phases", "phases.timeout", "phases.max_context_files", "phases.audit_fix_max", "phases.max_run",
-	"phases.wait_for_checks", "phases.checks_grace",
+	"phases.wait_for_checks", "phases.checks_grace", "phases.checks_timeout",
 	"agents", "agents.timeout",
 	"agents.drafter", "agents.drafter.runtime", "agents.drafter.model",
 	"agents.auditor", "agents.auditor.runtime", "agents.auditor.model",

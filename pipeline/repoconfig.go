@@ -66,6 +66,9 @@ type RepoPhases struct {
 	MaxRun          int
 	WaitForChecks   bool
 	ChecksGrace     time.Duration
+	// ChecksTimeout ends a phase's wait for its checks: CI that never
+	// finishes fails the phase instead of holding the run for good.
+	ChecksTimeout time.Duration
 }
 
 // RepoAgents is the per-role choice of runtime and model. An empty field
@@ -123,6 +126,7 @@ func DefaultRepoConfig() RepoConfig {
 			MaxRun:          50,
 			WaitForChecks:   true,
 			ChecksGrace:     2 * time.Minute,
+			ChecksTimeout:   2 * time.Hour,
 		},
 		Agents: RepoAgents{Timeout: 30 * time.Minute},
 	}
@@ -379,6 +383,7 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *RepoConfig) {
 				"max_run":         d.intField(&cfg.Phases.MaxRun, 1, 50),
 				"wait_for_checks": d.boolField(&cfg.Phases.WaitForChecks),
 				"checks_grace":    d.durationField(&cfg.Phases.ChecksGrace),
+				"checks_timeout":  d.durationField(&cfg.Phases.ChecksTimeout),
 			}, nil)
 		},
 		"agents": func(at string, v *yaml.Node) {

@@ -21,7 +21,7 @@ func TestDefaultRepoConfig(t *testing.T) {
 		Labels:           RepoLabels{Trigger: "forge"},
 		Approval:         RepoApproval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
 		Limits:           RepoLimits{MaxConcurrentRuns: 3},
-		Phases:           RepoPhases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, WaitForChecks: true, ChecksGrace: 2 * time.Minute},
+		Phases:           RepoPhases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, WaitForChecks: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
 		Agents:           RepoAgents{Timeout: 30 * time.Minute},
 	}
 	if got := DefaultRepoConfig(); !reflect.DeepEqual(got, want) {
@@ -63,7 +63,7 @@ func TestParseRepoConfig(t *testing.T) {
 					Labels:           RepoLabels{Trigger: "forge-me"},
 					Approval:         RepoApproval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
 					Limits:           RepoLimits{MaxConcurrentRuns: 1},
-					Phases:           RepoPhases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, WaitForChecks: false, ChecksGrace: 90 * time.Second},
+					Phases:           RepoPhases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, WaitForChecks: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
 					Agents: RepoAgents{
 						Timeout:      20 * time.Minute,
 						Drafter:      RepoAgent{Runtime: "claude", Model: "opus"},
@@ -149,7 +149,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
 				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, labels, limits, max_audit_rounds, phases, plans_dir, progress_throttle, version)",
-				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, max_context_files, max_run, timeout, wait_for_checks)",
+				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_context_files, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, phase_auditor, reviser, timeout)",
 			},
 		},

@@ -125,11 +125,16 @@ const (
 
 // CheckWait is a phase commit waiting for the other apps' checks.
 type CheckWait struct {
-	SHA        string    `json:"sha"`
-	Parent     string    `json:"parent"`
-	PhaseID    string    `json:"phase_id"`
-	CheckRunID int64     `json:"check_run_id"`
-	Deadline   time.Time `json:"deadline"`
+	SHA        string `json:"sha"`
+	Parent     string `json:"parent"`
+	PhaseID    string `json:"phase_id"`
+	CheckRunID int64  `json:"check_run_id"`
+	// Deadline ends the grace period: no CI by then means none.
+	Deadline time.Time `json:"deadline"`
+	// Since is when the wait began; phases.checks_timeout counts from it.
+	Since time.Time `json:"since,omitempty"`
+	// TimeoutWake is the end of the wait a wake-up job is queued for.
+	TimeoutWake time.Time `json:"timeout_wake,omitempty"`
 }
 
 // AuditRound is one round's verdict.

@@ -338,6 +338,8 @@ func textCases(t *testing.T) []textCase {
 		{"phase-stopped/failed with output", "phase-stopped", map[string]any{"PhaseID": "phase-2", "Error": "implementer agent: exit status 1",
 			"Tail": "go build ./...\n./main.go:3:1: syntax error", "Done": 1, "Total": 3}},
 		{"phase-stopped/stale", "phase-stopped", map[string]any{"Stale": true}},
+		{"phase-stopped/checks timeout", "phase-stopped", map[string]any{"PhaseID": "phase-2", "ChecksTimeout": true, "Waited": "2h0m3s", "Timeout": "2h0m0s",
+			"Pending": []string{"GitHub Actions (waiting)", "ci/jenkins (pending)"}, "Failed": []string{"lint (failure): 3 problems | see log"}, "Done": 1, "Total": 3}},
 		{"phase-stopped/cancelled", "phase-stopped", map[string]any{"Cancelled": true, "PlanID": planID, "PhaseID": "phase-2"}},
 		{"phase-run-done/complete", "phase-run-done", map[string]any{"Complete": true, "PlanID": planID, "Ran": 3, "Elapsed": "87s",
 			"Lines": []string{"[x] phase-1: Implement src/webhook.ts (32s)", "[x] phase-2: Implement src/webhook.test.ts (28s)", "[x] phase-3: Post-implementation audit (27s)"}}},
