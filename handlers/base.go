@@ -124,6 +124,7 @@ func All(b Base) []githubapp.EventHandler {
 		&PullRequestReview{b},
 		&CheckRun{b},
 		&CheckSuite{b},
+		&Status{b},
 		&Installation{b},
 		&InstallationRepositories{b},
 	}

@@ -25,6 +25,10 @@ func (r *recorder) Accept(_ context.Context, d store.Delivery) (store.Outcome, e
 func payload(t *testing.T, name string, edit func(m map[string]any)) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "webhooks", name+".payload.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		// An event without actions: status/payload.json.
+		b, err = os.ReadFile(filepath.Join("..", "testdata", "webhooks", name, "payload.json"))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +81,16 @@ func setComment(body, userType string) func(m map[string]any) {
 // TestEveryRecordedPayloadDecodes: each real payload of a subscribed event
 // is decoded and recorded, with the installation and repository.
 func TestEveryRecordedPayloadDecodes(t *testing.T) {
-	for _, event := range []string{"issue_comment", "issues", "pull_request", "pull_request_review", "check_run", "check_suite", "installation", "installation_repositories"} {
-		files, _ := filepath.Glob(filepath.Join("..", "testdata", "webhooks", event, "*.payload.json"))
+	for _, event := range []string{"issue_comment", "issues", "pull_request", "pull_request_review", "check_run", "check_suite", "status", "installation", "installation_repositories"} {
+		files, _ := filepath.Glob(filepath.Join("..", "testdata", "webhooks", event, "*payload.json"))
 		if len(files) == 0 {
 			t.Fatalf("no payloads for %s", event)
 		}
 		for _, f := range files {
 			name := event + "/" + strings.TrimSuffix(filepath.Base(f), ".payload.json")
+			if filepath.Base(f) == "payload.json" {
+				name = event
+			}
 			d, err := handle(t, event, name, nil)
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
@@ -128,6 +135,15 @@ func TestWhatStartsWork(t *testing.T) {
 			m["pull_request"].(map[string]any)["head"].(map[string]any)["ref"] = "plan-001/x"
 		}, 1, ""},
 		{"other PR closed", "pull_request", "pull_request/closed", nil, 0, ""},
+		{"status on a commit of a plan branch", "status", "status", func(m map[string]any) {
+			m["branches"].([]any)[1].(map[string]any)["name"] = "plan-001/x"
+		}, 1, ""},
+		{"pending status on a plan branch", "status", "status", func(m map[string]any) {
+			m["branches"].([]any)[1].(map[string]any)["name"] = "plan-001/x"
+			m["state"] = "pending"
+		}, 0, ""},
+		{"status on other branches", "status", "status", nil, 0, ""},
+		{"status without branches", "status", "status", func(m map[string]any) { m["branches"] = []any{} }, 0, ""},
 		{"no installation", "issue_comment", "issue_comment/created", func(m map[string]any) {
 			setComment("/forge x", "User")(m)
 			delete(m, "installation")

@@ -111,7 +111,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	o := options{
 		appName:     "Forge Test",
 		permissions: DefaultPermissions(),
-		events:      []string{"issues", "issue_comment", "pull_request", "pull_request_review", "check_run", "check_suite"},
+		events:      []string{"issues", "issue_comment", "pull_request", "pull_request_review", "check_run", "check_suite", "status"},
 		webUser:     "forge-admin",
 		now:         time.Now,
 	}
