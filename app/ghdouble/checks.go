@@ -65,8 +65,11 @@ type CheckSuite struct {
 	AppName    string
 	HeadSHA    string
 	HeadBranch string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Held is an Actions state the suite is held in (see SetSuiteStatus);
+	// empty: its runs decide its status.
+	Held      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // GitHub's limits on check run actions.
@@ -627,6 +630,9 @@ func (cr *checkRenderer) suiteLocked(su *CheckSuite) (map[string]any, error) {
 	}
 	runs := suiteRunsLocked(r, su)
 	status, conclusion := suiteStatus(runs)
+	if su.Held != "" {
+		status, conclusion = su.Held, ""
+	}
 	var concl, branch any
 	if conclusion != "" {
 		concl = conclusion
@@ -878,4 +884,83 @@ func (s *Server) CheckSuiteEdit(repo string, suiteID int64) Edit {
 		delete(out, "repository")
 		return Set("check_suite", out)(m)
 	}
+}
+
+// Install installs the App on repo with checks:write: from then on every
+// push to one of its branches gets a queued suite of the App with no check
+// run, as GitHub creates for every such App, which may never start.
+func (a *OtherApp) Install(repo string) *OtherApp {
+	s := a.s
+	s.t.Helper()
+	r := s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.ContainsFunc(r.ciApps, func(c checkApp) bool { return c.ID == a.ID }) {
+		r.ciApps = append(r.ciApps, a.checkApp())
+	}
+	return a
+}
+
+// pushed records a push of sha to a branch of r: a queued suite for each
+// App installed on the repository with checks:write, Forge's own included,
+// as GitHub requests one of each (its check_suite "requested" webhook goes
+// to that App alone).
+func (s *Server) pushed(r *Repo, ref, sha string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.pushedLocked(r, ref, sha)
+}
+
+func (s *Server) pushedLocked(r *Repo, ref, sha string) {
+	if !strings.HasPrefix(ref, "refs/heads/") || sha == "" {
+		return
+	}
+	s.mu.Lock()
+	inst := s.liveInstallationLocked(r.InstallationID)
+	forge := inst != nil && inst.Permissions["checks"] == "write"
+	s.mu.Unlock()
+	apps := slices.Clone(r.ciApps)
+	if forge {
+		apps = append([]checkApp{s.currentCheckApp()}, apps...)
+	}
+	for _, app := range apps {
+		if _, err := s.suiteLocked(r, app, sha); err != nil {
+			s.reportf("queue the check suite of %s on %s: %v", app.Name, sha, err)
+		}
+	}
+}
+
+// heldSuiteStates are the suite states GitHub reserves for Actions.
+var heldSuiteStates = []string{"waiting", "requested", "pending"}
+
+// SetSuiteStatus holds one of the App's suites in an Actions state
+// (waiting for an environment's approval, requested, pending), or with ""
+// lets its runs decide its status again. GitHub reserves these states for
+// GitHub Actions: another App asking for them fails the test.
+func (a *OtherApp) SetSuiteStatus(repo string, suiteID int64, status string) {
+	s := a.s
+	s.t.Helper()
+	if status != "" && (!slices.Contains(heldSuiteStates, status) || a.Slug != "github-actions") {
+		s.t.Fatalf("ghdouble: SetSuiteStatus(%s, %d, %q): only GitHub Actions suites are %v", repo, suiteID, status, heldSuiteStates)
+		return
+	}
+	r := s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	su := r.checkSuites[suiteID]
+	if su == nil || su.AppID != a.ID {
+		s.t.Fatalf("ghdouble: SetSuiteStatus(%s, %d): not a check suite of %s", repo, suiteID, a.Name)
+		return
+	}
+	su.Held = status
+	su.UpdatedAt = s.now().UTC().Truncate(time.Second)
+}
+
+// SuiteEdits turn a recorded check_suite payload into the delivery of the
+// App's suite as it is now.
+func (a *OtherApp) SuiteEdits(repo string, suiteID int64, action string) []Edit {
+	s := a.s
+	r := s.mustRepo(repo)
+	return []Edit{Set("action", action), s.RepositoryEdit(repo), s.InstallationEdit(r.InstallationID),
+		s.SenderEdit(a.Slug + "[bot]"), s.CheckSuiteEdit(repo, suiteID)}
 }

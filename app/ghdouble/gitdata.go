@@ -534,6 +534,7 @@ func (s *Server) createRef(c *Call) (int, any) {
 		return unprocessable(msgRefUpdateConflict)
 	}
 	r.recordRefWrite(RefWrite{Ref: req.Ref, New: req.SHA, By: c.Actor().Login})
+	s.pushed(r, req.Ref, req.SHA)
 	rf, _, err := r.findRef(req.Ref)
 	if err != nil {
 		return s.gitFailure(c, err)
@@ -593,6 +594,7 @@ func (s *Server) updateRef(c *Call) (int, any) {
 			return s.gitFailure(c, err)
 		}
 		r.recordRefWrite(RefWrite{Ref: name, Old: cur.SHA, New: req.SHA, Forced: req.Force, By: c.Actor().Login})
+		s.pushed(r, name, req.SHA)
 		rf, _, err := r.findRef(name)
 		if err != nil {
 			return s.gitFailure(c, err)

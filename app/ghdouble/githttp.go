@@ -102,10 +102,39 @@ func (s *Server) serveGit(w http.ResponseWriter, req *http.Request) {
 		),
 		Stderr: &stderr,
 	}
+	// A push's branches are read before and after: each one it moved gets
+	// the check suites GitHub requests on a push.
+	var before map[string]string
+	if req.Method == http.MethodPost && service == "git-receive-pack" {
+		before = s.branchHeads(r)
+	}
 	h.ServeHTTP(w, backend)
 	if msg := strings.TrimSpace(stderr.String()); msg != "" {
 		s.t.Logf("ghdouble: git http-backend %s %s: %s", req.Method, req.URL.Path, msg)
 	}
+	if before != nil {
+		for ref, sha := range s.branchHeads(r) {
+			if before[ref] != sha {
+				s.pushed(r, ref, sha)
+			}
+		}
+	}
+}
+
+// branchHeads maps each branch ref to its commit.
+func (s *Server) branchHeads(r *Repo) map[string]string {
+	refs, err := r.git.refs()
+	if err != nil {
+		s.reportf("read the branches of %s: %v", r.FullName, err)
+		return map[string]string{}
+	}
+	out := map[string]string{}
+	for _, rf := range refs {
+		if strings.HasPrefix(rf.Name, "refs/heads/") {
+			out[rf.Name] = rf.SHA
+		}
+	}
+	return out
 }
 
 // gitAuth checks the basic-auth credential of a git request and returns the

@@ -577,6 +577,7 @@ func (s *Server) mergePullLocked(r *Repo, is *Issue, p *pullState, by *User, opt
 			return refuse(http.StatusInternalServerError, err)
 		}
 		r.verified[sha] = true
+		s.pushedLocked(r, "refs/heads/"+p.base, sha)
 		p.merged, p.mergedAt, p.mergedBy, p.mergeSHA = true, now, by.Login, sha
 		p.headSHA, p.baseSHA = head, base
 		is.State, is.ClosedAt, is.ClosedBy, is.UpdatedAt = "closed", now, by.Login, now

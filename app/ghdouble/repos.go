@@ -46,6 +46,8 @@ type Repo struct {
 	reviewComments map[int64]*ReviewComment // by id
 	checkSuites    map[int64]*CheckSuite    // by id
 	checkRuns      map[int64]*CheckRun      // by id
+	statuses       []*CommitStatus          // oldest first
+	ciApps         []checkApp               // other Apps installed with checks:write
 	pushTokens     map[string]string        // personal token → login, for git over HTTP
 	verified       map[string]bool          // commits GitHub shows as Verified
 	minimized      map[int64]string         // comment id → classifier

@@ -64,6 +64,7 @@ func (s *Server) apiRoutes() []Route {
 		s.pullRoutes(),
 		s.reviewRoutes(),
 		s.checkRoutes(),
+		s.statusRoutes(),
 	)
 }
 
