@@ -890,15 +890,38 @@ func (s *Server) CheckSuiteEdit(repo string, suiteID int64) Edit {
 // push to one of its branches gets a queued suite of the App with no check
 // run, as GitHub creates for every such App, which may never start.
 func (a *OtherApp) Install(repo string) *OtherApp {
+	a.s.t.Helper()
+	a.install(repo, "")
+	return a
+}
+
+// HoldSuites installs GitHub Actions on repo with every suite a push queues
+// held in an Actions state ("waiting": a deployment environment that needs
+// approval holds each workflow run), until SetSuiteStatus lets one go.
+func (a *OtherApp) HoldSuites(repo, status string) *OtherApp {
 	s := a.s
 	s.t.Helper()
-	r := s.mustRepo(repo)
+	if !slices.Contains(heldSuiteStates, status) || a.Slug != "github-actions" {
+		s.t.Fatalf("ghdouble: HoldSuites(%s, %q): only GitHub Actions suites are %v", repo, status, heldSuiteStates)
+		return a
+	}
+	a.install(repo, status)
+	return a
+}
+
+func (a *OtherApp) install(repo, held string) {
+	r := a.s.mustRepo(repo)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !slices.ContainsFunc(r.ciApps, func(c checkApp) bool { return c.ID == a.ID }) {
-		r.ciApps = append(r.ciApps, a.checkApp())
-	}
-	return a
+	r.ciApps = slices.DeleteFunc(r.ciApps, func(c ciApp) bool { return c.ID == a.ID })
+	r.ciApps = append(r.ciApps, ciApp{checkApp: a.checkApp(), held: held})
+}
+
+// ciApp is another App installed on a repository with checks:write; held
+// is the Actions state its new suites start in.
+type ciApp struct {
+	checkApp
+	held string
 }
 
 // pushed records a push of sha to a branch of r: a queued suite for each
@@ -921,11 +944,16 @@ func (s *Server) pushedLocked(r *Repo, ref, sha string) {
 	s.mu.Unlock()
 	apps := slices.Clone(r.ciApps)
 	if forge {
-		apps = append([]checkApp{s.currentCheckApp()}, apps...)
+		apps = append([]ciApp{{checkApp: s.currentCheckApp()}}, apps...)
 	}
 	for _, app := range apps {
-		if _, err := s.suiteLocked(r, app, sha); err != nil {
+		su, err := s.suiteLocked(r, app.checkApp, sha)
+		if err != nil {
 			s.reportf("queue the check suite of %s on %s: %v", app.Name, sha, err)
+			continue
+		}
+		if app.held != "" && len(suiteRunsLocked(r, su)) == 0 {
+			su.Held = app.held
 		}
 	}
 }

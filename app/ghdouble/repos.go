@@ -47,7 +47,7 @@ type Repo struct {
 	checkSuites    map[int64]*CheckSuite    // by id
 	checkRuns      map[int64]*CheckRun      // by id
 	statuses       []*CommitStatus          // oldest first
-	ciApps         []checkApp               // other Apps installed with checks:write
+	ciApps         []ciApp                  // other Apps installed with checks:write
 	pushTokens     map[string]string        // personal token → login, for git over HTTP
 	verified       map[string]bool          // commits GitHub shows as Verified
 	minimized      map[int64]string         // comment id → classifier

@@ -157,14 +157,15 @@ func TestPushesQueueSuites(t *testing.T) {
 	if err != nil || su.GetStatus() != "waiting" || su.Conclusion != nil {
 		t.Errorf("held suite: %v %+v", err, su)
 	}
+	actions.HoldSuites(f.repo, "pending")
 
 	next := commitOnTop(t, f, sha, "a.txt", "a\n")
 	if _, _, err := f.gh.Git.UpdateRef(context.Background(), "acme", "widgets", &github.Reference{
 		Ref: github.String("refs/heads/plan-001/widgets"), Object: &github.GitObject{SHA: github.String(next)}}, false); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.s.CheckSuites(f.repo, next)); n != 3 {
-		t.Errorf("suites after a ref update: %d", n)
+	if got := f.s.CheckSuites(f.repo, next); len(got) != 3 || got[2].Held != "pending" {
+		t.Errorf("suites after a ref update: %+v", got)
 	}
 	f.s.SetPermission(f.repo, "alice", "write")
 	pushed := f.s.PushAs(t, f.repo, "alice", "plan-001/widgets", map[string]string{"b.txt": "b\n"}, "b")
