@@ -3,7 +3,7 @@ GO ?= go
 CONFIG ?= $(if $(wildcard forge.yml),forge.yml,)
 PKGS := ./...
 
-.PHONY: run build test lint bench tidy
+.PHONY: run build test test-layouts lint bench tidy
 
 run:
 	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
@@ -13,6 +13,13 @@ build:
 
 test: lint
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# The end-to-end tests (package app) run against the GitHub double in the
+# layout FORGE_TEST_GITHUB_LAYOUT names (enterprise, dotcom); unset, as in
+# `make test`, each test gets one by a hash of its name, and flip gives each
+# the other: `make test` then `make test-layouts` runs each in both (CI).
+test-layouts:
+	FORGE_TEST_GITHUB_LAYOUT=flip $(GO) test -race -count=1 -timeout 20m ./app/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

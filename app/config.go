@@ -120,9 +120,7 @@ const (
 	DefaultGitCacheMaxBytes = 10 << 30
 	// DefaultMaxChangeBytes is git.max_change_bytes's default: 50 MiB.
 	DefaultMaxChangeBytes = 50 << 20
-	DefaultWebURL         = "https://github.com"
 	DefaultV3APIURL       = "https://api.github.com/"
-	DefaultV4APIURL       = "https://api.github.com/graphql"
 )
 
 // LoadConfig reads the YAML file at path (none when path is empty), then
@@ -193,15 +191,7 @@ func (c *Config) applyDefaults() {
 	if c.Database.URL == "" {
 		c.Database.URL = filepath.Join(c.DataDir, "forge.db")
 	}
-	if c.Github.WebURL == "" {
-		c.Github.WebURL = DefaultWebURL
-	}
-	if c.Github.V3APIURL == "" {
-		c.Github.V3APIURL = DefaultV3APIURL
-	}
-	if c.Github.V4APIURL == "" {
-		c.Github.V4APIURL = DefaultV4APIURL
-	}
+	c.applyGitHubURLDefaults()
 	if c.Logging.Level == "" {
 		c.Logging.Level = "info"
 	}
@@ -252,6 +242,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("queue.workers must be at least 1, got %d", c.Queue.Workers)
 	}
 	if err := checkWorkDir(c.DataDir, c.Git.WorkDir); err != nil {
+		return err
+	}
+	if err := c.validateGitHubURLs(); err != nil {
 		return err
 	}
 	if c.Server.PublicURL != "" && !strings.HasPrefix(c.Server.PublicURL, "http://") && !strings.HasPrefix(c.Server.PublicURL, "https://") {

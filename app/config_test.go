@@ -65,7 +65,7 @@ func TestLoadConfig(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, k := range []string{"FORGE_ADDR", "FORGE_DATABASE_URL", "FORGE_DATA_DIR", "FORGE_PUBLIC_URL", "FORGE_LOG_LEVEL",
-				"GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY", "GITHUB_V3_API_URL"} {
+				"GITHUB_APP_INTEGRATION_ID", "GITHUB_APP_WEBHOOK_SECRET", "GITHUB_APP_PRIVATE_KEY", "GITHUB_V3_API_URL", "GITHUB_V4_API_URL", "GITHUB_WEB_URL"} {
 				t.Setenv(k, "")
 				os.Unsetenv(k)
 			}
@@ -91,6 +91,69 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.check(t, cfg)
+		})
+	}
+}
+
+// TestGitHubURLs: the GraphQL and web URLs follow github.v3_api_url in
+// GitHub's layouts unless given, and one that cannot be derived is asked for.
+func TestGitHubURLs(t *testing.T) {
+	cases := []struct {
+		name        string
+		github      string // the github section of the file
+		env         map[string]string
+		web, v3, v4 string
+		wantErr     string
+	}{
+		{name: "github.com by default",
+			v3: "https://api.github.com/", v4: "https://api.github.com/graphql", web: "https://github.com/"},
+		{name: "github.com given", github: "v3_api_url: https://api.github.com",
+			v3: "https://api.github.com", v4: "https://api.github.com/graphql", web: "https://github.com/"},
+		{name: "Enterprise Server", github: "v3_api_url: https://ghe.example.com/api/v3/",
+			v3: "https://ghe.example.com/api/v3/", v4: "https://ghe.example.com/api/graphql", web: "https://ghe.example.com/"},
+		{name: "Enterprise Server without the slash, on a port", github: "v3_api_url: http://ghe.example.com:8443/api/v3",
+			v3: "http://ghe.example.com:8443/api/v3", v4: "http://ghe.example.com:8443/api/graphql", web: "http://ghe.example.com:8443/"},
+		{name: "Enterprise Server under a path", github: "v3_api_url: https://proxy.example.com/github/api/v3/",
+			v3: "https://proxy.example.com/github/api/v3/", v4: "https://proxy.example.com/github/api/graphql", web: "https://proxy.example.com/github/"},
+		{name: "Enterprise Cloud with data residency", github: "v3_api_url: https://api.octocorp.ghe.com/",
+			v3: "https://api.octocorp.ghe.com/", v4: "https://api.octocorp.ghe.com/graphql", web: "https://octocorp.ghe.com/"},
+		{name: "from the environment", env: map[string]string{"GITHUB_V3_API_URL": "https://ghe.example.com/api/v3/"},
+			v3: "https://ghe.example.com/api/v3/", v4: "https://ghe.example.com/api/graphql", web: "https://ghe.example.com/"},
+		{name: "explicit values win", github: "v3_api_url: https://ghe.example.com/api/v3/\n  v4_api_url: https://gql.example.com/graphql\n  web_url: https://web.example.com",
+			v3: "https://ghe.example.com/api/v3/", v4: "https://gql.example.com/graphql", web: "https://web.example.com"},
+		{name: "explicit web, derived GraphQL", github: "v3_api_url: http://127.0.0.1:9000/\n  web_url: http://127.0.0.1:9001/",
+			v3: "http://127.0.0.1:9000/", v4: "http://127.0.0.1:9000/graphql", web: "http://127.0.0.1:9001/"},
+		{name: "API at the root of a host not named api.", github: "v3_api_url: http://127.0.0.1:9000/", wantErr: "github.web_url is not set"},
+		{name: "API under another path", github: "v3_api_url: https://ghe.example.com/rest/\n  web_url: https://ghe.example.com/", wantErr: "github.v4_api_url is not set"},
+		{name: "not a URL", github: "v3_api_url: ghe.example.com/api/v3", wantErr: "github.v3_api_url \"ghe.example.com/api/v3\" must be an http:// or https:// URL"},
+		{name: "explicit web not a URL", github: "web_url: github.com", wantErr: "github.web_url \"github.com\" must be"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, k := range []string{"GITHUB_V3_API_URL", "GITHUB_V4_API_URL", "GITHUB_WEB_URL"} {
+				t.Setenv(k, "")
+				os.Unsetenv(k)
+			}
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			path := ""
+			if c.github != "" {
+				path = writeFile(t, "github:\n  "+c.github+"\n")
+			}
+			cfg, err := LoadConfig(path)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := cfg.Github; g.V3APIURL != c.v3 || g.V4APIURL != c.v4 || g.WebURL != c.web {
+				t.Errorf("v3 %q v4 %q web %q, want %q %q %q", g.V3APIURL, g.V4APIURL, g.WebURL, c.v3, c.v4, c.web)
+			}
 		})
 	}
 }

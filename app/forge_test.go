@@ -29,7 +29,7 @@ type forgeOptions struct {
 // Forge with script agents.
 func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	t.Helper()
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	r := gh.AddRepo(w.inst, w.repo)
@@ -189,6 +189,10 @@ func TestForgeHappyPath(t *testing.T) {
 		if c.ReviewID == reviews[1].ID && hidden != "" {
 			t.Errorf("round 2's inline comment %d is minimized (%s)", c.ID, hidden)
 		}
+	}
+	// Hidden through GraphQL at the URL Forge derived from the REST API's.
+	if n := w.gh.GraphQLCalls("minimizeComment"); n == 0 {
+		t.Errorf("no minimizeComment at %s", w.gh.GraphQLURL())
 	}
 	plan, ok := w.gh.Repo(w.repo).File(pr.Head, planPath)
 	if !ok {
@@ -614,6 +618,11 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 	if final.Draft || !strings.Contains(final.Body, "Closes #1") {
 		t.Errorf("pull request after DONE: draft %v, body %q", final.Draft, final.Body)
 	}
+	// Through GraphQL at the URL Forge derived from the REST API's, where
+	// the double's layout serves it.
+	if n := w.gh.GraphQLCalls("markPullRequestReadyForReview"); n != 1 {
+		t.Errorf("markPullRequestReadyForReview at %s: %d calls, want 1", w.gh.GraphQLURL(), n)
+	}
 	w.status(t, "DONE")
 	if got := w.gh.Labels(w.repo, pr.Number); len(got) != 1 || got[0] != "forge:done" {
 		t.Errorf("status labels on the PR: %v, want [forge:done]", got)
@@ -961,7 +970,7 @@ func TestPhaseTimeout(t *testing.T) {
 // TestReconcilerCatchesMissedChecks: CI completes but its webhook never
 // arrives; the periodic reconciler looks again and the run goes on.
 func TestReconcilerCatchesMissedChecks(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 120s\n"}, "initial commit")

@@ -90,7 +90,7 @@ func BenchmarkIngest(b *testing.B) {
 	// what Forge's handler reads changed: the double's renderings of the
 	// repository, issue and comment are leaner than GitHub's, and the jobs do
 	// not run here, so nothing else needs to match the double.
-	gh := ghdouble.New(b)
+	gh := apptest.GitHub(b)
 	inst := gh.AddInstallation("Codertocat")
 	payload := ghdouble.EditPayload(b, ghdouble.LoadPayload(b, "issue_comment/created"),
 		gh.InstallationEdit(inst), ghdouble.Set("comment.body", "/forge help"))

@@ -106,7 +106,7 @@ func (f *fakeModel) requests(role string) []modelRequest {
 func newOpenAIWorld(t *testing.T, repoConfig string) (*world, *fakeModel) {
 	t.Helper()
 	model := newFakeModel(t)
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	gh.AddRepo(w.inst, w.repo).Seed(map[string]string{"README.md": "# hello\n", ".github/forge.yml": repoConfig,

@@ -23,7 +23,7 @@ import (
 // .github/forge.yml ("" for none).
 func newPolicyWorlds(t *testing.T, policy []pipeline.PolicyRule, repos map[string]string) map[string]*world {
 	t.Helper()
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	inst := gh.AddInstallation("octo")
 	worlds := map[string]*world{}
 	for repo, forgeYML := range repos {

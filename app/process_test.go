@@ -127,7 +127,7 @@ func tail(s string, n int) string {
 
 func processWorld(t *testing.T) (*world, map[string]string) {
 	t.Helper()
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	// No phases after the forge: these tests are about the process.

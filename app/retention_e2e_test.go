@@ -16,7 +16,7 @@ import (
 // job has run and an agent session untouched as long, and keeps a recent
 // delivery and session.
 func TestRetentionPrunes(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	gh.AddRepo(w.inst, w.repo)

@@ -206,7 +206,7 @@ func (h *heist) checkGitHub(t *testing.T, w *world) {
 // to write outside their working copy. Every attempt fails, and nothing
 // secret reaches GitHub through the plan or the phase's commit.
 func TestSandboxKeepsExecAgentsFromSecrets(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	h := newHeist(t, gh)
 	reports := t.TempDir()
 	w := newSandboxWorld(t, gh, h, map[string][]string{
@@ -330,7 +330,7 @@ func newCommandModel(t *testing.T, attack, reportDir string) *commandModel {
 // writes, and runs make through run_command. Every attempt fails, nothing
 // secret comes back to the model, and nothing reaches GitHub.
 func TestSandboxKeepsRunCommandFromSecrets(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	h := newHeist(t, gh)
 	reports := t.TempDir()
 	model := newCommandModel(t, h.attack(reports), reports)

@@ -32,7 +32,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	gh.AddRepo(w.inst, w.repo)
@@ -390,7 +390,7 @@ func TestNoSecretInLogs(t *testing.T) {
 // TestStoreReopens: a second server on the same data directory finds its
 // migrations applied and the deliveries of the first.
 func TestStoreReopens(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	dir := t.TempDir()
 	s1 := apptest.Start(t, gh, apptest.Options{DataDir: dir})
 	s1.Stop(t)

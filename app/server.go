@@ -80,6 +80,10 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	}
 	a.bodies = newBodyBudget(a.cfg.Server.WebhookBytesInFlight)
 	a.cfg.Retention.applyDefaults()
+	a.cfg.applyGitHubURLDefaults()
+	if err := a.cfg.validateGitHubURLs(); err != nil {
+		return nil, err
+	}
 
 	if !cfg.AppConfigured() {
 		creds, err := LoadCredentials(cfg.DataDir)

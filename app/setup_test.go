@@ -143,7 +143,7 @@ func callbackFor(t *testing.T, b *browser, link string) string {
 // with mode 0600, serves webhooks at once, and reads the credentials at the
 // next start.
 func TestFirstRunSetup(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	dir := t.TempDir()
 	s := apptest.Start(t, gh, apptest.Options{DataDir: dir, Unconfigured: true})
 	link := setupLink(t, s)
@@ -233,7 +233,7 @@ func TestFirstRunSetup(t *testing.T) {
 // with a code and state GitHub really issued; the token is printed once,
 // as a URL on the listen address, and never again.
 func TestSetupNeedsTheLoggedToken(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	dir := t.TempDir()
 	s := apptest.Start(t, gh, apptest.Options{DataDir: dir, Unconfigured: true})
 	link := setupLink(t, s)
@@ -280,7 +280,7 @@ func TestSetupNeedsTheLoggedToken(t *testing.T) {
 // browser that opened the form; another browser, even one that holds the
 // setup link, is refused, and the state stays good for its own browser.
 func TestSetupStateBoundToBrowser(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	s := apptest.Start(t, gh, apptest.Options{Unconfigured: true})
 	link := setupLink(t, s)
 	a, b := newBrowser(t), newBrowser(t)
@@ -310,7 +310,7 @@ func TestSetupStateBoundToBrowser(t *testing.T) {
 // is refused with a page that says Forge is configured and what to do
 // with the App GitHub created for it.
 func TestSetupConcurrentCallbacks(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	dir := t.TempDir()
 	s := apptest.Start(t, gh, apptest.Options{DataDir: dir, Unconfigured: true})
 	link := setupLink(t, s)
@@ -378,7 +378,7 @@ func TestSetupConcurrentCallbacks(t *testing.T) {
 // stored its App first is never overwritten; this one serves that App and
 // says the App GitHub just created is unused.
 func TestSetupStoredByAnotherProcess(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	dir := t.TempDir()
 	s := apptest.Start(t, gh, apptest.Options{DataDir: dir, Unconfigured: true})
 	b := newBrowser(t)
@@ -445,7 +445,7 @@ func TestSetupManifestURLs(t *testing.T) {
 	}
 
 	t.Run("listen address", func(t *testing.T) {
-		gh := ghdouble.New(t)
+		gh := apptest.GitHub(t)
 		s := apptest.Start(t, gh, apptest.Options{Unconfigured: true})
 		if link := setupLink(t, s); !strings.HasPrefix(link, s.URL+"/setup?token=") {
 			t.Errorf("setup link %s, want it on the listen address %s", link, s.URL)
@@ -466,7 +466,7 @@ func TestSetupManifestURLs(t *testing.T) {
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		public := fmt.Sprintf("http://localhost:%d", port)
-		gh := ghdouble.New(t)
+		gh := apptest.GitHub(t)
 		s := apptest.Start(t, gh, apptest.Options{Unconfigured: true, Configure: func(c *app.Config) {
 			c.Server.Port = port
 			c.Server.PublicURL = public + "/"
@@ -485,7 +485,7 @@ func TestSetupManifestURLs(t *testing.T) {
 // is configured, to anyone, with or without the old token: no App id, no
 // slug, no path; the token no longer opens anything.
 func TestSetupAfterSetup(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	dir := t.TempDir()
 	s := apptest.Start(t, gh, apptest.Options{DataDir: dir, Unconfigured: true})
 	link := setupLink(t, s)
@@ -530,7 +530,7 @@ func TestSetupAfterSetup(t *testing.T) {
 // the same data directory without an App prints a new one, and the old one
 // opens nothing.
 func TestSetupRestartNewToken(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	dir := t.TempDir()
 	s := apptest.Start(t, gh, apptest.Options{DataDir: dir, Unconfigured: true})
 	first := setupToken(t, setupLink(t, s))

@@ -19,7 +19,10 @@ import (
 // workspace implements pipeline.Workspace over the cached clones, with a
 // token for the one repository passed per fetch and never stored.
 type workspace struct {
-	cache  *gitops.Cache
+	cache *gitops.Cache
+	// webURL is github.web_url, given or derived from the REST API's: git
+	// is served on the web host in every layout (https://github.com/o/r.git,
+	// https://HOST/o/r.git on Enterprise Server), never on the API host.
 	webURL string
 	token  func(ctx context.Context, repo pipeline.Repo) (string, error)
 	// bounds caps what an agent's changes may weigh (git.max_change_bytes).

@@ -5,8 +5,10 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"hash/fnv"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -43,6 +45,42 @@ type Options struct {
 	Configure func(*app.Config)
 }
 
+// LayoutEnv selects the GitHub double's layout for the end-to-end tests:
+// "enterprise" or "dotcom" puts every test in that layout; unset, each test
+// gets one by a hash of its name, so one run exercises both; "flip" gives
+// each test the layout it does not get unset, so that CI, running the suite
+// unset and then flipped, runs every test in both.
+const LayoutEnv = "FORGE_TEST_GITHUB_LAYOUT"
+
+// Layout is the layout of the GitHub double for the test, from LayoutEnv.
+func Layout(t testing.TB) ghdouble.Layout {
+	t.Helper()
+	h := fnv.New32a()
+	h.Write([]byte(t.Name()))
+	layouts := []ghdouble.Layout{ghdouble.Enterprise, ghdouble.DotCom}
+	switch v := os.Getenv(LayoutEnv); v {
+	case "":
+		return layouts[h.Sum32()%2]
+	case "flip":
+		return layouts[(h.Sum32()+1)%2]
+	default:
+		l, err := ghdouble.ParseLayout(v)
+		if err != nil {
+			t.Fatalf("%s: %v (or flip, or unset)", LayoutEnv, err)
+		}
+		return l
+	}
+}
+
+// GitHub starts the GitHub double of an end-to-end test, in the test's
+// Layout unless opts choose one, and says which in the test's log.
+func GitHub(t testing.TB, opts ...ghdouble.Option) *ghdouble.Server {
+	t.Helper()
+	gh := ghdouble.New(t, append([]ghdouble.Option{ghdouble.WithLayout(Layout(t))}, opts...)...)
+	t.Logf("GitHub double in the %s layout (%s): REST %s, GraphQL %s, web %s", gh.Layout(), LayoutEnv, gh.URL(), gh.GraphQLURL(), gh.WebURL())
+	return gh
+}
+
 // Start runs Forge against gh until the test ends.
 func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
 	t.Helper()
@@ -56,9 +94,14 @@ func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
 	// Working copies of a test of their own, beside its data directory
 	// (never inside it), so no test finds another's.
 	cfg.Git.WorkDir = filepath.Join(t.TempDir(), "work")
-	cfg.Github.WebURL = gh.WebURL()
+	// Only the REST API's URL is given, as an operator would: Forge derives
+	// GraphQL's and the web side's from it. The double's github.com layout
+	// has its web side on another port of 127.0.0.1, which no rule derives
+	// from the API's (github.com's is api.github.com without "api.").
 	cfg.Github.V3APIURL = gh.URL()
-	cfg.Github.V4APIURL = gh.GraphQLURL()
+	if gh.Layout() == ghdouble.DotCom {
+		cfg.Github.WebURL = gh.WebURL()
+	}
 	cfg.Logging.Level = "debug"
 	cfg.Queue.Workers = 4
 	if !o.Unconfigured {
@@ -90,7 +133,7 @@ func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
 			if len(lines) > 80 {
 				lines = lines[len(lines)-80:]
 			}
-			t.Logf("forge log (last %d lines):\n%s", len(lines), strings.Join(lines, "\n"))
+			t.Logf("forge log (last %d lines; GitHub double in the %s layout):\n%s", len(lines), gh.Layout(), strings.Join(lines, "\n"))
 		}
 	})
 	s.waitReady(t)

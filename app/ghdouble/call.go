@@ -55,9 +55,9 @@ func (c *Call) Decode(v any) error {
 func (c *Call) Actor() *User { return c.server.botUser() }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	route, params := s.routes.match(r.Method, strings.TrimPrefix(r.URL.EscapedPath(), apiPrefix))
+	route, params := s.routes.match(r.Method, strings.TrimPrefix(r.URL.EscapedPath(), s.layout.apiPrefix()))
 	if route == nil {
-		s.reportf("%s %s: not an endpoint of GitHub's REST API served by the double", r.Method, r.URL.Path)
+		s.reportf("%s %s: not an endpoint of GitHub's REST API served by the double%s", r.Method, r.URL.Path, s.layoutHint())
 		s.writeJSON(w, http.StatusNotFound, s.fillError(nil, http.StatusNotFound, &Error{Message: "Not Found"}))
 		return
 	}

@@ -16,6 +16,18 @@ type callTable struct {
 	mu       sync.Mutex
 	counts   map[string]int
 	failures map[string][]Failure
+	// graphql counts GraphQL mutations by name, apart from the REST
+	// endpoints whose totals tests budget.
+	graphql map[string]int
+}
+
+func (ct *callTable) addGraphQL(mutation string) {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	if ct.graphql == nil {
+		ct.graphql = map[string]int{}
+	}
+	ct.graphql[mutation]++
 }
 
 func (ct *callTable) add(endpoint string) {
@@ -65,6 +77,7 @@ func (s *Server) ResetCalls() {
 	s.calls.mu.Lock()
 	defer s.calls.mu.Unlock()
 	s.calls.counts = map[string]int{}
+	s.calls.graphql = nil
 }
 
 // FailNext makes the next n requests to endpoint answer f instead of being served.

@@ -4,10 +4,22 @@
 //
 // # Layout
 //
-// One server answers both sides, laid out like GitHub Enterprise Server:
+// The double serves GitHub's two layouts; WithLayout picks one (default Enterprise).
+// GitHub Enterprise Server's, one server for everything:
 //
-//	URL()    = http://127.0.0.1:PORT/api/v3/   the REST API (go-github BaseURL, github.v3_api_url)
-//	WebURL() = http://127.0.0.1:PORT/          github.com: html_url links, /settings/apps/new
+//	URL()        = http://127.0.0.1:PORT/api/v3/      the REST API (go-github BaseURL, github.v3_api_url)
+//	GraphQLURL() = http://127.0.0.1:PORT/api/graphql  GraphQL (github.v4_api_url)
+//	WebURL()     = http://127.0.0.1:PORT/             web pages: html_url links, /settings/apps/new, git over HTTP
+//
+// github.com's (DotCom), an API host and a web host, as api.github.com and github.com:
+//
+//	URL()        = http://127.0.0.1:PORT/             the REST API at the API host's root
+//	GraphQLURL() = http://127.0.0.1:PORT/graphql      GraphQL on the API host
+//	WebURL()     = http://127.0.0.1:OTHER/            the web pages, on a listener of their own
+//
+// Every URL the double writes into a payload (url, html_url, clone_url, ...)
+// comes from apiBase and WebURL, so it follows the layout; a request sent
+// where the other layout serves it is reported, with where this one does.
 //
 // # What every request goes through
 //

@@ -13,18 +13,36 @@ import (
 	"unicode"
 )
 
-// The GraphQL API, as GitHub Enterprise Server lays it out: POST /api/graphql
-// beside the REST API's /api/v3 (GraphQLURL, github.v4_api_url). It serves the
-// few mutations REST has no equivalent for; it is not validated against an
-// OpenAPI description (there is none for GraphQL), and any other operation is
-// reported and answered with a GraphQL error.
+// The GraphQL API, where the layout puts it (GraphQLURL, github.v4_api_url):
+// POST /api/graphql beside the REST API's /api/v3 on Enterprise Server, POST
+// /graphql on the API host on github.com (ServeHTTP routes that one). It
+// serves the few mutations REST has no equivalent for; it is not validated
+// against an OpenAPI description (there is none for GraphQL), and any other
+// operation is reported and answered with a GraphQL error.
 func (s *Server) graphqlWebRoutes() []WebRoute {
-	return []WebRoute{{Pattern: "POST /api/graphql", Handler: s.serveGraphQL}}
+	if s.layout != Enterprise {
+		return nil
+	}
+	return []WebRoute{{Pattern: "POST " + s.layout.graphqlPath(), Handler: s.serveGraphQL}}
 }
 
-// GraphQLURL is the GraphQL endpoint, WebURL()+"api/graphql", for
-// github.v4_api_url.
-func (s *Server) GraphQLURL() string { return s.WebURL() + "api/graphql" }
+// GraphQLURL is the GraphQL endpoint, for github.v4_api_url:
+// "http://127.0.0.1:PORT/api/graphql" (Enterprise) or
+// "http://127.0.0.1:PORT/graphql" on the API host (DotCom).
+func (s *Server) GraphQLURL() string { return s.http.URL + s.layout.graphqlPath() }
+
+// GraphQLCalls is how many times the mutation was asked for at GraphQLURL,
+// the one place the double serves GraphQL, e.g.
+// GraphQLCalls("markPullRequestReadyForReview").
+func (s *Server) GraphQLCalls(mutation string) int {
+	s.t.Helper()
+	if _, ok := s.mutations()[mutation]; !ok {
+		s.t.Errorf("ghdouble: %q is not a GraphQL mutation the double serves", mutation)
+	}
+	s.calls.mu.Lock()
+	defer s.calls.mu.Unlock()
+	return s.calls.graphql[mutation]
+}
 
 // gqlError is one entry of a GraphQL answer's "errors".
 type gqlError struct {
@@ -57,12 +75,12 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 	}
 	op, err := parseGraphQL(body.Query)
 	if err != nil {
-		s.reportf("POST /api/graphql: GitHub would refuse this document: %v", err)
+		s.reportf("POST %s: GitHub would refuse this document: %v", req.URL.Path, err)
 		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{{Message: err.Error()}}})
 		return
 	}
 	if op.kind != "mutation" {
-		s.reportf("POST /api/graphql: the double serves no GraphQL %s (only the mutations %s)", op.kind, strings.Join(slices.Sorted(maps.Keys(s.mutations())), ", "))
+		s.reportf("POST %s: the double serves no GraphQL %s (only the mutations %s)", req.URL.Path, op.kind, strings.Join(slices.Sorted(maps.Keys(s.mutations())), ", "))
 		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{{Message: "The GitHub double serves no GraphQL " + op.kind}}})
 		return
 	}
@@ -70,9 +88,10 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 	var errs []gqlError
 	for _, f := range op.selections {
 		key := cmpOr(f.alias, f.name)
+		s.calls.addGraphQL(f.name)
 		resolve, known := s.mutations()[f.name]
 		if !known {
-			s.reportf("POST /api/graphql: mutation %s is not served by the double", f.name)
+			s.reportf("POST %s: mutation %s is not served by the double", req.URL.Path, f.name)
 			errs = append(errs, gqlError{Type: "undefinedField", Path: []any{key}, Message: fmt.Sprintf("Field '%s' doesn't exist on type 'Mutation'", f.name)})
 			continue
 		}
@@ -96,7 +115,7 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 		}
 		projected, err := project(result, f.selections)
 		if err != nil {
-			s.reportf("POST /api/graphql: %s: %v", f.name, err)
+			s.reportf("POST %s: %s: %v", req.URL.Path, f.name, err)
 			errs = append(errs, gqlError{Path: []any{key}, Message: err.Error()})
 			data[key] = nil
 			continue

@@ -179,7 +179,7 @@ func (s *Server) repoJSON(r *Repo) map[string]any {
 	}
 	r.mu.Unlock()
 	api := s.repoAPIURL(r)
-	host := strings.TrimPrefix(s.http.URL, "http://")
+	host := s.webHost()
 	visibility := "public"
 	if r.Private {
 		visibility = "private"

@@ -10,10 +10,6 @@ import (
 	"time"
 )
 
-// apiPrefix is where the REST API lives, as on GitHub Enterprise Server: go-github's
-// WithEnterpriseURLs and go-githubapp both accept a base URL ending in /api/v3/.
-const apiPrefix = "/api/v3"
-
 // Server is a stateful fake of GitHub's REST API and of the few github.com web pages
 // an App meets, served over real HTTP on 127.0.0.1.
 //
@@ -21,10 +17,14 @@ const apiPrefix = "/api/v3"
 // router); s.mu is never held while a Repo's mu is taken. The id counters are atomic.
 type Server struct {
 	t      testing.TB
-	http   *httptest.Server
-	now    func() time.Time
-	routes *router
-	web    *http.ServeMux
+	layout Layout
+	// http serves the REST API (and, in the Enterprise layout, everything);
+	// webHTTP the web side, the same server in the Enterprise layout.
+	http    *httptest.Server
+	webHTTP *httptest.Server
+	now     func() time.Time
+	routes  *router
+	web     *http.ServeMux
 	// gitRoot holds the bare repositories. It is removed after the server
 	// is closed, never under a request still running git (see New).
 	gitRoot string
@@ -58,6 +58,7 @@ type options struct {
 	events        []string
 	webUser       string
 	now           func() time.Time
+	layout        Layout
 }
 
 // WithAppID sets the App's id (default: a fresh id).
@@ -124,6 +125,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	}
 	s := &Server{
 		t:             t,
+		layout:        o.layout,
 		now:           o.now,
 		web:           http.NewServeMux(),
 		webLogin:      o.webUser,
@@ -160,20 +162,34 @@ func New(t testing.TB, opts ...Option) *Server {
 	s.gitRoot = t.TempDir()
 	s.http = httptest.NewServer(s)
 	t.Cleanup(s.http.Close)
+	s.webHTTP = s.http
+	if s.layout == DotCom {
+		s.webHTTP = httptest.NewServer(s.web)
+		t.Cleanup(s.webHTTP.Close)
+	}
 	return s
 }
 
 // URL is the REST API base, ending in a slash as go-github's BaseURL requires:
-// "http://127.0.0.1:PORT/api/v3/". Use it for go-githubapp's github.v3_api_url.
-func (s *Server) URL() string { return s.http.URL + apiPrefix + "/" }
+// "http://127.0.0.1:PORT/api/v3/" (Enterprise) or "http://127.0.0.1:PORT/"
+// (DotCom). Use it for go-githubapp's github.v3_api_url.
+func (s *Server) URL() string { return s.apiBase() + "/" }
 
-// WebURL is the github.com side, "http://127.0.0.1:PORT/": html_url links point
-// there and the manifest flow's /settings/apps/new is served there.
-func (s *Server) WebURL() string { return s.http.URL + "/" }
+// WebURL is the web side, "http://127.0.0.1:PORT/" (in the DotCom layout
+// another port than the API's): html_url links point there and the manifest
+// flow's /settings/apps/new and git over HTTP are served there.
+func (s *Server) WebURL() string { return s.webHTTP.URL + "/" }
 
-// ServeHTTP sends /api/v3/ to the REST router and everything else to the web side.
+// ServeHTTP is the API host: the REST API below the layout's prefix and,
+// in the Enterprise layout, the web side beside it; in the DotCom layout,
+// GraphQL at /graphql beside the REST API at the root.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == apiPrefix || strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
+	prefix := s.layout.apiPrefix()
+	if s.layout == DotCom && r.URL.Path == s.layout.graphqlPath() {
+		s.serveGraphQL(w, r)
+		return
+	}
+	if prefix == "" || r.URL.Path == prefix || strings.HasPrefix(r.URL.Path, prefix+"/") {
 		s.serveAPI(w, r)
 		return
 	}
@@ -190,10 +206,13 @@ func (s *Server) reportf(format string, args ...any) {
 func (s *Server) nextID() int64 { return s.lastID.Add(1) }
 
 // apiBase is the API URL without the trailing slash, to build resource URLs.
-func (s *Server) apiBase() string { return s.http.URL + apiPrefix }
+func (s *Server) apiBase() string { return s.http.URL + s.layout.apiPrefix() }
+
+// webHost is the web side's host:port, for the git:// and ssh URLs.
+func (s *Server) webHost() string { return strings.TrimPrefix(s.webHTTP.URL, "http://") }
 
 func (s *Server) serveUnknownWeb(w http.ResponseWriter, r *http.Request) {
-	s.reportf("%s %s: the web side of the double serves no such page", r.Method, r.URL.Path)
+	s.reportf("%s %s: the web side of the double serves no such page%s", r.Method, r.URL.Path, s.layoutHint())
 	http.NotFound(w, r)
 }
 
