@@ -173,6 +173,8 @@ func (s *Server) WebURL() string { return s.http.URL + "/" }
 
 // ServeHTTP sends /api/v3/ to the REST router and everything else to the web side.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// GitHub's Date is GitHub's clock: a client measures its own offset by it.
+	w.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
 	if r.URL.Path == apiPrefix || strings.HasPrefix(r.URL.Path, apiPrefix+"/") {
 		s.serveAPI(w, r)
 		return
