@@ -464,7 +464,8 @@ func (g *githubAPI) UpdateCheckRun(ctx context.Context, repo pipeline.Repo, c pi
 }
 
 // apiError maps GitHub's answers to the pipeline's errors: a refused
-// installation token, not found, 422, and passing failures.
+// installation token (the App's credentials, or the installation gone), not
+// found, 422, and passing failures.
 func apiError(err error) error {
 	if err == nil {
 		return nil
@@ -477,11 +478,16 @@ func apiError(err error) error {
 	}
 	var he *ghinstallation.HTTPError
 	if errors.As(err, &he) && he.Response != nil {
-		switch he.Response.StatusCode {
-		case http.StatusNotFound, http.StatusForbidden, http.StatusUnauthorized:
+		code, msg := he.Response.StatusCode, tokenRefusal(he.Response)
+		switch {
+		case jwtRefused(code, msg):
+			// The App's clock or key, the same for every installation:
+			// retried, never taken for a deleted installation.
+			return fmt.Errorf("%w (%d %s): %v", pipeline.ErrAppRefused, code, printable(msg, 200), err)
+		case code == http.StatusNotFound, installationSuspended(code, msg):
 			return fmt.Errorf("%w: %v", pipeline.ErrInstallationGone, err)
-		}
-		if he.Response.StatusCode >= 500 {
+		case code == http.StatusForbidden, code == http.StatusTooManyRequests, code >= 500:
+			// A 403 that is no suspension is a rate limit or a passing refusal.
 			return fmt.Errorf("%w: %v", pipeline.ErrTransient, err)
 		}
 	}
