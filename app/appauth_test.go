@@ -27,8 +27,8 @@ import (
 const tokenEndpoint = "POST /app/installations/{installation_id}/access_tokens"
 
 // TestTokenRefusals: what GitHub answers at the installation-token endpoint
-// becomes the pipeline's error, through the real client (API calls and git
-// tokens alike) against the double. Only a deleted or suspended installation
+// becomes the pipeline's error, through the real clients (REST, GraphQL and
+// git tokens alike) against the double. Only a deleted or suspended installation
 // is gone; a refused JWT (clock, key, App id) is the App's, named with its
 // likely cause; a rate limit or a 5xx passes.
 func TestTokenRefusals(t *testing.T) {
@@ -64,7 +64,7 @@ func TestTokenRefusals(t *testing.T) {
 		}, pipeline.ErrTransient, ""},
 	}
 	for _, tt := range tests {
-		for _, via := range []string{"api", "git token"} {
+		for _, via := range []string{"api", "graphql", "git token"} {
 			t.Run(tt.name+"/"+via, func(t *testing.T) {
 				gh := ghdouble.New(t, ghdouble.WithClock(func() time.Time { return time.Now().Add(tt.skew) }))
 				inst := gh.AddInstallation("octo")
@@ -144,8 +144,8 @@ func doubleConfig(gh *ghdouble.Server) Config {
 }
 
 // tokenError is the pipeline's error for a first request of installation
-// inst, which needs a token: an API call, or a git token as the workspace
-// asks for one.
+// inst, which needs a token: a REST or GraphQL call (which fails here even
+// when served: no such comment), or a git token as the workspace asks for one.
 func tokenError(t *testing.T, cfg Config, auth *appAuth, inst int64, via string) error {
 	t.Helper()
 	ctx := context.Background()
@@ -161,6 +161,13 @@ func tokenError(t *testing.T, cfg Config, auth *appAuth, inst int64, via string)
 	cc, err := NewClientCreator(cfg, NewMetrics(), NewRedactor(cfg, os.LookupEnv, zerolog.Nop()), githubapp.WithTransport(base))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if via == "graphql" {
+		v4, err := cc.NewInstallationV4Client(inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return (&githubAPI{v4: v4}).MinimizeComment(ctx, "IC_unknown")
 	}
 	c, err := cc.NewInstallationClient(inst)
 	if err != nil {

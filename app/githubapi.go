@@ -293,7 +293,7 @@ func (g *githubAPI) MarkReadyForReview(ctx context.Context, repo pipeline.Repo, 
 	}
 	in := githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: githubv4.ID(nodeID)}
 	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
-		return fmt.Errorf("mark ready for review: %w", err)
+		return fmt.Errorf("mark ready for review: %w", apiError(err))
 	}
 	return nil
 }
@@ -308,7 +308,7 @@ func (g *githubAPI) MinimizeComment(ctx context.Context, nodeID string) error {
 	}
 	in := githubv4.MinimizeCommentInput{SubjectID: githubv4.ID(nodeID), Classifier: githubv4.ReportedContentClassifiersOutdated}
 	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
-		return fmt.Errorf("minimize comment: %w", err)
+		return fmt.Errorf("minimize comment: %w", apiError(err))
 	}
 	return nil
 }
