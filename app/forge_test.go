@@ -23,13 +23,15 @@ type forgeOptions struct {
 	files        map[string]string
 	// configure edits the server's configuration further.
 	configure func(*app.Config)
+	// double configures the GitHub double (its clock, its App).
+	double []ghdouble.Option
 }
 
 // newForgeWorld is a repository with code, a person with write access, and
 // Forge with script agents.
 func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	t.Helper()
-	gh := apptest.GitHub(t)
+	gh := apptest.GitHub(t, o.double...)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	r := gh.AddRepo(w.inst, w.repo)

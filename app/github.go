@@ -15,13 +15,16 @@ const userAgent = "forge/0 (+https://github.com/forge-dev/forge)"
 
 // NewClientCreator is the one place GitHub clients are built: installation
 // and App clients share the redactor, the metrics and the retry policy.
-func NewClientCreator(c Config, m *Metrics, r *Redactor) (githubapp.ClientCreator, error) {
-	cc, err := githubapp.NewDefaultCachingClientCreator(c.Github,
+// extra options come last (the server's base transport, which watches the
+// installation-token requests).
+func NewClientCreator(c Config, m *Metrics, r *Redactor, extra ...githubapp.ClientOption) (githubapp.ClientCreator, error) {
+	cc, err := githubapp.NewDefaultCachingClientCreator(c.Github, append([]githubapp.ClientOption{
 		githubapp.WithClientUserAgent(userAgent),
-		githubapp.WithClientTimeout(30*time.Second),
+		githubapp.WithClientTimeout(30 * time.Second),
 		// Outermost first: a request is redacted once, before any attempt,
 		// and a retried request is recorded once per attempt.
 		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(DefaultRetry), m.ClientMiddleware()),
+	}, extra...)...,
 	)
 	if err != nil {
 		return nil, fmt.Errorf("create GitHub client creator: %w", err)

@@ -293,7 +293,7 @@ func (g *githubAPI) MarkReadyForReview(ctx context.Context, repo pipeline.Repo, 
 	}
 	in := githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: githubv4.ID(nodeID)}
 	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
-		return fmt.Errorf("mark ready for review: %w", err)
+		return fmt.Errorf("mark ready for review: %w", apiError(err))
 	}
 	return nil
 }
@@ -308,7 +308,7 @@ func (g *githubAPI) MinimizeComment(ctx context.Context, nodeID string) error {
 	}
 	in := githubv4.MinimizeCommentInput{SubjectID: githubv4.ID(nodeID), Classifier: githubv4.ReportedContentClassifiersOutdated}
 	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
-		return fmt.Errorf("minimize comment: %w", err)
+		return fmt.Errorf("minimize comment: %w", apiError(err))
 	}
 	return nil
 }
@@ -509,7 +509,8 @@ func (g *githubAPI) UpdateCheckRun(ctx context.Context, repo pipeline.Repo, c pi
 }
 
 // apiError maps GitHub's answers to the pipeline's errors: a refused
-// installation token, not found, 422, and passing failures.
+// installation token (the App's credentials, or the installation gone), not
+// found, 422, and passing failures.
 func apiError(err error) error {
 	if err == nil {
 		return nil
@@ -522,11 +523,16 @@ func apiError(err error) error {
 	}
 	var he *ghinstallation.HTTPError
 	if errors.As(err, &he) && he.Response != nil {
-		switch he.Response.StatusCode {
-		case http.StatusNotFound, http.StatusForbidden, http.StatusUnauthorized:
+		code, msg := he.Response.StatusCode, tokenRefusal(he.Response)
+		switch {
+		case jwtRefused(code, msg):
+			// The App's clock or key, the same for every installation:
+			// retried, never taken for a deleted installation.
+			return fmt.Errorf("%w (%d %s): %v", pipeline.ErrAppRefused, code, printable(msg, 200), err)
+		case code == http.StatusNotFound, installationSuspended(code, msg):
 			return fmt.Errorf("%w: %v", pipeline.ErrInstallationGone, err)
-		}
-		if he.Response.StatusCode >= 500 {
+		case code == http.StatusForbidden, code == http.StatusTooManyRequests, code >= 500:
+			// A 403 that is no suspension is a rate limit or a passing refusal.
 			return fmt.Errorf("%w: %v", pipeline.ErrTransient, err)
 		}
 	}

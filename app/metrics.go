@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -45,7 +46,7 @@ func NewMetrics() *Metrics {
 		}, []string{"event"}),
 		Jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "forge_jobs_total",
-			Help: "Jobs worked, by kind and outcome (success, error).",
+			Help: "Jobs worked, by kind and outcome (success, error, snoozed).",
 		}, []string{"kind", "outcome"}),
 		JobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "forge_job_duration_seconds",
@@ -143,7 +144,15 @@ func (j *jobMetrics) Work(ctx context.Context, job *rivertype.JobRow, doInner fu
 	log := j.log.With().Str("job_kind", job.Kind).Int64("job_id", job.ID).Int("attempt", job.Attempt).Logger()
 	err := doInner(log.WithContext(ctx))
 	outcome := "success"
-	if err != nil {
+	var snooze *rivertype.JobSnoozeError
+	switch {
+	case errors.As(err, &snooze):
+		// A job that waits (for its plan's lease, for GitHub to take the
+		// App again) failed nothing; whatever it waits for is logged once
+		// where it is known.
+		outcome = "snoozed"
+		log.Debug().Err(err).Msg("job snoozed")
+	case err != nil:
 		outcome = "error"
 		log.Warn().Err(err).Msg("job failed")
 	}

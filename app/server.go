@@ -38,6 +38,9 @@ type App struct {
 	river   *river.Client[*sql.Tx]
 	ingest  *store.Ingester
 
+	// auth follows whether GitHub takes the App's JWT (clock, key).
+	auth *appAuth
+
 	// github is set once the App credentials are known, at start or when
 	// the first-run setup completes.
 	github atomic.Pointer[githubState]
@@ -67,6 +70,7 @@ type githubState struct {
 // listen yet; Run does.
 func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	a := &App{cfg: cfg, log: log, metrics: NewMetrics()}
+	a.auth = newAppAuth(log, a.metrics.Registry)
 	if a.cfg.Queue.LeaseTTL <= 0 {
 		// A configuration built in code rather than loaded has no defaults.
 		a.cfg.Queue.LeaseTTL = DefaultLeaseTTL
@@ -205,14 +209,17 @@ func (a *App) configure(cfg Config) error {
 	// Built from these credentials, so an App registered by the setup
 	// has its own key and secret redacted.
 	redactor := NewRedactor(cfg, os.LookupEnv, a.log)
-	cc, err := NewClientCreator(cfg, a.metrics, redactor)
+	// Installation tokens are asked for beneath every middleware, straight
+	// on the base transport: a.auth watches them there.
+	tokenBase := a.auth.Transport(http.DefaultTransport)
+	cc, err := NewClientCreator(cfg, a.metrics, redactor, githubapp.WithTransport(tokenBase))
 	if err != nil {
 		return err
 	}
 	base := handlers.Base{Ingest: a.ingest, AppID: cfg.Github.App.IntegrationID}
 	hook := githubapp.NewEventDispatcher(handlers.All(base), cfg.Github.App.WebhookSecret,
 		githubapp.WithErrorCallback(a.webhookError))
-	tokens := &tokenSource{appID: cfg.Github.App.IntegrationID, key: []byte(cfg.Github.App.PrivateKey), apiURL: cfg.Github.V3APIURL}
+	tokens := &tokenSource{appID: cfg.Github.App.IntegrationID, key: []byte(cfg.Github.App.PrivateKey), apiURL: cfg.Github.V3APIURL, base: tokenBase}
 	a.github.Store(&githubState{cfg: cfg, clients: cc, hook: hook, tokens: tokens, redactor: redactor})
 	return nil
 }
@@ -242,6 +249,12 @@ func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	io.WriteString(w, "ready\n")
+	if p := a.auth.Problem(); p != "" {
+		// Still ready: deliveries are stored and worked once GitHub takes the
+		// App again, while a 503 would have a load balancer turn them away,
+		// and GitHub does not redeliver by itself.
+		fmt.Fprintf(w, "github: %s\n", p)
+	}
 }
 
 // Listen binds the configured address; Addr then reports it (port 0 picks

@@ -123,6 +123,10 @@ type tokenSource struct {
 	key    []byte
 	apiURL string
 	m      map[repoToken]*ghinstallation.Transport
+
+	// base carries the token requests (the server's, which watches them);
+	// nil is http.DefaultTransport.
+	base http.RoundTripper
 }
 
 type repoToken struct {
@@ -135,8 +139,12 @@ func (t *tokenSource) token(ctx context.Context, installationID int64, repo pipe
 	t.mu.Lock()
 	tr, ok := t.m[k]
 	if !ok {
+		base := t.base
+		if base == nil {
+			base = http.DefaultTransport
+		}
 		var err error
-		tr, err = ghinstallation.New(http.DefaultTransport, t.appID, installationID, t.key)
+		tr, err = ghinstallation.New(base, t.appID, installationID, t.key)
 		if err != nil {
 			t.mu.Unlock()
 			return "", err

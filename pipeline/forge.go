@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -145,6 +146,12 @@ func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTar
 	if err == nil {
 		return nil
 	}
+	if errors.Is(err, ErrAppRefused) {
+		// The server's clock or key, which the server logs once: no attempt
+		// is spent and nothing is forgotten; the job runs again until
+		// GitHub takes the App's JWT.
+		return river.JobSnooze(appRefusedWait(job))
+	}
 	if errors.Is(err, ErrInstallationGone) {
 		if t.Installation != 0 {
 			if ferr := f.Installations.Forget(ctx, t.Installation); ferr != nil {
@@ -160,6 +167,18 @@ func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTar
 		}
 	}
 	return err
+}
+
+// appRefusedWait is how long a job waits while GitHub refuses the App: a
+// second, doubling with each wait (River counts them in the job's metadata),
+// at most five minutes, so a clock set right is noticed soon and a long
+// outage costs each job one token request every few minutes.
+func appRefusedWait(job *rivertype.JobRow) time.Duration {
+	var meta struct {
+		Snoozes int `json:"snoozes"`
+	}
+	_ = json.Unmarshal(job.Metadata, &meta)
+	return min(time.Second<<min(max(meta.Snoozes, 0), 9), 5*time.Minute)
 }
 
 // failureTarget is where a job that gives up says so.

@@ -10,6 +10,11 @@ import (
 // (deleted or suspended): work for it is dropped, not retried.
 var ErrInstallationGone = errors.New("installation deleted or suspended")
 
+// ErrAppRefused reports that GitHub refused the App's own credentials (its
+// JWT, at the installation-token endpoint): the server's clock or key, not
+// any installation, so work waits and is retried, never dropped.
+var ErrAppRefused = errors.New("GitHub refused the App's credentials")
+
 var (
 	// ErrNotFound is a ref, file or object GitHub does not have.
 	ErrNotFound = errors.New("not found")

@@ -416,7 +416,7 @@ func (r *run) finish(ctx context.Context, err error) error {
 	if err == nil {
 		return r.f.startQueued(context.WithoutCancel(ctx), p.InstallationID, r.cfg.Limits.MaxConcurrentRuns)
 	}
-	if ctx.Err() != nil || errors.Is(err, ErrInstallationGone) {
+	if ctx.Err() != nil || errors.Is(err, ErrInstallationGone) || errors.Is(err, ErrAppRefused) {
 		return err
 	}
 	var ce *ConfigError

@@ -33,6 +33,9 @@ const (
 	msgNoAuth         = "Requires authentication"
 	msgBadCredentials = "Bad credentials"
 	msgSuspended      = "This installation has been suspended"
+	// msgIntegrationNotFound is GitHub's 404 for a JWT whose iss names no App:
+	// with no App there is no key to check the signature against.
+	msgIntegrationNotFound = "Integration not found"
 )
 
 // Token is an installation access token the double issued.
@@ -81,8 +84,8 @@ func (s *Server) authenticate(c *Call) (int, any) {
 		if scheme != "bearer" {
 			return unauthorized(msgJWTUndecodable)
 		}
-		if msg := s.verifyJWT(value); msg != "" {
-			return unauthorized(msg)
+		if status, msg := s.verifyJWT(value); msg != "" {
+			return status, &Error{Message: msg}
 		}
 		return 0, nil
 	}
@@ -109,47 +112,52 @@ func (s *Server) authenticate(c *Call) (int, any) {
 	return 0, nil
 }
 
-// verifyJWT checks an App JWT as GitHub does and returns GitHub's message for a
-// refused one: RS256 signed by the App's key, iss the App id (or its client id),
-// integer iat not in the future beyond clockSkew, integer exp in the future and at
-// most ten minutes away.
-func (s *Server) verifyJWT(raw string) string {
+// verifyJWT checks an App JWT as GitHub does and returns GitHub's status and
+// message for a refused one: iss an App GitHub knows (its id, or its client id;
+// any other is 404 "Integration not found"), RS256 signed by that App's key,
+// integer iat not in the future beyond clockSkew, integer exp in the future and
+// at most ten minutes away. The double knows one App that signs: an iss naming
+// another (an OtherApp) is not found either.
+func (s *Server) verifyJWT(raw string) (int, string) {
 	s.mu.Lock()
 	app := s.app
 	s.mu.Unlock()
 	claims := jwt.MapClaims{}
 	parser := jwt.NewParser(jwt.WithValidMethods([]string{"RS256"}), jwt.WithoutClaimsValidation(), jwt.WithJSONNumber())
-	if _, err := parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return &app.key.PublicKey, nil }); err != nil {
-		return msgJWTUndecodable
+	if _, _, err := parser.ParseUnverified(raw, claims); err != nil {
+		return http.StatusUnauthorized, msgJWTUndecodable
 	}
 	switch iss := claims["iss"].(type) {
 	case json.Number:
 		if iss.String() != strconv.FormatInt(app.ID, 10) {
-			return msgJWTUndecodable
+			return http.StatusNotFound, msgIntegrationNotFound
 		}
 	case string:
 		if _, err := strconv.ParseInt(iss, 10, 64); err != nil && iss != app.ClientID {
-			return msgJWTIssuer
+			return http.StatusUnauthorized, msgJWTIssuer
 		}
 		if iss != strconv.FormatInt(app.ID, 10) && iss != app.ClientID {
-			return msgJWTUndecodable
+			return http.StatusNotFound, msgIntegrationNotFound
 		}
 	default:
-		return msgJWTIssuer
+		return http.StatusUnauthorized, msgJWTIssuer
+	}
+	if _, err := parser.ParseWithClaims(raw, jwt.MapClaims{}, func(*jwt.Token) (any, error) { return &app.key.PublicKey, nil }); err != nil {
+		return http.StatusUnauthorized, msgJWTUndecodable
 	}
 	now := s.now()
 	iat, ok := unixClaim(claims["iat"])
 	if !ok || iat.After(now.Add(clockSkew)) {
-		return msgJWTIssuedAt
+		return http.StatusUnauthorized, msgJWTIssuedAt
 	}
 	exp, ok := unixClaim(claims["exp"])
 	if !ok || !exp.After(now) {
-		return msgJWTExpired
+		return http.StatusUnauthorized, msgJWTExpired
 	}
 	if exp.After(now.Add(maxJWTLifetime)) {
-		return msgJWTTooLong
+		return http.StatusUnauthorized, msgJWTTooLong
 	}
-	return ""
+	return 0, ""
 }
 
 // unixClaim reads an integer NumericDate: GitHub refuses fractional ones.

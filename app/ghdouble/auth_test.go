@@ -28,6 +28,10 @@ func TestAppJWT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	noExp, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": id, "iat": now.Unix()}).SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name        string
 		auth        string
@@ -44,7 +48,11 @@ func TestAppJWT(t *testing.T) {
 		{"expired", "Bearer " + appJWT(t, key, id, now.Add(-11*time.Minute), now.Add(-time.Minute)), 401, msgJWTExpired},
 		{"exp too far", "Bearer " + appJWT(t, key, id, now, now.Add(11*time.Minute)), 401, msgJWTTooLong},
 		{"iat in the future", "Bearer " + appJWT(t, key, id, now.Add(5*time.Minute), now.Add(6*time.Minute)), 401, msgJWTIssuedAt},
-		{"another App's id", "Bearer " + appJWT(t, key, "1", now, now.Add(time.Minute)), 401, msgJWTUndecodable},
+		{"iat just beyond the clock skew", "Bearer " + appJWT(t, key, id, now.Add(65*time.Second), now.Add(2*time.Minute)), 401, msgJWTIssuedAt},
+		{"an App id GitHub does not know", "Bearer " + appJWT(t, key, "1", now, now.Add(time.Minute)), 404, msgIntegrationNotFound},
+		{"an App id as a number GitHub does not know", "Bearer " + appJWT(t, key, 1, now, now.Add(time.Minute)), 404, msgIntegrationNotFound},
+		{"the App's id signed with another key", "Bearer " + appJWT(t, otherKey, s.AppID(), now, now.Add(time.Minute)), 401, msgJWTUndecodable},
+		{"no exp", "Bearer " + noExp, 401, msgJWTExpired},
 		{"iss not an id", "Bearer " + appJWT(t, key, "forge", now, now.Add(time.Minute)), 401, msgJWTIssuer},
 		{"garbage", "Bearer not.a.jwt", 401, msgJWTUndecodable},
 		{"token scheme", "token " + appJWT(t, key, id, now, now.Add(time.Minute)), 401, msgJWTUndecodable},
@@ -61,6 +69,45 @@ func TestAppJWT(t *testing.T) {
 			}
 			if tt.wantStatus == 200 && got.json["id"] != float64(s.AppID()) {
 				t.Errorf("GET /app id = %v, want %d", got.json["id"], s.AppID())
+			}
+		})
+	}
+}
+
+// TestAppJWTOnASkewedClock: the token endpoint judges a JWT by the double's
+// clock, as GitHub judges it by its own, and the Date header tells that clock.
+// A JWT made as ghinstallation makes it (iat 30 s back, exp 90 s ahead) is
+// refused once the clocks are more than 90 s apart, either way.
+func TestAppJWTOnASkewedClock(t *testing.T) {
+	tests := []struct {
+		name       string
+		skew       time.Duration // the double's clock minus the client's
+		wantStatus int
+		wantMsg    string
+	}{
+		{"double 5 minutes ahead: the JWT has expired", 5 * time.Minute, 401, msgJWTExpired},
+		{"double 5 minutes behind: issued in its future", -5 * time.Minute, 401, msgJWTIssuedAt},
+		{"double 12 minutes behind: iat is judged before exp", -12 * time.Minute, 401, msgJWTIssuedAt},
+		{"double 20 seconds ahead: within what GitHub takes", 20 * time.Second, 201, ""},
+		{"double 80 seconds behind: within the 60 s leeway on iat", -80 * time.Second, 201, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t, WithClock(func() time.Time { return time.Now().Add(tt.skew) }))
+			inst := s.AddInstallation("acme")
+			got := call(t, "POST", fmt.Sprintf("%sapp/installations/%d/access_tokens", s.URL(), inst), "Bearer "+validJWT(t, s), nil)
+			if got.status != tt.wantStatus {
+				t.Fatalf("status = %d (%s), want %d", got.status, got.raw, tt.wantStatus)
+			}
+			if tt.wantMsg != "" && got.json["message"] != tt.wantMsg {
+				t.Errorf("message = %q, want %q", got.json["message"], tt.wantMsg)
+			}
+			date, err := http.ParseTime(got.header.Get("Date"))
+			if err != nil {
+				t.Fatalf("Date %q: %v", got.header.Get("Date"), err)
+			}
+			if off := date.Sub(time.Now().Add(tt.skew)); off < -2*time.Second || off > time.Second {
+				t.Errorf("Date = %s, %s from the double's clock", date, off)
 			}
 		})
 	}

@@ -184,6 +184,8 @@ func (s *Server) WebURL() string { return s.webHTTP.URL + "/" }
 // in the Enterprise layout, the web side beside it; in the DotCom layout,
 // GraphQL at /graphql beside the REST API at the root.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// GitHub's Date is GitHub's clock: a client measures its own offset by it.
+	w.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
 	prefix := s.layout.apiPrefix()
 	if s.layout == DotCom && r.URL.Path == s.layout.graphqlPath() {
 		s.serveGraphQL(w, r)
