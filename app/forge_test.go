@@ -23,16 +23,19 @@ type forgeOptions struct {
 	files        map[string]string
 	// configure edits the server's configuration further.
 	configure func(*app.Config)
+	// double and repo configure the GitHub double and the repository.
+	double []ghdouble.Option
+	repo   []ghdouble.RepoOption
 }
 
 // newForgeWorld is a repository with code, a person with write access, and
 // Forge with script agents.
 func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	t.Helper()
-	gh := ghdouble.New(t)
+	gh := ghdouble.New(t, o.double...)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
-	r := gh.AddRepo(w.inst, w.repo)
+	r := gh.AddRepo(w.inst, w.repo, o.repo...)
 	// Test repositories have no CI unless a test plays one: phases wait
 	// for checks only briefly.
 	// The worlds predate auto_implement's default off: the repository turns
