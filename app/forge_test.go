@@ -23,8 +23,10 @@ type forgeOptions struct {
 	files        map[string]string
 	// configure edits the server's configuration further.
 	configure func(*app.Config)
-	// double configures the GitHub double (its clock, its App).
+	// double and repo configure the GitHub double (its clock, its App) and
+	// the repository.
 	double []ghdouble.Option
+	repo   []ghdouble.RepoOption
 }
 
 // newForgeWorld is a repository with code, a person with write access, and
@@ -34,7 +36,7 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	gh := apptest.GitHub(t, o.double...)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
-	r := gh.AddRepo(w.inst, w.repo)
+	r := gh.AddRepo(w.inst, w.repo, o.repo...)
 	// Test repositories have no CI unless a test plays one: phases wait
 	// for checks only briefly.
 	// The worlds predate auto_implement's default off: the repository turns

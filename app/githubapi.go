@@ -219,6 +219,9 @@ func (g *githubAPI) CommitFiles(ctx context.Context, repo pipeline.Repo, branch,
 		Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: commit.SHA},
 	}, false)
 	if err != nil {
+		if msg, ok := workflowsRefusal(err); ok {
+			return "", &pipeline.WorkflowPermissionError{Paths: pipeline.WorkflowPaths(files), Message: msg}
+		}
 		err = apiError(err)
 		if strings.Contains(strings.ToLower(err.Error()), "fast forward") {
 			return "", fmt.Errorf("%w: %v", pipeline.ErrNotFastForward, err)
@@ -261,12 +264,19 @@ func toPR(p *github.PullRequest) pipeline.PullRequest {
 	}
 }
 
+// CreatePullRequest opens a pull request with its title clipped to what
+// GitHub accepts; a refused draft is pipeline.ErrDraftUnsupported.
 func (g *githubAPI) CreatePullRequest(ctx context.Context, repo pipeline.Repo, n pipeline.NewPullRequest) (pipeline.PullRequest, error) {
+	title := pipeline.ClipTitle(n.Title, pipeline.MaxTitle)
 	pr, _, err := g.c.PullRequests.Create(ctx, repo.Owner, repo.Name, &github.NewPullRequest{
-		Title: &n.Title, Body: &n.Body, Head: &n.Head, Base: &n.Base, Draft: &n.Draft,
+		Title: &title, Body: &n.Body, Head: &n.Head, Base: &n.Base, Draft: &n.Draft,
 	})
 	if err != nil {
-		return pipeline.PullRequest{}, apiError(err)
+		err = apiError(err)
+		if n.Draft && errors.Is(err, pipeline.ErrRejected) && strings.Contains(err.Error(), "Draft pull requests are not supported") {
+			return pipeline.PullRequest{}, fmt.Errorf("%w: %v", pipeline.ErrDraftUnsupported, err)
+		}
+		return pipeline.PullRequest{}, err
 	}
 	return toPR(pr), nil
 }
@@ -274,6 +284,7 @@ func (g *githubAPI) CreatePullRequest(ctx context.Context, repo pipeline.Repo, n
 func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, number int, title, body string) error {
 	u := &github.PullRequest{}
 	if title != "" {
+		title = pipeline.ClipTitle(title, pipeline.MaxTitle)
 		u.Title = &title
 	}
 	if body != "" {
@@ -554,6 +565,20 @@ func apiError(err error) error {
 		return fmt.Errorf("%w: %v", pipeline.ErrTransient, err)
 	}
 	return err
+}
+
+// workflowsRefusal is GitHub's message when it refused a ref update for
+// touching .github/workflows/ without the workflows permission: 403
+// "refusing to allow a GitHub App to create or update workflow <path>
+// without workflows permission" (git pushes quote the path and the word in
+// backticks; the REST API, as seen in the wild, does not).
+func workflowsRefusal(err error) (string, bool) {
+	var ge *github.ErrorResponse
+	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusForbidden &&
+		strings.Contains(ge.Message, "to create or update workflow") {
+		return ge.Message, true
+	}
+	return "", false
 }
 
 func errorMessage(ge *github.ErrorResponse) string {

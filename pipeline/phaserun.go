@@ -259,7 +259,8 @@ func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error)
 
 // refusal is the comment for a step Forge refused to carry out on what it
 // was given (a file carrying a secret, a conflict with a person's push,
-// changes too large to commit, a file that is a link), false for any other
+// changes too large to commit, a file that is a link, a workflow file the
+// App may not write), false for any other
 // failure. It says which file, that nothing of it was written, and the
 // command that retries. phaseID is the refused phase, empty outside a phase
 // run.
@@ -277,6 +278,7 @@ func (r *run) refusal(err error, phaseID string) (string, map[string]any, bool) 
 	var conflict *MergeConflictError
 	var large *ChangeTooLargeError
 	var link *NotRegularFileError
+	var workflows *WorkflowPermissionError
 	switch {
 	case errors.As(err, &secret):
 		data["Marker"] = Marker(p.Number, "secret", p.Generation, p.Round)
@@ -300,6 +302,15 @@ func (r *run) refusal(err error, phaseID string) (string, map[string]any, bool) 
 			data["Branch"] = p.DefaultBranch
 		}
 		return "unsafe-file", data, true
+	case errors.As(err, &workflows):
+		data["Marker"] = Marker(p.Number, "workflows", p.Generation, p.Round)
+		paths := make([]string, 0, len(workflows.Paths))
+		for _, path := range workflows.Paths {
+			// The paths are the agent's: none may end its code span.
+			paths = append(paths, strings.ReplaceAll(path, "`", "'"))
+		}
+		data["Paths"] = paths
+		return "workflows-refused", data, true
 	}
 	return "", nil, false
 }
@@ -849,7 +860,8 @@ func (r *run) done(ctx context.Context) error {
 			return err
 		}
 	}
-	if p.PRNodeID != "" {
+	// A PR GitHub would not open as a draft has nothing to mark ready.
+	if p.PRNodeID != "" && !p.DraftRefused {
 		if err := r.gh.MarkReadyForReview(ctx, p.Repo, p.PRNodeID); err != nil {
 			return err
 		}

@@ -231,10 +231,24 @@ func (r *run) ensurePR(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pr, err := r.gh.CreatePullRequest(ctx, p.Repo, NewPullRequest{
+	open := NewPullRequest{
 		Title: PlanID(p.Number) + ": " + oneLine(p.Title), Body: body,
-		Head: p.Branch, Base: p.DefaultBranch, Draft: true,
-	})
+		Head: p.Branch, Base: p.DefaultBranch, Draft: !p.DraftRefused,
+	}
+	pr, err := r.gh.CreatePullRequest(ctx, p.Repo, open)
+	if errors.Is(err, ErrDraftUnsupported) {
+		// Recorded before the regular PR is opened, so a resumed run, the
+		// PR body and the hand-over at DONE all know it is no draft.
+		p.DraftRefused = true
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+		if open.Body, err = r.prBody(); err != nil {
+			return err
+		}
+		open.Draft = false
+		pr, err = r.gh.CreatePullRequest(ctx, p.Repo, open)
+	}
 	if errors.Is(err, ErrRejected) || errors.Is(err, ErrAlreadyExists) {
 		// Opened by an earlier run of this step.
 		existing, ferr := r.gh.FindPullRequest(ctx, p.Repo, p.Branch)
@@ -274,6 +288,7 @@ func (r *run) prBody() (string, error) {
 		"Marker": Marker(p.Number, "pr"), "Summary": oneLine(p.Title), "PlanID": PlanID(p.Number),
 		"Path": p.PlanPath, "FileURL": "../blob/" + p.Branch + "/" + p.PlanPath, "Status": p.Status,
 		"Rounds": len(p.Audits), "LastVerdict": last, "Issue": p.Issue, "RequestedBy": p.RequestedBy,
+		"NotDraft": p.DraftRefused,
 	})
 }
 

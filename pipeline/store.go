@@ -69,6 +69,10 @@ type Plan struct {
 	// CapReached is set when the run completes at the round cap.
 	CapReached      bool
 	CancelRequested bool
+	// DraftRefused is set when GitHub refused the plan PR as a draft
+	// (private repositories of Free and Pro accounts): the PR is a regular
+	// one, which Forge never marks ready for review.
+	DraftRefused bool
 	// Audits are the rounds so far: verdicts, for the status table and
 	// the completion comment.
 	Audits []AuditRound

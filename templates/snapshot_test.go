@@ -296,6 +296,14 @@ func textCases(t *testing.T) []textCase {
 			"Marker": pipeline.Marker(planNumber, "too-large", 3, 0), "PlanID": planID, "Step": "running phase-2",
 			"Branch": branch, "Retry": "/forge run", "Path": "assets/video.bin", "Total": false, "Size": "120 MiB", "Limit": "100 MiB"}},
 
+		{"workflows-refused/phase run", "workflows-refused", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "workflows", 3, 2), "PlanID": planID, "Step": "running phase-2",
+			"Branch": branch, "Paths": []string{".github/workflows/ci.yml", ".github/workflows/release.yml"},
+			"Phases": true, "PhaseID": "phase-2", "Status": pipeline.StatusImplementing}},
+		{"workflows-refused/revision", "workflows-refused", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "workflows", 1, 2), "PlanID": planID, "Step": "revising the plan",
+			"Branch": branch, "Paths": []string{".github/workflows/plan-018.md"}}},
+
 		{"unsafe-file/plan file is a link", "unsafe-file", map[string]any{
 			"Marker": pipeline.Marker(planNumber, "error", 0, 2), "PlanID": planID, "Step": "auditing (round 2)",
 			"Path": planPath, "Kind": "a symbolic link", "Branch": branch}},
@@ -358,6 +366,10 @@ func textCases(t *testing.T) []textCase {
 			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": title, "PlanID": planID,
 			"Path": planPath, "FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusDraft,
 			"Rounds": 0, "LastVerdict": "", "Issue": issue, "RequestedBy": "octocat"}},
+		{"pr-body/not a draft", "pr-body", map[string]any{
+			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": title, "PlanID": planID,
+			"Path": planPath, "FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusDraft,
+			"Rounds": 0, "LastVerdict": "", "Issue": issue, "RequestedBy": "octocat", "NotDraft": true}},
 		{"pr-body/audited", "pr-body", map[string]any{
 			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": title, "PlanID": planID,
 			"Path": planPath, "FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusReview,

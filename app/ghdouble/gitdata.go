@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -40,7 +41,94 @@ const (
 	msgParentMissing     = "Parent SHA does not exist or is not a commit object"
 	msgRefInvalid        = "Reference name must start with 'refs/' and have at least two slashes."
 	msgRefUpdateConflict = "Reference update failed"
+	// msgWorkflowsRefused is GitHub's 403 to an App whose ref write would
+	// create, change or delete a workflow file without the workflows
+	// permission (the REST API names the path bare; git pushes quote it).
+	msgWorkflowsRefused = "refusing to allow a GitHub App to create or update workflow %s without workflows permission"
 )
+
+// workflowsDir holds GitHub Actions workflows, which an App writes only with
+// the workflows permission.
+const workflowsDir = ".github/workflows"
+
+// refusedWorkflow is the first workflow file that moving ref from old
+// (zeroSHA for a new ref) to commit changes and the token may not write, ""
+// when none: without workflows:write an App may only point a ref at workflow
+// files that another branch already holds with the same content (as GitHub
+// documents for the workflow scope), and never delete one.
+func (s *Server) refusedWorkflow(c *Call, refName, old, commit string) (string, error) {
+	if c.Token == nil || c.Token.allows("workflows:write") {
+		return "", nil
+	}
+	g := c.Repo.git
+	files := func(treeish string) (map[string]string, error) {
+		out := map[string]string{}
+		if treeish == zeroSHA {
+			return out, nil
+		}
+		entries, err := g.lsTree(treeish, true, workflowsDir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.Type != "tree" {
+				out[e.Path] = e.SHA
+			}
+		}
+		return out, nil
+	}
+	before, err := files(old)
+	if err != nil {
+		return "", err
+	}
+	after, err := files(commit)
+	if err != nil {
+		return "", err
+	}
+	var changed []string
+	for path, sha := range after {
+		if before[path] != sha {
+			changed = append(changed, path)
+		}
+	}
+	for path := range before {
+		if _, kept := after[path]; !kept {
+			changed = append(changed, path)
+		}
+	}
+	slices.Sort(changed)
+	if len(changed) == 0 {
+		return "", nil
+	}
+	refs, err := g.refs()
+	if err != nil {
+		return "", err
+	}
+	for _, path := range changed {
+		sha, kept := after[path]
+		if !kept {
+			return path, nil
+		}
+		elsewhere := false
+		for _, rf := range refs {
+			if rf.Name == refName || !strings.HasPrefix(rf.Name, "refs/heads/") {
+				continue
+			}
+			entries, err := g.lsTree(rf.SHA, false, path)
+			if err != nil {
+				return "", err
+			}
+			if len(entries) == 1 && entries[0].SHA == sha {
+				elsewhere = true
+				break
+			}
+		}
+		if !elsewhere {
+			return path, nil
+		}
+	}
+	return "", nil
+}
 
 // emptyRepo answers 409 for a repository with no commit yet, as GitHub's Git
 // Data API does.
@@ -522,6 +610,15 @@ func (s *Server) createRef(c *Call) (int, any) {
 	if typ == "missing" {
 		return unprocessable(msgObjectMissing)
 	}
+	if typ == "commit" {
+		path, err := s.refusedWorkflow(c, req.Ref, zeroSHA, req.SHA)
+		if err != nil {
+			return s.gitFailure(c, err)
+		}
+		if path != "" {
+			return forbidden(fmt.Sprintf(msgWorkflowsRefused, path))
+		}
+	}
 	if err := g.updateRef(req.Ref, req.SHA, zeroSHA); err != nil {
 		if !errors.Is(err, errRefMoved) {
 			return s.gitFailure(c, err)
@@ -584,6 +681,15 @@ func (s *Server) updateRef(c *Call) (int, any) {
 			}
 			if !ff {
 				return unprocessable(msgNotFastForward)
+			}
+		}
+		if typ == "commit" && cur.Type == "commit" {
+			path, err := s.refusedWorkflow(c, name, cur.SHA, req.SHA)
+			if err != nil {
+				return s.gitFailure(c, err)
+			}
+			if path != "" {
+				return forbidden(fmt.Sprintf(msgWorkflowsRefused, path))
 			}
 		}
 		err = g.updateRef(name, req.SHA, cur.SHA)

@@ -221,6 +221,11 @@ func (s *Server) setDraft(tok *Token, in map[string]any, draft bool) (map[string
 	if !tok.allows("pull_requests:write") {
 		return nil, gqlForbidden
 	}
+	// GitHub also wants contents:write of an App marking a pull request
+	// ready for review (pull_requests:write alone is refused as FORBIDDEN).
+	if !draft && !tok.allows("contents:write") {
+		return nil, gqlForbidden
+	}
 	return s.withNode(tok, in["pullRequestId"], []string{"PullRequest"}, func(r *Repo, _ string, id int64) (map[string]any, *gqlError) {
 		for _, p := range r.pulls {
 			if p.id != id {

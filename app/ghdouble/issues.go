@@ -134,6 +134,20 @@ func bodyTooLong(resource string) (int, any) {
 
 func tooLong(body string) bool { return utf8.RuneCountInString(body) > maxBodyChars }
 
+// maxTitleChars is GitHub's limit on an issue's or a pull request's title.
+const maxTitleChars = 256
+
+// titleTooLong is GitHub's refusal of a longer title; a pull request's is
+// refused as its issue side's, resource "Issue".
+func titleTooLong(title string) (int, any, bool) {
+	if utf8.RuneCountInString(title) <= maxTitleChars {
+		return 0, nil, false
+	}
+	status, body := validationFailed(FieldError{Resource: "Issue", Code: "custom", Field: "title",
+		Message: fmt.Sprintf("title is too long (maximum is %d characters)", maxTitleChars)})
+	return status, body, true
+}
+
 func (s *Server) issueRoutes() []Route {
 	return []Route{
 		{Method: "GET", Path: "/repos/{owner}/{repo}/issues/{issue_number}", Permission: "issues:read|pull_requests:read", Handler: s.getIssue},
@@ -176,6 +190,9 @@ func (s *Server) updateIssue(c *Call) (int, any) {
 		}
 		if strings.TrimSpace(next.Title) == "" {
 			return validationFailed(FieldError{Resource: "Issue", Code: "missing_field", Field: "title"})
+		}
+		if status, body, long := titleTooLong(next.Title); long {
+			return status, body
 		}
 	}
 	if raw, ok := req["body"]; ok {

@@ -82,6 +82,7 @@ const (
 	msgHeadModified     = "Head branch was modified. Review and try the merge again."
 	msgRebaseNotAllowed = "Rebase merges are not allowed on this repository."
 	msgMerged           = "Pull Request successfully merged"
+	msgDraftUnsupported = "Draft pull requests are not supported in this repository."
 )
 
 func (s *Server) pullRoutes() []Route {
@@ -128,6 +129,12 @@ func (s *Server) createPullLocked(r *Repo, author string, req pullRequest) (*pul
 	}
 	if req.Title == nil || strings.TrimSpace(*req.Title) == "" {
 		return refuse(validationFailed(FieldError{Resource: "PullRequest", Field: "title", Code: "missing_field"}))
+	}
+	if status, body, long := titleTooLong(*req.Title); long {
+		return refuse(status, body)
+	}
+	if req.Draft && !r.draftsAllowed() {
+		return refuse(unprocessable(msgDraftUnsupported))
 	}
 	head := req.Head
 	if owner, branch, ok := strings.Cut(head, ":"); ok {
@@ -296,6 +303,9 @@ func (s *Server) updatePull(c *Call) (int, any) {
 	if raw, ok := req["title"]; ok {
 		if json.Unmarshal(raw, &str) != nil || strings.TrimSpace(str) == "" {
 			return validationFailed(FieldError{Resource: "PullRequest", Field: "title", Code: "missing_field"})
+		}
+		if status, body, long := titleTooLong(str); long {
+			return status, body
 		}
 		next.Title = str
 	}

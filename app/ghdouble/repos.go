@@ -22,6 +22,7 @@ type Repo struct {
 	InstallationID      int64
 	DefaultBranch       string
 	Private             bool
+	OwnerPlan           string // the owner's plan: see RepoOwnerPlan
 	Description         string
 	DeleteBranchOnMerge bool
 	CreatedAt           time.Time
@@ -63,6 +64,24 @@ func RepoDefaultBranch(name string) RepoOption { return func(r *Repo) { r.Defaul
 // RepoPrivate makes the repository private: people without a role get no access.
 func RepoPrivate() RepoOption { return func(r *Repo) { r.Private = true } }
 
+// GitHub's plans of an account, for RepoOwnerPlan.
+const (
+	PlanFree       = "free"
+	PlanPro        = "pro"
+	PlanTeam       = "team"
+	PlanEnterprise = "enterprise"
+)
+
+// RepoOwnerPlan sets the owning account's GitHub plan (default PlanFree): it
+// decides what a private repository offers, such as draft pull requests.
+func RepoOwnerPlan(plan string) RepoOption { return func(r *Repo) { r.OwnerPlan = plan } }
+
+// draftsAllowed: GitHub offers draft pull requests in public repositories,
+// and in private ones only to Team and Enterprise accounts.
+func (r *Repo) draftsAllowed() bool {
+	return !r.Private || r.OwnerPlan == PlanTeam || r.OwnerPlan == PlanEnterprise
+}
+
 // RepoDescription sets the description.
 func RepoDescription(d string) RepoOption { return func(r *Repo) { r.Description = d } }
 
@@ -97,6 +116,7 @@ func (s *Server) AddRepo(installationID int64, fullName string, opts ...RepoOpti
 		FullName:       fullName,
 		InstallationID: installationID,
 		DefaultBranch:  "main",
+		OwnerPlan:      PlanFree,
 		CreatedAt:      s.now().UTC().Truncate(time.Second),
 		issues:         map[int]*Issue{},
 		comments:       map[int64]*Comment{},
