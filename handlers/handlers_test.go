@@ -128,6 +128,13 @@ func TestWhatStartsWork(t *testing.T) {
 			m["pull_request"].(map[string]any)["head"].(map[string]any)["ref"] = "plan-001/x"
 		}, 1, ""},
 		{"other PR closed", "pull_request", "pull_request/closed", nil, 0, ""},
+		{"command by a ghost", "issue_comment", "issue_comment/created", func(m map[string]any) {
+			setComment("/forge add limits", "User")(m)
+			m["comment"].(map[string]any)["user"] = nil
+		}, 0, ""},
+		{"review by a ghost", "pull_request_review", "pull_request_review/submitted", func(m map[string]any) {
+			m["review"].(map[string]any)["user"] = nil
+		}, 0, ""},
 		{"no installation", "issue_comment", "issue_comment/created", func(m map[string]any) {
 			setComment("/forge x", "User")(m)
 			delete(m, "installation")
