@@ -30,6 +30,9 @@ type payloadCase struct {
 	// jobs, when not nil, are the kinds of job the delivery must start; the
 	// recorded examples leave it nil (any job, as long as it succeeds).
 	jobs []string
+	// repo, when set, is the double's rendering of the repository the
+	// example is pointed at instead of octo/hello.
+	repo map[string]any
 }
 
 // payloadWorld is the double the examples are rewritten for: Codertocat's
@@ -40,6 +43,8 @@ type payloadWorld struct {
 	*world
 	other    int64
 	repoJSON map[string]any
+	// empty is octo/empty, a repository created without a commit.
+	empty map[string]any
 }
 
 // webhookDir is the copy of GitHub's examples the tests read (ghdouble.LoadPayload
@@ -89,7 +94,11 @@ func (pw *payloadWorld) load(t *testing.T, c payloadCase) []byte {
 	}
 	if repo, ok := m["repository"].(map[string]any); ok {
 		if old, _ := repo["full_name"].(string); old != "" {
-			renameRepo(m, old, pw.repoJSON)
+			to := pw.repoJSON
+			if c.repo != nil {
+				to = c.repo
+			}
+			renameRepo(m, old, to)
 		}
 	}
 	if c.event != "ping" {
@@ -205,11 +214,10 @@ func TestEveryRecordedPayload(t *testing.T) {
 	if w.issue != 1 || pr != 2 {
 		t.Fatalf("the double numbered the issue %d and the pull request %d, want 1 and 2", w.issue, pr)
 	}
-	var rendered map[string]any
-	if err := json.Unmarshal(ghdouble.EditPayload(t, []byte(`{}`), gh.RepositoryEdit(w.repo)), &rendered); err != nil {
-		t.Fatal(err)
-	}
-	pw.repoJSON = rendered["repository"].(map[string]any)
+	gh.AddRepo(w.inst, "octo/empty")
+	gh.SetPermission("octo/empty", "Codertocat", "write")
+	gh.AddIssue("octo/empty", ghdouble.IssueSpec{Title: "Spelling error in the README file", Author: "Codertocat"})
+	pw.repoJSON, pw.empty = renderRepo(t, gh, w.repo), renderRepo(t, gh, "octo/empty")
 	w.forge = apptest.Start(t, gh, apptest.Options{})
 
 	handled := map[string]bool{}
@@ -291,6 +299,16 @@ func TestEveryRecordedPayload(t *testing.T) {
 	}
 }
 
+// renderRepo is the double's rendering of a repository, as deliveries carry it.
+func renderRepo(t *testing.T, gh *ghdouble.Server, repo string) map[string]any {
+	t.Helper()
+	var rendered map[string]any
+	if err := json.Unmarshal(ghdouble.EditPayload(t, []byte(`{}`), gh.RepositoryEdit(repo)), &rendered); err != nil {
+		t.Fatal(err)
+	}
+	return rendered["repository"].(map[string]any)
+}
+
 func readAll(t *testing.T, res *http.Response) string {
 	t.Helper()
 	b, err := io.ReadAll(res.Body)
@@ -368,6 +386,10 @@ func (pw *payloadWorld) variants(t *testing.T) []payloadCase {
 		// A delivery outside any installation starts nothing.
 		v("issue_comment command without installation", "issue_comment", "issue_comment/created", none,
 			append(command(1, "Codertocat"), ghdouble.Delete("installation"))...),
+		// A repository created without a README has no branch at all until
+		// its first push; its issues take labels all the same.
+		{name: "variant/issues labeled in an empty repository", event: "issues", file: "issues/labeled.payload.json",
+			jobs: []string{"command"}, repo: pw.empty},
 		v("issues labeled without installation", "issues", "issues/labeled", none, ghdouble.Delete("installation")),
 		// Bots never start work.
 		v("issue_comment command by a bot", "issue_comment", "issue_comment/created", none,
