@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
@@ -48,6 +49,11 @@ func (w *workspace) ReadFile(ctx context.Context, repo pipeline.Repo, ref, path 
 	var nr *gitops.NotRegularFileError
 	if errors.As(err, &nr) {
 		return nil, &pipeline.NotRegularFileError{Path: nr.Path, Kind: nr.Kind}
+	}
+	if errors.Is(err, gitops.ErrEmptyRepository) {
+		// A repository without a commit holds no file: its configuration
+		// is the default, not an error to retry until it has a commit.
+		return nil, fmt.Errorf("read %s: %w: %w", path, err, fs.ErrNotExist)
 	}
 	return b, err
 }

@@ -253,7 +253,7 @@ func fetchInto(ctx context.Context, path string, r Remote, names []plumbing.Refe
 	case errors.Is(err, git.NoMatchingRefSpecError{}):
 		return fmt.Errorf("fetch %s from %s: %w: %w", refList(names), r.URL, ErrRefNotFound, err)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository) && len(names) > 0:
-		return fmt.Errorf("fetch %s from %s: %w: the repository is empty", refList(names), r.URL, ErrRefNotFound)
+		return fmt.Errorf("fetch %s from %s: %w", refList(names), r.URL, ErrEmptyRepository)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return nil
 	default:

@@ -98,6 +98,7 @@ func TestRefErrors(t *testing.T) {
 		name        string
 		do          func() error
 		notFound    bool
+		empty       bool
 		mustNotShow string
 	}{
 		{name: "fetch a missing branch", do: func() error { return c.Fetch(ctx, r, "refs/heads/nope") }, notFound: true},
@@ -108,7 +109,8 @@ func TestRefErrors(t *testing.T) {
 			_, err := c.Checkout(ctx, r, strings.Repeat("ab", 20))
 			return err
 		}, notFound: true},
-		{name: "branch of an empty repository", do: func() error { return c.Fetch(ctx, empty, "main") }, notFound: true},
+		{name: "branch of an empty repository", do: func() error { return c.Fetch(ctx, empty, "main") }, notFound: true, empty: true},
+		{name: "read from an empty repository", do: func() error { _, err := c.ReadFile(ctx, empty, "main", "README.md"); return err }, notFound: true, empty: true},
 		{name: "wrong token", do: func() error {
 			return c.Fetch(ctx, Remote{URL: r.URL, Token: wrongToken})
 		}, mustNotShow: wrongToken},
@@ -137,6 +139,9 @@ func TestRefErrors(t *testing.T) {
 			}
 			if got := errors.Is(err, ErrRefNotFound); got != tt.notFound {
 				t.Errorf("errors.Is(%v, ErrRefNotFound) = %v, want %v", err, got, tt.notFound)
+			}
+			if got := errors.Is(err, ErrEmptyRepository); got != tt.empty {
+				t.Errorf("errors.Is(%v, ErrEmptyRepository) = %v, want %v", err, got, tt.empty)
 			}
 			if tt.mustNotShow != "" && strings.Contains(err.Error(), tt.mustNotShow) {
 				t.Errorf("the error shows the secret: %v", err)

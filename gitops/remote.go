@@ -14,6 +14,10 @@ import (
 // exist on the remote.
 var ErrRefNotFound = errors.New("ref not found")
 
+// ErrEmptyRepository is returned when a ref is asked of a repository that has
+// no commit yet (created without a README); it matches ErrRefNotFound too.
+var ErrEmptyRepository = fmt.Errorf("%w: the repository is empty", ErrRefNotFound)
+
 // Remote is a repository on GitHub (or the test double) reached over smart
 // HTTP: URL is <web_url>/<owner>/<repo>.git and Token an installation token,
 // sent as basic auth user x-access-token. Token may be empty for a server

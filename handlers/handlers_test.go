@@ -144,6 +144,13 @@ func TestWhatStartsWork(t *testing.T) {
 		}, 0, ""},
 		{"status on other branches", "status", "status", nil, 0, ""},
 		{"status without branches", "status", "status", func(m map[string]any) { m["branches"] = []any{} }, 0, ""},
+		{"command by a ghost", "issue_comment", "issue_comment/created", func(m map[string]any) {
+			setComment("/forge add limits", "User")(m)
+			m["comment"].(map[string]any)["user"] = nil
+		}, 0, ""},
+		{"review by a ghost", "pull_request_review", "pull_request_review/submitted", func(m map[string]any) {
+			m["review"].(map[string]any)["user"] = nil
+		}, 0, ""},
 		{"no installation", "issue_comment", "issue_comment/created", func(m map[string]any) {
 			setComment("/forge x", "User")(m)
 			delete(m, "installation")

@@ -33,8 +33,10 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	}
 	d := e.delivery(eventType, deliveryID)
 	c := e.Comment
+	// A comment whose author's account is gone has user null: nobody's
+	// permission can be checked, so it commands nothing.
 	if e.Action == "created" && d.InstallationID != 0 && e.Repository != nil && !e.Sender.bot() && !c.User.bot() &&
-		pipeline.HasCommand(c.Body) {
+		c.User.Login != "" && pipeline.HasCommand(c.Body) {
 		d.Jobs = append(d.Jobs, job(pipeline.CommandArgs{
 			InstallationID: d.InstallationID,
 			Repo:           e.Repository.repo(),

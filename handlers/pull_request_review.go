@@ -33,7 +33,10 @@ func (h *PullRequestReview) Handle(ctx context.Context, eventType, deliveryID st
 		return err
 	}
 	d := e.delivery(eventType, deliveryID)
-	if e.Action == "submitted" && d.InstallationID != 0 && !e.Review.User.bot() && !e.Sender.bot() && e.Repository != nil {
+	// A review whose author's account is gone has user null: nobody's
+	// permission can be weighed, so it neither approves nor asks for changes.
+	if e.Action == "submitted" && d.InstallationID != 0 && !e.Review.User.bot() && e.Review.User.Login != "" &&
+		!e.Sender.bot() && e.Repository != nil {
 		d.Jobs = append(d.Jobs, job(pipeline.ReviewArgs{
 			InstallationID: d.InstallationID, Repo: e.Repository.repo(), PR: e.PullRequest.Number,
 			ReviewID: e.Review.ID, State: e.Review.State, Author: e.Review.User.Login, Body: e.Review.Body, DeliveryID: deliveryID,
