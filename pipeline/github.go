@@ -77,6 +77,8 @@ type GitHub interface {
 	// CheckRuns are the latest check runs of every app on sha.
 	CheckRuns(ctx context.Context, repo Repo, sha string) ([]CheckRun, error)
 	CreateCheckRun(ctx context.Context, repo Repo, c CheckRun) (int64, error)
+	// UpdateCheckRun updates run c.ID: its buttons become c.Actions (none
+	// takes them off); output left empty in c is left alone.
 	UpdateCheckRun(ctx context.Context, repo Repo, c CheckRun) error
 }
 

@@ -47,6 +47,15 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
+	if p.PhaseButtonsRun != 0 {
+		// The phases run again: the last failure's buttons are spent.
+		if err := r.f.takeButtonsOff(ctx, r.gh, p, false); err != nil {
+			return err
+		}
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
 	if err := r.label(ctx); err != nil {
 		return err
 	}
@@ -216,7 +225,32 @@ const maxMergeAttempts = 3
 // writeCommit is the one place Forge's file changes become a commit on the
 // plan branch (blobs, tree, commit, ref update without force).
 func (r *run) writeCommit(ctx context.Context, parent, message string, files []FileChange) (string, error) {
+	files, err := r.dropGoneDeletions(ctx, parent, files)
+	if err != nil || len(files) == 0 {
+		// Nothing is left to change: parent already is the commit wanted.
+		return parent, err
+	}
 	return r.gh.CommitFiles(ctx, r.p.Repo, r.p.Branch, parent, message, files)
+}
+
+// dropGoneDeletions leaves out the deletions of paths parent does not hold
+// (a revert of a file someone removed since, say): GitHub refuses a whole
+// tree that deletes a path its base lacks (422 "GitRPC::BadObjectState").
+func (r *run) dropGoneDeletions(ctx context.Context, parent string, files []FileChange) ([]FileChange, error) {
+	out := make([]FileChange, 0, len(files))
+	for _, f := range files {
+		if f.Deleted {
+			v, err := r.fileAt(ctx, parent, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			if !v.Exists {
+				continue
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // mergeOnto merges Forge's files, made on base, with the person's changes
@@ -361,6 +395,9 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	}
 	if err == nil && p.Await != nil {
 		p.Await.CheckRunID = id
+	}
+	if err != nil && id != 0 {
+		p.PhaseButtonsRun = id
 	}
 	return err
 }
@@ -600,6 +637,9 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		}
 		ph.Status, ph.Error = PhaseFailed, "checks failed: "+strings.Join(why, "; ")
 		p.Await, p.FailedParent, p.Run = nil, w.Parent, RunIdle
+		if w.CheckRunID != 0 {
+			p.PhaseButtonsRun = w.CheckRunID
+		}
 		if err := r.save(ctx); err != nil {
 			return "", err
 		}
