@@ -408,10 +408,19 @@ func TestPhaseFailureAndRetry(t *testing.T) {
 	if !strings.Contains(list, "[!] **phase-1:**") || !strings.Contains(list, "[ ] **phase-2:**") {
 		t.Errorf("phases list:\n%s", list)
 	}
-	w.deliverPR(t, "check_run", "check_run/requested_action", pr, w.gh.CheckRunEdit(w.repo, run.ID),
-		w.gh.SenderEdit("alice"), ghdouble.Set("requested_action", map[string]any{"identifier": "retry"}))
+	w.deliverPR(t, "check_run", "check_run/requested_action", pr, w.gh.RequestedActionEdit(w.repo, run.ID, "retry"),
+		w.gh.SenderEdit("alice"))
 	w.waitReply(t, pr, "Plan run complete for **plan-001**")
 	w.status(t, "DONE")
+	// The failed run's buttons went when the retry started.
+	for _, c := range w.gh.CheckRuns(w.repo, head) {
+		if c.ID == run.ID && len(c.Actions) != 0 {
+			t.Errorf("the failed phase's run still shows %d buttons after the retry", len(c.Actions))
+		}
+	}
+	if err := w.gh.RequestedActionEdit(w.repo, run.ID, "skip")(map[string]any{}); err == nil {
+		t.Error("the Skip button of the retried phase can still be pressed")
+	}
 }
 
 // TestStalePhasesAndRunOne: a person's push during REVIEW starts a new

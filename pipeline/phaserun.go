@@ -797,12 +797,11 @@ func (r *run) auditOnce(ctx context.Context, ph *Phase, fix int) ([]Finding, boo
 		outside = append(outside, f)
 	}
 	marker := Marker(p.Number, "phase-audit", ph.ID, p.Generation, fix)
-	body, err := templates.Text("phase-audit", map[string]any{"Marker": marker, "PhaseID": ph.ID, "Verdict": v.MaxSeverity.String(),
-		"Findings": v.Findings, "Inline": len(inline), "Outside": outside})
+	_, err = r.createReview(ctx, p.HeadSHA, inline, func(n int) (string, error) {
+		return templates.Text("phase-audit", map[string]any{"Marker": marker, "PhaseID": ph.ID, "Verdict": v.MaxSeverity.String(),
+			"Findings": v.Findings, "Inline": n, "Outside": outside})
+	})
 	if err != nil {
-		return nil, false, err
-	}
-	if _, err := r.gh.CreateReview(ctx, p.Repo, p.PR, NewReview{CommitID: p.HeadSHA, Body: body, Event: "COMMENT", Comments: inline}); err != nil {
 		return nil, false, fmt.Errorf("post the post-implementation audit: %w", err)
 	}
 	ph.Output = "verdict " + v.MaxSeverity.String()
