@@ -39,6 +39,11 @@ func TestOtherAppsForgeRunLeftAlone(t *testing.T) {
 			t.Errorf("the other App's run was changed: %s %q %d buttons", c.Conclusion, c.Output.Title, len(c.Actions))
 		}
 	}
+	// Forge's own run on the audited head, superseded by the one on the
+	// audit log's commit: the Actions job was never taken for it.
+	if own, ok := forgeRun(w, head, "forge"); !ok || own.Conclusion != "neutral" || own.Output.Title != "Superseded" {
+		t.Errorf("Forge's own forge run on the audited head: %+v (found %v)", own, ok)
+	}
 	now := w.gh.Repo(w.repo).Head(pr.Head)
 	if own, ok := forgeRun(w, now, "forge"); !ok || own.Conclusion != "action_required" || len(own.Actions) != 3 {
 		t.Errorf("Forge's own forge run on the head: %+v (found %v)", own, ok)
