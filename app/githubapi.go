@@ -63,17 +63,25 @@ func (g *githubAPI) Permission(ctx context.Context, repo pipeline.Repo, user str
 	if err != nil {
 		return "", apiError(err)
 	}
-	return repositoryRole(p.GetRoleName(), p.GetPermission()), nil
+	return repositoryRole(p.GetRoleName(), p.GetPermission(), p.GetUser().GetPermissions()), nil
 }
 
 // repositoryRole is the role a person holds in GitHub's words. role_name
 // tells triage and maintain apart, which the legacy permission maps to read
 // and write; a custom role's name means nothing to Forge, so it counts as
-// the base permission GitHub reports for it.
-func repositoryRole(roleName, permission string) string {
+// the base role it inherits, which the user's permissions flags tell
+// (maintain and triage included), or else the legacy permission.
+func repositoryRole(roleName, permission string, flags map[string]bool) string {
 	switch roleName {
 	case "read", "triage", "write", "maintain", "admin":
 		return roleName
+	}
+	for _, f := range []struct{ flag, role string }{
+		{"admin", "admin"}, {"maintain", "maintain"}, {"push", "write"}, {"triage", "triage"}, {"pull", "read"},
+	} {
+		if flags[f.flag] {
+			return f.role
+		}
 	}
 	return permission
 }
