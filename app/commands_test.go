@@ -353,11 +353,18 @@ func TestClosedUnmerged(t *testing.T) {
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
 	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 	pr := w.pulls(t)[0]
+	head := w.gh.Repo(w.repo).Head(pr.Head)
 	w.gh.ClosePull(w.repo, pr.Number, "alice")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
 	w.status(t, "CLOSED")
 	if w.gh.Repo(w.repo).Head(pr.Head) == "" {
 		t.Errorf("the branch of an unmerged plan was deleted")
+	}
+	// The closed plan's check run offers no Approve, Revise or Cancel.
+	for _, c := range w.gh.CheckRuns(w.repo, head) {
+		if c.Name == "forge" && len(c.Actions) != 0 {
+			t.Errorf("the closed plan's forge run still shows %d buttons", len(c.Actions))
+		}
 	}
 }
 
