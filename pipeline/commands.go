@@ -222,6 +222,9 @@ func (c *commandCtx) skip(ctx context.Context, cmd Command) error {
 		was = "failed"
 	}
 	p.Phases = &next
+	if err := c.f.takeButtonsOff(ctx, c.gh, p, false); err != nil {
+		return err
+	}
 	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
 		return err
 	}
