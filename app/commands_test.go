@@ -353,11 +353,18 @@ func TestClosedUnmerged(t *testing.T) {
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
 	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 	pr := w.pulls(t)[0]
+	head := w.gh.Repo(w.repo).Head(pr.Head)
 	w.gh.ClosePull(w.repo, pr.Number, "alice")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
 	w.status(t, "CLOSED")
 	if w.gh.Repo(w.repo).Head(pr.Head) == "" {
 		t.Errorf("the branch of an unmerged plan was deleted")
+	}
+	// The closed plan's check run offers no Approve, Revise or Cancel.
+	for _, c := range w.gh.CheckRuns(w.repo, head) {
+		if c.Name == "forge" && len(c.Actions) != 0 {
+			t.Errorf("the closed plan's forge run still shows %d buttons", len(c.Actions))
+		}
 	}
 }
 
@@ -408,10 +415,19 @@ func TestPhaseFailureAndRetry(t *testing.T) {
 	if !strings.Contains(list, "[!] **phase-1:**") || !strings.Contains(list, "[ ] **phase-2:**") {
 		t.Errorf("phases list:\n%s", list)
 	}
-	w.deliverPR(t, "check_run", "check_run/requested_action", pr, w.gh.CheckRunEdit(w.repo, run.ID),
-		w.gh.SenderEdit("alice"), ghdouble.Set("requested_action", map[string]any{"identifier": "retry"}))
+	w.deliverPR(t, "check_run", "check_run/requested_action", pr, w.gh.RequestedActionEdit(w.repo, run.ID, "retry"),
+		w.gh.SenderEdit("alice"))
 	w.waitReply(t, pr, "Plan run complete for **plan-001**")
 	w.status(t, "DONE")
+	// The failed run's buttons went when the retry started.
+	for _, c := range w.gh.CheckRuns(w.repo, head) {
+		if c.ID == run.ID && len(c.Actions) != 0 {
+			t.Errorf("the failed phase's run still shows %d buttons after the retry", len(c.Actions))
+		}
+	}
+	if err := w.gh.RequestedActionEdit(w.repo, run.ID, "skip")(map[string]any{}); err == nil {
+		t.Error("the Skip button of the retried phase can still be pressed")
+	}
 }
 
 // TestStalePhasesAndRunOne: a person's push during REVIEW starts a new

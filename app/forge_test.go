@@ -939,6 +939,12 @@ func TestCancelDuringPhase(t *testing.T) {
 	_ = stopped
 	w.commandOn(t, pr, "alice", "/forge skip")
 	w.waitReply(t, pr, "Skipped **phase-1**: Implement docs/hello.md (was failed)")
+	// The skipped phase's Retry, Skip and Cancel are gone.
+	for _, c := range w.gh.CheckRuns(w.repo, w.gh.Repo(w.repo).Head(w.pulls(t)[0].Head)) {
+		if c.Name == "forge/phase-1" && len(c.Actions) != 0 {
+			t.Errorf("the skipped phase's run still shows %d buttons", len(c.Actions))
+		}
+	}
 	w.commandOn(t, pr, "alice", "/forge phases")
 	list := w.waitReply(t, pr, "**Phases for plan-001**")
 	if !strings.Contains(list, "[-] **phase-1:**") {

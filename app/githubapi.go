@@ -27,6 +27,8 @@ type githubAPI struct {
 	trees *treeCache
 	// secrets refuses a commit carrying one of Forge's secrets.
 	secrets *Redactor
+	// appID is the App's id: its own check runs are those of this id.
+	appID int64
 }
 
 var _ pipeline.GitHub = (*githubAPI)(nil)
@@ -61,22 +63,31 @@ func (g *githubAPI) Permission(ctx context.Context, repo pipeline.Repo, user str
 	if err != nil {
 		return "", apiError(err)
 	}
-	return repositoryRole(p.GetRoleName(), p.GetPermission()), nil
+	return repositoryRole(p.GetRoleName(), p.GetPermission(), p.GetUser().GetPermissions()), nil
 }
 
 // repositoryRole is the role a person holds in GitHub's words. role_name
 // tells triage and maintain apart, which the legacy permission maps to read
 // and write; a custom role's name means nothing to Forge, so it counts as
-// the base permission GitHub reports for it.
-func repositoryRole(roleName, permission string) string {
+// the base role it inherits, which the user's permissions flags tell
+// (maintain and triage included), or else the legacy permission.
+func repositoryRole(roleName, permission string, flags map[string]bool) string {
 	switch roleName {
 	case "read", "triage", "write", "maintain", "admin":
 		return roleName
+	}
+	for _, f := range []struct{ flag, role string }{
+		{"admin", "admin"}, {"maintain", "maintain"}, {"push", "write"}, {"triage", "triage"}, {"pull", "read"},
+	} {
+		if flags[f.flag] {
+			return f.role
+		}
 	}
 	return permission
 }
 
 func (g *githubAPI) CreateComment(ctx context.Context, repo pipeline.Repo, issue int, body string) (int64, error) {
+	body = g.fitChars(body, maxBodyChars)
 	c, _, err := g.c.Issues.CreateComment(ctx, repo.Owner, repo.Name, issue, &github.IssueComment{Body: &body})
 	if err != nil {
 		return 0, apiError(err)
@@ -85,6 +96,7 @@ func (g *githubAPI) CreateComment(ctx context.Context, repo pipeline.Repo, issue
 }
 
 func (g *githubAPI) UpdateComment(ctx context.Context, repo pipeline.Repo, id int64, body string) error {
+	body = g.fitChars(body, maxBodyChars)
 	_, _, err := g.c.Issues.EditComment(ctx, repo.Owner, repo.Name, id, &github.IssueComment{Body: &body})
 	return apiError(err)
 }
@@ -362,10 +374,11 @@ func (g *githubAPI) ListReviews(ctx context.Context, repo pipeline.Repo, pr int)
 }
 
 func (g *githubAPI) CreateReview(ctx context.Context, repo pipeline.Repo, pr int, r pipeline.NewReview) (int64, error) {
-	req := &github.PullRequestReviewRequest{CommitID: &r.CommitID, Body: &r.Body, Event: &r.Event}
+	body := g.fitChars(r.Body, maxBodyChars)
+	req := &github.PullRequestReviewRequest{CommitID: &r.CommitID, Body: &body, Event: &r.Event}
 	for _, c := range r.Comments {
 		req.Comments = append(req.Comments, &github.DraftReviewComment{
-			Path: github.String(c.Path), Line: github.Int(c.Line), Side: github.String("RIGHT"), Body: github.String(c.Body),
+			Path: github.String(c.Path), Line: github.Int(c.Line), Side: github.String("RIGHT"), Body: github.String(g.fitChars(c.Body, maxBodyChars)),
 		})
 	}
 	rv, _, err := g.c.PullRequests.CreateReview(ctx, repo.Owner, repo.Name, pr, req)
@@ -464,26 +477,45 @@ func (g *githubAPI) CheckRuns(ctx context.Context, repo pipeline.Repo, sha strin
 	}
 }
 
+// FindCheckRun asks GitHub for this App's runs only (app_id): another App,
+// GitHub Actions among them, may name a check run the same. Each answer's
+// App is checked again, as the filter is the server's to honour.
 func (g *githubAPI) FindCheckRun(ctx context.Context, repo pipeline.Repo, sha, name string) (*pipeline.CheckRun, error) {
-	rs, _, err := g.c.Checks.ListCheckRunsForRef(ctx, repo.Owner, repo.Name, sha, &github.ListCheckRunsOptions{
-		CheckName: github.String(name), Filter: github.String("latest"),
-	})
+	opt := &github.ListCheckRunsOptions{CheckName: github.String(name), Filter: github.String("latest")}
+	if g.appID != 0 {
+		opt.AppID = github.Int64(g.appID)
+	}
+	rs, _, err := g.c.Checks.ListCheckRunsForRef(ctx, repo.Owner, repo.Name, sha, opt)
 	if err != nil {
 		return nil, apiError(err)
 	}
 	for _, r := range rs.CheckRuns {
-		return &pipeline.CheckRun{ID: r.GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
+		if r.GetName() != name || (g.appID != 0 && r.GetApp().GetID() != g.appID) {
+			continue
+		}
+		return &pipeline.CheckRun{ID: r.GetID(), AppID: r.GetApp().GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
 			Conclusion: r.GetConclusion(), ExternalID: r.GetExternalID()}, nil
 	}
 	return nil, nil
 }
 
-func checkOutput(c pipeline.CheckRun) *github.CheckRunOutput {
-	return &github.CheckRunOutput{Title: github.String(c.Title), Summary: github.String(c.Summary), Text: github.String(c.Text)}
+// checkOutput is the run's output, clipped to GitHub's limits; nil when c
+// says nothing of it, so an update leaves the output alone.
+func (g *githubAPI) checkOutput(c pipeline.CheckRun) *github.CheckRunOutput {
+	if c.Title == "" && c.Summary == "" && c.Text == "" {
+		return nil
+	}
+	out := &github.CheckRunOutput{Title: github.String(g.fitChars(c.Title, maxCheckTitleChars)), Summary: github.String(g.fitBytes(c.Summary, maxCheckOutputBytes))}
+	if c.Text != "" {
+		out.Text = github.String(g.fitBytes(c.Text, maxCheckOutputBytes))
+	}
+	return out
 }
 
+// checkActions are the run's buttons: never nil, so an update without
+// buttons sends "actions": [] and GitHub takes the old ones off.
 func checkActions(as []pipeline.CheckAction) []*github.CheckRunAction {
-	var out []*github.CheckRunAction
+	out := []*github.CheckRunAction{}
 	for _, a := range as {
 		out = append(out, &github.CheckRunAction{Label: a.Label, Description: a.Description, Identifier: a.Identifier})
 	}
@@ -492,7 +524,10 @@ func checkActions(as []pipeline.CheckAction) []*github.CheckRunAction {
 
 func (g *githubAPI) CreateCheckRun(ctx context.Context, repo pipeline.Repo, c pipeline.CheckRun) (int64, error) {
 	opts := github.CreateCheckRunOptions{
-		Name: c.Name, HeadSHA: c.HeadSHA, Status: github.String(c.Status), Output: checkOutput(c), Actions: checkActions(c.Actions),
+		Name: c.Name, HeadSHA: c.HeadSHA, Status: github.String(c.Status), Output: g.checkOutput(c),
+	}
+	if len(c.Actions) > 0 {
+		opts.Actions = checkActions(c.Actions)
 	}
 	if c.ExternalID != "" {
 		opts.ExternalID = github.String(c.ExternalID)
@@ -507,15 +542,32 @@ func (g *githubAPI) CreateCheckRun(ctx context.Context, repo pipeline.Repo, c pi
 	return r.GetID(), nil
 }
 
+// checkRunUpdate is the body of an update: go-github's own leaves out an
+// empty actions list (omitempty), and with it the only way to take a run's
+// buttons off.
+type checkRunUpdate struct {
+	Name       string                   `json:"name,omitempty"`
+	Status     *string                  `json:"status,omitempty"`
+	Conclusion *string                  `json:"conclusion,omitempty"`
+	Output     *github.CheckRunOutput   `json:"output,omitempty"`
+	Actions    []*github.CheckRunAction `json:"actions"`
+}
+
+// UpdateCheckRun sets the run's buttons to c.Actions, none taking them off;
+// the output is left alone when c has none.
 func (g *githubAPI) UpdateCheckRun(ctx context.Context, repo pipeline.Repo, c pipeline.CheckRun) error {
-	opts := github.UpdateCheckRunOptions{Name: c.Name, Output: checkOutput(c), Actions: checkActions(c.Actions)}
+	body := checkRunUpdate{Name: c.Name, Output: g.checkOutput(c), Actions: checkActions(c.Actions)}
 	if c.Status != "" {
-		opts.Status = github.String(c.Status)
+		body.Status = github.String(c.Status)
 	}
 	if c.Conclusion != "" {
-		opts.Conclusion = github.String(c.Conclusion)
+		body.Conclusion = github.String(c.Conclusion)
 	}
-	_, _, err := g.c.Checks.UpdateCheckRun(ctx, repo.Owner, repo.Name, c.ID, opts)
+	req, err := g.c.NewRequest(http.MethodPatch, fmt.Sprintf("repos/%v/%v/check-runs/%v", repo.Owner, repo.Name, c.ID), body)
+	if err != nil {
+		return fmt.Errorf("update check run %d: %w", c.ID, err)
+	}
+	_, err = g.c.Do(ctx, req, nil)
 	return apiError(err)
 }
 

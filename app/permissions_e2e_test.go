@@ -132,8 +132,15 @@ func TestRolesAsGitHubRanksThem(t *testing.T) {
 		w.commandOn(t, pr.Number, user, "/forge status")
 		w.waitReply(t, pr.Number, "@"+user+", Forge only takes commands from people with at least maintain permission")
 	}
-	w.commandOn(t, pr.Number, "mary", "/forge status")
+	// A custom role based on maintain is maintain, which its legacy
+	// permission ("write") does not say.
+	w.gh.SetCustomRole(w.repo, "carl", "release-manager", "maintain")
+	w.commandOn(t, pr.Number, "carl", "/forge status")
 	w.waitReply(t, pr.Number, "Status: REVIEW")
+	w.commandOn(t, pr.Number, "mary", "/forge status")
+	apptest.Eventually(t, forgeWait, "the maintainer's status", func() bool {
+		return strings.Count(strings.Join(w.botBodies(pr.Number), "\n"), "Status: REVIEW") == 2
+	})
 
 	payload := w.review(t, pr.Number, "mary", "APPROVED", "Good plan.")
 	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @mary.")

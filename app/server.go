@@ -337,7 +337,7 @@ func (a *App) GitHub(ctx context.Context, installationID int64) (pipeline.GitHub
 	if err != nil {
 		return nil, fmt.Errorf("installation %d GraphQL client: %w", installationID, err)
 	}
-	return &githubAPI{c: c, v4: v4, trees: &a.trees, secrets: st.redactor}, nil
+	return &githubAPI{c: c, v4: v4, trees: &a.trees, secrets: st.redactor, appID: st.cfg.Github.App.IntegrationID}, nil
 }
 
 // Workspace implements pipeline.Installations.

@@ -345,6 +345,9 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 			return nil
 		}
 		p.Status, p.Run = to, RunIdle
+		if err := f.takeButtonsOff(ctx, gh, p, true); err != nil {
+			return err
+		}
 		if err := f.Plans.SavePlan(ctx, p); err != nil {
 			return err
 		}
@@ -379,6 +382,9 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		p.Status, p.Run = StatusClosed, RunIdle
 		if gh, err := f.Installations.GitHub(ctx, a.InstallationID); err == nil {
 			if err := f.syncLabel(ctx, gh, p); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			if err := f.takeButtonsOff(ctx, gh, p, true); err != nil {
 				return err
 			}
 		}
@@ -437,6 +443,9 @@ func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action, tri
 			return nil
 		}
 		p.Phases = &next
+		if err := f.takeButtonsOff(ctx, gh, p, false); err != nil {
+			return err
+		}
 		if err := f.Plans.SavePlan(ctx, p); err != nil {
 			return err
 		}

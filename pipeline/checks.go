@@ -37,6 +37,28 @@ func (w *ChecksWorker) Work(ctx context.Context, job *river.Job[ChecksArgs]) err
 	return jobError(ctx, w.Forge, job.JobRow, t, w.Forge.HandleChecks(ctx, a))
 }
 
+// takeButtonsOff takes the buttons off the plan's check runs that still
+// show them: a failed phase's Retry, Skip and Cancel, and with plan the
+// forge run's Approve, Revise and Cancel. GitHub keeps a run's buttons
+// until an update replaces them, and a person may press one long after it
+// meant anything. The caller saves the plan.
+func (f *Forge) takeButtonsOff(ctx context.Context, gh GitHub, p *Plan, plan bool) error {
+	ids := []int64{}
+	if p.PhaseButtonsRun != 0 {
+		ids = append(ids, p.PhaseButtonsRun)
+	}
+	if plan && p.CheckRunID != 0 {
+		ids = append(ids, p.CheckRunID)
+	}
+	for _, id := range ids {
+		if err := gh.UpdateCheckRun(ctx, p.Repo, CheckRun{ID: id}); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("take the buttons off check run %d: %w", id, err)
+		}
+	}
+	p.PhaseButtonsRun = 0
+	return nil
+}
+
 // HandleChecks wakes the plan whose parked phase waits on the commit.
 func (f *Forge) HandleChecks(ctx context.Context, a ChecksArgs) error {
 	var candidates []*Plan

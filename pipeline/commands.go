@@ -222,6 +222,9 @@ func (c *commandCtx) skip(ctx context.Context, cmd Command) error {
 		was = "failed"
 	}
 	p.Phases = &next
+	if err := c.f.takeButtonsOff(ctx, c.gh, p, false); err != nil {
+		return err
+	}
 	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
 		return err
 	}
@@ -510,6 +513,9 @@ func (c *commandCtx) close(ctx context.Context, cmd Command) error {
 		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number), "Refused": true, "Status": p.Status})
 	}
 	p.Status, p.Run = to, RunIdle
+	if err := c.f.takeButtonsOff(ctx, c.gh, p, true); err != nil {
+		return err
+	}
 	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
 		return err
 	}

@@ -85,6 +85,8 @@ type GitHub interface {
 	// combined status): CI that reports through the Statuses API.
 	CommitStatuses(ctx context.Context, repo Repo, sha string) ([]CommitStatus, error)
 	CreateCheckRun(ctx context.Context, repo Repo, c CheckRun) (int64, error)
+	// UpdateCheckRun updates run c.ID: its buttons become c.Actions (none
+	// takes them off); output left empty in c is left alone.
 	UpdateCheckRun(ctx context.Context, repo Repo, c CheckRun) error
 }
 

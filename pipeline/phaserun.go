@@ -47,6 +47,15 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
+	if p.PhaseButtonsRun != 0 {
+		// The phases run again: the last failure's buttons are spent.
+		if err := r.f.takeButtonsOff(ctx, r.gh, p, false); err != nil {
+			return err
+		}
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
 	if err := r.label(ctx); err != nil {
 		return err
 	}
@@ -216,7 +225,32 @@ const maxMergeAttempts = 3
 // writeCommit is the one place Forge's file changes become a commit on the
 // plan branch (blobs, tree, commit, ref update without force).
 func (r *run) writeCommit(ctx context.Context, parent, message string, files []FileChange) (string, error) {
+	files, err := r.dropGoneDeletions(ctx, parent, files)
+	if err != nil || len(files) == 0 {
+		// Nothing is left to change: parent already is the commit wanted.
+		return parent, err
+	}
 	return r.gh.CommitFiles(ctx, r.p.Repo, r.p.Branch, parent, message, files)
+}
+
+// dropGoneDeletions leaves out the deletions of paths parent does not hold
+// (a revert of a file someone removed since, say): GitHub refuses a whole
+// tree that deletes a path its base lacks (422 "GitRPC::BadObjectState").
+func (r *run) dropGoneDeletions(ctx context.Context, parent string, files []FileChange) ([]FileChange, error) {
+	out := make([]FileChange, 0, len(files))
+	for _, f := range files {
+		if f.Deleted {
+			v, err := r.fileAt(ctx, parent, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			if !v.Exists {
+				continue
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // mergeOnto merges Forge's files, made on base, with the person's changes
@@ -372,6 +406,9 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	}
 	if err == nil && p.Await != nil {
 		p.Await.CheckRunID = id
+	}
+	if err != nil && id != 0 {
+		p.PhaseButtonsRun = id
 	}
 	return err
 }
@@ -645,6 +682,9 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		}
 		data["Error"] = ph.Error
 		p.Await, p.FailedParent, p.Run = nil, w.Parent, RunIdle
+		if w.CheckRunID != 0 {
+			p.PhaseButtonsRun = w.CheckRunID
+		}
 		if err := r.save(ctx); err != nil {
 			return "", err
 		}
@@ -801,12 +841,11 @@ func (r *run) auditOnce(ctx context.Context, ph *Phase, fix int) ([]Finding, boo
 		outside = append(outside, f)
 	}
 	marker := Marker(p.Number, "phase-audit", ph.ID, p.Generation, fix)
-	body, err := templates.Text("phase-audit", map[string]any{"Marker": marker, "PhaseID": ph.ID, "Verdict": v.MaxSeverity.String(),
-		"Findings": v.Findings, "Inline": len(inline), "Outside": outside})
+	_, err = r.createReview(ctx, p.HeadSHA, inline, func(n int) (string, error) {
+		return templates.Text("phase-audit", map[string]any{"Marker": marker, "PhaseID": ph.ID, "Verdict": v.MaxSeverity.String(),
+			"Findings": v.Findings, "Inline": n, "Outside": outside})
+	})
 	if err != nil {
-		return nil, false, err
-	}
-	if _, err := r.gh.CreateReview(ctx, p.Repo, p.PR, NewReview{CommitID: p.HeadSHA, Body: body, Event: "COMMENT", Comments: inline}); err != nil {
 		return nil, false, fmt.Errorf("post the post-implementation audit: %w", err)
 	}
 	ph.Output = "verdict " + v.MaxSeverity.String()

@@ -174,28 +174,41 @@ func (r *run) postReview(ctx context.Context, ar *AuditRound) error {
 		}
 		inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
 	}
-	body, err := templates.Text("review", map[string]any{
-		"Marker": marker, "Round": ar.Round - p.RunStartRound, "MaxRounds": r.roundsOfRun(),
-		"Verdict": ar.Verdict.String(), "Loop": ar.Loop, "Preflight": ar.Preflight,
-		"Findings": ar.Findings, "Inline": len(inline),
+	id, err := r.createReview(ctx, ar.CommitID, inline, func(inline int) (string, error) {
+		return templates.Text("review", map[string]any{
+			"Marker": marker, "Round": ar.Round - p.RunStartRound, "MaxRounds": r.roundsOfRun(),
+			"Verdict": ar.Verdict.String(), "Loop": ar.Loop, "Preflight": ar.Preflight,
+			"Findings": ar.Findings, "Inline": inline,
+		})
 	})
-	if err != nil {
-		return err
-	}
-	review := NewReview{CommitID: ar.CommitID, Body: body, Event: "COMMENT", Comments: inline}
-	id, err := r.gh.CreateReview(ctx, p.Repo, p.PR, review)
-	if errors.Is(err, ErrRejected) && len(inline) > 0 {
-		// GitHub refuses the whole review when one inline comment is off
-		// the diff: post the findings in the body alone.
-		r.log.Warn().Err(err).Msg("review with inline comments refused; posting without them")
-		review.Comments = nil
-		id, err = r.gh.CreateReview(ctx, p.Repo, p.PR, review)
-	}
 	if err != nil {
 		return fmt.Errorf("post audit round %d review: %w", ar.Round, err)
 	}
 	ar.ReviewID = id
 	return nil
+}
+
+// createReview posts a review of event COMMENT on the plan's pull request
+// with inline comments, its body rendered by body for the number of them.
+// GitHub refuses the whole review when one inline comment is off the pull
+// request's diff (422 "Pull request review thread line must be part of the
+// diff"): the review then goes without them, every finding in its body.
+func (r *run) createReview(ctx context.Context, commitID string, inline []ReviewComment, body func(inline int) (string, error)) (int64, error) {
+	text, err := body(len(inline))
+	if err != nil {
+		return 0, err
+	}
+	review := NewReview{CommitID: commitID, Body: text, Event: "COMMENT", Comments: inline}
+	id, err := r.gh.CreateReview(ctx, r.p.Repo, r.p.PR, review)
+	if errors.Is(err, ErrRejected) && len(inline) > 0 {
+		r.log.Warn().Err(err).Msg("review with inline comments refused; posting without them")
+		if review.Body, err = body(0); err != nil {
+			return 0, err
+		}
+		review.Comments = nil
+		id, err = r.gh.CreateReview(ctx, r.p.Repo, r.p.PR, review)
+	}
+	return id, err
 }
 
 func (r *run) roundsOfRun() int {

@@ -59,6 +59,9 @@ type Plan struct {
 	// FailedParent is the commit before a phase attempt that its checks
 	// failed: a retry reverts the attempt's files to it.
 	FailedParent string
+	// PhaseButtonsRun is a failed phase's check run while its Retry, Skip
+	// and Cancel buttons stand (see takeButtonsOff).
+	PhaseButtonsRun int64
 	// Label is the forge:<status> label on the plan PR now.
 	Label string
 	// PhasesStale is set by a person's push after the phases were made:

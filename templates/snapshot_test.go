@@ -257,6 +257,7 @@ func textCases(t *testing.T) []textCase {
 				pipeline.ConfigProblem{Line: 7, Key: "progress_throttle", Message: `"fast" is not a duration`}.String(),
 			}}},
 
+		{"truncated", "truncated", map[string]any{"Removed": 123456}},
 		{"job-failed", "job-failed", map[string]any{
 			"Marker": "<!-- forge:job:42:gave-up -->", "What": "the command", "Attempts": 8,
 			"Error": "react to comment 7: GET https://api.github.com/x: 502 Bad Gateway\nmore"}},

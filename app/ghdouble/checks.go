@@ -80,6 +80,21 @@ const (
 	maxActionIdentifier  = 20
 )
 
+// GitHub's limits on a check run's output: summary and text are counted in
+// bytes, though the documentation says characters, and one request carries
+// at most 50 annotations (more go in further updates).
+const (
+	maxOutputBytes        = 65535
+	maxAnnotationsPerCall = 50
+)
+
+// msgCompletedRun refuses a completed run set back to queued or
+// in_progress. GitHub's staff: "Once a check run transitions from the
+// in_progress state to completed state, it's not possible to modify its
+// status nor its conclusion further"; its answer is not documented, and the
+// double refuses so that relying on it shows (a fresh run is the way).
+const msgCompletedRun = "status cannot be changed from completed to %s: create a new check run instead"
+
 // OtherApp is another GitHub App installed on the same repositories, such as
 // GitHub Actions, whose check suites and runs Forge sees but cannot modify.
 type OtherApp struct {
@@ -178,6 +193,10 @@ func (s *Server) applyCheckRun(run *CheckRun, req checkRunRequest) *Error {
 	if e := parseTime("completed_at", req.CompletedAt, &run.CompletedAt); e != nil {
 		return e
 	}
+	if req.Status != nil && run.Status == "completed" && *req.Status != "completed" && req.Conclusion == nil {
+		return &Error{Message: "Validation Failed", Errors: []FieldError{{Resource: "CheckRun", Field: "status", Code: "custom",
+			Message: fmt.Sprintf(msgCompletedRun, *req.Status)}}}
+	}
 	if req.Status != nil {
 		run.Status = *req.Status
 		if run.Status != "completed" {
@@ -200,6 +219,15 @@ func (s *Server) applyCheckRun(run *CheckRun, req checkRunRequest) *Error {
 		}
 	}
 	if o := req.Output; o != nil {
+		for field, v := range map[string]*string{"summary": o.Summary, "text": o.Text} {
+			if v != nil && len(*v) > maxOutputBytes {
+				return &Error{Message: "Validation Failed", Errors: []FieldError{{Resource: "CheckRun", Field: field, Code: "custom",
+					Message: fmt.Sprintf("%s exceeds a maximum bytesize of %d", field, maxOutputBytes)}}}
+			}
+		}
+		if len(o.Annotations) > maxAnnotationsPerCall {
+			return invalid("annotations", fmt.Sprintf("Only %d annotations are allowed per request; %d were supplied.", maxAnnotationsPerCall, len(o.Annotations)))
+		}
 		if o.Title != nil {
 			run.Output.Title = *o.Title
 		}
@@ -856,6 +884,32 @@ func (s *Server) CheckRunEdit(repo string, runID int64) Edit {
 		delete(suite, "repository")
 		out["check_suite"] = suite
 		return Set("check_run", out)(m)
+	}
+}
+
+// RequestedActionEdit makes a check_run payload a press of the run's button
+// identifier by whoever SenderEdit names. It fails when the run shows no
+// such button: GitHub offers none to press.
+func (s *Server) RequestedActionEdit(repo string, runID int64, identifier string) Edit {
+	return func(m map[string]any) error {
+		r := s.Repo(repo)
+		if r == nil {
+			return fmt.Errorf("repository %q: not in the double", repo)
+		}
+		r.mu.Lock()
+		run := r.checkRuns[runID]
+		shown := run != nil && slices.ContainsFunc(run.Actions, func(a CheckAction) bool { return a.Identifier == identifier })
+		r.mu.Unlock()
+		if !shown {
+			return fmt.Errorf("check run %d shows no button %q to press", runID, identifier)
+		}
+		for _, e := range []Edit{Set("action", "requested_action"), s.CheckRunEdit(repo, runID),
+			Set("requested_action", map[string]any{"identifier": identifier})} {
+			if err := e(m); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 

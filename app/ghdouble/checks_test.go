@@ -214,3 +214,189 @@ func TestSuiteStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRunListFilters: app_id, check_name and filter narrow the runs
+// of a commit as GitHub's do; another App's run may share Forge's name.
+func TestCheckRunListFilters(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t)
+	ctx := context.Background()
+	actions := f.s.OtherApp("GitHub Actions")
+	theirs := actions.CreateCheckRun(f.repo, CheckRunSpec{Name: "forge", HeadSHA: f.main, Conclusion: "success", Title: "t", Summary: "s"})
+	var ours []int64
+	for range 2 {
+		run, _, err := f.gh.Checks.CreateCheckRun(ctx, "acme", "widgets", github.CreateCheckRunOptions{Name: "forge", HeadSHA: f.main})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours = append(ours, run.GetID())
+	}
+	app := f.s.AppID()
+	tests := []struct {
+		name string
+		opts *github.ListCheckRunsOptions
+		want []int64
+	}{
+		{"latest of each App", &github.ListCheckRunsOptions{CheckName: github.String("forge")}, []int64{ours[1], theirs}},
+		{"all", &github.ListCheckRunsOptions{CheckName: github.String("forge"), Filter: github.String("all")}, []int64{ours[1], ours[0], theirs}},
+		{"this App's latest", &github.ListCheckRunsOptions{CheckName: github.String("forge"), AppID: &app, Filter: github.String("latest")}, []int64{ours[1]}},
+		{"the other App's", &github.ListCheckRunsOptions{CheckName: github.String("forge"), AppID: &actions.ID}, []int64{theirs}},
+		{"no such name", &github.ListCheckRunsOptions{CheckName: github.String("ci"), AppID: &app}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _, err := f.gh.Checks.ListCheckRunsForRef(ctx, "acme", "widgets", f.main, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, run := range res.CheckRuns {
+				got = append(got, run.GetID())
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("runs = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckRunActionsCleared: "actions": [] takes a run's buttons off; an
+// update that does not name actions leaves them.
+func TestCheckRunActionsCleared(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t)
+	tok := "token " + installationToken(t, f.s, f.inst)
+	a := call(t, "POST", f.s.URL()+"repos/acme/widgets/check-runs", tok, map[string]any{
+		"name": "forge", "head_sha": f.main, "conclusion": "action_required", "output": map[string]any{"title": "t", "summary": "s"},
+		"actions": []any{map[string]any{"label": "Approve", "description": "Approve the plan", "identifier": "approve"}},
+	})
+	if a.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	url := fmt.Sprintf("%srepos/acme/widgets/check-runs/%v", f.s.URL(), a.json["id"])
+	buttons := func() int { return len(f.s.CheckRuns(f.repo, f.main)[0].Actions) }
+	if b := call(t, "PATCH", url, tok, map[string]any{"conclusion": "success"}); b.status != http.StatusOK || buttons() != 1 {
+		t.Errorf("an update without actions: %d, %d buttons left, want 1", b.status, buttons())
+	}
+	if b := call(t, "PATCH", url, tok, map[string]any{"actions": []any{}}); b.status != http.StatusOK || buttons() != 0 {
+		t.Errorf("actions []: %d, %d buttons left, want none", b.status, buttons())
+	}
+}
+
+// TestCompletedCheckRunStaysCompleted: a completed run is not set back to
+// queued or in_progress; its conclusion may still change.
+func TestCompletedCheckRunStaysCompleted(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t)
+	tok := "token " + installationToken(t, f.s, f.inst)
+	a := call(t, "POST", f.s.URL()+"repos/acme/widgets/check-runs", tok, map[string]any{"name": "forge", "head_sha": f.main, "status": "in_progress"})
+	if a.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	url := fmt.Sprintf("%srepos/acme/widgets/check-runs/%v", f.s.URL(), a.json["id"])
+	if b := call(t, "PATCH", url, tok, map[string]any{"status": "completed", "conclusion": "failure"}); b.status != http.StatusOK {
+		t.Fatalf("complete: %d %s", b.status, b.raw)
+	}
+	for _, status := range []string{"queued", "in_progress"} {
+		b := call(t, "PATCH", url, tok, map[string]any{"status": status})
+		want := fmt.Sprintf(msgCompletedRun, status)
+		if b.status != http.StatusUnprocessableEntity || !strings.Contains(b.raw, want) {
+			t.Errorf("set back to %s: %d %s, want 422 %q", status, b.status, b.raw, want)
+		}
+	}
+	if b := call(t, "PATCH", url, tok, map[string]any{"conclusion": "success"}); b.status != http.StatusOK {
+		t.Errorf("a new conclusion: %d %s", b.status, b.raw)
+	}
+	if run := f.s.CheckRuns(f.repo, f.main)[0]; run.Status != "completed" || run.Conclusion != "success" {
+		t.Errorf("run = %s/%s", run.Status, run.Conclusion)
+	}
+}
+
+// TestCheckRunOutputLimits: summary and text count bytes up to 65535, as
+// GitHub's check does; a request carries at most 50 annotations.
+func TestCheckRunOutputLimits(t *testing.T) {
+	t.Parallel()
+	s, rec := newRecorded(t)
+	inst := s.AddInstallation("acme")
+	r := s.AddRepo(inst, "acme/widgets")
+	sha := r.Seed(map[string]string{"a": "a"}, "init")
+	tok := "token " + installationToken(t, s, inst)
+	annotations := func(n int) []any {
+		out := []any{}
+		for i := range n {
+			out = append(out, map[string]any{"path": "a", "start_line": 1, "end_line": 1, "annotation_level": "notice", "message": fmt.Sprint(i)})
+		}
+		return out
+	}
+	// "é" is one character and two bytes: within the schema's 65535
+	// characters, over GitHub's 65535 bytes.
+	wide := strings.Repeat("é", maxOutputBytes/2+1)
+	tests := []struct {
+		name    string
+		output  map[string]any
+		want    int
+		message string
+		reports int // the OpenAPI description's own limits also fail the test
+	}{
+		{"summary at the limit", map[string]any{"title": "t", "summary": strings.Repeat("x", maxOutputBytes)}, http.StatusCreated, "", 0},
+		{"summary over in bytes", map[string]any{"title": "t", "summary": wide}, http.StatusUnprocessableEntity, "summary exceeds a maximum bytesize of 65535", 0},
+		{"text over in bytes", map[string]any{"title": "t", "summary": "s", "text": wide}, http.StatusUnprocessableEntity, "text exceeds a maximum bytesize of 65535", 0},
+		{"50 annotations", map[string]any{"title": "t", "summary": "s", "annotations": annotations(50)}, http.StatusCreated, "", 0},
+		{"51 annotations", map[string]any{"title": "t", "summary": "s", "annotations": annotations(51)}, http.StatusUnprocessableEntity, "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := call(t, "POST", s.URL()+"repos/acme/widgets/check-runs", tok, map[string]any{"name": "lint", "head_sha": sha, "output": tt.output})
+			if a.status != tt.want || !strings.Contains(a.raw, tt.message) {
+				t.Errorf("%d %s, want %d %q", a.status, a.raw, tt.want, tt.message)
+			}
+			if got := rec.reported(); len(got) != tt.reports {
+				t.Errorf("reports = %q, want %d", got, tt.reports)
+			}
+		})
+	}
+	// Other Apps' runs, made without a request, meet the same limits.
+	many := make([]CheckAnnotation, 51)
+	if e := s.applyCheckRun(&CheckRun{}, checkRunRequest{Output: &struct {
+		Title       *string           `json:"title"`
+		Summary     *string           `json:"summary"`
+		Text        *string           `json:"text"`
+		Annotations []CheckAnnotation `json:"annotations"`
+	}{Annotations: many}}); e == nil {
+		t.Error("applyCheckRun took 51 annotations")
+	}
+}
+
+// TestRequestedActionEdit: a press is made only of a button the run shows.
+func TestRequestedActionEdit(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t)
+	ctx := context.Background()
+	run, _, err := f.gh.Checks.CreateCheckRun(ctx, "acme", "widgets", github.CreateCheckRunOptions{
+		Name: "forge", HeadSHA: f.main, Conclusion: github.String("failure"), ExternalID: github.String("plan-001/phase-1"),
+		Output:  &github.CheckRunOutput{Title: github.String("t"), Summary: github.String("s")},
+		Actions: []*github.CheckRunAction{{Label: "Retry", Description: "Run this phase again", Identifier: "retry"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := EditPayload(t, LoadPayload(t, "check_run/requested_action"), f.s.RequestedActionEdit(f.repo, run.GetID(), "retry"))
+	var event github.CheckRunEvent
+	if err := json.Unmarshal(payload, &event); err != nil {
+		t.Fatal(err)
+	}
+	if event.GetAction() != "requested_action" || event.GetRequestedAction().Identifier != "retry" || event.GetCheckRun().GetID() != run.GetID() {
+		t.Errorf("press = %s %+v on run %d", event.GetAction(), event.GetRequestedAction(), event.GetCheckRun().GetID())
+	}
+	if err := f.s.RequestedActionEdit(f.repo, run.GetID(), "skip")(map[string]any{}); err == nil {
+		t.Error("pressed a button the run does not show")
+	}
+	if _, _, err := f.gh.Checks.UpdateCheckRun(ctx, "acme", "widgets", run.GetID(), github.UpdateCheckRunOptions{Name: "forge"}); err != nil {
+		t.Fatal(err)
+	}
+	tok := "token " + installationToken(t, f.s, f.inst)
+	call(t, "PATCH", fmt.Sprintf("%srepos/acme/widgets/check-runs/%d", f.s.URL(), run.GetID()), tok, map[string]any{"actions": []any{}})
+	if err := f.s.RequestedActionEdit(f.repo, run.GetID(), "retry")(map[string]any{}); err == nil {
+		t.Error("pressed a button taken off")
+	}
+}

@@ -630,3 +630,33 @@ func TestRequestsInFlightOutliveTheTest(t *testing.T) {
 		t.Errorf("the double failed a request in flight at the end of the test (passed %v): %q", passed, got)
 	}
 }
+
+// TestCreateTreeDeletesOnlyWhatExists: "sha": null for a path base_tree
+// does not hold is refused whole, as GitHub does.
+func TestCreateTreeDeletesOnlyWhatExists(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t)
+	tok := "token " + installationToken(t, f.s, f.inst)
+	base, _, err := f.gh.Git.GetCommit(context.Background(), "acme", "widgets", f.main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		body map[string]any
+	}{
+		{"a path base_tree lacks", map[string]any{"base_tree": base.GetTree().GetSHA(), "tree": []any{
+			map[string]any{"path": "README.md", "mode": "100644", "type": "blob", "content": "kept"},
+			map[string]any{"path": "docs/gone.md", "mode": "100644", "type": "blob", "sha": nil},
+		}}},
+		{"no base_tree", map[string]any{"tree": []any{map[string]any{"path": "README.md", "mode": "100644", "type": "blob", "sha": nil}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := call(t, "POST", f.s.URL()+"repos/acme/widgets/git/trees", tok, tt.body)
+			if a.status != http.StatusUnprocessableEntity || a.json["message"] != msgBadObjectState {
+				t.Errorf("%d %s, want 422 %q", a.status, a.raw, msgBadObjectState)
+			}
+		})
+	}
+}

@@ -30,6 +30,10 @@ func (s *Server) gitDataRoutes() []Route {
 	}
 }
 
+// msgBadObjectState is GitHub's whole answer to a tree entry deleting
+// ("sha": null) a path that base_tree does not hold.
+const msgBadObjectState = "GitRPC::BadObjectState"
+
 // Messages of GitHub's Git Data API refusals.
 const (
 	msgRepoEmpty         = "Git Repository is empty."
@@ -297,7 +301,15 @@ func (s *Server) createTree(c *Call) (int, any) {
 			}
 			changes = append(changes, treeChange{Path: e.Path, Mode: e.Mode, SHA: blob})
 		case len(e.SHA) > 0 && sha == nil:
-			// "sha": null deletes the path from base_tree.
+			// "sha": null deletes the path from base_tree; GitHub refuses
+			// to delete one base_tree does not have.
+			_, ok, err := g.resolve(base + ":" + e.Path)
+			if err != nil {
+				return s.gitFailure(c, err)
+			}
+			if base == "" || !ok {
+				return unprocessable(msgBadObjectState)
+			}
 			changes = append(changes, treeChange{Path: e.Path})
 		case sha != nil:
 			if !isSHA(*sha) {
