@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gregjones/httpcache"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -22,7 +23,13 @@ func NewClientCreator(c Config, m *Metrics, r *Redactor) (githubapp.ClientCreato
 		githubapp.WithClientUserAgent(userAgent),
 		// Outermost first: a request is redacted once, before any attempt,
 		// and a retried request is recorded once per attempt.
-		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(DefaultRetry), m.ClientMiddleware()),
+		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(DefaultRetry), m.ClientMiddleware(),
+			githubapp.ClientMetrics(m.clientRegistry)),
+		// Conditional requests: a poll GitHub answers 304 is not counted
+		// against the rate limit. Always revalidated, so no answer is
+		// older than the request; one bounded cache per client, so per
+		// installation.
+		githubapp.WithClientCaching(true, func() httpcache.Cache { return newResponseCache(1<<20, 256<<10) }),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("create GitHub client creator: %w", err)

@@ -33,8 +33,12 @@ type Forge struct {
 	// Policy bounds what a repository's .github/forge.yml may set; the
 	// zero value is the default policy.
 	Policy Policy
+	// RateLimited is told of each new pause of an installation's work by
+	// GitHub's rate limit (for metrics); nil is fine.
+	RateLimited func(installation int64, p RateLimitPause)
 
-	perms permissionCache
+	perms  permissionCache
+	paused rateLimitPauses
 }
 
 // AgentSource resolves a role to a runtime and a model: the repository's
@@ -145,6 +149,10 @@ func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTar
 	if err == nil {
 		return nil
 	}
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return f.snooze(ctx, t.Installation, rl)
+	}
 	if errors.Is(err, ErrInstallationGone) {
 		if t.Installation != 0 {
 			if ferr := f.Installations.Forget(ctx, t.Installation); ferr != nil {
@@ -160,6 +168,32 @@ func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTar
 		}
 	}
 	return err
+}
+
+// snooze hands a rate-limited job back to River until the reset, which
+// spends none of its attempts. No comment can be posted while the limit
+// holds, so the pause is logged once per installation and kept for
+// /forge status.
+func (f *Forge) snooze(ctx context.Context, installation int64, rl *RateLimitError) error {
+	if rl.Installation != 0 {
+		installation = rl.Installation
+	}
+	now := f.now()
+	reset := rl.Reset
+	if !reset.After(now) {
+		reset = now.Add(time.Second)
+	}
+	p, isNew := f.paused.record(installation, now, reset)
+	if isNew {
+		zerolog.Ctx(ctx).Warn().Err(rl).Int64("installation", installation).Time("until", p.Until).
+			Msg("GitHub's rate limit holds: the installation's jobs are paused until the reset")
+		if f.RateLimited != nil {
+			f.RateLimited(installation, p)
+		}
+	}
+	// A second past the reset, so the first request after it is not
+	// refused by a clock a little behind GitHub's.
+	return river.JobSnooze(reset.Sub(now) + time.Second)
 }
 
 // failureTarget is where a job that gives up says so.
