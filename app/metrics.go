@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -56,7 +57,7 @@ func NewMetrics() *Metrics {
 		}, []string{"event"}),
 		Jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "forge_jobs_total",
-			Help: "Jobs worked, by kind and outcome (success, error).",
+			Help: "Jobs worked, by kind and outcome (success, snoozed, error).",
 		}, []string{"kind", "outcome"}),
 		JobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "forge_job_duration_seconds",
@@ -164,7 +165,12 @@ func (j *jobMetrics) Work(ctx context.Context, job *rivertype.JobRow, doInner fu
 	log := j.log.With().Str("job_kind", job.Kind).Int64("job_id", job.ID).Int("attempt", job.Attempt).Logger()
 	err := doInner(log.WithContext(ctx))
 	outcome := "success"
-	if err != nil {
+	var snooze *river.JobSnoozeError
+	switch {
+	case errors.As(err, &snooze):
+		// A snoozed job (a rate-limit pause, a busy plan) did not fail.
+		outcome = "snoozed"
+	case err != nil:
 		outcome = "error"
 		log.Warn().Err(err).Msg("job failed")
 	}

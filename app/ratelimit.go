@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
 	"github.com/gregjones/httpcache"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,17 @@ func rateLimitError(err error, now time.Time) *pipeline.RateLimitError {
 			wait = time.Minute
 		}
 		return &pipeline.RateLimitError{Reset: now.Add(wait), Err: err}
+	}
+	// The installation token endpoint spends the App's limit too; its
+	// refusal must not read as a gone installation.
+	var he *ghinstallation.HTTPError
+	if errors.As(err, &he) && he.Response != nil && he.Response.Header.Get("X-Ratelimit-Remaining") == "0" &&
+		(he.Response.StatusCode == http.StatusForbidden || he.Response.StatusCode == http.StatusTooManyRequests) {
+		reset := now.Add(time.Minute)
+		if s, err := strconv.ParseInt(he.Response.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
+			reset = time.Unix(s, 0)
+		}
+		return &pipeline.RateLimitError{Reset: reset, Err: err}
 	}
 	// go-github reads a 429 without the remaining header as a plain error.
 	var ge *github.ErrorResponse

@@ -27,6 +27,8 @@ type rateTable struct {
 	// started before until, after which GitHub's default applies again.
 	limit int
 	until time.Time
+	// notModified counts the 304 answers.
+	notModified int
 }
 
 type rateWindow struct {
@@ -106,6 +108,7 @@ func (s *Server) rateAndCondition(c *Call, h http.Header, status int, data []byt
 		h.Set("ETag", etag)
 		if etagMatches(c.Request.Header.Get("If-None-Match"), etag) {
 			status, data = http.StatusNotModified, nil
+			s.rates.notModified++
 			h.Del("Content-Type")
 			if w != nil && w.used > 0 {
 				w.used--
@@ -153,4 +156,11 @@ func (s *Server) ResetRateLimits() {
 	defer s.rates.mu.Unlock()
 	s.rates.limit, s.rates.until = 0, time.Time{}
 	s.rates.windows = nil
+}
+
+// NotModified is how many GET requests were answered 304 Not Modified.
+func (s *Server) NotModified() int {
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	return s.rates.notModified
 }

@@ -135,6 +135,9 @@ func TestConditionalRequestNotModified(t *testing.T) {
 	if res.StatusCode != http.StatusNotModified || res.ContentLength > 0 {
 		t.Fatalf("conditional: %d (length %d), want 304 without body", res.StatusCode, res.ContentLength)
 	}
+	if f.s.NotModified() != 1 {
+		t.Fatalf("NotModified() = %d, want 1", f.s.NotModified())
+	}
 	if res.Header.Get("X-Ratelimit-Used") != "1" || res.Header.Get("ETag") != etag {
 		t.Fatalf("conditional: used %q ETag %q; a 304 is not counted", res.Header.Get("X-Ratelimit-Used"), res.Header.Get("ETag"))
 	}
