@@ -43,9 +43,9 @@ type RetryPolicy struct {
 	// Backoff is the wait before the first retry, doubled each time, when
 	// GitHub gave no Retry-After.
 	Backoff time.Duration
-	// MaxWait caps any single wait, Retry-After and a primary limit's reset
-	// included: a job that would wait longer is snoozed until then instead
-	// (pipeline.RateLimitError).
+	// MaxWait caps any single wait, Retry-After included: a job that would
+	// wait longer is snoozed until then instead (pipeline.RateLimitError),
+	// as it is at once for a primary limit.
 	MaxWait time.Duration
 	// AttemptTimeout bounds each attempt, reading its body included, so a
 	// hung connection costs one attempt and not the job.
@@ -68,9 +68,8 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// RetryMiddleware retries what GitHub refused without doing: rate limits
-// (403/429 with Retry-After, or with x-ratelimit-remaining 0 and a reset
-// within MaxWait) for any method, and 5xx answers for idempotent methods
+// RetryMiddleware retries what GitHub refused without doing: secondary rate
+// limits (403/429 with Retry-After) for any method, and 5xx answers for idempotent methods
 // only, since a POST that failed with a 5xx may still have been carried out.
 // Every attempt has its own timeout and every wait ends with the request's
 // context.
@@ -163,12 +162,9 @@ func retryAfter(method string, res *http.Response, backoff time.Duration) (time.
 		}
 		return backoff, true
 	case limited && res.Header.Get("X-Ratelimit-Remaining") == "0":
-		// A primary limit: nothing passes before the reset.
-		reset, err := strconv.ParseInt(res.Header.Get("X-Ratelimit-Reset"), 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		return max(time.Until(time.Unix(reset, 0)), 0) + time.Second, true
+		// A primary limit: nothing passes before the reset, up to an
+		// hour away; the job is snoozed until then instead.
+		return 0, false
 	case res.StatusCode >= 500 && idempotent(method):
 		return backoff, true
 	}

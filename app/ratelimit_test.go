@@ -32,7 +32,7 @@ func TestAPIErrorRateLimits(t *testing.T) {
 	}{
 		{"primary", &github.RateLimitError{Rate: github.Rate{Remaining: 0, Reset: github.Timestamp{Time: reset}},
 			Response: &http.Response{StatusCode: 403}, Message: "API rate limit exceeded for installation ID 1."}, reset},
-		{"secondary with Retry-After", &github.AbuseRateLimitError{RetryAfter: github.Ptr(5 * time.Minute),
+		{"secondary with Retry-After", &github.AbuseRateLimitError{RetryAfter: func() *time.Duration { d := 5 * time.Minute; return &d }(),
 			Response: &http.Response{StatusCode: 403}}, now.Add(5 * time.Minute)},
 		{"secondary without Retry-After", &github.AbuseRateLimitError{Response: &http.Response{StatusCode: 403}}, now.Add(time.Minute)},
 		{"429", &github.ErrorResponse{Response: &http.Response{StatusCode: 429, Header: header("Retry-After", "90")}}, now.Add(90 * time.Second)},
