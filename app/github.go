@@ -2,12 +2,15 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/gregjones/httpcache"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -20,10 +23,15 @@ const userAgent = "forge/0 (+https://github.com/forge-dev/forge)"
 func NewClientCreator(c Config, m *Metrics, r *Redactor, extra ...githubapp.ClientOption) (githubapp.ClientCreator, error) {
 	cc, err := githubapp.NewDefaultCachingClientCreator(c.Github, append([]githubapp.ClientOption{
 		githubapp.WithClientUserAgent(userAgent),
-		githubapp.WithClientTimeout(30 * time.Second),
 		// Outermost first: a request is redacted once, before any attempt,
 		// and a retried request is recorded once per attempt.
-		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(DefaultRetry), m.ClientMiddleware()),
+		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(DefaultRetry), m.ClientMiddleware(),
+			githubapp.ClientMetrics(m.clientRegistry)),
+		// Conditional requests: a poll GitHub answers 304 is not counted
+		// against the rate limit. Always revalidated, so no answer is
+		// older than the request; one bounded cache per client, so per
+		// installation.
+		githubapp.WithClientCaching(true, func() httpcache.Cache { return newResponseCache(1<<20, 256<<10) }),
 	}, extra...)...,
 	)
 	if err != nil {
@@ -39,18 +47,40 @@ type RetryPolicy struct {
 	// GitHub gave no Retry-After.
 	Backoff time.Duration
 	// MaxWait caps any single wait, Retry-After included: a job that would
-	// wait longer fails and River retries it later instead.
+	// wait longer is snoozed until then instead (pipeline.RateLimitError),
+	// as it is at once for a primary limit.
 	MaxWait time.Duration
-	Sleep   func(time.Duration)
+	// AttemptTimeout bounds each attempt, reading its body included, so a
+	// hung connection costs one attempt and not the job.
+	AttemptTimeout time.Duration
+	// Sleep waits d, or less when ctx ends first (then its error).
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-var DefaultRetry = RetryPolicy{Attempts: 3, Backoff: 500 * time.Millisecond, MaxWait: 60 * time.Second, Sleep: time.Sleep}
+var DefaultRetry = RetryPolicy{Attempts: 3, Backoff: 500 * time.Millisecond, MaxWait: 60 * time.Second,
+	AttemptTimeout: 30 * time.Second, Sleep: sleepContext}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // RetryMiddleware retries what GitHub refused without doing: secondary rate
-// limits (403/429 with Retry-After) for any method, and 5xx answers for
-// idempotent methods only, since a POST that failed with a 5xx may still have
-// been carried out.
+// limits (403/429 with Retry-After) for any method, and 5xx answers for idempotent methods
+// only, since a POST that failed with a 5xx may still have been carried out.
+// Every attempt has its own timeout and every wait ends with the request's
+// context.
 func RetryMiddleware(p RetryPolicy) githubapp.ClientMiddleware {
+	sleep := p.Sleep
+	if sleep == nil {
+		sleep = sleepContext
+	}
 	return func(next http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			var body []byte
@@ -64,23 +94,36 @@ func RetryMiddleware(p RetryPolicy) githubapp.ClientMiddleware {
 			}
 			wait := p.Backoff
 			for attempt := 1; ; attempt++ {
-				req := r
-				if attempt > 1 || body != nil {
-					req = r.Clone(r.Context())
-					switch {
-					case body != nil:
-						req.Body = io.NopCloser(bytes.NewReader(body))
-					case r.GetBody != nil:
-						b, err := r.GetBody()
-						if err != nil {
-							return nil, err
-						}
-						req.Body = b
+				ctx, cancel := r.Context(), context.CancelFunc(func() {})
+				if p.AttemptTimeout > 0 {
+					ctx, cancel = context.WithTimeout(ctx, p.AttemptTimeout)
+				}
+				req := r.Clone(ctx)
+				switch {
+				case body != nil:
+					req.Body = io.NopCloser(bytes.NewReader(body))
+				case attempt > 1 && r.GetBody != nil:
+					b, err := r.GetBody()
+					if err != nil {
+						cancel()
+						return nil, err
 					}
+					req.Body = b
 				}
 				res, err := next.RoundTrip(req)
-				if err != nil || attempt >= p.Attempts {
-					return res, err
+				if err != nil {
+					cancel()
+					if attempt < p.Attempts && r.Context().Err() == nil && errors.Is(err, context.DeadlineExceeded) && idempotent(r.Method) {
+						// The attempt timed out, not the caller: try again.
+						continue
+					}
+					return nil, err
+				}
+				// The attempt's context lives until the caller closes the
+				// body: cancelling it now would cut off a body still read.
+				res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
+				if attempt >= p.Attempts {
+					return res, nil
 				}
 				d, retry := retryAfter(req.Method, res, wait)
 				if !retry || d > p.MaxWait {
@@ -88,22 +131,32 @@ func RetryMiddleware(p RetryPolicy) githubapp.ClientMiddleware {
 				}
 				io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 				res.Body.Close()
-				select {
-				case <-r.Context().Done():
-					return nil, r.Context().Err()
-				default:
+				if err := sleep(r.Context(), d); err != nil {
+					return nil, fmt.Errorf("wait %s before retrying %s %s: %w", d, r.Method, r.URL.Path, err)
 				}
-				p.Sleep(d)
 				wait *= 2
 			}
 		})
 	}
 }
 
+// cancelOnClose ends an attempt's context once its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
 func retryAfter(method string, res *http.Response, backoff time.Duration) (time.Duration, bool) {
+	limited := res.StatusCode == http.StatusForbidden || res.StatusCode == http.StatusTooManyRequests
 	ra := res.Header.Get("Retry-After")
 	switch {
-	case (res.StatusCode == http.StatusForbidden || res.StatusCode == http.StatusTooManyRequests) && ra != "":
+	case limited && ra != "":
 		if s, err := strconv.Atoi(ra); err == nil {
 			return time.Duration(s) * time.Second, true
 		}
@@ -111,6 +164,10 @@ func retryAfter(method string, res *http.Response, backoff time.Duration) (time.
 			return time.Until(t), true
 		}
 		return backoff, true
+	case limited && res.Header.Get("X-Ratelimit-Remaining") == "0":
+		// A primary limit: nothing passes before the reset, up to an
+		// hour away; the job is snoozed until then instead.
+		return 0, false
 	case res.StatusCode >= 500 && idempotent(method):
 		return backoff, true
 	}

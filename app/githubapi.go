@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
@@ -583,6 +584,9 @@ func apiError(err error) error {
 	var se *pipeline.SecretError
 	if errors.As(err, &se) {
 		return se
+	}
+	if rl := rateLimitError(err, time.Now()); rl != nil {
+		return rl
 	}
 	var he *ghinstallation.HTTPError
 	if errors.As(err, &he) && he.Response != nil {

@@ -13,9 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	gometrics "github.com/rcrowley/go-metrics"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/pipeline"
 )
 
 // Metrics are Forge's Prometheus series. Each App has its own registry so
@@ -29,6 +32,14 @@ type Metrics struct {
 	JobDuration      *prometheus.HistogramVec
 	GitHubCalls      *prometheus.CounterVec
 	GitHubDuration   *prometheus.HistogramVec
+	// RateLimitPauses and RateLimitedUntil export the pauses GitHub's rate
+	// limit imposes on an installation's jobs.
+	RateLimitPauses  *prometheus.CounterVec
+	RateLimitedUntil *prometheus.GaugeVec
+
+	// clientRegistry holds go-githubapp's per-installation client gauges,
+	// read by forge_github_rate_remaining.
+	clientRegistry gometrics.Registry
 }
 
 func NewMetrics() *Metrics {
@@ -62,7 +73,17 @@ func NewMetrics() *Metrics {
 			Help:    "GitHub API request latency by endpoint.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "endpoint"}),
+		RateLimitPauses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "forge_github_rate_limit_pauses_total",
+			Help: "Times GitHub's rate limit paused an installation's jobs until its reset.",
+		}, []string{"installation"}),
+		RateLimitedUntil: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "forge_github_rate_limited_until_seconds",
+			Help: "Unix time the latest rate-limit pause of an installation ends.",
+		}, []string{"installation"}),
+		clientRegistry: gometrics.NewRegistry(),
 	}
+	reg.MustRegister(m.RateLimitPauses, m.RateLimitedUntil, newRateRemaining(m.clientRegistry))
 	reg.MustRegister(m.Deliveries, m.DeliveryDuration, m.Jobs, m.JobDuration, m.GitHubCalls, m.GitHubDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -162,3 +183,10 @@ func (j *jobMetrics) Work(ctx context.Context, job *rivertype.JobRow, doInner fu
 }
 
 var _ rivertype.WorkerMiddleware = (*jobMetrics)(nil)
+
+// RateLimited exports a new pause of an installation's jobs.
+func (m *Metrics) RateLimited(installation int64, p pipeline.RateLimitPause) {
+	id := strconv.FormatInt(installation, 10)
+	m.RateLimitPauses.WithLabelValues(id).Inc()
+	m.RateLimitedUntil.WithLabelValues(id).Set(float64(p.Until.Unix()))
+}

@@ -151,7 +151,8 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 			}
 			return 0
 		},
-		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomID()),
+		Owner:       fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomID()),
+		RateLimited: a.metrics.RateLimited,
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &pipeline.CommandWorker{Forge: a.forge})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -438,6 +439,10 @@ func (c *commandCtx) status(ctx context.Context, cmd Command) error {
 	}
 	if p.PR != 0 {
 		v["PRURL"] = "#" + strconv.Itoa(p.PR)
+	}
+	if pause, ok := c.f.paused.last(c.a.InstallationID); ok {
+		v["PausedFrom"], v["PausedUntil"] = pause.From.UTC().Format(time.RFC1123), pause.Until.UTC().Format(time.RFC1123)
+		v["PauseHolds"] = c.f.now().Before(pause.Until)
 	}
 	if n := len(p.Audits); n > 0 {
 		v["Round"] = p.Audits[n-1].Round

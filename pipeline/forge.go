@@ -34,8 +34,12 @@ type Forge struct {
 	// Policy bounds what a repository's .github/forge.yml may set; the
 	// zero value is the default policy.
 	Policy Policy
+	// RateLimited is told of each new pause of an installation's work by
+	// GitHub's rate limit (for metrics); nil is fine.
+	RateLimited func(installation int64, p RateLimitPause)
 
-	perms permissionCache
+	perms  permissionCache
+	paused rateLimitPauses
 }
 
 // AgentSource resolves a role to a runtime and a model: the repository's
@@ -115,7 +119,7 @@ type CommandWorker struct {
 
 func (w *CommandWorker) Work(ctx context.Context, job *river.Job[CommandArgs]) error {
 	a := job.Args
-	err := w.Forge.HandleCommand(ctx, a, job.Attempt)
+	err := w.Forge.HandleCommand(ctx, a, attemptsSpent(job.JobRow))
 	what := "the command"
 	if a.Label != "" {
 		what = "the label " + a.Label
@@ -134,7 +138,7 @@ type ForgeWorker struct {
 func (w *ForgeWorker) Timeout(*river.Job[ForgeArgs]) time.Duration { return -1 }
 
 func (w *ForgeWorker) Work(ctx context.Context, job *river.Job[ForgeArgs]) error {
-	err := w.Forge.RunPlan(ctx, job.Args, job.ID, job.Attempt)
+	err := w.Forge.RunPlan(ctx, job.Args, job.ID, attemptsSpent(job.JobRow))
 	return jobError(ctx, w.Forge, job.JobRow, failureTarget{}, err)
 }
 
@@ -145,6 +149,10 @@ func (w *ForgeWorker) Work(ctx context.Context, job *river.Job[ForgeArgs]) error
 func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTarget, err error) error {
 	if err == nil {
 		return nil
+	}
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return f.snooze(ctx, t.Installation, rl)
 	}
 	if errors.Is(err, ErrAppRefused) {
 		// The server's clock or key, which the server logs once: no attempt
@@ -170,15 +178,53 @@ func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTar
 }
 
 // appRefusedWait is how long a job waits while GitHub refuses the App: a
-// second, doubling with each wait (River counts them in the job's metadata),
-// at most five minutes, so a clock set right is noticed soon and a long
-// outage costs each job one token request every few minutes.
+// second, doubling with each wait, at most five minutes, so a clock set
+// right is noticed soon and a long outage costs each job one token request
+// every few minutes.
 func appRefusedWait(job *rivertype.JobRow) time.Duration {
-	var meta struct {
+	return min(time.Second<<min(snoozes(job), 9), 5*time.Minute)
+}
+
+// snooze hands a rate-limited job back to River until the reset, which
+// spends none of its attempts. No comment can be posted while the limit
+// holds, so the pause is logged once per installation and kept for
+// /forge status.
+func (f *Forge) snooze(ctx context.Context, installation int64, rl *RateLimitError) error {
+	if rl.Installation != 0 {
+		installation = rl.Installation
+	}
+	now := f.now()
+	reset := rl.Reset
+	if !reset.After(now) {
+		reset = now.Add(time.Second)
+	}
+	p, isNew := f.paused.record(installation, now, reset)
+	if isNew {
+		zerolog.Ctx(ctx).Warn().Err(rl).Int64("installation", installation).Time("until", p.Until).
+			Msg("GitHub's rate limit holds: the installation's jobs are paused until the reset")
+		if f.RateLimited != nil {
+			f.RateLimited(installation, p)
+		}
+	}
+	// A second past the reset, so the first request after it is not
+	// refused by a clock a little behind GitHub's.
+	return river.JobSnooze(reset.Sub(now) + time.Second)
+}
+
+// attemptsSpent is the job's attempt without its snoozes: River counts a
+// snoozed run as an attempt (and raises MaxAttempts to match), but a pause
+// for a rate limit must not use up the retries of passing failures.
+func attemptsSpent(job *rivertype.JobRow) int {
+	return max(job.Attempt-snoozes(job), 1)
+}
+
+// snoozes is how many times River snoozed the job, from its metadata.
+func snoozes(job *rivertype.JobRow) int {
+	var m struct {
 		Snoozes int `json:"snoozes"`
 	}
-	_ = json.Unmarshal(job.Metadata, &meta)
-	return min(time.Second<<min(max(meta.Snoozes, 0), 9), 5*time.Minute)
+	_ = json.Unmarshal(job.Metadata, &m)
+	return max(m.Snoozes, 0)
 }
 
 // failureTarget is where a job that gives up says so.

@@ -440,6 +440,10 @@ func (r *run) finish(ctx context.Context, err error) error {
 		}
 		return r.reply(ctx, "config-error", ce.replyData(p.DefaultBranch))
 	}
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return err // snoozed until the reset; the next run resumes from the saved step
+	}
 	var fail *agent.Failure
 	if !errors.As(err, &fail) && isTransient(err) && r.attempt < maxTransientAttempts {
 		return err // River retries; the next attempt resumes from the saved step

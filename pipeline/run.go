@@ -47,11 +47,21 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	defer cancel(nil)
 	hbDone := make(chan struct{})
 	go f.heartbeat(ctx, cancel, p.ID, owner, hbDone)
+	var limited *RateLimitError
 	defer func() {
 		cancel(nil)
 		<-hbDone
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer rcancel()
+		if limited != nil {
+			// The job is snoozed until the reset and takes the lease back
+			// then (same owner): kept till then, the reconciler does not
+			// adopt the plan and run it into the limit again.
+			if _, err := f.Plans.RenewLease(rctx, p.ID, owner, time.Until(limited.Reset)+f.leaseTTL()); err != nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Msg("keep plan lease over a rate-limit pause")
+			}
+			return
+		}
 		if err := f.Plans.ReleaseLease(rctx, p.ID, owner); err != nil {
 			zerolog.Ctx(ctx).Warn().Err(err).Msg("release plan lease")
 		}
@@ -67,8 +77,11 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	}
 	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.Step > StepNew || p.Generation > 0,
 		log: zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
-	err = r.execute(ctx)
-	return r.finish(ctx, err)
+	err = r.finish(ctx, r.execute(ctx))
+	if errors.As(err, &limited) && limited.Installation == 0 {
+		limited.Installation = p.InstallationID
+	}
+	return err
 }
 
 func (f *Forge) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, id int64, owner string, done chan<- struct{}) {

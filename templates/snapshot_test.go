@@ -239,6 +239,10 @@ func textCases(t *testing.T) []textCase {
 		{"status/after an error", "status", status(map[string]any{
 			"PRURL": "#42", "Round": 1, "LastVerdict": "blocking",
 			"Error": "reviser agent: agent exited with status 2:\nexit status 2"})},
+		{"status/after a rate-limit pause", "status", status(map[string]any{
+			"Running": "drafting", "PausedFrom": "Mon, 23 Nov 2026 19:57:12 UTC", "PausedUntil": "Mon, 23 Nov 2026 19:57:16 UTC"})},
+		{"status/rate limit holding", "status", status(map[string]any{
+			"PausedFrom": "Mon, 23 Nov 2026 19:57:12 UTC", "PausedUntil": "Mon, 23 Nov 2026 20:57:12 UTC", "PauseHolds": true})},
 
 		{"no-plan/with hint", "no-plan", map[string]any{"Hint": "Start one with `/forge <description>` on an issue."}},
 		{"no-plan/bare", "no-plan", map[string]any{}},

@@ -84,6 +84,9 @@ func (s *Server) handle(c *Call) (int, any) {
 	if invalid != nil {
 		return invalidStatus, invalid
 	}
+	if status, e := s.takeRate(c); e != nil {
+		return status, e
+	}
 	if f, ok := s.calls.takeFailure(c.Route.Endpoint()); ok {
 		return f.answer(c)
 	}
@@ -122,6 +125,7 @@ func (s *Server) respond(w http.ResponseWriter, c *Call, status int, out any) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	}
 	s.validateResponse(c, status, w.Header(), data)
+	status, data = s.rateAndCondition(c, w.Header(), status, data)
 	w.Header().Set("X-GitHub-Request-Id", fmt.Sprintf("GHD:%04X", s.lastRequestID.Add(1)))
 	w.WriteHeader(status)
 	_, _ = w.Write(data)

@@ -35,6 +35,7 @@ type Server struct {
 
 	users userTable
 	calls callTable
+	rates rateTable
 
 	mu            sync.Mutex
 	app           *App

@@ -1,0 +1,166 @@
+package ghdouble
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// defaultRateLimit is GitHub's primary limit for an installation (and an
+// App's JWT) on a non-Enterprise account: 5,000 requests an hour.
+const (
+	defaultRateLimit  = 5000
+	defaultRateWindow = time.Hour
+)
+
+// rateTable counts each installation's and the App's requests in GitHub's
+// primary rate limit windows.
+type rateTable struct {
+	mu      sync.Mutex
+	windows map[string]*rateWindow // "installation:N" or "app"
+	// limit and until are a test's small limit: it holds for windows
+	// started before until, after which GitHub's default applies again.
+	limit int
+	until time.Time
+	// notModified counts the 304 answers.
+	notModified int
+}
+
+type rateWindow struct {
+	limit, used int
+	reset       time.Time
+}
+
+// rateBucket names whose limit the request spends; "" for requests GitHub
+// does not count (unauthenticated ones here).
+func rateBucket(c *Call) string {
+	switch {
+	case c.Token != nil:
+		return "installation:" + strconv.FormatInt(c.Token.InstallationID, 10)
+	case c.Route.Auth == AuthApp:
+		return "app"
+	}
+	return ""
+}
+
+// window is the bucket's current window, a new one once the last reset.
+func (rt *rateTable) window(bucket string, now time.Time) *rateWindow {
+	if rt.windows == nil {
+		rt.windows = map[string]*rateWindow{}
+	}
+	w := rt.windows[bucket]
+	if w == nil || !now.Before(w.reset) {
+		w = &rateWindow{limit: defaultRateLimit, reset: now.Add(defaultRateWindow).Truncate(time.Second)}
+		if now.Before(rt.until) {
+			w.limit, w.reset = rt.limit, rt.until
+		}
+		rt.windows[bucket] = w
+	}
+	return w
+}
+
+// takeRate spends one request of the caller's limit, or answers GitHub's
+// 403 once it is spent.
+func (s *Server) takeRate(c *Call) (int, any) {
+	bucket := rateBucket(c)
+	if bucket == "" {
+		return 0, nil
+	}
+	// Named before the leaf lock is taken: AppID takes s.mu.
+	who := "installation ID " + strings.TrimPrefix(bucket, "installation:")
+	if c.Token == nil {
+		who = "app ID " + strconv.FormatInt(s.AppID(), 10)
+	}
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	w := s.rates.window(bucket, s.now())
+	if w.used >= w.limit {
+		return http.StatusForbidden, &Error{
+			Message: fmt.Sprintf("API rate limit exceeded for %s. If you reach out to GitHub Support for help, please include the request ID %s.",
+				who, fmt.Sprintf("GHD:%04X", s.lastRequestID.Load()+1)),
+			DocumentationURL: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+		}
+	}
+	w.used++
+	return 0, nil
+}
+
+// rateAndCondition finishes an answer as GitHub does: a GET answer gets an
+// ETag and, when the request named it in If-None-Match, becomes a 304
+// without body that is not counted against the limit; every counted answer
+// carries the x-ratelimit-* headers.
+func (s *Server) rateAndCondition(c *Call, h http.Header, status int, data []byte) (int, []byte) {
+	bucket := rateBucket(c)
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	var w *rateWindow
+	if bucket != "" {
+		w = s.rates.window(bucket, s.now())
+	}
+	if c.Request.Method == http.MethodGet && status == http.StatusOK && data != nil {
+		sum := sha256.Sum256(data)
+		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+		h.Set("ETag", etag)
+		if etagMatches(c.Request.Header.Get("If-None-Match"), etag) {
+			status, data = http.StatusNotModified, nil
+			s.rates.notModified++
+			h.Del("Content-Type")
+			if w != nil && w.used > 0 {
+				w.used--
+			}
+		}
+	}
+	if w != nil {
+		h.Set("X-Ratelimit-Limit", strconv.Itoa(w.limit))
+		h.Set("X-Ratelimit-Remaining", strconv.Itoa(max(w.limit-w.used, 0)))
+		h.Set("X-Ratelimit-Used", strconv.Itoa(w.used))
+		h.Set("X-Ratelimit-Reset", strconv.FormatInt(w.reset.Unix(), 10))
+		h.Set("X-Ratelimit-Resource", "core")
+	}
+	return status, data
+}
+
+// etagMatches compares weakly, as If-None-Match does.
+func etagMatches(header, etag string) bool {
+	weak := func(t string) string { return strings.TrimPrefix(strings.TrimSpace(t), "W/") }
+	for _, t := range strings.Split(header, ",") {
+		if strings.TrimSpace(t) == "*" || weak(t) == weak(etag) {
+			return true
+		}
+	}
+	return false
+}
+
+// LimitRate gives every installation and the App a primary limit of limit
+// requests from now until until (rounded up to a second, as GitHub's reset
+// is), after which GitHub's default of 5,000 an hour applies again.
+func (s *Server) LimitRate(limit int, until time.Time) {
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	if t := until.Truncate(time.Second); t.Before(until) {
+		until = t.Add(time.Second)
+	}
+	s.rates.limit, s.rates.until = limit, until
+	s.rates.windows = nil
+}
+
+// ResetRateLimits ends every window now, as GitHub's reset does: each
+// installation and the App start a fresh window with GitHub's default limit.
+func (s *Server) ResetRateLimits() {
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	s.rates.limit, s.rates.until = 0, time.Time{}
+	s.rates.windows = nil
+}
+
+// NotModified is how many GET requests were answered 304 Not Modified.
+func (s *Server) NotModified() int {
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	return s.rates.notModified
+}

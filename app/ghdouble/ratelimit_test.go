@@ -1,0 +1,156 @@
+package ghdouble
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
+	f := newFixture(t)
+	tok := installationToken(t, f.s, f.inst)
+	for i := 1; i <= 2; i++ {
+		a := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil)
+		if a.status != http.StatusOK {
+			t.Fatalf("get repo: %d %s", a.status, a.raw)
+		}
+		if a.header.Get("X-Ratelimit-Limit") != "5000" || a.header.Get("X-Ratelimit-Used") != strconv.Itoa(i) ||
+			a.header.Get("X-Ratelimit-Remaining") != strconv.Itoa(5000-i) || a.header.Get("X-Ratelimit-Resource") != "core" {
+			t.Fatalf("call %d: rate headers %v", i, a.header)
+		}
+		reset, err := strconv.ParseInt(a.header.Get("X-Ratelimit-Reset"), 10, 64)
+		if err != nil || time.Until(time.Unix(reset, 0)) > time.Hour || time.Until(time.Unix(reset, 0)) < 59*time.Minute {
+			t.Fatalf("reset %q, want epoch seconds about an hour away", a.header.Get("X-Ratelimit-Reset"))
+		}
+	}
+	// A 404 is counted too.
+	if a := call(t, "GET", f.s.URL()+"repos/acme/nothing", "token "+tok, nil); a.status != http.StatusNotFound || a.header.Get("X-Ratelimit-Used") != "3" {
+		t.Fatalf("404: %d, used %q", a.status, a.header.Get("X-Ratelimit-Used"))
+	}
+}
+
+// An installation that spent its limit gets GitHub's 403 until the reset;
+// another installation has a limit of its own.
+func TestRateLimitInstallationExhausted(t *testing.T) {
+	f := newFixture(t)
+	other := f.s.AddInstallation("globex")
+	f.s.AddRepo(other, "globex/gadgets")
+	otherTok := installationToken(t, f.s, other)
+	until := time.Now().Add(time.Hour)
+	f.s.LimitRate(2, until)
+	tok := installationToken(t, f.s, f.inst)
+	for range 2 {
+		if a := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil); a.status != http.StatusOK {
+			t.Fatalf("within the limit: %d %s", a.status, a.raw)
+		}
+	}
+	a := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil)
+	want := fmt.Sprintf("API rate limit exceeded for installation ID %d. If you reach out to GitHub Support", f.inst)
+	if a.status != http.StatusForbidden || len(a.json["message"].(string)) < len(want) || a.json["message"].(string)[:len(want)] != want {
+		t.Fatalf("over the limit: %d %s", a.status, a.raw)
+	}
+	if a.header.Get("X-Ratelimit-Remaining") != "0" || a.header.Get("X-Ratelimit-Reset") != strconv.FormatInt(until.Unix()+1, 10) {
+		t.Fatalf("over the limit: headers %v", a.header)
+	}
+
+	// go-github reads it as GitHub's primary limit.
+	_, _, err := client(t, f.s, f.inst).Repositories.Get(context.Background(), "acme", "widgets")
+	var rl *github.RateLimitError
+	if !errors.As(err, &rl) || rl.Rate.Remaining != 0 || rl.Rate.Reset.Unix() != until.Unix()+1 {
+		t.Fatalf("go-github: %v, want a RateLimitError with the reset", err)
+	}
+
+	if a := call(t, "GET", f.s.URL()+"repos/globex/gadgets", "token "+otherTok, nil); a.status != http.StatusOK {
+		t.Fatalf("another installation: %d %s", a.status, a.raw)
+	}
+}
+
+func TestRateLimitAppJWTExhausted(t *testing.T) {
+	f := newFixture(t)
+	f.s.LimitRate(1, time.Now().Add(time.Hour))
+	jwt := "Bearer " + validJWT(t, f.s)
+	if a := call(t, "GET", f.s.URL()+"app", jwt, nil); a.status != http.StatusOK || a.header.Get("X-Ratelimit-Remaining") != "0" {
+		t.Fatalf("first: %d %v", a.status, a.header)
+	}
+	a := call(t, "GET", f.s.URL()+"app", jwt, nil)
+	want := fmt.Sprintf("API rate limit exceeded for app ID %d.", f.s.AppID())
+	if a.status != http.StatusForbidden || a.json["message"].(string)[:len(want)] != want {
+		t.Fatalf("over the limit: %d %s", a.status, a.raw)
+	}
+}
+
+// The limit comes back at its reset, or when the test resets the window.
+func TestRateLimitReset(t *testing.T) {
+	f := newFixture(t)
+	tok := installationToken(t, f.s, f.inst)
+	f.s.LimitRate(1, time.Now().Add(time.Hour))
+	call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil)
+	if a := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil); a.status != http.StatusForbidden {
+		t.Fatalf("over the limit: %d", a.status)
+	}
+	f.s.ResetRateLimits()
+	if a := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil); a.status != http.StatusOK || a.header.Get("X-Ratelimit-Limit") != "5000" {
+		t.Fatalf("after ResetRateLimits: %d %v", a.status, a.header)
+	}
+
+	f.s.LimitRate(1, time.Now().Add(time.Second))
+	call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil)
+	a := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil)
+	if a.status != http.StatusForbidden {
+		t.Fatalf("over the limit: %d", a.status)
+	}
+	reset, _ := strconv.ParseInt(a.header.Get("X-Ratelimit-Reset"), 10, 64)
+	time.Sleep(time.Until(time.Unix(reset, 0)) + 50*time.Millisecond)
+	if a := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil); a.status != http.StatusOK {
+		t.Fatalf("after the reset: %d %s", a.status, a.raw)
+	}
+}
+
+// A GET naming the answer's ETag in If-None-Match gets 304 without body,
+// not counted against the limit; a changed resource gets a new ETag.
+func TestConditionalRequestNotModified(t *testing.T) {
+	f := newFixture(t)
+	tok := "token " + installationToken(t, f.s, f.inst)
+	number := f.s.AddIssue(f.repo, IssueSpec{Title: "t"})
+	comments := fmt.Sprintf("%srepos/acme/widgets/issues/%d/comments", f.s.URL(), number)
+	first := call(t, "GET", comments, tok, nil)
+	etag := first.header.Get("ETag")
+	if first.status != http.StatusOK || etag == "" {
+		t.Fatalf("first: %d, ETag %q", first.status, etag)
+	}
+	req, _ := http.NewRequest("GET", comments, nil)
+	req.Header.Set("Authorization", tok)
+	req.Header.Set("If-None-Match", etag)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotModified || res.ContentLength > 0 {
+		t.Fatalf("conditional: %d (length %d), want 304 without body", res.StatusCode, res.ContentLength)
+	}
+	if f.s.NotModified() != 1 {
+		t.Fatalf("NotModified() = %d, want 1", f.s.NotModified())
+	}
+	if res.Header.Get("X-Ratelimit-Used") != "1" || res.Header.Get("ETag") != etag {
+		t.Fatalf("conditional: used %q ETag %q; a 304 is not counted", res.Header.Get("X-Ratelimit-Used"), res.Header.Get("ETag"))
+	}
+
+	if c := call(t, "POST", comments, tok, map[string]any{"body": "hi"}); c.status != http.StatusCreated {
+		t.Fatalf("comment: %d %s", c.status, c.raw)
+	}
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Header.Get("ETag") == etag {
+		t.Fatalf("after a change: %d, ETag %q", res.StatusCode, res.Header.Get("ETag"))
+	}
+}

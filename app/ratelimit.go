@@ -1,0 +1,186 @@
+package app
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v66/github"
+	"github.com/gregjones/httpcache"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rcrowley/go-metrics"
+
+	"github.com/forge-dev/forge/pipeline"
+)
+
+// rateLimitError is GitHub's refusal of a rate limit as the pipeline's
+// *RateLimitError, nil for any other error. A primary limit holds until its
+// reset; a secondary one for its Retry-After, or a minute when GitHub gave
+// none, as its documentation asks.
+func rateLimitError(err error, now time.Time) *pipeline.RateLimitError {
+	var rl *github.RateLimitError
+	if errors.As(err, &rl) {
+		reset := rl.Rate.Reset.Time
+		if reset.IsZero() {
+			reset = now.Add(time.Minute)
+		}
+		return &pipeline.RateLimitError{Reset: reset, Err: err}
+	}
+	var arl *github.AbuseRateLimitError
+	if errors.As(err, &arl) {
+		wait := arl.GetRetryAfter()
+		if wait <= 0 {
+			wait = time.Minute
+		}
+		return &pipeline.RateLimitError{Reset: now.Add(wait), Err: err}
+	}
+	// The installation token endpoint spends the App's limit too; its
+	// refusal must not read as a gone installation.
+	var he *ghinstallation.HTTPError
+	if errors.As(err, &he) && he.Response != nil && he.Response.Header.Get("X-Ratelimit-Remaining") == "0" &&
+		(he.Response.StatusCode == http.StatusForbidden || he.Response.StatusCode == http.StatusTooManyRequests) {
+		reset := now.Add(time.Minute)
+		if s, err := strconv.ParseInt(he.Response.Header.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
+			reset = time.Unix(s, 0)
+		}
+		return &pipeline.RateLimitError{Reset: reset, Err: err}
+	}
+	// go-github reads a 429 without the remaining header as a plain error.
+	var ge *github.ErrorResponse
+	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusTooManyRequests {
+		wait := time.Minute
+		if s, err := strconv.Atoi(ge.Response.Header.Get("Retry-After")); err == nil && s > 0 {
+			wait = time.Duration(s) * time.Second
+		}
+		return &pipeline.RateLimitError{Reset: now.Add(wait), Err: err}
+	}
+	return nil
+}
+
+// rateRemaining exports forge_github_rate_remaining{installation} from the
+// gauges go-githubapp's ClientMetrics keeps per installation (it alone knows
+// a request's installation): each answer's x-ratelimit-remaining.
+type rateRemaining struct {
+	registry metrics.Registry
+	desc     *prometheus.Desc
+}
+
+const rateRemainingPrefix = "github.rate.remaining[installation:"
+
+func newRateRemaining(r metrics.Registry) *rateRemaining {
+	return &rateRemaining{registry: r, desc: prometheus.NewDesc("forge_github_rate_remaining",
+		"Requests left in GitHub's primary rate limit window, from the latest answer, by installation (0: the App itself).",
+		[]string{"installation"}, nil)}
+}
+
+func (c *rateRemaining) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *rateRemaining) Collect(ch chan<- prometheus.Metric) {
+	c.registry.Each(func(name string, v any) {
+		id, ok := strings.CutPrefix(name, rateRemainingPrefix)
+		g, isGauge := v.(metrics.Gauge)
+		if !ok || !isGauge {
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(g.Value()), strings.TrimSuffix(id, "]"))
+	})
+}
+
+// responseCache is an httpcache.Cache of bounded size, least recently used
+// out first. Each installation client gets its own (go-githubapp calls the
+// cache function per client), so one installation's answers are never
+// served to another.
+type responseCache struct {
+	max, maxEntry int
+	size          int
+	entries       map[string]*cacheEntry
+	// head is the most recently used entry, tail the least.
+	head, tail *cacheEntry
+	// mu guards all above: httpcache calls the cache from many goroutines.
+	mu sync.Mutex
+}
+
+type cacheEntry struct {
+	key        string
+	body       []byte
+	prev, next *cacheEntry
+}
+
+func newResponseCache(maxBytes, maxEntry int) *responseCache {
+	return &responseCache{max: maxBytes, maxEntry: maxEntry, entries: map[string]*cacheEntry{}}
+}
+
+var _ httpcache.Cache = (*responseCache)(nil)
+
+func (c *responseCache) Get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	c.unlink(e)
+	c.pushFront(e)
+	return e.body, true
+}
+
+func (c *responseCache) Set(key string, body []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		c.remove(e)
+	}
+	if len(body) > c.maxEntry {
+		return // a large answer (a diff, a file) is rarely polled
+	}
+	e := &cacheEntry{key: key, body: body}
+	c.entries[key] = e
+	c.size += len(body)
+	c.pushFront(e)
+	for c.size > c.max && c.tail != nil {
+		c.remove(c.tail)
+	}
+}
+
+func (c *responseCache) Delete(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		c.remove(e)
+	}
+}
+
+func (c *responseCache) remove(e *cacheEntry) {
+	c.unlink(e)
+	delete(c.entries, e.key)
+	c.size -= len(e.body)
+}
+
+func (c *responseCache) unlink(e *cacheEntry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (c *responseCache) pushFront(e *cacheEntry) {
+	e.next = c.head
+	if c.head != nil {
+		c.head.prev = e
+	}
+	c.head = e
+	if c.tail == nil {
+		c.tail = e
+	}
+}
