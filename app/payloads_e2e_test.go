@@ -197,7 +197,7 @@ func settled(state string) bool {
 // and succeed), answered 202 and not recorded when no handler takes the
 // event, or 200 for ping. Nothing panics and no handler logs an error.
 func TestEveryRecordedPayload(t *testing.T) {
-	gh := ghdouble.New(t)
+	gh := apptest.GitHub(t)
 	w := &world{gh: gh, repo: "octo/hello"}
 	w.inst = gh.AddInstallation("octo")
 	r := gh.AddRepo(w.inst, w.repo)
