@@ -1,7 +1,6 @@
 package app
 
 import (
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -23,10 +22,6 @@ const (
 	maxCheckTitleChars = 255
 )
 
-// markerPattern finds Forge's hidden markers, which must survive a cut:
-// later steps find their comments and reviews by them.
-var markerPattern = regexp.MustCompile(`<!-- forge:[^<>]*? -->`)
-
 // fitChars clips s to at most limit characters (see fit).
 func (g *githubAPI) fitChars(s string, limit int) string {
 	return g.fit(s, limit, utf8.RuneCountInString)
@@ -37,9 +32,9 @@ func (g *githubAPI) fitBytes(s string, limit int) string {
 	return g.fit(s, limit, func(s string) int { return len(s) })
 }
 
-// fit keeps s within limit as measure counts it: its beginning, a note of
-// how many characters were cut, and every marker of the cut part after the
-// note. Secrets are replaced before the cut, as the redacting transport
+// fit keeps s within limit as measure counts it: its beginning (with
+// Forge's marker, on the first line) and a note of how many characters
+// were cut. Secrets are replaced before the cut, as the redacting transport
 // would replace them after it: a secret cut in two would be found by no one.
 // Text within the limit goes out unchanged, for the transport to redact.
 func (g *githubAPI) fit(s string, limit int, measure func(string) int) string {
@@ -73,15 +68,10 @@ func clip(s string, limit int, measure func(string) int) string {
 func clipAt(s string, head []rune, total, limit int, measure func(string) int) (string, bool) {
 	kept := string(head)
 	// An HTML comment opened and not closed in the kept part would hide
-	// the note and the markers.
+	// the note. Forge's marker is on the first line, which is kept; one in
+	// the cut part is someone else's text and goes with it.
 	if open := strings.LastIndex(kept, "<!--"); open >= 0 && !strings.Contains(kept[open:], "-->") {
 		kept = kept[:open]
-	}
-	var markers []string
-	for _, m := range markerPattern.FindAllString(s[len(kept):], -1) {
-		if !strings.Contains(kept, m) {
-			markers = append(markers, m)
-		}
 	}
 	var b strings.Builder
 	b.WriteString(kept)
@@ -94,9 +84,6 @@ func clipAt(s string, head []rune, total, limit int, measure func(string) int) (
 		note = "…"
 	}
 	b.WriteString("\n\n" + strings.TrimSpace(note))
-	for _, m := range markers {
-		b.WriteString("\n" + m)
-	}
 	out := b.String()
 	return out, measure(out) <= limit
 }

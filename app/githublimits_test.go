@@ -8,7 +8,8 @@ import (
 )
 
 // TestFitKeepsWithinGitHubsLimits: text over a limit is cut to it with a
-// note of what was cut; markers survive, wherever they sat; an opened code
+// note of what was cut; the leading marker survives and a marker-like text
+// in the cut part (someone else's, never Forge's) does not; an opened code
 // block or HTML comment is not left to swallow the note; a secret at the
 // cut is replaced, never halved; text within the limit is left as it is.
 func TestFitKeepsWithinGitHubsLimits(t *testing.T) {
@@ -25,7 +26,7 @@ func TestFitKeepsWithinGitHubsLimits(t *testing.T) {
 		wantOut []string
 	}{
 		{"body with markers at both ends", head + strings.Repeat("é", 70000) + tail, maxBodyChars, chars, g.fitChars,
-			[]string{head, tail, "… (truncated: "}, nil},
+			[]string{head, "… (truncated: "}, []string{tail}},
 		{"check output counted in bytes", strings.Repeat("é", 40000), maxCheckOutputBytes, func(s string) int { return len(s) }, g.fitBytes,
 			[]string{"(truncated: "}, nil},
 		{"a code block left open", "```\n" + strings.Repeat("x\n", 40000), maxBodyChars, chars, g.fitChars,

@@ -141,12 +141,12 @@ func judgeCI(suites []CheckSuite, statuses []CommitStatus, own int64, graceOver 
 			}
 		case heldSuite[s.Status]:
 			res.Counted++
-			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", s.AppName, s.Status))
+			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", Untrusted(s.AppName, maxReason), s.Status))
 		case s.Runs == 0 && graceOver:
-			res.Ignored = append(res.Ignored, s.AppName)
+			res.Ignored = append(res.Ignored, Untrusted(s.AppName, maxReason))
 		default:
 			res.Counted++
-			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", s.AppName, strings.ReplaceAll(s.Status, "_", " ")))
+			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", Untrusted(s.AppName, maxReason), strings.ReplaceAll(s.Status, "_", " ")))
 		}
 	}
 	for _, st := range statuses {
@@ -158,9 +158,9 @@ func judgeCI(suites []CheckSuite, statuses []CommitStatus, own int64, graceOver 
 			if d := strings.TrimSpace(st.Description + " " + st.TargetURL); d != "" {
 				why += ": " + d
 			}
-			res.FailedStatuses = append(res.FailedStatuses, capText(oneLine(why), maxReason))
+			res.FailedStatuses = append(res.FailedStatuses, Untrusted(why, maxReason))
 		default:
-			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", st.Context, st.State))
+			res.Pending = append(res.Pending, fmt.Sprintf("%s (%s)", Untrusted(st.Context, maxReason), Untrusted(st.State, 20)))
 		}
 	}
 	return res

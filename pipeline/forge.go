@@ -119,7 +119,7 @@ type CommandWorker struct {
 
 func (w *CommandWorker) Work(ctx context.Context, job *river.Job[CommandArgs]) error {
 	a := job.Args
-	err := w.Forge.HandleCommand(ctx, a, attemptsSpent(job.JobRow))
+	err := w.Forge.HandleCommand(ctx, a, job.Attempt)
 	what := "the command"
 	if a.Label != "" {
 		what = "the label " + a.Label
@@ -138,7 +138,7 @@ type ForgeWorker struct {
 func (w *ForgeWorker) Timeout(*river.Job[ForgeArgs]) time.Duration { return -1 }
 
 func (w *ForgeWorker) Work(ctx context.Context, job *river.Job[ForgeArgs]) error {
-	err := w.Forge.RunPlan(ctx, job.Args, job.ID, attemptsSpent(job.JobRow))
+	err := w.Forge.RunPlan(ctx, job.Args, job.ID, job.Attempt)
 	return jobError(ctx, w.Forge, job.JobRow, failureTarget{}, err)
 }
 
@@ -209,13 +209,6 @@ func (f *Forge) snooze(ctx context.Context, installation int64, rl *RateLimitErr
 	// A second past the reset, so the first request after it is not
 	// refused by a clock a little behind GitHub's.
 	return river.JobSnooze(reset.Sub(now) + time.Second)
-}
-
-// attemptsSpent is the job's attempt without its snoozes: River counts a
-// snoozed run as an attempt (and raises MaxAttempts to match), but a pause
-// for a rate limit must not use up the retries of passing failures.
-func attemptsSpent(job *rivertype.JobRow) int {
-	return max(job.Attempt-snoozes(job), 1)
 }
 
 // snoozes is how many times River snoozed the job, from its metadata.

@@ -654,11 +654,11 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 				if c.AppID == own || c.Status != "completed" || c.Conclusion == "success" || c.Conclusion == "neutral" || c.Conclusion == "skipped" {
 					continue
 				}
-				why = append(why, fmt.Sprintf("%s (%s): %s %s", c.Name, c.Conclusion, c.Title, oneLine(c.Summary)))
+				why = append(why, Untrusted(fmt.Sprintf("%s (%s): %s %s", c.Name, c.Conclusion, c.Title, c.Summary), maxReason))
 			}
 			if len(why) == 0 {
 				for _, s := range ci.FailedSuites {
-					why = append(why, fmt.Sprintf("%s (%s)", s.AppName, s.Conclusion))
+					why = append(why, Untrusted(fmt.Sprintf("%s (%s)", s.AppName, s.Conclusion), maxReason))
 				}
 			}
 		}

@@ -134,5 +134,22 @@ func Marker(n int, kind string, parts ...any) string {
 	return "<!-- " + s + " -->"
 }
 
-// HasMarker reports whether text carries the marker.
-func HasMarker(text, marker string) bool { return strings.Contains(text, marker) }
+// HasMarker reports whether text carries the marker among the marker lines
+// it begins with, where every text Forge writes puts them: a marker quoted
+// further down (another App's output, a finding, a comment pasted back) is
+// no marker.
+func HasMarker(text, marker string) bool {
+	rest := strings.TrimLeft(text, " \t\r\n")
+	for rest != "" {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "<!-- forge:") || !strings.HasSuffix(line, "-->") {
+			return false
+		}
+		if strings.Contains(line, marker) {
+			return true
+		}
+	}
+	return false
+}

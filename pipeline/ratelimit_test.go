@@ -3,8 +3,6 @@ package pipeline
 import (
 	"testing"
 	"time"
-
-	"github.com/riverqueue/river/rivertype"
 )
 
 // A pause is new once per installation and reset, however many jobs meet
@@ -34,23 +32,5 @@ func TestRateLimitPausesOncePerReset(t *testing.T) {
 	}
 	if p, ok := r.last(2); !ok || !p.Until.Equal(t0.Add(time.Minute)) {
 		t.Errorf("last(2) = %+v, %v", p, ok)
-	}
-}
-
-func TestAttemptsSpentLeavesOutSnoozes(t *testing.T) {
-	for _, tt := range []struct {
-		attempt  int
-		metadata string
-		want     int
-	}{
-		{1, `{}`, 1},
-		{3, `{}`, 3},
-		{4, `{"snoozes": 3}`, 1},
-		{5, `{"snoozes": 3, "other": "x"}`, 2},
-		{2, ``, 2},
-	} {
-		if got := attemptsSpent(&rivertype.JobRow{Attempt: tt.attempt, Metadata: []byte(tt.metadata)}); got != tt.want {
-			t.Errorf("attempt %d metadata %s: %d, want %d", tt.attempt, tt.metadata, got, tt.want)
-		}
 	}
 }

@@ -49,3 +49,12 @@ func Fence(s string) string {
 
 // FenceUntrusted sanitizes then fences text from GitHub.
 func FenceUntrusted(s string) string { return Fence(Sanitize(s)) }
+
+// Untrusted prepares text another party wrote (another App's check output,
+// a commit status) for one line of a comment Forge posts: sanitized as for
+// an agent (so no hidden comment can pass for Forge's marker), on one line,
+// its @mentions unable to notify anyone, and at most n bytes.
+func Untrusted(s string, n int) string {
+	s = strings.ReplaceAll(oneLine(Sanitize(s)), "@", "@\u200b")
+	return capText(s, n)
+}
