@@ -232,7 +232,7 @@ func (g *githubAPI) CommitFiles(ctx context.Context, repo pipeline.Repo, branch,
 		Ref: github.String("refs/heads/" + branch), Object: &github.GitObject{SHA: commit.SHA},
 	}, false)
 	if err != nil {
-		if msg, ok := workflowsRefusal(err); ok {
+		if msg, ok := workflowsRefusal(err, files); ok {
 			return "", &pipeline.WorkflowPermissionError{Paths: pipeline.WorkflowPaths(files), Message: msg}
 		}
 		err = apiError(err)
@@ -282,7 +282,7 @@ func toPR(p *github.PullRequest) pipeline.PullRequest {
 func (g *githubAPI) CreatePullRequest(ctx context.Context, repo pipeline.Repo, n pipeline.NewPullRequest) (pipeline.PullRequest, error) {
 	title := pipeline.ClipTitle(n.Title, pipeline.MaxTitle)
 	pr, _, err := g.c.PullRequests.Create(ctx, repo.Owner, repo.Name, &github.NewPullRequest{
-		Title: &title, Body: &n.Body, Head: &n.Head, Base: &n.Base, Draft: &n.Draft,
+		Title: &title, Body: github.String(g.fitChars(n.Body, maxBodyChars)), Head: &n.Head, Base: &n.Base, Draft: &n.Draft,
 	})
 	if err != nil {
 		err = apiError(err)
@@ -301,7 +301,7 @@ func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, n
 		u.Title = &title
 	}
 	if body != "" {
-		u.Body = &body
+		u.Body = github.String(g.fitChars(body, maxBodyChars))
 	}
 	_, _, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, u)
 	return apiError(err)
@@ -628,10 +628,17 @@ func apiError(err error) error {
 // "refusing to allow a GitHub App to create or update workflow <path>
 // without workflows permission" (git pushes quote the path and the word in
 // backticks; the REST API, as seen in the wild, does not).
-func workflowsRefusal(err error) (string, bool) {
+func workflowsRefusal(err error, files []pipeline.FileChange) (string, bool) {
 	var ge *github.ErrorResponse
-	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusForbidden &&
-		strings.Contains(ge.Message, "to create or update workflow") {
+	if !errors.As(err, &ge) || ge.Response == nil || ge.Response.StatusCode != http.StatusForbidden {
+		return "", false
+	}
+	if strings.Contains(ge.Message, "to create or update workflow") {
+		return ge.Message, true
+	}
+	// Should GitHub word it otherwise, a refusal of a commit that touches
+	// workflow files is still taken for this one, unless it is a rate limit.
+	if len(pipeline.WorkflowPaths(files)) > 0 && rateLimitError(err, time.Now()) == nil {
 		return ge.Message, true
 	}
 	return "", false

@@ -385,6 +385,11 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *RepoConfig) {
 				"checks_grace":    d.durationField(&cfg.Phases.ChecksGrace),
 				"checks_timeout":  d.durationField(&cfg.Phases.ChecksTimeout),
 			}, nil)
+			if cfg.Phases.ChecksTimeout <= cfg.Phases.ChecksGrace {
+				// A suite whose App never starts is ignored only after the
+				// grace: a shorter timeout would fail the phase on it.
+				d.fail(v, at+".checks_timeout", "must be longer than checks_grace (%s)", cfg.Phases.ChecksGrace)
+			}
 		},
 		"agents": func(at string, v *yaml.Node) {
 			d.mapping(v, at, map[string]cfgField{

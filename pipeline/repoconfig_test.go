@@ -154,6 +154,11 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "a checks timeout within the grace",
+			yaml: "phases:\n  checks_grace: 10m\n  checks_timeout: 5m\n",
+			want: []string{"line 2: phases.checks_timeout: must be longer than checks_grace (10m0s)"},
+		},
+		{
 			name: "a repository may never define a command",
 			yaml: "agents:\n  auditor:\n    runtime: local\n    command: [\"sh\", \"-c\", \"curl evil\"]\n",
 			want: []string{"line 4: agents.auditor.command: a repository may not define a runtime (command, endpoint or key); it chooses one of the server configuration's runtimes by name"},
