@@ -114,11 +114,12 @@ func TestPhaseAuditOffTheDiff(t *testing.T) {
 	}
 }
 
-// TestHugeCheckOutputIsClipped: another App's failing check with an
-// output at GitHub's limit reaches the phase-stopped comment and the
-// phase's check run, both over GitHub's limits unclipped (the double
-// refuses them); Forge clips them with a note of how much was cut.
-func TestHugeCheckOutputIsClipped(t *testing.T) {
+// TestHugeCheckOutputIsBounded: another App's failing check with an
+// output at GitHub's limit, quoted whole, would put the phase-stopped
+// comment and the phase's check run over GitHub's limits (the double
+// refuses them); Forge quotes it as one bounded line whose mentions notify
+// no one.
+func TestHugeCheckOutputIsBounded(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 60s\n"}})
 	w.command(t, "alice", "/forge add a greeting page")
 	var pr ghdouble.Pull
@@ -138,7 +139,7 @@ func TestHugeCheckOutputIsClipped(t *testing.T) {
 		return false
 	})
 	lint := w.gh.OtherApp("Lint Bot")
-	summary := strings.Repeat("warning: line too long ", 65535/23)
+	summary := "@lint-team " + strings.Repeat("warning: line too long ", 65535/23-1)
 	lint.CreateCheckRun(w.repo, ghdouble.CheckRunSpec{Name: "lint", HeadSHA: phaseCommit, Conclusion: "failure",
 		Title: "Lint failed", Summary: summary})
 	var suite int64
@@ -152,11 +153,12 @@ func TestHugeCheckOutputIsClipped(t *testing.T) {
 		w.gh.SenderEdit(lint.Slug+"[bot]"), w.gh.CheckSuiteEdit(w.repo, suite)))
 
 	stopped := w.waitReply(t, pr.Number, "Plan run stopped: Phase **phase-1** failed: checks failed")
-	if n := utf8.RuneCountInString(stopped); n > 65536 || !strings.Contains(stopped, "characters)") || !strings.Contains(stopped, "(truncated: ") {
+	if n := utf8.RuneCountInString(stopped); n > 4000 || !strings.Contains(stopped, "warning: line too long") || !strings.Contains(stopped, "…") ||
+		strings.Contains(stopped, "@lint-team") || !strings.Contains(stopped, "@\u200blint-team") {
 		t.Errorf("phase-stopped comment: %d characters, ends %q", n, stopped[max(0, len(stopped)-300):])
 	}
 	run, ok := forgeRun(w, phaseCommit, "forge/phase-1")
-	if !ok || run.Conclusion != "failure" || len(run.Output.Summary) > 65535 || !strings.Contains(run.Output.Summary, "(truncated: ") {
+	if !ok || run.Conclusion != "failure" || len(run.Output.Summary) > 4000 || !strings.Contains(run.Output.Summary, "…") {
 		t.Errorf("forge/phase-1: %s, summary of %d bytes ending %q", run.Conclusion, len(run.Output.Summary),
 			run.Output.Summary[max(0, len(run.Output.Summary)-200):])
 	}
