@@ -5,7 +5,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/forge-dev/forge/app/apptest"
 	"github.com/forge-dev/forge/app/ghdouble"
 )
 
@@ -122,22 +121,7 @@ func TestPhaseAuditOffTheDiff(t *testing.T) {
 func TestHugeCheckOutputIsBounded(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 60s\n"}})
 	w.command(t, "alice", "/forge add a greeting page")
-	var pr ghdouble.Pull
-	var phaseCommit string
-	apptest.Eventually(t, forgeWait, "the phase-1 commit", func() bool {
-		ps := w.pulls(t)
-		if len(ps) == 0 {
-			return false
-		}
-		pr = ps[0]
-		for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
-			if strings.HasPrefix(c.Message, "plan-001 phase-1: Implement") {
-				phaseCommit = c.SHA
-				return true
-			}
-		}
-		return false
-	})
+	pr, phaseCommit := w.waitPhaseCommit(t, "plan-001 phase-1: Implement")
 	lint := w.gh.OtherApp("Lint Bot")
 	summary := "@lint-team " + strings.Repeat("warning: line too long ", 65535/23-1)
 	lint.CreateCheckRun(w.repo, ghdouble.CheckRunSpec{Name: "lint", HeadSHA: phaseCommit, Conclusion: "failure",
