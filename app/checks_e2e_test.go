@@ -121,7 +121,8 @@ func TestPhaseAuditOffTheDiff(t *testing.T) {
 func TestHugeCheckOutputIsBounded(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 60s\n"}})
 	w.command(t, "alice", "/forge add a greeting page")
-	pr, phaseCommit := w.waitPhaseCommit(t, "plan-001 phase-1: Implement")
+	pr := w.planPR(t)
+	phaseCommit := w.phaseCommit(t, pr, "phase-1")
 	lint := w.gh.OtherApp("Lint Bot")
 	summary := "@lint-team " + strings.Repeat("warning: line too long ", 65535/23-1)
 	lint.CreateCheckRun(w.repo, ghdouble.CheckRunSpec{Name: "lint", HeadSHA: phaseCommit, Conclusion: "failure",

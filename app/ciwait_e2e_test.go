@@ -88,11 +88,14 @@ func TestStatusOnlyCI(t *testing.T) {
 			dumpWorld(t, w)
 		}
 	})
+	// Jenkins reports every push pending at once: no race with the grace.
+	jenkins := w.gh.OtherApp("Jenkins").StatusOnPush(w.repo, ghdouble.StatusSpec{State: "pending", Context: "ci/jenkins", Description: "Build #7 running"})
 	w.command(t, "alice", "/forge add a greeting page")
 	pr := w.planPR(t)
 	sha := w.phaseCommit(t, pr, "phase-1")
-	jenkins := w.gh.OtherApp("Jenkins")
-	jenkins.CreateStatus(w.repo, sha, ghdouble.StatusSpec{State: "pending", Context: "ci/jenkins", Description: "Build #7 running"})
+	if sts := w.gh.Statuses(w.repo, sha); len(sts) == 0 || sts[0].State != "pending" {
+		t.Fatalf("no pending status on the phase commit: %+v", sts)
+	}
 	time.Sleep(7 * time.Second) // past the grace period
 	for _, b := range w.botBodies(pr.Number) {
 		if strings.Contains(b, "Plan run complete") || strings.Contains(b, "Plan run stopped") {

@@ -113,29 +113,6 @@ func (w *world) waitProgress(t *testing.T, what string, cond func(body string) b
 	return body
 }
 
-// waitPhaseCommit waits for the plan PR's commit whose message begins with
-// prefix; it returns the PR and the commit.
-func (w *world) waitPhaseCommit(t *testing.T, prefix string) (ghdouble.Pull, string) {
-	t.Helper()
-	var pr ghdouble.Pull
-	var sha string
-	apptest.Eventually(t, forgeWait, "the commit "+prefix, func() bool {
-		ps := w.pulls(t)
-		if len(ps) == 0 {
-			return false
-		}
-		pr = ps[0]
-		for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
-			if strings.HasPrefix(c.Message, prefix) {
-				sha = c.SHA
-				return true
-			}
-		}
-		return false
-	})
-	return pr, sha
-}
-
 func commitMessages(cs []ghdouble.CommitInfo) []string {
 	var out []string
 	for _, c := range cs {
@@ -1018,7 +995,8 @@ func TestReconcilerCatchesMissedChecks(t *testing.T) {
 		c.Queue.LeaseTTL = 1500 * time.Millisecond
 	}})
 	w.command(t, "alice", "/forge add a greeting page")
-	pr, sha := w.waitPhaseCommit(t, "plan-001 phase-1: ")
+	pr := w.planPR(t)
+	sha := w.phaseCommit(t, pr, "phase-1")
 	w.gh.RunCI(w.repo, sha, "GitHub Actions", "success") // and no webhook
 	start := time.Now()
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")

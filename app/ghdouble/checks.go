@@ -1010,6 +1010,11 @@ func (s *Server) pushedLocked(r *Repo, ref, sha string) {
 			su.Held = app.held
 		}
 	}
+	for _, ps := range r.pushStatuses {
+		if st, status, body := s.createStatusLocked(r, sha, ps.creator, ps.spec.request()); st == nil {
+			s.reportf("post the status %q on %s: %d %s", ps.spec.Context, sha, status, describe(body))
+		}
+	}
 }
 
 // heldSuiteStates are the suite states GitHub reserves for Actions.

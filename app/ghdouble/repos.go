@@ -49,6 +49,7 @@ type Repo struct {
 	checkRuns      map[int64]*CheckRun      // by id
 	statuses       []*CommitStatus          // oldest first
 	ciApps         []ciApp                  // other Apps installed with checks:write
+	pushStatuses   []pushStatus             // statuses a CI posts on every push (StatusOnPush)
 	pushTokens     map[string]string        // personal token → login, for git over HTTP
 	verified       map[string]bool          // commits GitHub shows as Verified
 	minimized      map[int64]string         // comment id → classifier

@@ -295,6 +295,23 @@ func (a *OtherApp) CreateStatus(repo, sha string, spec StatusSpec) CommitStatus 
 	return *st
 }
 
+// StatusOnPush has the App post spec on every commit pushed to a branch of
+// repo from now on, at the push itself, as a CI that starts a build on
+// each push reports it pending at once.
+func (a *OtherApp) StatusOnPush(repo string, spec StatusSpec) *OtherApp {
+	a.s.t.Helper()
+	r := a.s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pushStatuses = append(r.pushStatuses, pushStatus{creator: a.Slug + "[bot]", spec: spec})
+	return a
+}
+
+type pushStatus struct {
+	creator string
+	spec    StatusSpec
+}
+
 // Statuses are copies of every status on sha, oldest first.
 func (s *Server) Statuses(repo, sha string) []CommitStatus {
 	s.t.Helper()
