@@ -681,35 +681,49 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			data["Pending"], data["Failed"] = pending, why
 		}
 		data["Error"] = ph.Error
+		check.Summary = oneLine(ph.Error)
+		check.Actions = phaseFailureActions
+		// The report goes out before the wait ends: a job stopped here (a
+		// rate limit) finds the plan still waiting, judges again and
+		// reports again, where a plan already idle would say nothing.
+		if err := r.updatePhaseRun(ctx, check); err != nil {
+			return "", err
+		}
+		data["Done"] = len(p.Phases.Phases) - Remaining(*p.Phases)
+		if err := r.prText(ctx, "phase-stopped", data); err != nil {
+			return "", err
+		}
 		p.Await, p.FailedParent, p.Run = nil, w.Parent, RunIdle
 		if w.CheckRunID != 0 {
 			p.PhaseButtonsRun = w.CheckRunID
 		}
-		if err := r.save(ctx); err != nil {
-			return "", err
-		}
-		check.Summary = oneLine(ph.Error)
-		check.Actions = phaseFailureActions
-		if w.CheckRunID != 0 {
-			if err := r.gh.UpdateCheckRun(ctx, p.Repo, check); err != nil {
-				r.log.Warn().Err(err).Msg("update phase check run")
-			}
-		}
-		data["Done"] = len(p.Phases.Phases) - Remaining(*p.Phases)
-		return checksFailed, r.prText(ctx, "phase-stopped", data)
+		return checksFailed, r.save(ctx)
+	}
+	if err := r.updatePhaseRun(ctx, check); err != nil {
+		return "", err
 	}
 	ph.Status, ph.FailureHashes = PhaseDone, nil
 	p.Await = nil
 	p.PhasesRun++
-	if err := r.save(ctx); err != nil {
-		return "", err
+	return checksPassed, r.save(ctx)
+}
+
+// updatePhaseRun completes a phase's check run. A rate limit stops the job
+// (it resumes at the reset and writes it then); any other failure is only
+// logged, since the phase's outcome stands without it.
+func (r *run) updatePhaseRun(ctx context.Context, check CheckRun) error {
+	if check.ID == 0 {
+		return nil
 	}
-	if w.CheckRunID != 0 {
-		if err := r.gh.UpdateCheckRun(ctx, p.Repo, check); err != nil {
-			r.log.Warn().Err(err).Msg("update phase check run")
-		}
+	err := r.gh.UpdateCheckRun(ctx, r.p.Repo, check)
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return err
 	}
-	return checksPassed, nil
+	if err != nil {
+		r.log.Warn().Err(err).Msg("update phase check run")
+	}
+	return nil
 }
 
 // callPhaseAgent runs role on phase ph in the working copy wc: the phase's
