@@ -779,6 +779,15 @@ func TestAuditFixRounds(t *testing.T) {
 // two implement phases and the audit.
 func twoFileDrafter(t *testing.T) []string {
 	t.Helper()
+	return drafterScript(t, "Greet new users in the docs and in the code.", "A page and a function; nothing else.",
+		"- `docs/hello.md` (new) — the greeting page.\n- `src/greet.go` (new) — the greeting function.",
+		"- The two greetings drift apart; the page quotes the function.", "- Read the page; call the function.")
+}
+
+// drafterScript is a drafter agent that writes a plan of the given
+// sections under the heading of the plan file Forge prepared.
+func drafterScript(t *testing.T, objective, scope, changes, risks, tests string) []string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "drafter.sh")
 	script := `#!/bin/sh
 cat >/dev/null
@@ -787,24 +796,23 @@ sed '/^## /,$d' "$plan"
 cat <<'PLAN'
 ## Objective
 
-Greet new users in the docs and in the code.
+` + objective + `
 
 ## Scope
 
-A page and a function; nothing else.
+` + scope + `
 
 ## Changes
 
-- ` + "`docs/hello.md`" + ` (new) — the greeting page.
-- ` + "`src/greet.go`" + ` (new) — the greeting function.
+` + changes + `
 
 ## Risks
 
-- The two greetings drift apart; the page quotes the function.
+` + risks + `
 
 ## Testing
 
-- Read the page; call the function.
+` + tests + `
 
 ---
 

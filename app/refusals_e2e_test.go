@@ -1,8 +1,6 @@
 package app_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,45 +82,9 @@ func TestLongTitlesAreClipped(t *testing.T) {
 // audit.
 func workflowDrafter(t *testing.T) []string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "drafter.sh")
-	script := `#!/bin/sh
-cat >/dev/null
-plan=$(find . -path ./.git -prune -o -type f -name "${FORGE_PLAN_ID}-*.md" ! -name '*-phases.md' -print | head -n 1)
-sed '/^## /,$d' "$plan"
-cat <<'PLAN'
-## Objective
-
-Run the tests on every pull request.
-
-## Scope
-
-One CI workflow; nothing else.
-
-## Changes
-
-- ` + "`.github/workflows/ci.yml`" + ` (new) — the workflow that runs go test.
-
-## Risks
-
-- The workflow could run on forks with secrets; it uses none.
-
-## Testing
-
-- Open a pull request and watch the check.
-
----
-
-## Audit Log
-
----
-
-## Implementation Notes
-PLAN
-`
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return []string{p}
+	return drafterScript(t, "Run the tests on every pull request.", "One CI workflow; nothing else.",
+		"- `.github/workflows/ci.yml` (new) — the workflow that runs go test.",
+		"- The workflow could run on forks with secrets; it uses none.", "- Open a pull request and watch the check.")
 }
 
 // TestWorkflowPhaseNeedsThePermission: a phase that writes
