@@ -96,7 +96,10 @@ func TestStatusOnlyCI(t *testing.T) {
 	if sts := w.gh.Statuses(w.repo, sha); len(sts) == 0 || sts[0].State != "pending" {
 		t.Fatalf("no pending status on the phase commit: %+v", sts)
 	}
-	time.Sleep(7 * time.Second) // past the grace period
+	// Deliberately past the grace period, and then until its timer's job
+	// has run: only then would a phase that did not wait have gone on.
+	time.Sleep(7 * time.Second)
+	w.waitIdle(t)
 	for _, b := range w.botBodies(pr.Number) {
 		if strings.Contains(b, "Plan run complete") || strings.Contains(b, "Plan run stopped") {
 			t.Fatalf("the phase did not wait for the pending status:\n%s", b)

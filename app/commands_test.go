@@ -54,7 +54,7 @@ func TestLabelTrigger(t *testing.T) {
 		w.deliver(t, "issues", p)
 	}
 	label("bug")
-	time.Sleep(time.Second)
+	w.waitIdle(t)
 	if len(w.pulls(t)) != 0 || len(w.botComments(t, w.issue)) != 0 {
 		t.Fatal("a label other than the trigger started something")
 	}
@@ -172,8 +172,8 @@ func TestForkPRCommandsIgnored(t *testing.T) {
 	}
 	w.commandOn(t, own, "alice", "/forge help")
 	w.waitReply(t, own, "**Forge commands**")
-	// Jobs run side by side: give the fork's a moment more than the answered one.
-	time.Sleep(2 * time.Second)
+	// Jobs run side by side: the fork's may end after the answered one.
+	w.waitIdle(t)
 	if got := w.botComments(t, fork); len(got) != 0 {
 		t.Errorf("Forge answered on the fork's pull request: %q", got[0].Body)
 	}
@@ -206,7 +206,7 @@ func TestJobThatGivesUpSaysSo(t *testing.T) {
 	if !strings.Contains(got, "reactions are switched off") || !strings.Contains(got, "<!-- forge:job:") {
 		t.Errorf("report:\n%s", got)
 	}
-	time.Sleep(time.Second)
+	w.waitIdle(t)
 	if n := len(w.botComments(t, w.issue)); n != 1 {
 		t.Errorf("%d bot comments on the issue, want only the report", n)
 	}
@@ -253,7 +253,7 @@ func (w *world) status(t *testing.T, want string) {
 		if strings.Contains(answer, "Status: "+want) {
 			return
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // paces the questions; not a check
 	}
 	t.Fatalf("the plan never reached %s", want)
 }
@@ -271,7 +271,7 @@ func TestApprovalGate(t *testing.T) {
 		w.deliverPR(t, "pull_request_review", "pull_request_review/submitted", pr.Number, w.gh.ReviewEdit(w.repo, id), w.gh.SenderEdit(user))
 	}
 	review("rita", "APPROVED")
-	time.Sleep(time.Second)
+	w.waitIdle(t)
 	w.status(t, "REVIEW")
 	review("alice", "APPROVED")
 	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @alice.")

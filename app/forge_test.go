@@ -319,7 +319,7 @@ func TestForgeRefusals(t *testing.T) {
 	c1, _ := w.command(t, "rita", "/forge please do it")
 	apptest.Eventually(t, 20*time.Second, "the refusal", func() bool { return len(w.botComments(t, w.issue)) == 1 })
 	w.command(t, "rita", "/forge again")
-	time.Sleep(time.Second)
+	w.waitIdle(t)
 	bot := w.botComments(t, w.issue)
 	if len(bot) != 1 || !strings.Contains(bot[0].Body, "@rita") {
 		t.Fatalf("refusals: %+v", bot)
@@ -335,7 +335,7 @@ func TestForgeRefusals(t *testing.T) {
 	w.deliver(t, "issue_comment", botPayload)
 	edited := ghdouble.EditPayload(t, payload, ghdouble.Set("action", "edited"))
 	w.deliver(t, "issue_comment", edited)
-	time.Sleep(time.Second)
+	w.waitIdle(t)
 	if n := w.jobs(t, "command"); n != 2 {
 		t.Errorf("command jobs: %d, want 2 (rita's two)", n)
 	}
@@ -416,7 +416,7 @@ func TestForgeBadRepoConfig(t *testing.T) {
 	if !strings.Contains(got, "line 3") || !strings.Contains(got, "phases.timeout") {
 		t.Errorf("config report lacks the line and key:\n%s", got)
 	}
-	time.Sleep(500 * time.Millisecond)
+	w.waitIdle(t)
 	if len(w.pulls(t)) != 0 {
 		t.Errorf("a forge ran despite the invalid config")
 	}
@@ -684,7 +684,7 @@ func TestCIGate(t *testing.T) {
 		w.deliver(t, "check_suite", p)
 	}
 	first := phaseCommit(1)
-	time.Sleep(300 * time.Millisecond)
+	w.waitIdle(t) // checks_grace is 60s: its timer is beyond idleHorizon
 	if strings.Contains(strings.Join(w.botBodies(pr.Number), "\n"), "Plan run complete") {
 		t.Fatal("the run went on without waiting for CI")
 	}
@@ -851,7 +851,7 @@ func TestFullLifecycle(t *testing.T) {
 		w.deliverPR(t, "pull_request_review", "pull_request_review/submitted", pr.Number, w.gh.ReviewEdit(w.repo, id), w.gh.SenderEdit(user))
 	}
 	review("rita")
-	time.Sleep(500 * time.Millisecond)
+	w.waitIdle(t)
 	w.status(t, "REVIEW")
 	start := w.gh.TotalCalls(true)
 	review("alice")
@@ -936,6 +936,8 @@ func TestCancelDuringPhase(t *testing.T) {
 		ps := w.pulls(t)
 		return len(ps) == 1 && countPrefix(commitMessages(w.gh.Repo(w.repo).Commits(ps[0].Head)), "plan-001: phases") == 1
 	})
+	// Not a check: the phase job gets the moment it needs to start the
+	// implementer, so that the cancel below stops a running agent.
 	time.Sleep(500 * time.Millisecond)
 	pr := w.pulls(t)[0].Number
 	start := time.Now()

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/forge-dev/forge/app/apptest"
 	"github.com/forge-dev/forge/app/ghdouble"
@@ -71,7 +70,7 @@ func TestReaderCannotRequestChanges(t *testing.T) {
 	if n := w.jobs(t, "forge"); n != forges {
 		t.Fatalf("a change request from read and triage users enqueued %d forge runs", n-forges)
 	}
-	time.Sleep(500 * time.Millisecond)
+	w.waitIdle(t)
 	if n := w.revisions(pr); n != revisions {
 		t.Fatalf("%d revisions after change requests from read and triage users, want %d", n, revisions)
 	}
@@ -206,7 +205,7 @@ func TestReplayedCommandDoesNothing(t *testing.T) {
 	if res.StatusCode != http.StatusOK || strings.TrimSpace(string(answer)) != "replayed" {
 		t.Fatalf("replay: %d %q, want 200 replayed", res.StatusCode, answer)
 	}
-	time.Sleep(500 * time.Millisecond)
+	w.waitIdle(t)
 	if n := w.jobs(t, "command"); n != 1 {
 		t.Errorf("%d command jobs, want 1", n)
 	}

@@ -58,8 +58,7 @@ func wantRefused(t *testing.T, w *world, want ...string) {
 			t.Errorf("%s: the report lacks %q:\n%s", w.repo, part, got)
 		}
 	}
-	// A forge that started would have its branch and draft PR within this.
-	time.Sleep(500 * time.Millisecond)
+	w.waitIdle(t)
 	if n := len(w.botComments(t, w.issue)); n != 1 {
 		t.Errorf("%s: %d comments by Forge, want the report alone", w.repo, n)
 	}
@@ -118,7 +117,7 @@ func TestPolicyDefaultAutoImplementOff(t *testing.T) {
 			t.Errorf("progress comment lacks %q:\n%s", want, body)
 		}
 	}
-	time.Sleep(time.Second)
+	w.waitIdle(t)
 	prs := w.pulls(t)
 	if len(prs) != 1 {
 		t.Fatalf("pull requests: %+v", prs)

@@ -3,7 +3,6 @@ package app_test
 import (
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/forge-dev/forge/app/apptest"
@@ -108,8 +107,9 @@ func TestWorkflowPhaseNeedsThePermission(t *testing.T) {
 		}
 		head := w.gh.Repo(w.repo).Head(pr.Head)
 		refUpdates := w.gh.Calls(refs)
-		// Nothing is retried: no River retry, no second attempt at the ref.
-		time.Sleep(3 * time.Second)
+		// Nothing is retried: no River retry (River's first is due within
+		// idleHorizon), no second attempt at the ref.
+		w.waitIdle(t)
 		if n := w.gh.Calls(refs); n != refUpdates {
 			t.Errorf("ref updates went on after the refusal: %d, then %d", refUpdates, n)
 		}

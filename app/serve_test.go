@@ -113,6 +113,44 @@ func (w *world) jobs(t *testing.T, kind string, states ...string) int {
 	return n
 }
 
+// idleHorizon is how far ahead waitIdle looks for jobs still to come. A
+// job due within it (a phase's checks_grace timer, a quick retry, the next
+// reconcile) is work the test must let run; one due later (a
+// checks_timeout timer, a retry minutes away, the hourly prune) would hold
+// the queue busy for longer than any test waits, and is not what a test
+// that just delivered something asks about.
+const idleHorizon = 10 * time.Second
+
+// waitIdle waits until River has nothing to run now or soon: no job
+// running, none available, and none scheduled, retryable or pending with
+// its time within idleHorizon. Every job a delivery causes is in the table
+// before the delivery is answered (the ingester commits before the 202),
+// and a job enqueues what follows it before it completes, so once the
+// queue is idle all the work the test caused has run and a check that
+// nothing happened can no longer be early. The periodic reconcile and
+// prune jobs count like any other while due: each runs in moments, and
+// reconcile may wake a plan.
+func (w *world) waitIdle(t *testing.T) {
+	t.Helper()
+	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// River keeps SQLite times as "2006-01-02 15:04:05.999" in UTC, the
+	// format datetime(…, 'subsec') writes, so they compare as text.
+	query := fmt.Sprintf(`SELECT count(*) FROM river_job WHERE state = 'running'
+		OR (state IN ('available', 'scheduled', 'retryable', 'pending')
+			AND scheduled_at <= datetime('now', 'subsec', '+%d seconds'))`, int(idleHorizon.Seconds()))
+	apptest.Eventually(t, forgeWait, "the job queue to be idle", func() bool {
+		var n int
+		if err := db.QueryRow(query).Scan(&n); err != nil {
+			t.Fatalf("count unfinished jobs: %v", err)
+		}
+		return n == 0
+	})
+}
+
 func eyes(gh *ghdouble.Server, repo string, comment int64) int {
 	n := 0
 	for _, r := range gh.Reactions(repo, comment) {
@@ -147,7 +185,7 @@ func TestCommentDeliveryEndToEnd(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("redelivery: got %d, want 200", res.StatusCode)
 	}
-	time.Sleep(500 * time.Millisecond) // give a wrongly enqueued job the time to run
+	w.waitIdle(t)
 	if n := w.jobs(t, "command"); n != 1 {
 		t.Fatalf("redelivery enqueued again: %d command jobs", n)
 	}
@@ -318,7 +356,7 @@ func TestGoneInstallation(t *testing.T) {
 			if got := w.deliveries(t)[id]; got != "ignored" {
 				t.Fatalf("delivery recorded as %q, want ignored", got)
 			}
-			time.Sleep(300 * time.Millisecond)
+			w.waitIdle(t)
 			if n := w.jobs(t, "command"); n != 0 {
 				t.Fatalf("%d command jobs for a gone installation", n)
 			}
