@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -297,6 +298,36 @@ func TestApprovalGate(t *testing.T) {
 		return true
 	})
 	w.status(t, "CLOSED")
+}
+
+// TestApprovalSurvivesAFailedReply: an approval whose answer fails to post
+// is retried; the retry finishes what the approval left to do (the answer,
+// the phase run) instead of refusing a plan that is no longer in REVIEW.
+func TestApprovalSurvivesAFailedReply(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.pulls(t)[0]
+
+	// The approval's answer is the next comment Forge posts.
+	w.gh.FailNext("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", 1, ghdouble.ServerError(http.StatusBadGateway))
+	id := w.gh.AddReview(w.repo, pr.Number, "alice", "APPROVED", "ship it", nil)
+	w.deliverPR(t, "pull_request_review", "pull_request_review/submitted", pr.Number, w.gh.ReviewEdit(w.repo, id), w.gh.SenderEdit("alice"))
+	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @alice.")
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	w.status(t, "DONE")
+	approved := 0
+	for _, c := range w.botComments(t, pr.Number) {
+		if strings.Contains(c.Body, "only a plan in REVIEW") {
+			t.Errorf("the retried approval was refused:\n%s", c.Body)
+		}
+		if strings.Contains(c.Body, "approved for implementation") {
+			approved++
+		}
+	}
+	if approved != 1 {
+		t.Errorf("%d approval answers, want 1", approved)
+	}
 }
 
 // TestChangesRequestedAndButtons: a change request starts one revision;

@@ -349,11 +349,6 @@ func (g *githubAPI) Compare(ctx context.Context, repo pipeline.Repo, base, head 
 	return out, nil
 }
 
-func (g *githubAPI) ClosePullRequest(ctx context.Context, repo pipeline.Repo, number int) error {
-	_, _, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, &github.PullRequest{State: github.String("closed")})
-	return apiError(err)
-}
-
 func (g *githubAPI) ListReviews(ctx context.Context, repo pipeline.Repo, pr int) ([]pipeline.Review, error) {
 	var out []pipeline.Review
 	opt := &github.ListOptions{PerPage: 100}

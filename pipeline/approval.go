@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -120,69 +121,116 @@ func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
 	if ok, err := f.steers(ctx, gh, a.InstallationID, a.Repo, a.Author, need, "review "+state); err != nil || !ok {
 		return err
 	}
+	cause := plan.Cause{Trigger: "review:" + strconv.FormatInt(a.ReviewID, 10), On: a.PR}
 	switch state {
 	case "approved":
-		_, err := f.tryApprove(ctx, gh, p, "", false)
-		return err
+		return f.tryApprove(ctx, gh, p, "", false, cause)
 	case "changes_requested":
-		if p.Status != StatusReview || p.Run != RunIdle {
+		if p.State.Status() != StatusReview || p.State.Run() != RunIdle {
+			// A running run takes the pending change requests when it ends.
 			return nil
 		}
-		comments, err := gh.ReviewComments(ctx, a.Repo, a.PR, a.ReviewID)
-		if err != nil {
+		notes, last, err := f.pendingChangeRequests(ctx, gh, p)
+		if err != nil || notes == "" {
 			return err
 		}
-		notes := "@" + a.Author + " requested changes:\n\n" + a.Body
-		for _, c := range comments {
-			notes += fmt.Sprintf("\n\n`%s:%d`: %s", c.Path, c.Line, c.Body)
-		}
-		return f.startRun(ctx, p, ModeRevise, notes, "review:"+strconv.FormatInt(a.ReviewID, 10))
+		p.ReviewsTaken = last
+		return f.apply(ctx, gh, p, plan.Revise{Cause: cause, Notes: notes})
 	}
 	return nil
 }
 
+// pendingChangeRequests batches into one notes text every change request
+// on the plan's pull request not yet turned into a revision (id above
+// ReviewsTaken) by someone who may steer: each review's body once, then
+// its inline comments once. last is the highest id taken; notes is empty
+// when none is pending.
+func (f *Forge) pendingChangeRequests(ctx context.Context, gh GitHub, p *Plan) (notes string, last int64, err error) {
+	reviews, err := gh.ListReviews(ctx, p.Repo, p.PR)
+	if err != nil {
+		return "", 0, err
+	}
+	need, err := f.steerPermission(ctx, p.InstallationID, p.Repo, p.DefaultBranch)
+	if err != nil {
+		return "", 0, err
+	}
+	var parts []string
+	last = p.ReviewsTaken
+	for _, rv := range reviews {
+		if rv.ID <= p.ReviewsTaken || rv.AuthorBot || !strings.EqualFold(rv.State, "changes_requested") {
+			continue
+		}
+		ok, err := f.steers(ctx, gh, p.InstallationID, p.Repo, rv.Author, need, "review changes_requested")
+		if err != nil {
+			return "", 0, err
+		}
+		if !ok {
+			continue
+		}
+		comments, err := gh.ReviewComments(ctx, p.Repo, p.PR, rv.ID)
+		if err != nil {
+			return "", 0, err
+		}
+		part := "@" + rv.Author + " requested changes:\n\n" + rv.Body
+		for _, c := range comments {
+			part += fmt.Sprintf("\n\n`%s:%d`: %s", c.Path, c.Line, c.Body)
+		}
+		parts = append(parts, part)
+		last = max(last, rv.ID)
+	}
+	return strings.Join(parts, "\n\n---\n\n"), last, nil
+}
+
 // tryApprove evaluates the gate on the PR head, counting approver (when
 // given) as approving, and approves the plan when it passes. With
-// answer, the outcome is told on the PR either way.
-func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver string, answer bool) (bool, error) {
-	if p.Status != StatusReview || p.Run != RunIdle {
-		if answer {
-			return false, f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number),
-				"Missing": []string{fmt.Sprintf("the plan is %s%s: only a plan in REVIEW with no forge running can be approved", p.Status, runningNote(p))}})
+// answer, the outcome is told on the PR either way. An approval already
+// applied (its job is retried) only finishes what it left to do.
+func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver string, answer bool, cause plan.Cause) error {
+	if p.State.Applied(cause.Trigger) {
+		return f.apply(ctx, gh, p, plan.Approve{Cause: cause})
+	}
+	if p.State.Status() != StatusReview || p.State.Run() != RunIdle {
+		if !answer {
+			return nil
 		}
-		return false, nil
+		return f.refuse(ctx, gh, p, cause, &plan.RefusedError{State: p.State, Event: plan.Approve{}.Name()})
 	}
 	ws, err := f.Installations.Workspace(ctx, p.InstallationID)
 	if err != nil {
-		return false, err
+		return err
 	}
 	cfg, err := f.readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
 	var ce *ConfigError
 	if errors.As(err, &ce) {
 		// A retry would read the same file: said on the pull request,
 		// where the approval was asked for.
-		return false, f.prReply(ctx, gh, p, "config-error", ce.replyData(p.DefaultBranch))
+		body, err := templates.Text("config-error", ce.replyData(p.DefaultBranch))
+		if err != nil {
+			return err
+		}
+		_, err = f.comment(ctx, gh, p.Repo, p.PR, Marker(p.Number, "config-error", cause.Trigger), body)
+		return err
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	// The gate judges the branch as it is now: the stored head may be
 	// stale when a push is not taken in yet.
 	head, err := gh.BranchHead(ctx, p.Repo, p.Branch)
 	if err != nil {
-		return false, fmt.Errorf("read the head of %s: %w", p.Branch, err)
+		return fmt.Errorf("read the head of %s: %w", p.Branch, err)
 	}
 	reviews, err := gh.ListReviews(ctx, p.Repo, p.PR)
 	if err != nil {
-		return false, err
+		return err
 	}
-	in := GateInput{Status: p.Status, HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Config: cfg.Approval}
+	in := GateInput{Status: p.State.Status(), HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Config: cfg.Approval}
 	for _, rv := range reviews {
 		in.Reviews = append(in.Reviews, GateReview{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
 		if _, ok := in.Permissions[rv.Author]; !ok && !rv.AuthorBot && (rv.State == "APPROVED" || rv.State == "CHANGES_REQUESTED") {
 			perm, err := f.permission(ctx, gh, p.InstallationID, p.Repo, rv.Author)
 			if err != nil {
-				return false, err
+				return err
 			}
 			in.Permissions[rv.Author] = perm
 		}
@@ -193,7 +241,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	if len(cfg.Approval.RequiredChecks) > 0 {
 		runs, err := gh.CheckRuns(ctx, p.Repo, head)
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, r := range runs {
 			in.Checks = append(in.Checks, GateCheck{Name: r.Name, Status: r.Status, Conclusion: r.Conclusion})
@@ -202,87 +250,70 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		// other CI that reports through the Statuses API).
 		statuses, err := gh.CommitStatuses(ctx, p.Repo, head)
 		if err != nil {
-			return false, fmt.Errorf("read the commit statuses of %s: %w", shortSHA(head), err)
+			return fmt.Errorf("read the commit statuses of %s: %w", shortSHA(head), err)
 		}
 		in.Checks = append(in.Checks, StatusChecks(statuses)...)
 	}
 	res := EvaluateGate(in)
-	if !res.Approved {
-		if answer {
-			if err := f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number), "Missing": res.Missing}); err != nil {
-				return false, err
-			}
+	if res.Approved {
+		return f.apply(ctx, gh, p, plan.Approve{Cause: cause, Approvers: res.Approvers})
+	}
+	if answer {
+		body, err := templates.Text("approval", map[string]any{"PlanID": PlanID(p.Number), "Missing": res.Missing})
+		if err != nil {
+			return err
 		}
-		if head != p.HeadSHA {
-			// A push Forge has not taken in yet: take it in now, as its
-			// pull_request event would.
-			return false, f.humanPush(ctx, p, PullRequestArgs{After: head})
-		}
-		return false, nil
-	}
-	to, err := p.Status.Next(EventApprove)
-	if err != nil {
-		return false, err
-	}
-	p.Status = to
-	if err := f.syncLabel(ctx, gh, p); err != nil {
-		return false, err
-	}
-	if err := f.Plans.SavePlan(ctx, p); err != nil {
-		return false, err
-	}
-	if p.CheckRunID != 0 {
-		c := CheckRun{ID: p.CheckRunID, Name: checkName, Status: "completed", Conclusion: "success",
-			Title: PlanID(p.Number) + " approved", Summary: fmt.Sprintf("%s is APPROVED by %s.", PlanID(p.Number), strings.Join(res.Approvers, ", "))}
-		if err := gh.UpdateCheckRun(ctx, p.Repo, c); err != nil && !errors.Is(err, ErrNotFound) {
-			return false, err
+		if _, err := f.comment(ctx, gh, p.Repo, p.PR, Marker(p.Number, "approval", cause.Trigger), body); err != nil {
+			return err
 		}
 	}
-	if err := f.prReply(ctx, gh, p, "approval", map[string]any{"PlanID": PlanID(p.Number), "Approved": true, "Approvers": res.Approvers}); err != nil {
-		return true, err
+	if head != p.HeadSHA {
+		// A push Forge has not taken in yet: take it in now, as its
+		// pull_request event would.
+		return f.humanPush(ctx, gh, p, head)
 	}
-	// Approval runs the phases (the button says Approve & run).
-	p.RunLimit = MaxPhasesPerRun
-	return true, f.startRun(ctx, p, ModePhases, "", "approve:"+strconv.Itoa(p.Round)+":"+strings.Join(res.Approvers, ","))
+	return nil
 }
 
-func runningNote(p *Plan) string {
-	if p.Run != RunIdle {
-		return " and a forge is running on it"
-	}
-	return ""
-}
-
-// prReply comments on the plan's pull request.
-func (f *Forge) prReply(ctx context.Context, gh GitHub, p *Plan, tmpl string, data map[string]any) error {
+// refuse answers an event the plan's state does not take, on the pull
+// request: the same words for a command and a button.
+func (f *Forge) refuse(ctx context.Context, gh GitHub, p *Plan, cause plan.Cause, refused *plan.RefusedError) error {
+	tmpl, data := refusal(p, refused)
 	body, err := templates.Text(tmpl, data)
 	if err != nil {
 		return err
 	}
-	_, err = gh.CreateComment(ctx, p.Repo, p.PR, body)
+	number := cause.On
+	if number == 0 {
+		number = p.PR
+	}
+	_, err = f.comment(ctx, gh, p.Repo, number, Marker(p.Number, "refused", cause.Trigger), body)
 	return err
 }
 
-// startRun starts a revision or an audit on an idle plan.
-func (f *Forge) startRun(ctx context.Context, p *Plan, mode RunMode, notes, trigger string) error {
-	p.Mode, p.Notes = mode, notes
-	p.Run, p.Trigger, p.CancelRequested = RunRunning, trigger, false
-	p.Step, p.RunStartRound, p.Error = StepRounds, p.Round, ""
-	p.ReviseNext, p.CapReached, p.Pending, p.ProgressID = false, false, nil, 0
-	if mode == ModePhases {
-		p.Step, p.PhasesRun = StepFinished, 0
-	}
-	if mode == ModeRevise {
-		p.Step = StepDrafted // the revision with the notes comes first
-		if to, err := p.Status.Next(EventRevise); err == nil {
-			p.Status = to
+// refusal is the answer to an event the plan's state does not take.
+func refusal(p *Plan, refused *plan.RefusedError) (string, map[string]any) {
+	id := PlanID(p.Number)
+	st := refused.State
+	switch refused.Event {
+	case "approve":
+		return "approval", map[string]any{"PlanID": id, "Missing": []string{notApprovable(st.Status(), st.Run() != RunIdle)}}
+	case "run_phases":
+		if st.Run() != RunIdle {
+			return "already-running", map[string]any{"PlanID": id}
 		}
+		return "approval", map[string]any{"PlanID": id,
+			"Missing": []string{fmt.Sprintf("the plan is %s: phases run only on a plan APPROVED, IMPLEMENTING or AUDITING", st.Status())}}
+	case "cancel":
+		return "no-plan", map[string]any{}
 	}
-	p.Generation++
-	if err := f.Plans.SavePlan(ctx, p); err != nil {
-		return err
+	if st.Run() != RunIdle && st.Status() != StatusClosed {
+		if refused.Event == "close" && st.Run() == RunRunning {
+			return "closed", map[string]any{"PlanID": id, "Refused": true, "Status": st.Status()}
+		}
+		return "already-running", map[string]any{"PlanID": id}
 	}
-	return f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation})
+	return "closed", map[string]any{"PlanID": id, "Refused": true, "Status": st.Status()}
 }
 
 // HandleCheckAction runs a button of the forge check run, for a person
@@ -324,36 +355,32 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 			Msg("button pressed on an older commit of the plan branch ignored")
 		return nil
 	}
+	cause := plan.Cause{Trigger: "button:" + a.DeliveryID, On: p.PR}
 	if phaseID != "" {
-		return f.phaseAction(ctx, gh, p, a.Identifier, "button:"+a.DeliveryID)
+		return f.phaseAction(ctx, gh, p, a.Identifier, cause)
 	}
 	switch a.Identifier {
 	case "approve":
-		_, err := f.tryApprove(ctx, gh, p, a.Author, true)
-		return err
+		return f.tryApprove(ctx, gh, p, a.Author, true, cause)
 	case "revise":
-		if p.Run != RunIdle || (p.Status != StatusReview && p.Status != StatusDraft) {
-			return nil
-		}
-		return f.startRun(ctx, p, ModeRevise, "", "button:"+a.DeliveryID)
+		return f.press(ctx, gh, p, a.Identifier, plan.Revise{Cause: cause})
 	case "cancel":
-		if p.Run == RunRunning {
-			return f.Plans.RequestCancel(ctx, p.ID)
-		}
-		to, err := p.Status.Next(EventClose)
-		if err != nil {
-			return nil
-		}
-		p.Status, p.Run = to, RunIdle
-		if err := f.takeButtonsOff(ctx, gh, p, true); err != nil {
-			return err
-		}
-		if err := f.Plans.SavePlan(ctx, p); err != nil {
-			return err
-		}
-		return f.prReply(ctx, gh, p, "closed", map[string]any{"PlanID": PlanID(p.Number)})
+		return f.press(ctx, gh, p, a.Identifier, plan.Close{Cause: cause})
 	}
 	return nil
+}
+
+// press raises a button's event. A button the plan's state does not take
+// (pressed twice, or shown before the plan moved on) is ignored: the check
+// run already shows where the plan is.
+func (f *Forge) press(ctx context.Context, gh GitHub, p *Plan, button string, ev plan.Event) error {
+	err := f.apply(ctx, gh, p, ev)
+	var refused *plan.RefusedError
+	if errors.As(err, &refused) {
+		zerolog.Ctx(ctx).Info().Str("button", button).Str("plan", PlanID(p.Number)).Err(err).Msg("button ignored")
+		return nil
+	}
+	return err
 }
 
 // HandlePullRequest follows the plan PR to its end: merged or closed →
@@ -368,35 +395,24 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		return err
 	}
 	if a.Action == "synchronize" {
-		return f.humanPush(ctx, p, a)
-	}
-	if a.Action != "closed" {
-		return nil
-	}
-	if p.Run == RunRunning {
-		// The forge stops at the top of its next round, as CANCELLED.
-		if err := f.Plans.RequestCancel(ctx, p.ID); err != nil {
-			return err
-		}
-	} else if p.Status != StatusClosed {
-		p.Status, p.Run = StatusClosed, RunIdle
-		if gh, err := f.Installations.GitHub(ctx, a.InstallationID); err == nil {
-			if err := f.syncLabel(ctx, gh, p); err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
-			if err := f.takeButtonsOff(ctx, gh, p, true); err != nil {
-				return err
-			}
-		}
-		if err := f.Plans.SavePlan(ctx, p); err != nil {
-			return err
-		}
-	}
-	if a.Merged && strings.HasPrefix(a.HeadRef, "plan-") && a.HeadRef == p.Branch {
 		gh, err := f.Installations.GitHub(ctx, a.InstallationID)
 		if err != nil {
 			return err
 		}
+		return f.humanPush(ctx, gh, p, a.After)
+	}
+	if a.Action != "closed" {
+		return nil
+	}
+	gh, err := f.Installations.GitHub(ctx, a.InstallationID)
+	if err != nil {
+		return err
+	}
+	cause := plan.Cause{Trigger: "pr-closed:" + strconv.Itoa(a.PR), On: a.PR}
+	if err := f.apply(ctx, gh, p, plan.Close{Cause: cause, Quiet: true, Merged: a.Merged}); err != nil {
+		return err
+	}
+	if a.Merged && strings.HasPrefix(a.HeadRef, "plan-") && a.HeadRef == p.Branch {
 		if err := gh.DeleteBranch(ctx, a.Repo, p.Branch); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrRejected) {
 			return fmt.Errorf("delete %s: %w", p.Branch, err)
 		}
@@ -407,53 +423,44 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 // humanPush takes in a person's push to the plan branch: Forge builds on
 // the new head from now on; phases made before it are stale; a plan in
 // REVIEW gets a new audit round.
-func (f *Forge) humanPush(ctx context.Context, p *Plan, a PullRequestArgs) error {
-	if a.After == "" || a.After == p.HeadSHA {
+func (f *Forge) humanPush(ctx context.Context, gh GitHub, p *Plan, after string) error {
+	if after == "" || after == p.HeadSHA {
 		return nil
 	}
-	if p.Run == RunRunning {
+	if p.State.Run() == RunRunning {
 		return nil // the running step finds the moved branch when it commits
 	}
-	p.HeadSHA = a.After
-	if p.Phases != nil {
-		p.PhasesStale = true
-	}
-	if p.Status == StatusReview && p.Run == RunIdle {
-		return f.startRun(ctx, p, ModeAudit, "", "push:"+a.After)
-	}
-	return f.Plans.SavePlan(ctx, p)
+	p.HeadSHA = after
+	return f.apply(ctx, gh, p, plan.Push{Cause: plan.Cause{Trigger: "push:" + after, On: p.PR}, SHA: after, HasPhases: p.Phases != nil})
 }
 
 // phaseAction runs a button of a phase's check run: Retry runs the phases
 // again from the failed one, Skip marks it skipped, Cancel stops the run.
-func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action, trigger string) error {
+// A plan closed or cancelled runs nothing.
+func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action string, cause plan.Cause) error {
+	if p.Phases == nil {
+		return nil
+	}
 	switch action {
 	case "retry":
-		if p.Run != RunIdle || p.Phases == nil {
-			return nil
-		}
-		p.RunLimit = MaxPhasesPerRun
-		return f.startRun(ctx, p, ModePhases, "", trigger)
+		return f.press(ctx, gh, p, action, plan.RunPhases{Cause: cause, Limit: MaxPhasesPerRun})
 	case "skip":
-		if p.Run != RunIdle || p.Phases == nil {
+		if p.State.Run() != RunIdle || !phaseable(p.State.Status()) {
+			// The job skips a running phase; a plan past its phases refuses.
+			return f.press(ctx, gh, p, action, plan.Skip{Cause: cause})
+		}
+		ev, ok := skipIdle(p, cause)
+		if !ok {
 			return nil
 		}
-		next, skipped, err := Skip(*p.Phases)
-		if err != nil {
-			return nil
-		}
-		p.Phases = &next
-		if err := f.takeButtonsOff(ctx, gh, p, false); err != nil {
-			return err
-		}
-		if err := f.Plans.SavePlan(ctx, p); err != nil {
-			return err
-		}
-		return f.prReply(ctx, gh, p, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number), "PhaseID": skipped.ID, "Title": skipped.Title, "Was": "failed"})
+		return f.press(ctx, gh, p, action, ev)
 	case "cancel":
-		if p.Run == RunRunning {
-			return f.Plans.RequestCancel(ctx, p.ID)
-		}
+		return f.press(ctx, gh, p, action, plan.Cancel{Cause: cause})
 	}
 	return nil
+}
+
+// phaseable says whether a plan in status may run or skip phases.
+func phaseable(s Status) bool {
+	return s == StatusApproved || s == StatusImplementing || s == StatusAuditing
 }

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/riverqueue/river"
+
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // ChecksArgs is the job for another app's check suite completing on a
@@ -81,15 +83,14 @@ func (f *Forge) HandleChecks(ctx context.Context, a ChecksArgs) error {
 		}
 	}
 	for _, p := range candidates {
-		if !p.Parked || p.Await == nil || p.Await.SHA != a.SHA || p.Run != RunRunning {
+		if !p.State.Parked() || p.State.Await() == nil || p.State.Await().SHA != a.SHA || p.State.Run() != RunRunning {
 			continue
 		}
-		p.Parked = false
-		p.Generation++
-		if err := f.Plans.SavePlan(ctx, p); err != nil {
+		gh, err := f.Installations.GitHub(ctx, p.InstallationID)
+		if err != nil {
 			return err
 		}
-		if err := f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation}); err != nil {
+		if err := f.apply(ctx, gh, p, plan.Wake{}); err != nil {
 			return err
 		}
 	}

@@ -7,20 +7,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
-// HandleCommand answers one command. attempt > 1 means the job ran before,
-// so answers already posted are looked up instead of written twice.
-func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) error {
+// HandleCommand answers one command. Its answers carry a marker, so a job
+// run again finds them instead of writing them twice.
+func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 	gh, err := f.Installations.GitHub(ctx, a.InstallationID)
 	if err != nil {
 		return err
 	}
-	c := &commandCtx{f: f, gh: gh, a: a, retry: attempt > 1}
+	c := &commandCtx{f: f, gh: gh, a: a}
 
 	var cmd Command
 	if a.Label != "" {
@@ -123,8 +125,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs, attempt int) e
 		if p == nil {
 			return c.noPlan(ctx, cmd)
 		}
-		_, err = c.f.tryApprove(ctx, c.gh, p, c.a.Author, true)
-		return err
+		return c.f.tryApprove(ctx, c.gh, p, c.a.Author, true, c.cause())
 	case CommandPhases:
 		return c.phases(ctx, cmd)
 	case CommandRun, CommandRunOne:
@@ -143,7 +144,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 		return err
 	}
 	if p.Phases == nil || cmd.Regenerate {
-		if p.Run != RunIdle {
+		if p.State.Run() != RunIdle {
 			return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(p.Number)})
 		}
 		ws, err := c.f.Installations.Workspace(ctx, p.InstallationID)
@@ -162,7 +163,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 		if err != nil {
 			return err
 		}
-		plan, err := ws.ReadFile(ctx, p.Repo, head, p.PlanPath)
+		text, err := ws.ReadFile(ctx, p.Repo, head, p.PlanPath)
 		if nr, ok := unsafeFile(err); ok {
 			return c.reply(ctx, "unsafe-file", map[string]any{
 				"PlanID": PlanID(p.Number), "Step": "making the phases", "Path": nr.Path, "Kind": nr.Kind,
@@ -171,7 +172,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 		if err != nil {
 			return fmt.Errorf("read the plan file: %w", err)
 		}
-		ph := DecomposePlan(PlanID(p.Number), p.PlanPath, string(plan), cfg.Phases.MaxContextFiles)
+		ph := DecomposePlan(PlanID(p.Number), p.PlanPath, string(text), cfg.Phases.MaxContextFiles)
 		day := c.f.now().UTC().Format("2006-01-02")
 		ph.Created, ph.Updated = day, day
 		sha, err := c.gh.CommitFiles(ctx, p.Repo, p.Branch, head, PlanID(p.Number)+": phases",
@@ -179,8 +180,8 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 		if err != nil {
 			return fmt.Errorf("commit the phases file: %w", err)
 		}
-		p.Phases, p.HeadSHA, p.PhasesStale = &ph, sha, false
-		if err := c.f.Plans.SavePlan(ctx, p); err != nil {
+		p.Phases, p.HeadSHA = &ph, sha
+		if err := c.apply(ctx, p, plan.PhasesMade{Cause: c.cause()}); err != nil {
 			return err
 		}
 	}
@@ -192,51 +193,53 @@ func (c *commandCtx) runPhases(ctx context.Context, cmd Command) error {
 	if p == nil {
 		return err
 	}
-	if p.Run != RunIdle {
-		return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(p.Number)})
-	}
-	if p.Status != StatusApproved && p.Status != StatusImplementing && p.Status != StatusAuditing {
-		return c.reply(ctx, "approval", map[string]any{"PlanID": PlanID(p.Number),
-			"Missing": []string{fmt.Sprintf("the plan is %s: phases run once it is APPROVED", p.Status)}})
-	}
-	p.RunLimit = MaxPhasesPerRun
+	limit := MaxPhasesPerRun
 	if cmd.Kind == CommandRunOne {
-		p.RunLimit = 1
+		limit = 1
 	}
-	return c.f.startRun(ctx, p, ModePhases, "", c.trigger())
+	return c.apply(ctx, p, plan.RunPhases{Cause: c.cause(), Limit: limit})
 }
 
+// skip skips the phase that failed, waits or runs: an idle plan's phase is
+// skipped here, a running one's by its job on request.
 func (c *commandCtx) skip(ctx context.Context, cmd Command) error {
 	p, err := c.planOrAnswer(ctx, cmd)
 	if p == nil {
 		return err
 	}
-	if p.Phases == nil || p.Run == RunRunning {
+	if p.Phases == nil {
 		return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number)})
 	}
+	if p.State.Run() != RunIdle || !phaseable(p.State.Status()) {
+		// The job skips a running phase; a plan past its phases refuses.
+		return c.apply(ctx, p, plan.Skip{Cause: c.cause()})
+	}
+	ev, ok := skipIdle(p, c.cause())
+	if !ok {
+		return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number)})
+	}
+	return c.apply(ctx, p, ev)
+}
+
+// skipIdle skips the next phase of a plan no job runs, in its phases, and
+// returns the event that records it; false when no phase is left to skip.
+func skipIdle(p *Plan, cause plan.Cause) (plan.Skip, bool) {
 	next, skipped, err := Skip(*p.Phases)
 	if err != nil {
-		return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number)})
+		return plan.Skip{}, false
 	}
 	was := "in progress"
 	if old, ok := p.Phases.Find(skipped.ID); ok && old.Status == PhaseFailed {
 		was = "failed"
 	}
 	p.Phases = &next
-	if err := c.f.takeButtonsOff(ctx, c.gh, p, false); err != nil {
-		return err
-	}
-	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
-		return err
-	}
-	return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number), "PhaseID": skipped.ID, "Title": skipped.Title, "Was": was})
+	return plan.Skip{Cause: cause, PhaseID: skipped.ID, Title: skipped.Title, Was: was}, true
 }
 
 type commandCtx struct {
-	f     *Forge
-	gh    GitHub
-	a     CommandArgs
-	retry bool
+	f  *Forge
+	gh GitHub
+	a  CommandArgs
 }
 
 // reply answers the command in a comment on its issue or PR. The answer
@@ -246,17 +249,8 @@ func (c *commandCtx) reply(ctx context.Context, tmpl string, data any) error {
 	if err != nil {
 		return err
 	}
-	marker := fmt.Sprintf("<!-- forge:reply:%s -->", c.replyKey())
-	if c.retry {
-		found, err := c.hasComment(ctx, marker)
-		if err != nil || found {
-			return err
-		}
-	}
-	if _, err := c.gh.CreateComment(ctx, c.a.Repo, c.a.IssueNumber, marker+"\n"+body); err != nil {
-		return fmt.Errorf("answer command on %s#%d: %w", c.a.Repo, c.a.IssueNumber, err)
-	}
-	return nil
+	_, err = c.f.comment(ctx, c.gh, c.a.Repo, c.a.IssueNumber, Marker(0, "reply", c.replyKey()), body)
+	return err
 }
 
 func (c *commandCtx) replyKey() string {
@@ -266,17 +260,21 @@ func (c *commandCtx) replyKey() string {
 	return "delivery-" + c.a.DeliveryID
 }
 
-func (c *commandCtx) hasComment(ctx context.Context, marker string) (bool, error) {
-	comments, err := c.gh.ListComments(ctx, c.a.Repo, c.a.IssueNumber)
-	if err != nil {
-		return false, fmt.Errorf("list comments of %s#%d: %w", c.a.Repo, c.a.IssueNumber, err)
+// cause is the command as the plan's events carry it.
+func (c *commandCtx) cause() plan.Cause {
+	return plan.Cause{Trigger: c.trigger(), On: c.a.IssueNumber}
+}
+
+// apply raises ev on p and answers a refusal: what the plan's state does
+// not allow is told to the person who asked.
+func (c *commandCtx) apply(ctx context.Context, p *Plan, ev plan.Event) error {
+	err := c.f.apply(ctx, c.gh, p, ev)
+	var refused *plan.RefusedError
+	if errors.As(err, &refused) {
+		tmpl, data := refusal(p, refused)
+		return c.reply(ctx, tmpl, data)
 	}
-	for _, cm := range comments {
-		if cm.AuthorBot && HasMarker(cm.Body, marker) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return err
 }
 
 func (c *commandCtx) help(ctx context.Context) error {
@@ -302,7 +300,7 @@ func (c *commandCtx) start(ctx context.Context, cmd Command, cfg RepoConfig) err
 	if title == "" {
 		return c.reply(ctx, "usage-error", map[string]any{"Problem": "A description is needed", "Usage": cmd.Kind.Usage()})
 	}
-	if existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber); err == nil && existing.Run != RunIdle {
+	if existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber); err == nil && existing.State.Run() != RunIdle {
 		if existing.Trigger == c.trigger() {
 			return nil // this very command, run again
 		}
@@ -315,24 +313,18 @@ func (c *commandCtx) start(ctx context.Context, cmd Command, cfg RepoConfig) err
 	p := &Plan{
 		InstallationID: a.InstallationID, Repo: a.Repo, Title: title,
 		Description: cmd.Description, Context: cmd.Context, Issue: a.IssueNumber,
-		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge,
-		Status: StatusDraft, Run: RunRunning, Mode: ModeForge, DefaultBranch: a.DefaultBranch,
+		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge, DefaultBranch: a.DefaultBranch,
 		Slug: Slug(title),
 	}
-	if !forge {
-		p.Mode = ModePlan
-	}
-	limit, running := cfg.Limits.MaxConcurrentRuns, 0
+	ev := plan.Create{Cause: c.cause(), Forge: forge, Limit: cfg.Limits.MaxConcurrentRuns}
 	if forge {
 		n, err := f.Plans.CountRunning(ctx, a.InstallationID)
 		if err != nil {
 			return err
 		}
-		if running = n; n >= limit {
-			p.Run = RunQueued
-		}
+		ev.Running, ev.Queued = n, n >= ev.Limit
 	}
-	created, err := f.Plans.CreatePlan(ctx, p)
+	err := f.create(ctx, c.gh, p, ev)
 	if errors.Is(err, ErrForgeRunning) {
 		existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber)
 		if err != nil {
@@ -342,19 +334,6 @@ func (c *commandCtx) start(ctx context.Context, cmd Command, cfg RepoConfig) err
 	}
 	if err != nil {
 		return fmt.Errorf("create plan for %s#%d: %w", a.Repo, a.IssueNumber, err)
-	}
-	if p.Run == RunQueued {
-		if !created && !c.retry {
-			return nil
-		}
-		return c.reply(ctx, "queued", map[string]any{
-			"Marker": Marker(p.Number, "queued"), "PlanID": PlanID(p.Number), "Running": running, "Limit": limit,
-		})
-	}
-	if created || c.retry {
-		if err := f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation}); err != nil {
-			return fmt.Errorf("enqueue forge of %s: %w", PlanID(p.Number), err)
-		}
 	}
 	return nil
 }
@@ -431,10 +410,10 @@ func (c *commandCtx) status(ctx context.Context, cmd Command) error {
 		return c.reply(ctx, "no-plan", map[string]any{"Hint": "Start one with `/forge <description>` on an issue."})
 	}
 	v := map[string]any{
-		"PlanID": PlanID(p.Number), "Title": p.Title, "Status": p.Status, "Queued": p.Run == RunQueued,
+		"PlanID": PlanID(p.Number), "Title": p.Title, "Status": p.State.Status(), "Queued": p.State.Run() == RunQueued,
 		"Running": "", "PRURL": "", "Round": 0, "LastVerdict": "", "Error": p.Error,
 	}
-	if p.Run == RunRunning {
+	if p.State.Run() == RunRunning {
 		v["Running"] = runningWhat(p)
 	}
 	if p.PR != 0 {
@@ -448,18 +427,96 @@ func (c *commandCtx) status(ctx context.Context, cmd Command) error {
 		v["Round"] = p.Audits[n-1].Round
 		v["LastVerdict"] = p.Audits[n-1].Verdict.String()
 	}
+	if p.Phases != nil {
+		v["Checklist"] = Checklist(*p.Phases)
+	}
+	if obj := c.objective(ctx, p); obj != p.Title {
+		v["Objective"] = obj // a title said twice would be noise
+	}
 	return c.reply(ctx, "status", v)
 }
 
+// objective is the plan's objective as its file states it, or its title
+// when the file cannot be read (no branch yet, a file gone).
+func (c *commandCtx) objective(ctx context.Context, p *Plan) string {
+	if p.PlanPath == "" || p.HeadSHA == "" {
+		return p.Title
+	}
+	ws, err := c.f.Installations.Workspace(ctx, p.InstallationID)
+	if err != nil {
+		return p.Title
+	}
+	text, err := ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath)
+	if err != nil {
+		return p.Title
+	}
+	return planObjective(string(text), p.Title)
+}
+
+// planObjective is the first paragraph of the plan's Objective (or
+// Summary) section on one line, title when it has neither.
+func planObjective(text, title string) string {
+	const most = 300
+	for _, heading := range []string{"objective", "summary"} {
+		var para []string
+		in := false
+		for _, line := range strings.Split(text, "\n") {
+			t := strings.TrimSpace(line)
+			if strings.HasPrefix(t, "#") {
+				if in {
+					break
+				}
+				in = strings.EqualFold(strings.TrimSpace(strings.TrimLeft(t, "#")), heading)
+				continue
+			}
+			if !in {
+				continue
+			}
+			if t == "" && len(para) > 0 {
+				break
+			}
+			if t != "" {
+				para = append(para, t)
+			}
+		}
+		if len(para) > 0 {
+			obj := oneLine(strings.Join(para, " "))
+			if utf8.RuneCountInString(obj) > most {
+				obj = string([]rune(obj)[:most]) + "…"
+			}
+			return obj
+		}
+	}
+	return title
+}
+
+// runningWhat says what the running job does now: during phases, the
+// phase it runs or whose checks it waits for.
 func runningWhat(p *Plan) string {
 	switch {
-	case p.Mode == ModePlan:
+	case p.State.Mode() == ModePlan:
 		return "creating the plan"
-	case p.Step < StepDrafted && p.Mode == ModeForge:
+	case p.State.Step() < StepDrafted && p.State.Mode() == ModeForge:
 		return "drafting"
+	case p.State.Mode() == ModePhases:
+		return phaseWhat(p)
 	default:
 		return fmt.Sprintf("audit round %d", p.Round-p.RunStartRound+1)
 	}
+}
+
+func phaseWhat(p *Plan) string {
+	if a := p.State.Await(); a != nil {
+		return fmt.Sprintf("%s waits for the checks on %s", a.PhaseID, shortSHA(a.SHA))
+	}
+	if p.Phases != nil {
+		for _, ph := range p.Phases.Phases {
+			if ph.Status == PhaseInProgress {
+				return fmt.Sprintf("%s (%s)", ph.ID, ph.Title)
+			}
+		}
+	}
+	return "the phases"
 }
 
 func (c *commandCtx) cancel(ctx context.Context, cmd Command) error {
@@ -467,36 +524,10 @@ func (c *commandCtx) cancel(ctx context.Context, cmd Command) error {
 	if err != nil {
 		return err
 	}
-	if p == nil || p.Run == RunIdle {
+	if p == nil || p.State.Run() == RunIdle {
 		return c.reply(ctx, "no-plan", map[string]any{})
 	}
-	if p.Run == RunQueued {
-		to, err := p.Status.Next(EventCancel)
-		if err != nil {
-			return c.reply(ctx, "no-plan", map[string]any{})
-		}
-		p.Status, p.Run = to, RunIdle
-		if err := c.f.Plans.SavePlan(ctx, p); err != nil {
-			return err
-		}
-		return c.reply(ctx, "cancel", map[string]any{"Queued": true, "PlanID": PlanID(p.Number)})
-	}
-	if p.Parked && p.Await != nil && p.Phases != nil {
-		// No job runs while a phase waits for its checks: stop it here.
-		if ph, ok := p.Phases.Find(p.Await.PhaseID); ok {
-			ph.Status, ph.Error = PhaseFailed, "cancelled by /forge cancel"
-		}
-		p.FailedParent = p.Await.Parent
-		p.Await, p.Parked, p.Run = nil, false, RunIdle
-		if err := c.f.Plans.SavePlan(ctx, p); err != nil {
-			return err
-		}
-		return c.reply(ctx, "cancel", map[string]any{"PlanID": PlanID(p.Number)})
-	}
-	if err := c.f.Plans.RequestCancel(ctx, p.ID); err != nil {
-		return err
-	}
-	return c.reply(ctx, "cancel", map[string]any{"PlanID": PlanID(p.Number)})
+	return c.apply(ctx, p, plan.Cancel{Cause: c.cause()})
 }
 
 func (c *commandCtx) close(ctx context.Context, cmd Command) error {
@@ -507,24 +538,7 @@ func (c *commandCtx) close(ctx context.Context, cmd Command) error {
 	if p == nil {
 		return c.noPlan(ctx, cmd)
 	}
-	if p.Status == StatusClosed {
-		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number)})
-	}
-	if p.Run == RunRunning || p.Status == StatusImplementing {
-		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number), "Refused": true, "Status": p.Status})
-	}
-	to, err := p.Status.Next(EventClose)
-	if err != nil {
-		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number), "Refused": true, "Status": p.Status})
-	}
-	p.Status, p.Run = to, RunIdle
-	if err := c.f.takeButtonsOff(ctx, c.gh, p, true); err != nil {
-		return err
-	}
-	if err := c.f.Plans.SavePlan(ctx, p); err != nil {
-		return err
-	}
-	return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number)})
+	return c.apply(ctx, p, plan.Close{Cause: c.cause()})
 }
 
 // rerun starts a revision or a standalone audit on an idle plan.
@@ -536,22 +550,11 @@ func (c *commandCtx) rerun(ctx context.Context, cmd Command) error {
 	if p == nil {
 		return c.noPlan(ctx, cmd)
 	}
-	if p.Run != RunIdle {
-		if p.Trigger == c.trigger() {
-			return nil
-		}
-		return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(p.Number)})
-	}
-	switch p.Status {
-	case StatusDraft, StatusReview:
-	default:
-		return c.reply(ctx, "closed", map[string]any{"PlanID": PlanID(p.Number), "Refused": true, "Status": p.Status})
-	}
-	mode := ModeAudit
+	var ev plan.Event = plan.Audit{Cause: c.cause()}
 	if cmd.Kind == CommandRevise {
-		mode = ModeRevise
+		ev = plan.Revise{Cause: c.cause(), Notes: cmd.Notes}
 	}
-	return c.f.startRun(ctx, p, mode, cmd.Notes, c.trigger())
+	return c.apply(ctx, p, ev)
 }
 
 // ErrForgeRunning is CreatePlan's answer when the issue already has a

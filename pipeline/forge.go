@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -119,7 +120,7 @@ type CommandWorker struct {
 
 func (w *CommandWorker) Work(ctx context.Context, job *river.Job[CommandArgs]) error {
 	a := job.Args
-	err := w.Forge.HandleCommand(ctx, a, job.Attempt)
+	err := w.Forge.HandleCommand(ctx, a)
 	what := "the command"
 	if a.Label != "" {
 		what = "the label " + a.Label
@@ -249,14 +250,14 @@ func (f *Forge) reportGaveUp(ctx context.Context, job *rivertype.JobRow, t failu
 	if err != nil {
 		return err
 	}
+	marker := Marker(0, "job", job.ID, "gave-up")
 	body, err := templates.Text("job-failed", map[string]any{
-		"Marker": fmt.Sprintf("<!-- forge:job:%d:gave-up -->", job.ID), "What": t.What,
-		"Attempts": job.Attempt, "Error": jobErr.Error(),
+		"Marker": marker, "What": t.What, "Attempts": job.Attempt, "Error": jobErr.Error(),
 	})
 	if err != nil {
 		return err
 	}
-	_, err = gh.CreateComment(ctx, t.Repo, number, body)
+	_, err = f.comment(ctx, gh, t.Repo, number, marker, body)
 	return err
 }
 
@@ -284,8 +285,14 @@ func (f *Forge) Reconcile(ctx context.Context) error {
 	}
 	for _, p := range orphans {
 		zerolog.Ctx(ctx).Info().Int64("plan", p.ID).Int("generation", p.Generation).Msg("resuming orphaned forge")
-		if err := f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation}); err != nil {
-			return fmt.Errorf("enqueue orphaned forge %d: %w", p.ID, err)
+		gh, err := f.Installations.GitHub(ctx, p.InstallationID)
+		if err != nil {
+			return err
+		}
+		// No job holds an orphan: Reconcile acts for the one that died.
+		x := &executor{f: f, gh: gh, p: p, owner: true}
+		if err := f.transition(ctx, x, plan.Adopt{}); err != nil {
+			return fmt.Errorf("resume orphaned forge %d: %w", p.ID, err)
 		}
 	}
 	insts, err := f.Plans.InstallationsWithQueued(ctx)
@@ -319,13 +326,12 @@ func (f *Forge) startQueued(ctx context.Context, installationID int64, limit int
 		if n >= lim {
 			return nil
 		}
-		p.Run = RunRunning
-		p.Generation++
-		if err := f.Plans.SavePlan(ctx, p); err != nil {
+		gh, err := f.Installations.GitHub(ctx, installationID)
+		if err != nil {
 			return err
 		}
-		if err := f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation}); err != nil {
-			return err
+		if err := f.apply(ctx, gh, p, plan.Promote{}); err != nil {
+			return fmt.Errorf("start queued %s: %w", PlanID(p.Number), err)
 		}
 	}
 }

@@ -81,7 +81,7 @@ var gatePassing = map[string]bool{"success": true, "neutral": true, "skipped": t
 func EvaluateGate(in GateInput) GateResult {
 	var res GateResult
 	if in.Status != StatusReview {
-		res.Missing = append(res.Missing, fmt.Sprintf("the plan is %s: only a plan in REVIEW can be approved", in.Status))
+		res.Missing = append(res.Missing, notApprovable(in.Status, false))
 	}
 
 	minPerm := in.Config.MinPermission
@@ -233,4 +233,13 @@ func gateShort(sha string) string {
 		return sha[:7]
 	}
 	return sha
+}
+
+// notApprovable says why a plan cannot be approved now: the one wording
+// for the gate, the /forge approve command and the Approve button.
+func notApprovable(status Status, running bool) string {
+	if running {
+		return fmt.Sprintf("the plan is %s and a run is going on it: only a plan in REVIEW with nothing running can be approved", status)
+	}
+	return fmt.Sprintf("the plan is %s: only a plan in REVIEW with nothing running can be approved", status)
 }

@@ -43,7 +43,7 @@ func TestEvaluateGate(t *testing.T) {
 		{
 			name:     "wrong status",
 			in:       GateInput{Status: StatusDraft, Reviews: []GateReview{review("alice", "APPROVED", 1)}},
-			missing:  []string{"the plan is DRAFT: only a plan in REVIEW can be approved"},
+			missing:  []string{"the plan is DRAFT: only a plan in REVIEW with nothing running can be approved"},
 			approved: false, approvers: []string{"alice"},
 		},
 		{

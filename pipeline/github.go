@@ -67,7 +67,6 @@ type GitHub interface {
 	MarkReadyForReview(ctx context.Context, repo Repo, nodeID string) error
 	// Compare is the diff of head against base, file by file.
 	Compare(ctx context.Context, repo Repo, base, head string) ([]DiffFile, error)
-	ClosePullRequest(ctx context.Context, repo Repo, number int) error
 	ListReviews(ctx context.Context, repo Repo, pr int) ([]Review, error)
 	CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error)
 	// MinimizeComment hides a comment as outdated (GraphQL).

@@ -9,7 +9,7 @@ import (
 // syncLabel puts the plan's forge:<status> label on its pull request,
 // replacing the one it had, and records it (the caller saves the plan).
 func (f *Forge) syncLabel(ctx context.Context, gh GitHub, p *Plan) error {
-	want := "forge:" + strings.ToLower(string(p.Status))
+	want := "forge:" + strings.ToLower(string(p.State.Status()))
 	if p.PR == 0 || p.Label == want {
 		return nil
 	}

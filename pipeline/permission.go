@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -51,21 +50,12 @@ func (f *Forge) permissionFloor(repo Repo) string {
 // once per issue or pull request (a command, a label, a button): pressing
 // or commenting again makes no more noise.
 func (f *Forge) refuseOnce(ctx context.Context, gh GitHub, repo Repo, number int, user, need string) error {
-	marker := fmt.Sprintf("<!-- forge:refusal:%s -->", strings.ToLower(user))
-	comments, err := gh.ListComments(ctx, repo, number)
-	if err != nil {
-		return fmt.Errorf("list comments of %s#%d: %w", repo, number, err)
-	}
-	for _, c := range comments {
-		if c.AuthorBot && HasMarker(c.Body, marker) {
-			return nil
-		}
-	}
+	marker := Marker(0, "refusal", strings.ToLower(user))
 	body, err := templates.Text("refusal", map[string]any{"Marker": marker, "User": user, "Need": need})
 	if err != nil {
 		return err
 	}
-	_, err = gh.CreateComment(ctx, repo, number, body)
+	_, err = f.comment(ctx, gh, repo, number, marker, body)
 	return err
 }
 

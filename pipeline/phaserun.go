@@ -34,15 +34,15 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.generatePhases(ctx, string(plan)); err != nil {
 			return err
 		}
-	} else if p.PhasesStale || Stale(*p.Phases, string(plan)) {
+	} else if p.State.PhasesStale() || Stale(*p.Phases, string(plan)) {
 		p.Run = RunIdle
 		if err := r.save(ctx); err != nil {
 			return err
 		}
 		return r.prText(ctx, "phase-stopped", map[string]any{"Stale": true})
 	}
-	if p.Status == StatusApproved {
-		p.Status, _ = p.Status.Next(EventRunPhases)
+	if p.State.Status() == StatusApproved {
+		p.Status, _ = p.State.Status().Next(EventRunPhases)
 		if err := r.save(ctx); err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func (r *run) runPhases(ctx context.Context) error {
 	if err := r.label(ctx); err != nil {
 		return err
 	}
-	if p.Parked {
+	if p.State.Parked() {
 		p.Parked = false
 		if err := r.save(ctx); err != nil {
 			return err
@@ -68,7 +68,7 @@ func (r *run) runPhases(ctx context.Context) error {
 	// The cap counts the phases of this run, resumed or not.
 	limit := CapRun(r.cfg.Phases.MaxRun, p.RunLimit)
 	for {
-		if p.Await != nil {
+		if p.State.Await() != nil {
 			state, err := r.awaitChecks(ctx)
 			if err != nil || state != checksPassed {
 				return err
@@ -99,8 +99,8 @@ func (r *run) runPhases(ctx context.Context) error {
 		// A retry tells the agent why the last attempt failed.
 		r.prevError = ph.Error
 		ph.Status, ph.Error = PhaseInProgress, ""
-		if ph.Kind == PhaseAudit && p.Status == StatusImplementing {
-			p.Status, _ = p.Status.Next(EventPhasesDone)
+		if ph.Kind == PhaseAudit && p.State.Status() == StatusImplementing {
+			p.Status, _ = p.State.Status().Next(EventPhasesDone)
 			if err := r.label(ctx); err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ func (r *run) runPhases(ctx context.Context) error {
 				"Done": done, "Total": len(p.Phases.Phases)})
 		}
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))
-		if p.Await == nil {
+		if p.State.Await() == nil {
 			ph.Status = PhaseDone
 			p.PhasesRun++
 		}
@@ -301,12 +301,12 @@ func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error)
 func (r *run) refusal(err error, phaseID string) (string, map[string]any, bool) {
 	p := r.p
 	retry := "/forge revise"
-	if p.Mode == ModePhases {
+	if p.State.Mode() == ModePhases {
 		retry = "/forge run"
 	}
 	data := map[string]any{
 		"PlanID": PlanID(p.Number), "Step": r.doing, "Branch": p.Branch, "Retry": retry,
-		"Phases": p.Mode == ModePhases, "Status": p.Status, "PhaseID": phaseID,
+		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(), "PhaseID": phaseID,
 	}
 	var secret *SecretError
 	var conflict *MergeConflictError
@@ -396,7 +396,7 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	if c.Summary == "" {
 		c.Summary = ph.Title
 	}
-	if err == nil && p.Await != nil {
+	if err == nil && p.State.Await() != nil {
 		// The phase's checks decide: its check run stays open until then.
 		c.Status, c.Conclusion, c.Summary = "in_progress", "", "Waiting for the other checks on this commit."
 	}
@@ -404,8 +404,8 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	if cerr != nil {
 		r.log.Warn().Err(cerr).Msg("create phase check run")
 	}
-	if err == nil && p.Await != nil {
-		p.Await.CheckRunID = id
+	if err == nil && p.State.Await() != nil {
+		p.State.Await().CheckRunID = id
 	}
 	if err != nil && id != 0 {
 		p.PhaseButtonsRun = id
@@ -588,7 +588,7 @@ const (
 // phases.checks_timeout fails the phase with what was still pending.
 func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	p := r.p
-	w := p.Await
+	w := p.State.Await()
 	ph, ok := p.Phases.Find(w.PhaseID)
 	if !ok {
 		p.Await = nil
@@ -898,9 +898,9 @@ func (r *run) done(ctx context.Context) error {
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases complete", final); err != nil {
 		return err
 	}
-	if to, err := p.Status.Next(EventAuditDone); err == nil {
+	if to, err := p.State.Status().Next(EventAuditDone); err == nil {
 		p.Status = to
-	} else if p.Status == StatusImplementing {
+	} else if p.State.Status() == StatusImplementing {
 		p.Status = StatusDone
 	}
 	p.Run = RunIdle

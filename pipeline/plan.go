@@ -8,81 +8,51 @@ import (
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
-// Status is a plan's place in its lifecycle (DESIGN §4).
-type Status string
+// The lifecycle's types live in package plan, which alone moves a plan
+// from one state to another; the pipeline names them as it always has.
+type (
+	Status    = plan.Status
+	RunState  = plan.RunState
+	RunMode   = plan.Mode
+	Step      = plan.Step
+	CheckWait = plan.Await
+)
 
 const (
-	StatusDraft        Status = "DRAFT"
-	StatusReview       Status = "REVIEW"
-	StatusApproved     Status = "APPROVED"
-	StatusImplementing Status = "IMPLEMENTING"
-	StatusAuditing     Status = "AUDITING"
-	StatusDone         Status = "DONE"
-	StatusClosed       Status = "CLOSED"
-	StatusCancelled    Status = "CANCELLED"
+	StatusDraft        = plan.Draft
+	StatusReview       = plan.Review
+	StatusApproved     = plan.Approved
+	StatusImplementing = plan.Implementing
+	StatusAuditing     = plan.Auditing
+	StatusDone         = plan.Done
+	StatusClosed       = plan.Closed
+	StatusCancelled    = plan.Cancelled
+
+	RunIdle    = plan.Idle
+	RunQueued  = plan.Queued
+	RunRunning = plan.Running
+
+	ModeForge  = plan.ModeForge
+	ModeRevise = plan.ModeRevise
+	ModeAudit  = plan.ModeAudit
+	ModePlan   = plan.ModePlan
+	ModePhases = plan.ModePhases
+
+	StepNew      = plan.StepNew
+	StepBranch   = plan.StepBranch
+	StepFile     = plan.StepFile
+	StepPR       = plan.StepPR
+	StepDrafted  = plan.StepDrafted
+	StepRounds   = plan.StepRounds
+	StepFinished = plan.StepFinished
 )
-
-// Event is what moves a plan from one status to another.
-type Event string
-
-const (
-	EventForgeDone   Event = "forge_done"   // audit passed or cap reached
-	EventForgeError  Event = "forge_error"  // back to DRAFT, work kept
-	EventCancel      Event = "cancel"       // /forge cancel during a forge
-	EventApprove     Event = "approve"      // gate passed, /forge approve, button, auto-implement
-	EventRevise      Event = "revise"       // a revision starts again from REVIEW
-	EventRunPhases   Event = "run_phases"   // phase runner starts
-	EventPhasesDone  Event = "phases_done"  // every implement phase terminal
-	EventAuditDone   Event = "audit_done"   // post-implementation audit passed
-	EventClose       Event = "close"        // /forge close, PR merged or closed
-	EventHumanChange Event = "human_change" // a person edited the plan: back to REVIEW
-)
-
-// transitions is the lifecycle, as one table: from → event → to.
-var transitions = map[Status]map[Event]Status{
-	StatusDraft: {
-		EventForgeDone: StatusReview, EventForgeError: StatusDraft, EventCancel: StatusCancelled,
-		EventApprove: StatusApproved, EventClose: StatusClosed,
-	},
-	StatusReview: {
-		EventApprove: StatusApproved, EventRevise: StatusDraft, EventClose: StatusClosed,
-		EventCancel: StatusCancelled, EventHumanChange: StatusReview,
-	},
-	StatusApproved: {
-		EventRunPhases: StatusImplementing, EventClose: StatusClosed, EventRevise: StatusDraft,
-		EventHumanChange: StatusReview,
-	},
-	StatusImplementing: {
-		EventPhasesDone: StatusAuditing,
-	},
-	StatusAuditing: {
-		EventAuditDone: StatusDone, EventRunPhases: StatusImplementing,
-	},
-	StatusDone:      {EventClose: StatusClosed},
-	StatusCancelled: {EventClose: StatusClosed},
-}
-
-// Next is the status after ev, or an error when ev cannot happen now.
-func (s Status) Next(ev Event) (Status, error) {
-	if to, ok := transitions[s][ev]; ok {
-		return to, nil
-	}
-	return s, fmt.Errorf("plan is %s: %s is not possible now", s, strings.ReplaceAll(string(ev), "_", " "))
-}
-
-// Active reports whether a forge or a phase run may still be working on it.
-func (s Status) Active() bool {
-	switch s {
-	case StatusDone, StatusClosed, StatusCancelled:
-		return false
-	}
-	return true
-}
 
 // PlanID formats a plan number as plan-NNN.
-func PlanID(n int) string { return fmt.Sprintf("plan-%03d", n) }
+func PlanID(n int) string { return plan.PlanID(n) }
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
 
@@ -125,9 +95,14 @@ func PhasesFile(plansDir string, n int) string {
 }
 
 // Marker is the hidden tag on everything Forge writes, so a retried step
-// finds what it already wrote: <!-- forge:plan-017:audit:2 -->.
+// finds what it already wrote: <!-- forge:plan-017:audit:2 -->. Every
+// marker is built here. n 0 is for what concerns no plan (an answer to a
+// command on an issue without one): <!-- forge:reply:comment-5 -->.
 func Marker(n int, kind string, parts ...any) string {
-	s := "forge:" + PlanID(n) + ":" + kind
+	s := "forge:" + kind
+	if n != 0 {
+		s = "forge:" + PlanID(n) + ":" + kind
+	}
 	for _, p := range parts {
 		s += fmt.Sprintf(":%v", p)
 	}

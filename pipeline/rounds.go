@@ -19,14 +19,14 @@ import (
 func (r *run) rounds(ctx context.Context) error {
 	p := r.p
 	max := r.cfg.MaxAuditRounds
-	if p.Mode == ModeAudit {
+	if p.State.Mode() == ModeAudit {
 		max = 1
 	}
-	if p.Step == StepFinished {
+	if p.State.Step() == StepFinished {
 		return r.complete(ctx, p.CapReached) // resumed while completing
 	}
 	for {
-		if p.ReviseNext {
+		if p.State.ReviseNext() {
 			last := p.Audits[len(p.Audits)-1]
 			r.doing = fmt.Sprintf("revising after audit round %d", last.Round)
 			if err := r.progress(ctx, fmt.Sprintf("Forging %s... Audit round %d found blocking concerns. Revising...",
@@ -72,11 +72,11 @@ func (r *run) rounds(ctx context.Context) error {
 		p.Round, p.Pending = round.Round, nil
 		// The revision is recorded as due in the same save, so a run that
 		// dies now revises when it resumes rather than auditing again.
-		p.ReviseNext = round.Loop && p.Mode != ModeAudit
+		p.ReviseNext = round.Loop && p.State.Mode() != ModeAudit
 		if err := r.save(ctx); err != nil {
 			return err
 		}
-		if !p.ReviseNext {
+		if !p.State.ReviseNext() {
 			return r.complete(ctx, false)
 		}
 	}
@@ -212,7 +212,7 @@ func (r *run) createReview(ctx context.Context, commitID string, inline []Review
 }
 
 func (r *run) roundsOfRun() int {
-	if r.p.Mode == ModeAudit {
+	if r.p.State.Mode() == ModeAudit {
 		return 1
 	}
 	return r.cfg.MaxAuditRounds
@@ -224,7 +224,7 @@ func (r *run) roundsOfRun() int {
 func (r *run) complete(ctx context.Context, capReached bool) error {
 	p := r.p
 	r.doing = "completing the forge"
-	if p.Step != StepFinished {
+	if p.State.Step() != StepFinished {
 		p.Step, p.CapReached = StepFinished, capReached
 		if err := r.save(ctx); err != nil {
 			return err
@@ -234,8 +234,8 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	if n := len(p.Audits); n > 0 {
 		last = p.Audits[n-1]
 	}
-	if p.Mode != ModeAudit || p.Status == StatusDraft {
-		to, err := p.Status.Next(EventForgeDone)
+	if p.State.Mode() != ModeAudit || p.State.Status() == StatusDraft {
+		to, err := p.State.Status().Next(EventForgeDone)
 		if err == nil {
 			p.Status = to
 		}
@@ -264,7 +264,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		return err
 	}
 	if auto {
-		to, err := p.Status.Next(EventApprove)
+		to, err := p.State.Status().Next(EventApprove)
 		if err == nil {
 			p.Status = to
 		}
@@ -329,7 +329,7 @@ func completionLine(p *Plan, capReached bool) string {
 	if capReached {
 		return fmt.Sprintf("Forge finished %s: round cap reached, review needed.", PlanID(p.Number))
 	}
-	return fmt.Sprintf("Forge finished %s: %s.", PlanID(p.Number), p.Status)
+	return fmt.Sprintf("Forge finished %s: %s.", PlanID(p.Number), p.State.Status())
 }
 
 // autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
@@ -341,7 +341,7 @@ func (r *run) autoImplement(ctx context.Context, last AuditRound, capReached boo
 	if !r.cfg.AutoImplement {
 		reasons = append(reasons, "auto_implement is off for this repository")
 	}
-	if p.Mode != ModeForge && p.Mode != ModeRevise {
+	if p.State.Mode() != ModeForge && p.State.Mode() != ModeRevise {
 		reasons = append(reasons, "this was a standalone audit")
 	}
 	if capReached {
@@ -397,7 +397,7 @@ func (r *run) autoImplement(ctx context.Context, last AuditRound, capReached boo
 func (r *run) cancelled(ctx context.Context) error {
 	p := r.p
 	r.doing = "cancelling"
-	to, err := p.Status.Next(EventCancel)
+	to, err := p.State.Status().Next(EventCancel)
 	if err != nil {
 		to = StatusCancelled
 	}
@@ -449,7 +449,7 @@ func (r *run) finish(ctx context.Context, err error) error {
 		return err // River retries; the next attempt resumes from the saved step
 	}
 	r.log.Error().Err(err).Str("doing", r.doing).Msg("forge failed")
-	if p.Mode != ModePhases {
+	if p.State.Mode() != ModePhases {
 		// A forge that fails goes back to DRAFT with its work kept; a phase
 		// run keeps the plan's status (the phases file says where it stopped).
 		p.Status = StatusDraft
@@ -465,7 +465,7 @@ func (r *run) finish(ctx context.Context, err error) error {
 	report := map[string]any{
 		"Marker": Marker(p.Number, "error", p.Generation, p.Round), "PlanID": PlanID(p.Number),
 		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
-		"Phases": p.Mode == ModePhases, "Status": p.Status,
+		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(),
 	}
 	if tmpl, data, ok := r.refusal(err, ""); ok {
 		if rerr := r.refused(ctx, tmpl, data); rerr != nil {

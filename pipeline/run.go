@@ -29,7 +29,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if err != nil {
 		return err
 	}
-	if p.Run != RunRunning || p.Generation != args.Generation {
+	if p.State.Run() != RunRunning || p.Generation != args.Generation {
 		return nil // finished, cancelled while queued, or replaced by a newer job
 	}
 	owner := fmt.Sprintf("%s/job-%d", f.Owner, jobID)
@@ -75,7 +75,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if err != nil {
 		return err
 	}
-	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.Step > StepNew || p.Generation > 0,
+	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.State.Step() > StepNew || p.Generation > 0,
 		log: zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
 	err = r.finish(ctx, r.execute(ctx))
 	if errors.As(err, &limited) && limited.Installation == 0 {
@@ -148,25 +148,25 @@ func (r *run) execute(ctx context.Context) error {
 		p.Branch = Branch(p.Number, p.Slug)
 		p.RunStartRound = p.Round
 	}
-	if p.Step < StepBranch {
+	if p.State.Step() < StepBranch {
 		if err := r.ensureBranch(ctx); err != nil {
 			return err
 		}
 	}
-	if p.Step < StepFile {
+	if p.State.Step() < StepFile {
 		if err := r.ensureFile(ctx); err != nil {
 			return err
 		}
 	}
-	if p.Step < StepPR {
+	if p.State.Step() < StepPR {
 		if err := r.ensurePR(ctx); err != nil {
 			return err
 		}
 	}
-	if p.Mode == ModePlan {
+	if p.State.Mode() == ModePlan {
 		return nil
 	}
-	if p.Mode == ModePhases {
+	if p.State.Mode() == ModePhases {
 		return r.runPhases(ctx)
 	}
 	if err := r.ensureProgress(ctx); err != nil {
@@ -175,12 +175,12 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.ensureCheck(ctx); err != nil {
 		return err
 	}
-	if p.Mode == ModeForge && p.Step < StepDrafted {
+	if p.State.Mode() == ModeForge && p.State.Step() < StepDrafted {
 		if err := r.draft(ctx); err != nil {
 			return err
 		}
 	}
-	if p.Mode == ModeRevise && p.Step < StepRounds {
+	if p.State.Mode() == ModeRevise && p.State.Step() < StepRounds {
 		if err := r.reviseWithNotes(ctx); err != nil {
 			return err
 		}
@@ -278,7 +278,7 @@ func (r *run) ensurePR(ctx context.Context) error {
 	}
 	p.PR, p.PRNodeID = pr.Number, pr.NodeID
 	p.Step = StepPR
-	if p.Mode == ModePlan {
+	if p.State.Mode() == ModePlan {
 		p.Run = RunIdle
 		if err := r.save(ctx); err != nil {
 			return err
@@ -299,7 +299,7 @@ func (r *run) prBody() (string, error) {
 	}
 	return templates.Text("pr-body", map[string]any{
 		"Marker": Marker(p.Number, "pr"), "Summary": oneLine(p.Title), "PlanID": PlanID(p.Number),
-		"Path": p.PlanPath, "FileURL": "../blob/" + p.Branch + "/" + p.PlanPath, "Status": p.Status,
+		"Path": p.PlanPath, "FileURL": "../blob/" + p.Branch + "/" + p.PlanPath, "Status": p.State.Status(),
 		"Rounds": len(p.Audits), "LastVerdict": last, "Issue": p.Issue, "RequestedBy": p.RequestedBy,
 		"NotDraft": p.DraftRefused,
 	})
@@ -338,9 +338,9 @@ func (r *run) ensureProgress(ctx context.Context) error {
 	}
 	marker := Marker(p.Number, "progress")
 	line := "Starting forge: " + oneLine(p.Title)
-	if p.Mode == ModeRevise {
+	if p.State.Mode() == ModeRevise {
 		line = "Revising " + PlanID(p.Number) + "..."
-	} else if p.Mode == ModeAudit {
+	} else if p.State.Mode() == ModeAudit {
 		line = "Auditing " + PlanID(p.Number) + "..."
 	}
 	body, err := r.progressBody(line, "")
@@ -357,7 +357,7 @@ func (r *run) ensureProgress(ctx context.Context) error {
 		for _, c := range comments {
 			if c.AuthorBot && HasMarker(c.Body, marker) {
 				p.ProgressID = c.ID
-				if p.Mode != ModeForge {
+				if p.State.Mode() != ModeForge {
 					if err := r.gh.UpdateComment(ctx, p.Repo, c.ID, body); err != nil {
 						return fmt.Errorf("update progress comment: %w", err)
 					}
@@ -430,9 +430,9 @@ const checkName = "forge"
 
 func (r *run) checkRun(status, conclusion, title string, actions []CheckAction) CheckRun {
 	p := r.p
-	summary := fmt.Sprintf("%s is %s.", PlanID(p.Number), p.Status)
+	summary := fmt.Sprintf("%s is %s.", PlanID(p.Number), p.State.Status())
 	text, err := templates.Text("check-output", map[string]any{
-		"PlanID": PlanID(p.Number), "Status": p.Status, "Rounds": len(p.Audits), "MaxRounds": r.cfg.MaxAuditRounds,
+		"PlanID": PlanID(p.Number), "Status": p.State.Status(), "Rounds": len(p.Audits), "MaxRounds": r.cfg.MaxAuditRounds,
 		"Usage": p.Usage, "Cost": costText(p.Cost), "Audits": p.Audits,
 	})
 	if err != nil {
@@ -671,7 +671,7 @@ func fenceIf(s string) string {
 // commitPlan commits an agent's plan text with Forge's audit log and
 // status line.
 func (r *run) commitPlan(ctx context.Context, message, text string, capReached bool) error {
-	text = SetStatus(text, r.p.Status)
+	text = SetStatus(text, r.p.State.Status())
 	text, err := WithAuditLog(text, r.p.Audits, capReached, r.f.now())
 	if err != nil {
 		return err

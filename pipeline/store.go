@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // Plan is a plan as Forge records it. GitHub holds the plan's text; the
@@ -26,11 +28,17 @@ type Plan struct {
 	// so a job that runs twice creates one plan.
 	Trigger string
 	// Forge is false for /plan: template only, no agents.
-	Forge         bool
-	Status        Status
-	Run           RunState
-	Mode          RunMode
-	Notes         string // revision notes for a revise run
+	Forge bool
+	// State is the plan's place in its lifecycle; only plan's table
+	// changes it (see apply).
+	State plan.State `json:"state"`
+	// Outbox holds the effects of the last transition not carried out
+	// yet: a job that failed half way finishes them first.
+	Outbox []effect `json:"outbox,omitempty"`
+	Notes  string   // revision notes for a revise run
+	// ReviewsTaken is the highest id of a changes-requested review already
+	// turned into a revision: a later one is still to do.
+	ReviewsTaken  int64
 	DefaultBranch string
 	Branch        string
 	PlanPath      string
@@ -41,21 +49,12 @@ type Plan struct {
 	CheckRunID    int64
 	// CheckHead is the commit the forge check run is on.
 	CheckHead string
-	Step      Step
 	Round     int
 	// Revisions counts revision commits (plan-NNN: revision K).
 	Revisions int
-	// ReviseNext is set once a blocking round is posted, until its
-	// revision is committed.
-	ReviseNext bool
 	// Phases are the plan's phases once generated; RunLimit caps the
 	// phases of this run (1 for run-one), PhasesRun counts them.
 	Phases *Phases
-	// Await is the phase commit whose CI the run waits for; Parked is set
-	// while no job works the plan, until a check_suite webhook (or the
-	// reconciler) wakes it.
-	Await  *CheckWait
-	Parked bool
 	// FailedParent is the commit before a phase attempt that its checks
 	// failed: a retry reverts the attempt's files to it.
 	FailedParent string
@@ -63,15 +62,14 @@ type Plan struct {
 	// and Cancel buttons stand (see takeButtonsOff).
 	PhaseButtonsRun int64
 	// Label is the forge:<status> label on the plan PR now.
-	Label string
-	// PhasesStale is set by a person's push after the phases were made:
-	// they must be regenerated before a run.
-	PhasesStale bool
-	RunLimit    int
-	PhasesRun   int
+	Label     string
+	RunLimit  int
+	PhasesRun int
 	// CapReached is set when the run completes at the round cap.
-	CapReached      bool
-	CancelRequested bool
+	CapReached bool
+	// MaxRounds is the round cap of the last forge run, for the check
+	// run's text.
+	MaxRounds int
 	// DraftRefused is set when GitHub refused the plan PR as a draft
 	// (private repositories of Free and Pro accounts): the PR is a regular
 	// one, which Forge never marks ready for review.
@@ -95,53 +93,6 @@ type Plan struct {
 	Cost      float64
 	StartedAt time.Time
 	UpdatedAt time.Time
-}
-
-// RunState says whether a forge works on the plan now.
-type RunState string
-
-const (
-	RunIdle    RunState = "idle"
-	RunQueued  RunState = "queued"  // waiting for a free slot of the installation
-	RunRunning RunState = "running" // a forge job owns it (see leases)
-)
-
-// RunMode is what a run does.
-type RunMode string
-
-const (
-	ModeForge  RunMode = "forge"  // draft, then audit rounds
-	ModeRevise RunMode = "revise" // revise with notes, then audit rounds
-	ModeAudit  RunMode = "audit"  // one standalone audit round
-	ModePlan   RunMode = "plan"   // /plan: branch, file, PR; no agent
-	ModePhases RunMode = "phases" // run the approved plan's phases
-)
-
-// Step is how far a run has come; steps only move forward.
-type Step int
-
-const (
-	StepNew Step = iota
-	StepBranch
-	StepFile
-	StepPR
-	StepDrafted
-	StepRounds
-	StepFinished
-)
-
-// CheckWait is a phase commit waiting for the other apps' checks.
-type CheckWait struct {
-	SHA        string `json:"sha"`
-	Parent     string `json:"parent"`
-	PhaseID    string `json:"phase_id"`
-	CheckRunID int64  `json:"check_run_id"`
-	// Deadline ends the grace period: no CI by then means none.
-	Deadline time.Time `json:"deadline"`
-	// Since is when the wait began; phases.checks_timeout counts from it.
-	Since time.Time `json:"since,omitempty"`
-	// TimeoutWake is the end of the wait a wake-up job is queued for.
-	TimeoutWake time.Time `json:"timeout_wake,omitempty"`
 }
 
 // AuditRound is one round's verdict.
@@ -175,9 +126,11 @@ type PlanStore interface {
 	PlanForPR(ctx context.Context, repo Repo, pr int) (*Plan, error)
 	PlanByNumber(ctx context.Context, repo Repo, number int) (*Plan, error)
 	SavePlan(ctx context.Context, p *Plan) error
-	// RequestCancel marks the plan so its running forge stops at the top
-	// of its next round.
-	RequestCancel(ctx context.Context, id int64) error
+	// RequestStop records what a person asks of the plan's running job
+	// (cancel, close, skip its phase), in a column of its own that the
+	// job's saves never overwrite; StopNone withdraws the request. A plan
+	// no job runs takes no request.
+	RequestStop(ctx context.Context, id int64, s plan.Stop) error
 	// CountRunning is how many forges an installation runs now.
 	CountRunning(ctx context.Context, installationID int64) (int, error)
 	// NextQueued is the oldest queued plan of an installation, nil if none.

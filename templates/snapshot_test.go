@@ -165,7 +165,7 @@ func textCases(t *testing.T) []textCase {
 	status := func(data map[string]any) map[string]any {
 		base := map[string]any{
 			"PlanID": planID, "Title": title, "Status": pipeline.StatusDraft, "Queued": false,
-			"Running": "", "PRURL": "", "Round": 0, "LastVerdict": "", "Error": "",
+			"Running": "", "PRURL": "", "Round": 0, "LastVerdict": "", "Error": "", "Objective": "", "Checklist": "",
 		}
 		for k, v := range data {
 			base[k] = v
@@ -234,6 +234,10 @@ func textCases(t *testing.T) []textCase {
 		{"status/running", "status", status(map[string]any{
 			"Running": "audit round 2", "PRURL": "#42", "Round": 1, "LastVerdict": "blocking"})},
 		{"status/queued", "status", status(map[string]any{"Queued": true})},
+		{"status/phases", "status", status(map[string]any{
+			"Status": pipeline.StatusImplementing, "Running": "phase-2 waits for the checks on 1a2b3c4", "PRURL": "#42",
+			"Round": 3, "LastVerdict": "minor", "Objective": "Retry webhook deliveries that fail, with backoff.",
+			"Checklist": "- [x] phase-1: Add the retry queue\n- [ ] phase-2: Deliver with backoff"})},
 		{"status/review", "status", status(map[string]any{
 			"Status": pipeline.StatusReview, "PRURL": "#42", "Round": 3, "LastVerdict": "minor"})},
 		{"status/after an error", "status", status(map[string]any{

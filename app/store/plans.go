@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // Plans is the pipeline's PlanStore over this database.
@@ -19,7 +20,7 @@ type planStore struct{ s *Store }
 
 var _ pipeline.PlanStore = planStore{}
 
-const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, cancel_requested, generation, data, created_at, updated_ms`
+const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, stop, generation, data, created_at, updated_ms`
 
 func nowMS(t time.Time) int64 { return t.UnixMilli() }
 
@@ -27,33 +28,55 @@ type rowScanner interface{ Scan(dest ...any) error }
 
 func scanPlan(row rowScanner) (*pipeline.Plan, error) {
 	var (
-		p                  pipeline.Plan
-		repo, run, status  string
-		data               string
-		created            time.Time
-		updated            int64
-		number, issue, pr  int64
-		cancel             bool
-		generation         int64
-		id, installationID int64
+		p                       pipeline.Plan
+		repo, run, status, stop string
+		data                    string
+		created                 time.Time
+		updated                 int64
+		number, issue, pr       int64
+		generation              int64
+		id, installationID      int64
 	)
-	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &cancel, &generation, &data, &created, &updated)
+	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &stop, &generation, &data, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, pipeline.ErrPlanNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(data), &p); err != nil {
+	if err := decodePlan([]byte(data), &p); err != nil {
 		return nil, fmt.Errorf("decode plan %d: %w", id, err)
 	}
 	p.ID, p.InstallationID = id, installationID
 	owner, name, _ := strings.Cut(repo, "/")
 	p.Repo = pipeline.Repo{Owner: owner, Name: name}
 	p.Number, p.Issue, p.PR = int(number), int(issue), int(pr)
-	p.Run, p.Status, p.CancelRequested, p.Generation = pipeline.RunState(run), pipeline.Status(status), cancel, int(generation)
+	p.State = p.State.WithColumns(plan.Columns{Status: plan.Status(status), Run: plan.RunState(run), Stop: plan.Stop(stop)})
+	p.Generation = int(generation)
 	p.StartedAt, p.UpdatedAt = created, time.UnixMilli(updated)
 	return &p, nil
+}
+
+// decodePlan reads a plan's data. Plans stored before the lifecycle had a
+// package of its own kept their state in loose top-level fields and have
+// no "state" key: those fields are read into the state instead.
+func decodePlan(data []byte, p *pipeline.Plan) error {
+	if err := json.Unmarshal(data, p); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return err
+	}
+	if _, ok := keys["state"]; ok {
+		return nil
+	}
+	var old plan.Legacy
+	if err := json.Unmarshal(data, &old); err != nil {
+		return err
+	}
+	p.State = plan.FromLegacy(old)
+	return nil
 }
 
 func planData(p *pipeline.Plan) (string, error) {
@@ -81,7 +104,7 @@ func (ps planStore) CreatePlan(ctx context.Context, p *pipeline.Plan) (bool, err
 		if err != nil {
 			return err
 		}
-		if active > 0 && p.Run != pipeline.RunIdle {
+		if active > 0 && p.State.Run() != plan.Idle {
 			return pipeline.ErrForgeRunning
 		}
 		var number int
@@ -97,11 +120,13 @@ func (ps planStore) CreatePlan(ctx context.Context, p *pipeline.Plan) (bool, err
 		if err != nil {
 			return err
 		}
+		// A new plan has no stop request: the stop column keeps its default.
+		cols := p.State.Columns()
 		err = tx.QueryRowContext(ctx, `INSERT INTO plans (installation_id, repository, number, issue, pr, trigger, run, status,
-			cancel_requested, generation, data, created_at, updated_ms)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
-			p.InstallationID, repo, number, p.Issue, p.PR, p.Trigger, string(p.Run), string(p.Status),
-			false, p.Generation, data, now, nowMS(now)).Scan(&p.ID)
+			generation, data, created_at, updated_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			p.InstallationID, repo, number, p.Issue, p.PR, p.Trigger, string(cols.Run), string(cols.Status),
+			p.Generation, data, now, nowMS(now)).Scan(&p.ID)
 		if err != nil {
 			if isUniqueViolation(err) {
 				return pipeline.ErrForgeRunning
@@ -143,8 +168,9 @@ func (ps planStore) PlanByNumber(ctx context.Context, repo pipeline.Repo, number
 }
 
 // SavePlan writes the plan. It never lowers the generation (a stale worker
-// cannot undo an adoption) and never touches the lease; a cancel request
-// survives until the plan goes idle.
+// cannot undo an adoption) and never touches the lease. The stop column is
+// never written from the plan's copy, which may predate a person's request:
+// a request survives every save until the plan goes idle.
 func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	now := time.Now()
 	p.UpdatedAt = now
@@ -152,11 +178,12 @@ func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	if err != nil {
 		return err
 	}
+	cols := p.State.Columns()
 	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET pr = $2, run = $3, status = $4,
-		cancel_requested = CASE WHEN $3 = 'idle' THEN false ELSE cancel_requested END,
+		stop = CASE WHEN $3 = 'idle' THEN '' ELSE stop END,
 		generation = CASE WHEN generation > $5 THEN generation ELSE $5 END,
 		data = $6, updated_ms = $7 WHERE id = $1`,
-		p.ID, p.PR, string(p.Run), string(p.Status), p.Generation, data, nowMS(now))
+		p.ID, p.PR, string(cols.Run), string(cols.Status), p.Generation, data, nowMS(now))
 	if err != nil {
 		return fmt.Errorf("save plan %d: %w", p.ID, err)
 	}
@@ -166,9 +193,16 @@ func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	return nil
 }
 
-func (ps planStore) RequestCancel(ctx context.Context, id int64) error {
-	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET cancel_requested = true, updated_ms = $2 WHERE id = $1 AND run <> 'idle'`, id, nowMS(time.Now()))
-	return err
+// RequestStop records a person's request to the plan's running job. An idle
+// plan has no job to ask, so a request is dropped there; withdrawing one
+// (StopNone) is always allowed.
+func (ps planStore) RequestStop(ctx context.Context, id int64, s plan.Stop) error {
+	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET stop = $2, updated_ms = $3 WHERE id = $1 AND (run <> 'idle' OR $2 = '')`,
+		id, string(s), nowMS(time.Now()))
+	if err != nil {
+		return fmt.Errorf("request %q stop of plan %d: %w", s, id, err)
+	}
+	return nil
 }
 
 func (ps planStore) CountRunning(ctx context.Context, installationID int64) (int, error) {

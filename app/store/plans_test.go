@@ -10,13 +10,22 @@ import (
 
 	"github.com/forge-dev/forge/app/store/storetest"
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 var testRepo = pipeline.Repo{Owner: "octo", Name: "hello"}
 
 func newPlan(trigger string, issue int, run pipeline.RunState) *pipeline.Plan {
 	return &pipeline.Plan{InstallationID: 1, Repo: testRepo, Issue: issue, Trigger: trigger, Title: "t",
-		Status: pipeline.StatusDraft, Run: run, Mode: pipeline.ModeForge}
+		State: plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: run, Mode: plan.ModeForge})}
+}
+
+// setRun moves the plan's copy to another run state, as a store would read
+// it; the lifecycle itself is the pipeline's to test.
+func setRun(p *pipeline.Plan, run plan.RunState) {
+	c := p.State.Columns()
+	c.Run = run
+	p.State = p.State.WithColumns(c)
 }
 
 func TestPlanNumbersAreReservedAtomically(t *testing.T) {
@@ -140,20 +149,27 @@ func TestPlanStore(t *testing.T) {
 			t.Fatalf("generation lowered to %d", cur.Generation)
 		}
 
-		// Cancel requests survive saves until the plan goes idle.
-		if err := ps.RequestCancel(ctx, p.ID); err != nil {
+		// A stop request survives saves until the plan goes idle.
+		if err := ps.RequestStop(ctx, p.ID, plan.StopSkip); err != nil {
 			t.Fatal(err)
 		}
 		cur, _ := ps.Plan(ctx, p.ID)
-		cur.CancelRequested = false
-		ps.SavePlan(ctx, cur)
-		if cur, _ := ps.Plan(ctx, p.ID); !cur.CancelRequested {
-			t.Fatal("a save dropped the cancel request")
+		if cur.State.Stop() != plan.StopSkip {
+			t.Fatalf("stop read back as %q, want skip", cur.State.Stop())
 		}
-		cur.Run = pipeline.RunIdle
-		ps.SavePlan(ctx, cur)
-		if cur, _ := ps.Plan(ctx, p.ID); cur.CancelRequested {
-			t.Fatal("an idle plan kept its cancel request")
+		setRun(cur, plan.Idle)
+		if err := ps.SavePlan(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); cur.State.Stop() != plan.StopNone {
+			t.Fatalf("an idle plan kept its stop request %q", cur.State.Stop())
+		}
+		// An idle plan has no job to ask: a request is dropped.
+		if err := ps.RequestStop(ctx, p.ID, plan.StopCancel); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); cur.State.Stop() != plan.StopNone {
+			t.Fatalf("an idle plan took the stop request %q", cur.State.Stop())
 		}
 
 		// Queue: running counts per installation, oldest queued first.
@@ -171,7 +187,7 @@ func TestPlanStore(t *testing.T) {
 			t.Fatalf("installations with queued: %v", insts)
 		}
 		q1.PR = 42
-		q1.Run = pipeline.RunRunning
+		setRun(q1, plan.Running)
 		ps.SavePlan(ctx, q1)
 		if got, err := ps.PlanForPR(ctx, testRepo, 42); err != nil || got.ID != q1.ID {
 			t.Fatalf("PlanForPR: %v %v", got, err)
@@ -181,6 +197,83 @@ func TestPlanStore(t *testing.T) {
 		}
 		if got, err := ps.PlanByNumber(ctx, testRepo, q2.Number); err != nil || got.ID != q2.ID {
 			t.Fatalf("PlanByNumber: %v %v", got, err)
+		}
+	})
+}
+
+// A job saves the copy of the plan it read before a person's request: its
+// save must not undo the request, and the request can be withdrawn.
+func TestSavePlanKeepsStopRequest(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		ps := b.Open(t).Plans()
+		p := newPlan("comment:1", 7, plan.Running)
+		if _, err := ps.CreatePlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		job, err := ps.Plan(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ps.RequestStop(ctx, p.ID, plan.StopClose); err != nil {
+			t.Fatal(err)
+		}
+		job.Round = 2
+		if err := ps.SavePlan(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := ps.Plan(ctx, p.ID)
+		if err != nil || cur.State.Stop() != plan.StopClose || cur.Round != 2 {
+			t.Fatalf("after the job's save: stop %q round %d (%v), want close, 2", cur.State.Stop(), cur.Round, err)
+		}
+		if err := ps.RequestStop(ctx, p.ID, plan.StopNone); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); cur.State.Stop() != plan.StopNone {
+			t.Fatalf("withdrawn request still %q", cur.State.Stop())
+		}
+	})
+}
+
+// A plan saved before the lifecycle had its own package kept its state in
+// loose top-level fields of its data; it reads back with that state.
+func TestPlanStoredInTheOldShape(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t)
+		ps := s.Plans()
+		p := newPlan("comment:1", 7, plan.Running)
+		if _, err := ps.CreatePlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		old := `{"Trigger":"comment:1","Title":"old","Round":3,"Status":"IMPLEMENTING","Run":"running",` +
+			`"Mode":"phases","Step":2,"Await":{"sha":"abc","phase_id":"p1"},"Parked":true,"PhasesStale":true,"ReviseNext":true}`
+		if _, err := s.DB().ExecContext(ctx, `UPDATE plans SET status = 'IMPLEMENTING', data = $1 WHERE id = $2`, old, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ps.Plan(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := got.State
+		if st.Status() != plan.Implementing || st.Run() != plan.Running || st.Mode() != plan.ModePhases ||
+			st.Step() != plan.Step(2) || !st.Parked() || !st.PhasesStale() || !st.ReviseNext() {
+			t.Fatalf("old plan read as %s mode %q step %v parked %v stale %v revise %v",
+				st, st.Mode(), st.Step(), st.Parked(), st.PhasesStale(), st.ReviseNext())
+		}
+		if a := st.Await(); a == nil || a.SHA != "abc" || a.PhaseID != "p1" {
+			t.Fatalf("old plan's await: %+v", a)
+		}
+		if got.Title != "old" || got.Round != 3 {
+			t.Fatalf("old plan's data: title %q round %d", got.Title, got.Round)
+		}
+		// Saved again, it is in the new shape and keeps its state.
+		if err := ps.SavePlan(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ps.Plan(ctx, p.ID)
+		if err != nil || again.State.Mode() != plan.ModePhases || !again.State.Parked() {
+			t.Fatalf("resaved old plan: %s %v", again.State, err)
 		}
 	})
 }

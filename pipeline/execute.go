@@ -1,0 +1,490 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
+)
+
+// This file is the one door of a plan's lifecycle: parse → load → apply →
+// execute. apply moves the plan through plan's table, saves the new state
+// with the effects still to do (its outbox), then carries them out; a job
+// that fails half way finds the outbox on its next run and finishes it.
+// Every effect is idempotent: replies carry a marker and are looked for
+// before they are written, labels and check runs are set to a value, and a
+// job started twice runs once (the generation).
+
+// effect is an effect waiting in a plan's outbox: plan.Effect made ready
+// to carry out (a reply rendered, its marker chosen) and stored with the
+// plan.
+type effect struct {
+	Kind   string      `json:"kind"`
+	Number int         `json:"number,omitempty"`
+	Marker string      `json:"marker,omitempty"`
+	Body   string      `json:"body,omitempty"`
+	Check  *plan.Check `json:"check,omitempty"`
+	Plan   bool        `json:"plan,omitempty"`
+	Ready  bool        `json:"ready,omitempty"`
+	Status plan.Status `json:"status,omitempty"`
+	Gen    int         `json:"gen,omitempty"`
+}
+
+const (
+	effectReply      = "reply"
+	effectStartJob   = "start-job"
+	effectLabel      = "label"
+	effectCheck      = "check"
+	effectButtonsOff = "buttons-off"
+	effectUpdatePR   = "update-pr"
+	effectStatusLine = "status-line"
+)
+
+// apply raises ev on a plan no job works on now (a handler's plan). On a
+// plan a job runs, only the effects that need no save of the plan are
+// carried out (a stop request, a reply): the job owns the plan's data.
+func (f *Forge) apply(ctx context.Context, gh GitHub, p *Plan, ev plan.Event) error {
+	return f.transition(ctx, &executor{f: f, gh: gh, p: p}, ev)
+}
+
+// apply raises ev on the run's own plan.
+func (r *run) apply(ctx context.Context, ev plan.Event) error {
+	return r.f.transition(ctx, &executor{f: r.f, gh: r.gh, ws: r.ws, p: r.p, owner: true, maxRounds: r.cfg.MaxAuditRounds}, ev)
+}
+
+// create records a new plan started by ev, then carries out what the
+// table says a start does. A retried job finds the plan its first attempt
+// created (same trigger): its state has applied the trigger already, so
+// only what is left in its outbox is done.
+func (f *Forge) create(ctx context.Context, gh GitHub, p *Plan, ev plan.Create) error {
+	next, effects, err := plan.State{}.Apply(ev)
+	if err != nil {
+		return err
+	}
+	p.State = next
+	created, err := f.Plans.CreatePlan(ctx, p)
+	if err != nil {
+		return err
+	}
+	x := &executor{f: f, gh: gh, p: p}
+	if created {
+		for _, e := range effects {
+			if err := x.queue(ctx, ev, e); err != nil {
+				return err
+			}
+		}
+	}
+	return x.settle(ctx)
+}
+
+// executor carries out a plan's effects.
+type executor struct {
+	f  *Forge
+	gh GitHub
+	ws Workspace
+	p  *Plan
+	// owner is set for the job that runs the plan: it saves freely.
+	owner     bool
+	maxRounds int
+}
+
+func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) error {
+	p := x.p
+	busy := !x.owner && p.State.Run() == plan.Running && !p.State.Parked()
+	if busy && p.State.Applied(causeOf(ev).Trigger) && len(p.Outbox) > 0 {
+		// This very event started the run and its handler stopped before
+		// the outbox was carried out (the job is its last effect): no job
+		// holds the plan yet, so the retried handler finishes the outbox.
+		busy = false
+	}
+	if !busy {
+		if err := x.settle(ctx); err != nil {
+			return err
+		}
+	}
+	next, effects, err := p.State.Apply(ev)
+	if err != nil {
+		return err
+	}
+	if busy {
+		// A job holds the plan: saving here would undo its progress. The
+		// table's rows for a running plan change nothing that is saved.
+		for _, e := range effects {
+			if err := x.now(ctx, ev, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	p.State = next
+	for _, e := range effects {
+		if err := x.queue(ctx, ev, e); err != nil {
+			return err
+		}
+	}
+	return x.settle(ctx)
+}
+
+// now carries out an effect on a plan a job holds: only those that do not
+// save the plan.
+func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error {
+	switch e := e.(type) {
+	case plan.RequestStop:
+		return x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop)
+	case plan.Reply:
+		out, err := x.reply(ev, e)
+		if err != nil {
+			return err
+		}
+		_, err = x.f.comment(ctx, x.gh, x.p.Repo, out.Number, out.Marker, out.Body)
+		return err
+	}
+	return fmt.Errorf("%T cannot be carried out while a job runs %s", e, PlanID(x.p.Number))
+}
+
+// queue puts an effect in the plan's outbox, changing the plan first where
+// the effect is the plan's own (a new run's fields, a new generation).
+func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) error {
+	p := x.p
+	var out effect
+	switch e := e.(type) {
+	case plan.Reply:
+		r, err := x.reply(ev, e)
+		if err != nil {
+			return err
+		}
+		out = r
+	case plan.StartRun:
+		p.startRun(e)
+		p.Generation++
+		out = effect{Kind: effectStartJob, Gen: p.Generation}
+	case plan.StartJob:
+		p.Generation++
+		out = effect{Kind: effectStartJob, Gen: p.Generation}
+	case plan.RequestStop:
+		// A stop request lives in its own column: written at once.
+		return x.f.Plans.RequestStop(ctx, p.ID, e.Stop)
+	case plan.SyncLabel:
+		out = effect{Kind: effectLabel}
+	case plan.SetCheck:
+		c := e.Check
+		out = effect{Kind: effectCheck, Check: &c}
+	case plan.ButtonsOff:
+		out = effect{Kind: effectButtonsOff, Plan: e.Plan}
+	case plan.UpdatePR:
+		out = effect{Kind: effectUpdatePR, Ready: e.Ready}
+	case plan.StatusLine:
+		out = effect{Kind: effectStatusLine, Status: p.State.Status()}
+	default:
+		return fmt.Errorf("unknown effect %T", e)
+	}
+	p.Outbox = append(p.Outbox, out)
+	return nil
+}
+
+// startRun starts the run's own fields afresh for a run in e.Mode.
+func (p *Plan) startRun(e plan.StartRun) {
+	p.Notes, p.Error = e.Notes, ""
+	p.RunStartRound = p.Round
+	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
+	p.RunLimit, p.PhasesRun = MaxPhasesPerRun, 0
+	if e.Limit > 0 {
+		p.RunLimit = e.Limit
+	}
+}
+
+// reply renders a reply with its marker: the plan, the template and the
+// event's trigger (or the reply's key) tell it from every other.
+func (x *executor) reply(ev plan.Event, r plan.Reply) (effect, error) {
+	p := x.p
+	number := p.PR
+	switch {
+	case r.On == plan.OnIssue:
+		number = p.Issue
+	case r.On == plan.OnCause && causeOf(ev).On != 0:
+		number = causeOf(ev).On
+	}
+	if number == 0 {
+		number = p.Issue
+	}
+	key := r.Key
+	if key == "" {
+		key = causeOf(ev).Trigger
+	}
+	if key == "" {
+		key = "g" + strconv.Itoa(p.Generation)
+	}
+	marker := Marker(p.Number, r.Template, key)
+	data := map[string]any{}
+	switch d := r.Data.(type) {
+	case nil:
+	case map[string]any:
+		maps.Copy(data, d)
+	default:
+		return effect{}, fmt.Errorf("reply %s: data must be a map, not %T", r.Template, r.Data)
+	}
+	if _, ok := data["PlanID"]; !ok {
+		data["PlanID"] = PlanID(p.Number)
+	}
+	data["Marker"] = marker
+	body, err := templates.Text(r.Template, data)
+	if err != nil {
+		return effect{}, err
+	}
+	return effect{Kind: effectReply, Number: number, Marker: marker, Body: body}, nil
+}
+
+// causeOf is the cause an event carries, zero for the pipeline's own.
+func causeOf(ev plan.Event) plan.Cause {
+	if c, ok := ev.(interface{ Origin() plan.Cause }); ok {
+		return c.Origin()
+	}
+	return plan.Cause{}
+}
+
+// settle saves the plan with its outbox, carries the outbox out in order
+// and saves the plan again with it empty.
+func (x *executor) settle(ctx context.Context) error {
+	p := x.p
+	if err := x.f.Plans.SavePlan(ctx, p); err != nil {
+		return fmt.Errorf("save %s: %w", PlanID(p.Number), err)
+	}
+	if len(p.Outbox) == 0 {
+		return nil
+	}
+	for len(p.Outbox) > 0 {
+		if err := x.carryOut(ctx, p.Outbox[0]); err != nil {
+			return fmt.Errorf("%s of %s: %w", p.Outbox[0].Kind, PlanID(p.Number), err)
+		}
+		// Saved after each effect: what an effect changed on the plan (the
+		// head its status commit moved, a new check run) must not be lost
+		// when a later effect fails and the job runs again.
+		p.Outbox = p.Outbox[1:]
+		if len(p.Outbox) == 0 {
+			p.Outbox = nil
+		}
+		if err := x.f.Plans.SavePlan(ctx, p); err != nil {
+			return fmt.Errorf("save %s: %w", PlanID(p.Number), err)
+		}
+	}
+	return nil
+}
+
+func (x *executor) carryOut(ctx context.Context, e effect) error {
+	f, gh, p := x.f, x.gh, x.p
+	switch e.Kind {
+	case effectReply:
+		_, err := f.comment(ctx, gh, p.Repo, e.Number, e.Marker, e.Body)
+		return err
+	case effectStartJob:
+		if e.Gen != p.Generation {
+			return nil // a later start replaced this one
+		}
+		return f.Queue.Enqueue(ctx, ForgeArgs{PlanID: p.ID, Generation: p.Generation})
+	case effectLabel:
+		return f.syncLabel(ctx, gh, p)
+	case effectCheck:
+		return f.setCheck(ctx, gh, p, *e.Check, x.maxRounds)
+	case effectButtonsOff:
+		return f.takeButtonsOff(ctx, gh, p, e.Plan)
+	case effectUpdatePR:
+		return f.updatePR(ctx, gh, p, e.Ready)
+	case effectStatusLine:
+		return x.statusLine(ctx, e.Status)
+	}
+	return fmt.Errorf("unknown effect %q", e.Kind)
+}
+
+// comment is the one way Forge comments: a comment carrying marker is
+// posted once, however often a job runs. The marker goes first in the
+// body, where HasMarker looks.
+func (f *Forge) comment(ctx context.Context, gh GitHub, repo Repo, number int, marker, body string) (int64, error) {
+	if marker != "" {
+		comments, err := gh.ListComments(ctx, repo, number)
+		if err != nil {
+			return 0, fmt.Errorf("list comments of %s#%d: %w", repo, number, err)
+		}
+		for _, c := range comments {
+			if c.AuthorBot && HasMarker(c.Body, marker) {
+				return c.ID, nil
+			}
+		}
+		if !HasMarker(body, marker) {
+			body = marker + "\n" + body
+		}
+	}
+	id, err := gh.CreateComment(ctx, repo, number, body)
+	if err != nil {
+		return 0, fmt.Errorf("comment on %s#%d: %w", repo, number, err)
+	}
+	return id, nil
+}
+
+// checkButtons are the plan's buttons by identifier.
+var checkButtons = map[string]CheckAction{
+	"approve": {Label: "Approve & run", Description: "Approve the plan and run its phases", Identifier: "approve"},
+	"revise":  {Label: "Revise", Description: "Revise the plan and audit it again", Identifier: "revise"},
+	"cancel":  {Label: "Cancel", Description: "Close the plan", Identifier: "cancel"},
+}
+
+// setCheck brings the plan's forge check run to c, on the plan's head: a
+// new run when the head moved (the old one is closed as superseded), else
+// an update. A plan that never had a check run (/plan) gets none.
+func (f *Forge) setCheck(ctx context.Context, gh GitHub, p *Plan, c plan.Check, maxRounds int) error {
+	if p.CheckRunID == 0 {
+		return nil
+	}
+	run := f.checkRun(p, c, maxRounds)
+	if p.CheckHead == p.HeadSHA {
+		run.ID = p.CheckRunID
+		err := gh.UpdateCheckRun(ctx, p.Repo, run)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	id, err := gh.CreateCheckRun(ctx, p.Repo, run)
+	if err != nil {
+		return fmt.Errorf("create forge check run: %w", err)
+	}
+	sup := CheckRun{ID: p.CheckRunID, Name: checkName, Status: "completed", Conclusion: "neutral",
+		Title: "Superseded", Summary: "The plan branch moved on: see the forge check on the newer commit."}
+	if err := gh.UpdateCheckRun(ctx, p.Repo, sup); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("close the superseded check run: %w", err)
+	}
+	p.CheckRunID, p.CheckHead = id, p.HeadSHA
+	return nil
+}
+
+// checkRun is the forge check run showing c.
+func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
+	if maxRounds == 0 {
+		maxRounds = p.MaxRounds
+	}
+	summary := c.Summary
+	if summary == "" {
+		summary = fmt.Sprintf("%s is %s.", PlanID(p.Number), p.State.Status())
+	}
+	text, err := templates.Text("check-output", map[string]any{
+		"PlanID": PlanID(p.Number), "Status": p.State.Status(), "Rounds": len(p.Audits), "MaxRounds": maxRounds,
+		"Usage": p.Usage, "Cost": costText(p.Cost), "Audits": p.Audits,
+	})
+	if err != nil {
+		text = summary
+	}
+	actions := []CheckAction{}
+	for _, b := range c.Buttons {
+		actions = append(actions, checkButtons[b])
+	}
+	conclusion := c.Conclusion
+	if c.Status != "completed" {
+		conclusion = ""
+	}
+	return CheckRun{Name: checkName, HeadSHA: p.HeadSHA, Status: c.Status, Conclusion: conclusion,
+		ExternalID: PlanID(p.Number), Title: PlanID(p.Number) + " " + c.Title, Summary: summary, Text: text, Actions: actions}
+}
+
+// updatePR rewrites the pull request's body from the plan and, with
+// ready, takes it out of draft (a PR GitHub would not open as a draft has
+// nothing to mark).
+func (f *Forge) updatePR(ctx context.Context, gh GitHub, p *Plan, ready bool) error {
+	if p.PR == 0 {
+		return nil
+	}
+	body, err := prBody(p)
+	if err != nil {
+		return err
+	}
+	if err := gh.UpdatePullRequest(ctx, p.Repo, p.PR, "", body); err != nil {
+		return fmt.Errorf("update the pull request's body: %w", err)
+	}
+	if ready && p.PRNodeID != "" && !p.DraftRefused {
+		return gh.MarkReadyForReview(ctx, p.Repo, p.PRNodeID)
+	}
+	return nil
+}
+
+// prBody is the plan PR's description. From approval on it closes the
+// plan's issue when merged (DESIGN §4).
+func prBody(p *Plan) (string, error) {
+	last := ""
+	if n := len(p.Audits); n > 0 {
+		last = p.Audits[n-1].Verdict.String()
+	}
+	st := p.State.Status()
+	closes := 0
+	switch st {
+	case plan.Approved, plan.Implementing, plan.Auditing, plan.Done:
+		closes = p.Issue
+	}
+	return templates.Text("pr-body", map[string]any{
+		"Marker": Marker(p.Number, "pr"), "Summary": oneLine(p.Title), "PlanID": PlanID(p.Number),
+		"Path": p.PlanPath, "FileURL": "../blob/" + p.Branch + "/" + p.PlanPath, "Status": st,
+		"Rounds": len(p.Audits), "LastVerdict": last, "Issue": p.Issue, "RequestedBy": p.RequestedBy,
+		"NotDraft": p.DraftRefused, "Closes": closes,
+	})
+}
+
+// statusLine commits the plan file's **Status:** line as status, on the
+// plan branch's head. A branch or file that is gone (a merged plan) has
+// nothing to update; a line already right is left alone.
+func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
+	p := x.p
+	if p.Branch == "" || p.PlanPath == "" {
+		return nil
+	}
+	ws := x.ws
+	if ws == nil {
+		var err error
+		if ws, err = x.f.Installations.Workspace(ctx, p.InstallationID); err != nil {
+			return err
+		}
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		head, err := x.gh.BranchHead(ctx, p.Repo, p.Branch)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		text, err := ws.ReadFile(ctx, p.Repo, head, p.PlanPath)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the plan file: %w", err)
+		}
+		next := SetStatus(string(text), status)
+		if next == string(text) {
+			return nil
+		}
+		msg := fmt.Sprintf("%s: status %s", PlanID(p.Number), status)
+		sha, err := x.gh.CommitFiles(ctx, p.Repo, p.Branch, head, msg, []FileChange{{Path: p.PlanPath, Content: []byte(next)}})
+		if errors.Is(err, ErrNotFastForward) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("commit the plan's status: %w", err)
+		}
+		if head == p.HeadSHA {
+			// Forge's own commit: the plan builds on it, and its push is no
+			// person's.
+			p.HeadSHA = sha
+		}
+		return nil
+	}
+	return fmt.Errorf("commit the plan's status: the branch %s keeps moving", p.Branch)
+}
+
+// planButtons are the identifiers of the buttons a plan awaiting approval
+// shows.
+var planButtons = []string{"approve", "revise", "cancel"}
+
+var _ = strings.TrimSpace

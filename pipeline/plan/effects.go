@@ -1,0 +1,74 @@
+package plan
+
+// Effect is something to do on GitHub or in the queue once a new State is
+// saved. Effects are plain data: the pipeline's executor carries each out,
+// idempotently, so a retried job repeats them without writing twice.
+type Effect interface{ effect() }
+
+// Target is where a reply goes.
+type Target int
+
+const (
+	// OnCause answers where the event came from (the command's issue or
+	// pull request); an event without one answers on the pull request.
+	OnCause Target = iota
+	OnPR
+	OnIssue
+)
+
+// Reply is a comment: template and its data, posted once (the executor
+// puts the marker built from Key on it and looks for it before writing).
+type Reply struct {
+	On       Target
+	Template string
+	Data     any
+	// Key tells this reply from the plan's other replies of the same
+	// template; the event's trigger is used when it is empty.
+	Key string
+}
+
+// Check is the state of the plan's forge check run. Buttons are the
+// identifiers of the plan's buttons to show (approve, revise, cancel);
+// none takes them off.
+type Check struct {
+	Status, Conclusion, Title, Summary string
+	Buttons                            []string
+}
+
+type (
+	// StartJob enqueues the plan's job under a new generation.
+	StartJob struct{}
+	// StartRun begins a run in Mode: the run's own fields start afresh
+	// (notes, phases limit, rounds counted from now), then StartJob.
+	StartRun struct {
+		Mode  Mode
+		Notes string
+		Limit int
+	}
+	// RequestStop asks the running job to stop (cancel, close) or to skip
+	// its phase; StopNone withdraws a request the job has acted on.
+	RequestStop struct{ Stop Stop }
+	// SyncLabel puts forge:<status> on the pull request.
+	SyncLabel struct{}
+	// SetCheck updates the plan's forge check run.
+	SetCheck struct{ Check Check }
+	// ButtonsOff takes the buttons off a failed phase's check run, and
+	// with Plan off the forge check run too.
+	ButtonsOff struct{ Plan bool }
+	// UpdatePR rewrites the pull request's body from the plan; Ready also
+	// takes it out of draft.
+	UpdatePR struct{ Ready bool }
+	// StatusLine commits the plan file's **Status:** line as the plan's
+	// status.
+	StatusLine struct{}
+)
+
+func (Reply) effect()       {}
+func (StartJob) effect()    {}
+func (StartRun) effect()    {}
+func (RequestStop) effect() {}
+func (SyncLabel) effect()   {}
+func (SetCheck) effect()    {}
+func (ButtonsOff) effect()  {}
+func (UpdatePR) effect()    {}
+func (StatusLine) effect()  {}

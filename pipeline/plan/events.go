@@ -1,0 +1,186 @@
+package plan
+
+// Event is what can happen to a plan. Events from people carry a Cause;
+// the pipeline's own (a step done, a check passed) do not.
+type Event interface {
+	// Name is the event's name in the table.
+	Name() string
+	Origin() Cause
+}
+
+// Cause is where an event came from: the comment, review, button press or
+// delivery (Trigger, unique per occurrence), and the issue or pull request
+// it was made on (On), where its answer goes.
+type Cause struct {
+	Trigger string
+	On      int
+}
+
+func (c Cause) Origin() Cause { return c }
+
+// Events raised by people (commands, buttons, reviews, pull request events).
+type (
+	// Create starts a plan: a forge (Forge) or a template only (/plan).
+	// Queued is set when the installation has no free slot.
+	Create struct {
+		Cause
+		Forge, Queued  bool
+		Running, Limit int
+	}
+	// Revise revises the plan with a person's notes, then audits it.
+	Revise struct {
+		Cause
+		Notes string
+	}
+	// Audit runs one standalone audit round.
+	Audit struct{ Cause }
+	// Approve is an approval the gate let through.
+	Approve struct {
+		Cause
+		Approvers []string
+		// Auto is auto-implement's approval at the end of a forge.
+		Auto bool
+	}
+	// RunPhases runs the approved plan's phases: at most Limit of them.
+	RunPhases struct {
+		Cause
+		Limit int
+	}
+	// Skip skips the phase that failed, waits or runs. PhaseID and Title
+	// name the phase skipped when no job runs (the caller skipped it in
+	// the phases); Was says what it was.
+	Skip struct {
+		Cause
+		PhaseID, Title, Was string
+	}
+	// Cancel stops what runs or waits in the queue.
+	Cancel struct{ Cause }
+	// Close closes the plan: /forge close, the Close button, or its pull
+	// request closed (Quiet: nobody asked, nothing is answered) or merged.
+	Close struct {
+		Cause
+		Quiet, Merged bool
+	}
+	// Push is a person's push to the plan branch. HasPhases says phases
+	// were made before it: they are stale now.
+	Push struct {
+		Cause
+		SHA       string
+		HasPhases bool
+	}
+	// PhasesMade is /forge phases having (re)generated the phases file.
+	PhasesMade struct{ Cause }
+)
+
+// Events raised by the pipeline itself.
+type (
+	// Promote starts a queued forge now that a slot is free.
+	Promote struct{}
+	// Adopt resumes a running plan whose worker died.
+	Adopt struct{}
+	// Wake resumes a run parked on its checks (a check suite or status
+	// arrived, or a timer ran out).
+	Wake struct{}
+	// StepDone records how far a forge run has come.
+	StepDone struct{ To Step }
+	// PlanCreated ends a /plan run: branch, file and pull request exist.
+	PlanCreated struct{ Reply Reply }
+	// RoundPosted is an audit round's review posted; Blocking when it
+	// found blocking concerns, which a forge revises next.
+	RoundPosted struct{ Blocking bool }
+	// Revised is that revision committed.
+	Revised struct{}
+	// ForgeDone ends a forge run that audited to the end. Check is the
+	// forge check run's completion; Notes, when set, are change requests
+	// that arrived during the run: they start the next revision at once.
+	ForgeDone struct {
+		Check Check
+		Notes string
+	}
+	// Failed ends a run on a failure people must see: Reply says what
+	// failed and how to retry, Check is the forge check run's failure.
+	Failed struct {
+		Reply Reply
+		Check Check
+	}
+	// Stopped is the running job stopping at a person's request (Stop).
+	// Reply, when set, tells where the run stopped.
+	Stopped struct{ Reply Reply }
+	// PhaseSkipped is the running job having skipped its phase on request.
+	PhaseSkipped struct{ Reply Reply }
+	// PhasesStarted is a phase run beginning.
+	PhasesStarted struct{}
+	// AuditPhaseStarted is the post-implementation audit phase beginning.
+	AuditPhaseStarted struct{}
+	// AwaitChecks is a phase commit to wait on (Await.Parent is the commit
+	// before it); Park is the run leaving the wait to a wake-up, with the
+	// wait's bookkeeping updated.
+	AwaitChecks struct{ Await Await }
+	Park        struct{ Await Await }
+	// ChecksPassed ends the wait: the phase is done.
+	ChecksPassed struct{}
+	// PhaseFailed ends a phase run on a failed phase (or its checks).
+	PhaseFailed struct {
+		Reply Reply
+		Check Check
+	}
+	// RunPaused ends a phase run at its limit with phases left.
+	RunPaused struct{ Reply Reply }
+	// PhasesStaleStop ends a phase run whose plan changed since its
+	// phases were made.
+	PhasesStaleStop struct{ Reply Reply }
+	// PhasesDone hands the finished plan over.
+	PhasesDone struct{ Reply Reply }
+)
+
+func (Create) Name() string            { return "create" }
+func (Revise) Name() string            { return "revise" }
+func (Audit) Name() string             { return "audit" }
+func (Approve) Name() string           { return "approve" }
+func (RunPhases) Name() string         { return "run_phases" }
+func (Skip) Name() string              { return "skip" }
+func (Cancel) Name() string            { return "cancel" }
+func (Close) Name() string             { return "close" }
+func (Push) Name() string              { return "push" }
+func (PhasesMade) Name() string        { return "phases_made" }
+func (Promote) Name() string           { return "promote" }
+func (Adopt) Name() string             { return "adopt" }
+func (Wake) Name() string              { return "wake" }
+func (StepDone) Name() string          { return "step" }
+func (PlanCreated) Name() string       { return "plan_created" }
+func (RoundPosted) Name() string       { return "round_posted" }
+func (Revised) Name() string           { return "revised" }
+func (ForgeDone) Name() string         { return "forge_done" }
+func (Failed) Name() string            { return "failed" }
+func (Stopped) Name() string           { return "stopped" }
+func (PhaseSkipped) Name() string      { return "phase_skipped" }
+func (PhasesStarted) Name() string     { return "phases_started" }
+func (AuditPhaseStarted) Name() string { return "audit_phase_started" }
+func (AwaitChecks) Name() string       { return "await_checks" }
+func (Park) Name() string              { return "park" }
+func (ChecksPassed) Name() string      { return "checks_passed" }
+func (PhaseFailed) Name() string       { return "phase_failed" }
+func (RunPaused) Name() string         { return "run_paused" }
+func (PhasesStaleStop) Name() string   { return "phases_stale" }
+func (PhasesDone) Name() string        { return "phases_done" }
+
+func (Promote) Origin() Cause           { return Cause{} }
+func (Adopt) Origin() Cause             { return Cause{} }
+func (Wake) Origin() Cause              { return Cause{} }
+func (StepDone) Origin() Cause          { return Cause{} }
+func (PlanCreated) Origin() Cause       { return Cause{} }
+func (RoundPosted) Origin() Cause       { return Cause{} }
+func (Revised) Origin() Cause           { return Cause{} }
+func (ForgeDone) Origin() Cause         { return Cause{} }
+func (Failed) Origin() Cause            { return Cause{} }
+func (Stopped) Origin() Cause           { return Cause{} }
+func (PhaseSkipped) Origin() Cause      { return Cause{} }
+func (PhasesStarted) Origin() Cause     { return Cause{} }
+func (AuditPhaseStarted) Origin() Cause { return Cause{} }
+func (AwaitChecks) Origin() Cause       { return Cause{} }
+func (Park) Origin() Cause              { return Cause{} }
+func (ChecksPassed) Origin() Cause      { return Cause{} }
+func (PhaseFailed) Origin() Cause       { return Cause{} }
+func (RunPaused) Origin() Cause         { return Cause{} }
+func (PhasesStaleStop) Origin() Cause   { return Cause{} }
+func (PhasesDone) Origin() Cause        { return Cause{} }

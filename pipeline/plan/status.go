@@ -1,0 +1,94 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is a plan's place in its lifecycle (DESIGN §4).
+type Status string
+
+const (
+	Draft        Status = "DRAFT"
+	Review       Status = "REVIEW"
+	Approved     Status = "APPROVED"
+	Implementing Status = "IMPLEMENTING"
+	Auditing     Status = "AUDITING"
+	Done         Status = "DONE"
+	Closed       Status = "CLOSED"
+	Cancelled    Status = "CANCELLED"
+)
+
+// Statuses lists every status in lifecycle order.
+var Statuses = []Status{Draft, Review, Approved, Implementing, Auditing, Done, Closed, Cancelled}
+
+// Active reports whether a forge or a phase run may still work on a plan
+// in this status.
+func (s Status) Active() bool {
+	switch s {
+	case Done, Closed, Cancelled:
+		return false
+	}
+	return true
+}
+
+// RunState says whether a job works on the plan now.
+type RunState string
+
+const (
+	Idle    RunState = "idle"
+	Queued  RunState = "queued"  // waiting for a free slot of the installation
+	Running RunState = "running" // a forge job owns it (see leases)
+)
+
+// Mode is what a run does.
+type Mode string
+
+const (
+	ModeForge  Mode = "forge"  // draft, then audit rounds
+	ModeRevise Mode = "revise" // revise with notes, then audit rounds
+	ModeAudit  Mode = "audit"  // one standalone audit round
+	ModePlan   Mode = "plan"   // /plan: branch, file, PR; no agent
+	ModePhases Mode = "phases" // run the approved plan's phases
+)
+
+// Step is how far a forge run has come; steps only move forward within a
+// run.
+type Step int
+
+const (
+	StepNew Step = iota
+	StepBranch
+	StepFile
+	StepPR
+	StepDrafted
+	StepRounds
+	StepFinished
+)
+
+// Await is a phase commit waiting for the other Apps' checks.
+type Await struct {
+	SHA        string `json:"sha"`
+	Parent     string `json:"parent"`
+	PhaseID    string `json:"phase_id"`
+	CheckRunID int64  `json:"check_run_id"`
+	// Deadline ends the grace period: no CI by then means none.
+	Deadline time.Time `json:"deadline"`
+	// Since is when the wait began; phases.checks_timeout counts from it.
+	Since time.Time `json:"since,omitempty"`
+	// TimeoutWake is the end of the wait a wake-up job is queued for.
+	TimeoutWake time.Time `json:"timeout_wake,omitempty"`
+}
+
+// Stop is what a person asked a running job to do at its next check.
+type Stop string
+
+const (
+	StopNone   Stop = ""
+	StopCancel Stop = "cancel" // stop the run: the plan is CANCELLED, or its phase fails
+	StopSkip   Stop = "skip"   // stop the running phase and mark it skipped
+	StopClose  Stop = "close"  // stop the run and close the plan
+)
+
+// PlanID formats a plan number as plan-NNN.
+func PlanID(n int) string { return fmt.Sprintf("plan-%03d", n) }

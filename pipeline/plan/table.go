@@ -1,0 +1,365 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Row is one row of the lifecycle table: in a status (From, any when
+// empty) and run state (Run, any when empty), when the guard holds, the
+// event leads to status To and run state RunTo (unchanged when empty),
+// with the effects Does describes.
+type Row struct {
+	Event string
+	From  []Status
+	Run   []RunState
+	// Guard says in words when the row applies beyond status and run
+	// state; when checks it.
+	Guard string
+	To    Status
+	RunTo RunState
+	Does  string
+	when  func(State, Event) bool
+	apply func(*State, Event) []Effect
+}
+
+// RefusedError is an event the table has no row for in the plan's state.
+type RefusedError struct {
+	State State
+	Event string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("a plan that is %s cannot take %s", e.State, strings.ReplaceAll(e.Event, "_", " "))
+}
+
+// Apply looks the event up in the table. It returns the next state and
+// the effects to carry out, or a *RefusedError when no row matches. An
+// event whose trigger the state has already applied changes nothing and
+// has no effects: the job that applied it is being retried.
+func (s State) Apply(ev Event) (State, []Effect, error) {
+	c := ev.Origin()
+	if s.Applied(c.Trigger) {
+		return s, nil, nil
+	}
+	row, ok := Lookup(s, ev)
+	if !ok {
+		return s, nil, &RefusedError{State: s, Event: ev.Name()}
+	}
+	next := s
+	if row.To != "" {
+		next.status = row.To
+	}
+	if row.RunTo != "" {
+		next.run = row.RunTo
+	}
+	var effects []Effect
+	if row.apply != nil {
+		effects = row.apply(&next, ev)
+	}
+	if next.run == Idle {
+		// Nothing runs: nothing waits, nothing is to stop, no step is due.
+		next.await, next.parked, next.stop, next.reviseNext = nil, false, StopNone, false
+	}
+	if c.Trigger != "" {
+		next.applied = c.Trigger
+	}
+	return next, effects, nil
+}
+
+// Lookup is the row the table has for the event in state s.
+func Lookup(s State, ev Event) (Row, bool) {
+	for _, r := range table {
+		if r.Event != ev.Name() {
+			continue
+		}
+		if len(r.From) > 0 && !slices.Contains(r.From, s.status) {
+			continue
+		}
+		if len(r.Run) > 0 && !slices.Contains(r.Run, s.run) {
+			continue
+		}
+		if r.when != nil && !r.when(s, ev) {
+			continue
+		}
+		return r, true
+	}
+	return Row{}, false
+}
+
+// Table is the lifecycle, row by row, for printing.
+func Table() []Row { return slices.Clone(table) }
+
+var (
+	idle       = []RunState{Idle}
+	running    = []RunState{Running}
+	queued     = []RunState{Queued}
+	forgeable  = []Status{Draft, Review}
+	phaseable  = []Status{Approved, Implementing, Auditing}
+	notClosed  = []Status{Draft, Review, Approved, Implementing, Auditing, Done, Cancelled}
+	planButton = []string{"approve", "revise", "cancel"}
+)
+
+func parked(s State, _ Event) bool    { return s.parked }
+func notParked(s State, _ Event) bool { return !s.parked }
+func stopIs(stop Stop) func(State, Event) bool {
+	return func(s State, _ Event) bool { return s.stop == stop }
+}
+func forgeMode(s State, _ Event) bool { return s.mode != ModePhases && s.mode != ModePlan }
+
+func reply(on Target, tmpl string, data any) Reply { return Reply{On: on, Template: tmpl, Data: data} }
+
+// closing is what closing a plan does on GitHub.
+func closing(s *State, ev Event) []Effect {
+	c, _ := ev.(Close)
+	out := []Effect{ButtonsOff{Plan: true}, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "closed"}}, SyncLabel{}}
+	if !c.Merged {
+		out = append(out, StatusLine{})
+	}
+	if !c.Quiet {
+		out = append(out, reply(OnCause, "closed", nil))
+	}
+	return out
+}
+
+var table = []Row{
+	// A plan begins.
+	{Event: "create", From: []Status{""}, Guard: "no free slot", To: Draft, RunTo: Queued,
+		Does: "answer queued",
+		when: func(_ State, ev Event) bool { return ev.(Create).Queued },
+		apply: func(s *State, ev Event) []Effect {
+			c := ev.(Create)
+			s.mode = ModeForge
+			return []Effect{reply(OnCause, "queued", map[string]any{"Running": c.Running, "Limit": c.Limit})}
+		}},
+	{Event: "create", From: []Status{""}, To: Draft, RunTo: Running,
+		Does: "start the job (a forge, or /plan's template only)",
+		apply: func(s *State, ev Event) []Effect {
+			s.mode = ModeForge
+			if !ev.(Create).Forge {
+				s.mode = ModePlan
+			}
+			return []Effect{StartJob{}}
+		}},
+	{Event: "promote", From: []Status{Draft}, Run: queued, RunTo: Running, Does: "start the job",
+		apply: func(*State, Event) []Effect { return []Effect{StartJob{}} }},
+
+	// People steer a plan that is not running.
+	{Event: "revise", From: forgeable, Run: idle, To: Draft, RunTo: Running,
+		Does: "start a revision with the notes, then audit rounds",
+		apply: func(s *State, ev Event) []Effect {
+			s.mode, s.step = ModeRevise, StepDrafted
+			return []Effect{StartRun{Mode: ModeRevise, Notes: ev.(Revise).Notes}}
+		}},
+	{Event: "audit", From: forgeable, Run: idle, RunTo: Running, Does: "start one audit round",
+		apply: func(s *State, _ Event) []Effect {
+			s.mode, s.step = ModeAudit, StepRounds
+			return []Effect{StartRun{Mode: ModeAudit}}
+		}},
+	{Event: "approve", From: []Status{Review}, Run: idle, To: Approved, RunTo: Running,
+		Does: "label, check run in progress, PR body with Closes #N, plan file status, answer, run the phases",
+		apply: func(s *State, ev Event) []Effect {
+			a := ev.(Approve)
+			s.mode, s.step = ModePhases, StepFinished
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: "approved: running the phases"}},
+				UpdatePR{}, StatusLine{},
+				reply(OnPR, "approval", map[string]any{"Approved": true, "Approvers": a.Approvers}),
+				StartRun{Mode: ModePhases}}
+		}},
+	{Event: "approve", From: forgeable, Run: running, Guard: "auto-implement at the end of a forge",
+		To: Approved, Does: "label, check run in progress, PR body with Closes #N, plan file status, run the phases",
+		when: func(_ State, ev Event) bool { return ev.(Approve).Auto },
+		apply: func(s *State, _ Event) []Effect {
+			s.mode, s.step = ModePhases, StepFinished
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: "approved by auto-implement: running the phases"}},
+				UpdatePR{}, StatusLine{}, StartRun{Mode: ModePhases}}
+		}},
+	{Event: "run_phases", From: phaseable, Run: idle, RunTo: Running,
+		Does: "take a failed phase's buttons off, run the phases (at most the limit)",
+		apply: func(s *State, ev Event) []Effect {
+			s.mode, s.step = ModePhases, StepFinished
+			return []Effect{ButtonsOff{}, SetCheck{Check{Status: "in_progress", Title: "running the phases"}},
+				StartRun{Mode: ModePhases, Limit: ev.(RunPhases).Limit}}
+		}},
+	{Event: "skip", From: phaseable, Run: idle, Guard: "the caller skipped the phase",
+		Does: "take the phase's buttons off, answer",
+		apply: func(_ *State, ev Event) []Effect {
+			k := ev.(Skip)
+			return []Effect{ButtonsOff{}, reply(OnCause, "phase-skipped", map[string]any{"PhaseID": k.PhaseID, "Title": k.Title, "Was": k.Was})}
+		}},
+	{Event: "skip", From: phaseable, Run: running, Guard: "a phase runs or waits",
+		Does: "ask the job to skip its phase (a parked job is woken), answer",
+		apply: func(s *State, _ Event) []Effect {
+			out := []Effect{RequestStop{StopSkip}, reply(OnCause, "phase-skipped", map[string]any{"Requested": true})}
+			if s.parked {
+				s.parked = false
+				out = append(out, StartJob{})
+			}
+			return out
+		}},
+	{Event: "push", From: []Status{Review}, Run: idle, RunTo: Running,
+		Does: "phases made before are stale; audit the pushed plan",
+		apply: func(s *State, ev Event) []Effect {
+			s.phasesStale = s.phasesStale || ev.(Push).HasPhases
+			s.mode, s.step = ModeAudit, StepRounds
+			return []Effect{StartRun{Mode: ModeAudit}}
+		}},
+	{Event: "push", Run: []RunState{Idle, Queued}, Does: "phases made before are stale",
+		apply: func(s *State, ev Event) []Effect {
+			s.phasesStale = s.phasesStale || ev.(Push).HasPhases
+			return nil
+		}},
+	{Event: "push", Run: running, Does: "nothing: the running step merges the push when it commits"},
+	{Event: "phases_made", From: notClosed, Run: idle, Does: "the phases are fresh; answer with the checklist",
+		apply: func(s *State, _ Event) []Effect { s.phasesStale = false; return nil }},
+
+	// Stopping and closing.
+	{Event: "cancel", Run: queued, To: Cancelled, RunTo: Idle, Does: "answer",
+		apply: func(*State, Event) []Effect {
+			return []Effect{SyncLabel{}, reply(OnCause, "cancel", map[string]any{"Queued": true})}
+		}},
+	{Event: "cancel", Run: running, Does: "ask the job to stop (a parked job is woken to stop), answer",
+		apply: func(s *State, _ Event) []Effect {
+			out := []Effect{RequestStop{StopCancel}, reply(OnCause, "cancel", nil)}
+			if s.parked {
+				s.parked = false
+				out = append(out, StartJob{})
+			}
+			return out
+		}},
+	{Event: "close", From: []Status{Closed}, Does: "answer that it is closed", apply: func(_ *State, ev Event) []Effect {
+		if ev.(Close).Quiet {
+			return nil
+		}
+		return []Effect{reply(OnCause, "closed", nil)}
+	}},
+	{Event: "close", From: notClosed, Run: running, Does: "ask the job to stop and close (a parked job is woken), answer",
+		apply: func(s *State, ev Event) []Effect {
+			out := []Effect{RequestStop{StopClose}}
+			if !ev.(Close).Quiet {
+				out = append(out, reply(OnCause, "closed", map[string]any{"Closing": true}))
+			}
+			if s.parked {
+				s.parked = false
+				out = append(out, StartJob{})
+			}
+			return out
+		}},
+	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued}, To: Closed, RunTo: Idle,
+		Does:  "buttons off, check run neutral, label, plan file status (unless merged), answer (unless the PR was closed)",
+		apply: closing},
+
+	// The job's own progress.
+	{Event: "adopt", Run: running, Does: "start the job again (its worker died)",
+		apply: func(*State, Event) []Effect { return []Effect{StartJob{}} }},
+	{Event: "step", Run: running, Guard: "forward only", Does: "record the step",
+		when:  func(s State, ev Event) bool { return ev.(StepDone).To >= s.step },
+		apply: func(s *State, ev Event) []Effect { s.step = ev.(StepDone).To; return nil }},
+	{Event: "plan_created", From: []Status{Draft}, Run: running, RunTo: Idle, Does: "answer on the issue",
+		apply: func(s *State, ev Event) []Effect { s.step = StepPR; return []Effect{ev.(PlanCreated).Reply} }},
+	{Event: "round_posted", Run: running, Guard: "a forge or revision", Does: "a blocking round is revised next",
+		when: forgeMode,
+		apply: func(s *State, ev Event) []Effect {
+			s.reviseNext = ev.(RoundPosted).Blocking && s.mode != ModeAudit
+			return nil
+		}},
+	{Event: "revised", Run: running, Does: "the revision is done", apply: func(s *State, _ Event) []Effect {
+		s.reviseNext = false
+		return nil
+	}},
+	{Event: "forge_done", From: forgeable, Run: running, Guard: "change requests arrived during the run",
+		To: Draft, Does: "start the revision they ask for",
+		when: func(_ State, ev Event) bool { return ev.(ForgeDone).Notes != "" },
+		apply: func(s *State, ev Event) []Effect {
+			s.mode, s.step = ModeRevise, StepDrafted
+			return []Effect{SyncLabel{}, StartRun{Mode: ModeRevise, Notes: ev.(ForgeDone).Notes}}
+		}},
+	{Event: "forge_done", From: forgeable, Run: running, To: Review, RunTo: Idle,
+		Does: "check run awaits approval (with buttons), label, PR body",
+		apply: func(s *State, ev Event) []Effect {
+			s.step = StepFinished
+			return []Effect{SetCheck{ev.(ForgeDone).Check}, SyncLabel{}, UpdatePR{}}
+		}},
+	{Event: "failed", From: forgeable, Run: running, Guard: "a forge, revision or audit", To: Draft, RunTo: Idle,
+		Does: "say what failed and how to retry; check run failure; label",
+		when: forgeMode,
+		apply: func(_ *State, ev Event) []Effect {
+			f := ev.(Failed)
+			return []Effect{f.Reply, SetCheck{f.Check}, SyncLabel{}}
+		}},
+	{Event: "failed", Run: running, Guard: "a phase run or /plan", RunTo: Idle,
+		Does: "say what failed and how to retry; check run failure",
+		apply: func(_ *State, ev Event) []Effect {
+			f := ev.(Failed)
+			return []Effect{f.Reply, SetCheck{f.Check}}
+		}},
+	{Event: "stopped", From: forgeable, Run: running, Guard: "asked to cancel a forge", To: Cancelled, RunTo: Idle,
+		Does: "check run neutral, label",
+		when: func(s State, ev Event) bool { return s.stop == StopCancel && forgeMode(s, ev) },
+		apply: func(*State, Event) []Effect {
+			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "cancelled"}}, SyncLabel{}}
+		}},
+	{Event: "stopped", From: phaseable, Run: running, Guard: "asked to cancel a phase run", RunTo: Idle,
+		Does: "check run neutral, say where the run stopped",
+		when: stopIs(StopCancel),
+		apply: func(_ *State, ev Event) []Effect {
+			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "phase run cancelled"}}, ev.(Stopped).Reply}
+		}},
+	{Event: "stopped", Run: running, Guard: "asked to close", To: Closed, RunTo: Idle,
+		Does: "buttons off, check run neutral, label, plan file status",
+		when: stopIs(StopClose), apply: closing},
+	{Event: "phase_skipped", From: phaseable, Run: running, Guard: "asked to skip", Does: "withdraw the request, answer",
+		when: stopIs(StopSkip),
+		apply: func(s *State, ev Event) []Effect {
+			s.stop, s.await, s.parked = StopNone, nil, false
+			return []Effect{RequestStop{StopNone}, ev.(PhaseSkipped).Reply}
+		}},
+
+	// A phase run.
+	{Event: "phases_started", From: []Status{Approved}, Run: running, To: Implementing,
+		Does: "label, plan file status, check run in progress",
+		apply: func(*State, Event) []Effect {
+			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: "running the phases"}}}
+		}},
+	{Event: "phases_started", From: []Status{Implementing, Auditing}, Run: running, Does: "check run in progress",
+		apply: func(*State, Event) []Effect {
+			return []Effect{SetCheck{Check{Status: "in_progress", Title: "running the phases"}}}
+		}},
+	{Event: "audit_phase_started", From: []Status{Implementing}, Run: running, To: Auditing,
+		Does:  "label, plan file status",
+		apply: func(*State, Event) []Effect { return []Effect{SyncLabel{}, StatusLine{}} }},
+	{Event: "audit_phase_started", From: []Status{Auditing}, Run: running, Does: "nothing (a resumed audit)"},
+	{Event: "await_checks", From: phaseable, Run: running, Does: "wait for the commit's checks",
+		apply: func(s *State, ev Event) []Effect { a := ev.(AwaitChecks).Await; s.await = &a; return nil }},
+	{Event: "park", From: phaseable, Run: running, Guard: "waiting on checks", Does: "leave the wait to a wake-up",
+		when:  func(s State, _ Event) bool { return s.await != nil },
+		apply: func(s *State, ev Event) []Effect { a := ev.(Park).Await; s.await, s.parked = &a, true; return nil }},
+	{Event: "wake", From: phaseable, Run: running, Guard: "parked", Does: "start the job", when: parked,
+		apply: func(s *State, _ Event) []Effect { s.parked = false; return []Effect{StartJob{}} }},
+	{Event: "wake", Run: running, Guard: "not parked", Does: "nothing: a job works the plan", when: notParked},
+	{Event: "checks_passed", From: phaseable, Run: running, Does: "the phase is done",
+		apply: func(s *State, _ Event) []Effect { s.await, s.parked = nil, false; return nil }},
+	{Event: "phase_failed", From: phaseable, Run: running, RunTo: Idle,
+		Does: "check run failure, say which phase failed and how to retry",
+		apply: func(_ *State, ev Event) []Effect {
+			f := ev.(PhaseFailed)
+			return []Effect{SetCheck{f.Check}, f.Reply}
+		}},
+	{Event: "run_paused", From: phaseable, Run: running, RunTo: Idle,
+		Does: "check run neutral, say how many phases remain",
+		apply: func(_ *State, ev Event) []Effect {
+			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "phases remain"}}, ev.(RunPaused).Reply}
+		}},
+	{Event: "phases_stale", From: phaseable, Run: running, RunTo: Idle,
+		Does: "check run action required, say to regenerate the phases",
+		apply: func(_ *State, ev Event) []Effect {
+			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: "the phases are stale"}}, ev.(PhasesStaleStop).Reply}
+		}},
+	{Event: "phases_done", From: []Status{Implementing, Auditing}, Run: running, To: Done, RunTo: Idle,
+		Does: "PR body and ready for review, check run success, label, plan file status, answer",
+		apply: func(_ *State, ev Event) []Effect {
+			return []Effect{UpdatePR{Ready: true}, SetCheck{Check{Status: "completed", Conclusion: "success", Title: "done: ready for review"}},
+				SyncLabel{}, StatusLine{}, ev.(PhasesDone).Reply}
+		}},
+}

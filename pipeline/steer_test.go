@@ -1,0 +1,57 @@
+package pipeline
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/forge-dev/forge/pipeline/plan"
+)
+
+// TestPlanObjective: /forge status shows the first paragraph of the plan's
+// Objective section (or Summary), on one line; the title when there is
+// neither.
+func TestPlanObjective(t *testing.T) {
+	tests := []struct{ name, text, want string }{
+		{"objective", "# Plan\n\n## Objective\n\nRetry webhook\ndeliveries.\n\nMore words.\n\n## Scope\n\nx\n", "Retry webhook deliveries."},
+		{"summary", "# Plan\n\n## Summary\nShort one.\n## Objective\n", "Short one."},
+		{"neither", "# Plan\n\n## Scope\n\nx\n", "the title"},
+		{"empty objective falls to summary", "## Objective\n\n## Summary\n\nS.\n", "S."},
+		{"long", "## Objective\n" + strings.Repeat("a", 400), strings.Repeat("a", 300) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := planObjective(tt.text, "the title"); got != tt.want {
+				t.Errorf("planObjective = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestApprovalRefusalWording: a plan that cannot be approved is told so
+// in the gate's words, whether a review, the command or the button asked.
+func TestApprovalRefusalWording(t *testing.T) {
+	p := &Plan{Number: 1, State: plan.FromLegacy(plan.Legacy{Status: StatusDraft, Run: RunIdle})}
+	_, data := refusal(p, &plan.RefusedError{State: p.State, Event: plan.Approve{}.Name()})
+	gate := EvaluateGate(GateInput{Status: StatusDraft})
+	if got := data["Missing"].([]string)[0]; got != gate.Missing[0] {
+		t.Errorf("refusal %q, gate %q", got, gate.Missing[0])
+	}
+}
+
+// TestRunPhasesRefusedWhenClosed: /forge run on a closed or cancelled plan
+// is refused by the table and answered, not run.
+func TestRunPhasesRefusedWhenClosed(t *testing.T) {
+	for _, st := range []Status{StatusClosed, StatusCancelled} {
+		s := plan.FromLegacy(plan.Legacy{Status: st, Run: RunIdle})
+		_, effects, err := s.Apply(plan.RunPhases{Cause: plan.Cause{Trigger: "c1"}, Limit: 1})
+		var refused *plan.RefusedError
+		if !errors.As(err, &refused) || len(effects) != 0 {
+			t.Fatalf("%s: run_phases gave %v, %v; want a refusal", st, effects, err)
+		}
+		tmpl, data := refusal(&Plan{Number: 1, State: s}, refused)
+		if tmpl != "approval" || !strings.Contains(data["Missing"].([]string)[0], string(st)) {
+			t.Errorf("%s: answered %s %v", st, tmpl, data)
+		}
+	}
+}
