@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"maps"
 	"strconv"
-	"strings"
 
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
@@ -34,6 +33,10 @@ type effect struct {
 	Ready  bool        `json:"ready,omitempty"`
 	Status plan.Status `json:"status,omitempty"`
 	Gen    int         `json:"gen,omitempty"`
+	// Tried is set, and saved, before the effect is first carried out: a
+	// reply never tried cannot have been posted, so it is posted without
+	// first looking for it.
+	Tried bool `json:"tried,omitempty"`
 }
 
 const (
@@ -220,7 +223,11 @@ func (x *executor) reply(ev plan.Event, r plan.Reply) (effect, error) {
 	if key == "" {
 		key = "g" + strconv.Itoa(p.Generation)
 	}
-	marker := Marker(p.Number, r.Template, key)
+	kind := r.Template
+	if k, ok := markerKinds[kind]; ok {
+		kind = k
+	}
+	marker := Marker(p.Number, kind, key)
 	data := map[string]any{}
 	switch d := r.Data.(type) {
 	case nil:
@@ -240,6 +247,15 @@ func (x *executor) reply(ev plan.Event, r plan.Reply) (effect, error) {
 	return effect{Kind: effectReply, Number: number, Marker: marker, Body: body}, nil
 }
 
+// markerKinds are the marker kinds of replies whose markers were named
+// before replies were made from templates: a job retried across an
+// upgrade still finds what it wrote.
+var markerKinds = map[string]string{
+	"forge-error": "error", "merge-conflict": "conflict", "secret-refused": "secret",
+	"change-too-large": "too-large", "workflows-refused": "workflows", "plan-created": "created",
+	"agent-wrote": "wrote", "unsafe-file": "unsafe-file",
+}
+
 // causeOf is the cause an event carries, zero for the pipeline's own.
 func causeOf(ev plan.Event) plan.Cause {
 	if c, ok := ev.(interface{ Origin() plan.Cause }); ok {
@@ -252,14 +268,12 @@ func causeOf(ev plan.Event) plan.Cause {
 // and saves the plan again with it empty.
 func (x *executor) settle(ctx context.Context) error {
 	p := x.p
+	first := try(p.Outbox)
 	if err := x.f.Plans.SavePlan(ctx, p); err != nil {
 		return fmt.Errorf("save %s: %w", PlanID(p.Number), err)
 	}
-	if len(p.Outbox) == 0 {
-		return nil
-	}
 	for len(p.Outbox) > 0 {
-		if err := x.carryOut(ctx, p.Outbox[0]); err != nil {
+		if err := x.carryOut(ctx, p.Outbox[0], first); err != nil {
 			return fmt.Errorf("%s of %s: %w", p.Outbox[0].Kind, PlanID(p.Number), err)
 		}
 		// Saved after each effect: what an effect changed on the plan (the
@@ -269,6 +283,7 @@ func (x *executor) settle(ctx context.Context) error {
 		if len(p.Outbox) == 0 {
 			p.Outbox = nil
 		}
+		first = try(p.Outbox)
 		if err := x.f.Plans.SavePlan(ctx, p); err != nil {
 			return fmt.Errorf("save %s: %w", PlanID(p.Number), err)
 		}
@@ -276,10 +291,24 @@ func (x *executor) settle(ctx context.Context) error {
 	return nil
 }
 
-func (x *executor) carryOut(ctx context.Context, e effect) error {
+// try marks the outbox's next effect tried (the caller saves) and reports
+// whether this is its first try.
+func try(outbox []effect) bool {
+	if len(outbox) == 0 || outbox[0].Tried {
+		return false
+	}
+	outbox[0].Tried = true
+	return true
+}
+
+func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 	f, gh, p := x.f, x.gh, x.p
 	switch e.Kind {
 	case effectReply:
+		if first {
+			_, err := f.post(ctx, gh, p.Repo, e.Number, e.Marker, e.Body)
+			return err
+		}
 		_, err := f.comment(ctx, gh, p.Repo, e.Number, e.Marker, e.Body)
 		return err
 	case effectStartJob:
@@ -315,9 +344,15 @@ func (f *Forge) comment(ctx context.Context, gh GitHub, repo Repo, number int, m
 				return c.ID, nil
 			}
 		}
-		if !HasMarker(body, marker) {
-			body = marker + "\n" + body
-		}
+	}
+	return f.post(ctx, gh, repo, number, marker, body)
+}
+
+// post comments without looking for an earlier copy: for a comment that
+// cannot have been posted yet.
+func (f *Forge) post(ctx context.Context, gh GitHub, repo Repo, number int, marker, body string) (int64, error) {
+	if marker != "" && !HasMarker(body, marker) {
+		body = marker + "\n" + body
 	}
 	id, err := gh.CreateComment(ctx, repo, number, body)
 	if err != nil {
@@ -334,18 +369,23 @@ var checkButtons = map[string]CheckAction{
 }
 
 // setCheck brings the plan's forge check run to c, on the plan's head: a
-// new run when the head moved (the old one is closed as superseded), else
-// an update. A plan that never had a check run (/plan) gets none.
+// new run when the head moved (the old one is closed as superseded) or
+// when a completed run would go back to in progress, which GitHub refuses;
+// else an update. A plan that never had a check run (/plan) gets none.
 func (f *Forge) setCheck(ctx context.Context, gh GitHub, p *Plan, c plan.Check, maxRounds int) error {
 	if p.CheckRunID == 0 {
 		return nil
 	}
 	run := f.checkRun(p, c, maxRounds)
-	if p.CheckHead == p.HeadSHA {
+	reopen := p.CheckStatus == "completed" && c.Status != "completed"
+	if p.CheckHead == p.HeadSHA && !reopen {
 		run.ID = p.CheckRunID
 		err := gh.UpdateCheckRun(ctx, p.Repo, run)
 		if errors.Is(err, ErrNotFound) {
 			return nil
+		}
+		if err == nil {
+			p.CheckStatus = c.Status
 		}
 		return err
 	}
@@ -354,11 +394,11 @@ func (f *Forge) setCheck(ctx context.Context, gh GitHub, p *Plan, c plan.Check, 
 		return fmt.Errorf("create forge check run: %w", err)
 	}
 	sup := CheckRun{ID: p.CheckRunID, Name: checkName, Status: "completed", Conclusion: "neutral",
-		Title: "Superseded", Summary: "The plan branch moved on: see the forge check on the newer commit."}
+		Title: "Superseded", Summary: "The plan moved on: see the newer forge check run."}
 	if err := gh.UpdateCheckRun(ctx, p.Repo, sup); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("close the superseded check run: %w", err)
 	}
-	p.CheckRunID, p.CheckHead = id, p.HeadSHA
+	p.CheckRunID, p.CheckHead, p.CheckStatus = id, p.HeadSHA, c.Status
 	return nil
 }
 
@@ -483,8 +523,3 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 	return fmt.Errorf("commit the plan's status: the branch %s keeps moving", p.Branch)
 }
 
-// planButtons are the identifiers of the buttons a plan awaiting approval
-// shows.
-var planButtons = []string{"approve", "revise", "cancel"}
-
-var _ = strings.TrimSpace

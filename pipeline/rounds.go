@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -37,8 +38,7 @@ func (r *run) rounds(ctx context.Context) error {
 				return err
 			}
 			r.hideOutdated(ctx, last)
-			p.ReviseNext = false
-			if err := r.save(ctx); err != nil {
+			if err := r.apply(ctx, plan.Revised{}); err != nil {
 				return err
 			}
 			if p.Round-p.RunStartRound < max {
@@ -53,12 +53,11 @@ func (r *run) rounds(ctx context.Context) error {
 			if p.Round-p.RunStartRound >= max {
 				return r.complete(ctx, true)
 			}
-			fresh, err := r.f.Plans.Plan(ctx, p.ID)
-			if err != nil {
-				return err
-			}
-			if fresh.CancelRequested {
-				return r.cancelled(ctx)
+			if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
+				if err != nil {
+					return err
+				}
+				return r.stopped(ctx, stop, nil)
 			}
 			if err := r.audit(ctx); err != nil {
 				return err
@@ -72,8 +71,7 @@ func (r *run) rounds(ctx context.Context) error {
 		p.Round, p.Pending = round.Round, nil
 		// The revision is recorded as due in the same save, so a run that
 		// dies now revises when it resumes rather than auditing again.
-		p.ReviseNext = round.Loop && p.State.Mode() != ModeAudit
-		if err := r.save(ctx); err != nil {
+		if err := r.apply(ctx, plan.RoundPosted{Blocking: round.Loop}); err != nil {
 			return err
 		}
 		if !p.State.ReviseNext() {
@@ -219,26 +217,22 @@ func (r *run) roundsOfRun() int {
 }
 
 // complete ends a run that audited to the end: the final commit (audit
-// log, status), the check run, the completion comment, and the
-// auto-implement decision (DESIGN §3.6).
+// log, status), the completion comment, then the table's forge_done (the
+// check run, the label, the PR body) or, with auto-implement, its approval
+// (DESIGN §3.6). Change requests that arrived during the run start the
+// next revision instead: one revision for all of them.
 func (r *run) complete(ctx context.Context, capReached bool) error {
 	p := r.p
 	r.doing = "completing the forge"
 	if p.State.Step() != StepFinished {
-		p.Step, p.CapReached = StepFinished, capReached
-		if err := r.save(ctx); err != nil {
+		p.CapReached = capReached
+		if err := r.step(ctx, StepFinished); err != nil {
 			return err
 		}
 	}
 	last := AuditRound{}
 	if n := len(p.Audits); n > 0 {
 		last = p.Audits[n-1]
-	}
-	if p.State.Mode() != ModeAudit || p.State.Status() == StatusDraft {
-		to, err := p.State.Status().Next(EventForgeDone)
-		if err == nil {
-			p.Status = to
-		}
 	}
 	if capReached && len(p.Audits) > 0 {
 		p.Audits[len(p.Audits)-1].CapNote = true
@@ -263,10 +257,10 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	if err != nil {
 		return err
 	}
-	if auto {
-		to, err := p.State.Status().Next(EventApprove)
-		if err == nil {
-			p.Status = to
+	notes, taken := "", p.ReviewsTaken
+	if !auto {
+		if notes, taken, err = r.f.pendingChangeRequests(ctx, r.gh, p); err != nil {
+			return err
 		}
 	}
 	var open []Finding
@@ -278,58 +272,39 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	complete, err := templates.Text("complete", map[string]any{
 		"PlanID": PlanID(p.Number), "Rounds": p.Round - p.RunStartRound, "Elapsed": elapsed(r.f.now().Sub(r.started)),
 		"CapReached": capReached, "Cancelled": false, "Findings": open,
-		"AutoImplement": auto, "ManualReasons": reasons,
+		"AutoImplement": auto, "ManualReasons": reasons, "Revising": notes != "",
 	})
 	if err != nil {
 		return err
 	}
-	p.Run, p.Error = RunIdle, ""
-	if err := r.save(ctx); err != nil {
-		return err
-	}
-
-	title := fmt.Sprintf("%s awaits approval", PlanID(p.Number))
-	status, conclusion := "completed", "action_required"
-	actions := []CheckAction{
-		{Label: "Approve & run", Description: "Approve the plan and run its phases", Identifier: "approve"},
-		{Label: "Revise", Description: "Revise the plan and audit it again", Identifier: "revise"},
-		{Label: "Cancel", Description: "Close the plan", Identifier: "cancel"},
-	}
-	switch {
-	case auto:
-		title, conclusion, actions = PlanID(p.Number)+" approved by auto-implement", "neutral", nil
-	case capReached:
-		title = fmt.Sprintf("%s: CAP_REACHED, blocking findings remain", PlanID(p.Number))
-	case last.Verdict == SeverityBlocking:
-		title = fmt.Sprintf("%s: blocking findings (verdict %s)", PlanID(p.Number), last.Verdict)
-	}
-	if err := r.setCheck(ctx, status, conclusion, title, actions); err != nil {
-		return err
-	}
-	if err := r.label(ctx); err != nil {
-		return err
-	}
-	if body, err := r.prBody(); err == nil {
-		if err := r.gh.UpdatePullRequest(ctx, p.Repo, p.PR, "", body); err != nil {
-			r.log.Warn().Err(err).Msg("update pull request body")
-		}
-	}
+	p.Error = ""
+	// The progress comment is final before the run ends: once the plan is
+	// idle, a failure here could not be reported on it.
 	if err := r.progress(ctx, completionLine(p, capReached), true, complete); err != nil {
 		return err
 	}
-	if auto {
-		// Auto-implement: the phases run at once, as a run of their own.
-		p.RunLimit = MaxPhasesPerRun
-		return r.f.startRun(ctx, p, ModePhases, "", "auto:"+strconv.Itoa(p.Round))
+	switch {
+	case auto:
+		return r.apply(ctx, plan.Approve{Auto: true})
+	case notes != "":
+		p.ReviewsTaken = taken
+		return r.apply(ctx, plan.ForgeDone{Notes: notes})
 	}
-	return nil
+	check := plan.Check{Status: "completed", Conclusion: "action_required", Title: "awaits approval", Buttons: []string{"approve", "revise", "cancel"}}
+	switch {
+	case capReached:
+		check.Title = "CAP_REACHED, blocking findings remain"
+	case last.Verdict == SeverityBlocking:
+		check.Title = fmt.Sprintf("blocking findings (verdict %s)", last.Verdict)
+	}
+	return r.apply(ctx, plan.ForgeDone{Check: check})
 }
 
 func completionLine(p *Plan, capReached bool) string {
 	if capReached {
 		return fmt.Sprintf("Forge finished %s: round cap reached, review needed.", PlanID(p.Number))
 	}
-	return fmt.Sprintf("Forge finished %s: %s.", PlanID(p.Number), p.State.Status())
+	return fmt.Sprintf("Forge finished %s: %s.", PlanID(p.Number), StatusReview)
 }
 
 // autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
@@ -394,30 +369,42 @@ func (r *run) autoImplement(ctx context.Context, last AuditRound, capReached boo
 	return len(reasons) == 0, reasons, nil
 }
 
-func (r *run) cancelled(ctx context.Context) error {
-	p := r.p
-	r.doing = "cancelling"
-	to, err := p.State.Status().Next(EventCancel)
+// stopRequested is what a person asked the run to do since it started,
+// read from the store: the stop column is written by the handlers.
+func (r *run) stopRequested(ctx context.Context) (plan.Stop, error) {
+	fresh, err := r.f.Plans.Plan(ctx, r.p.ID)
 	if err != nil {
-		to = StatusCancelled
+		return plan.StopNone, err
 	}
-	p.Status, p.Run, p.CancelRequested = to, RunIdle, false
-	if err := r.save(ctx); err != nil {
+	return fresh.State.Stop(), nil
+}
+
+// stopped ends a run at a person's request: cancelled or closed. reply,
+// when set, says where a phase run stopped.
+func (r *run) stopped(ctx context.Context, stop plan.Stop, reply *plan.Reply) error {
+	p := r.p
+	r.doing = "stopping"
+	p.Pending = nil
+	if err := r.apply(ctx, plan.Stopped{Stop: stop, Reply: reply}); err != nil {
 		return err
 	}
+	if p.State.Mode() == ModePhases {
+		return nil
+	}
 	complete, err := templates.Text("complete", map[string]any{
-		"PlanID": PlanID(p.Number), "Rounds": p.Round - p.RunStartRound, "Cancelled": true,
+		"PlanID": PlanID(p.Number), "Rounds": p.Round - p.RunStartRound, "Cancelled": true, "Closed": stop == plan.StopClose,
 	})
 	if err != nil {
 		return err
 	}
-	if err := r.setCheck(ctx, "completed", "neutral", PlanID(p.Number)+" cancelled", nil); err != nil {
-		return err
+	line := fmt.Sprintf("Forge cancelled: %s.", PlanID(p.Number))
+	if stop == plan.StopClose {
+		line = fmt.Sprintf("Forge stopped: %s is closed.", PlanID(p.Number))
 	}
-	if err := r.label(ctx); err != nil {
-		return err
+	if err := r.progress(ctx, line, true, complete); err != nil {
+		r.log.Warn().Err(err).Msg("final progress edit")
 	}
-	return r.progress(ctx, fmt.Sprintf("Forge cancelled: %s.", PlanID(p.Number)), true, complete)
+	return nil
 }
 
 // finish settles a run that returned: a failure is reported where people
@@ -432,57 +419,59 @@ func (r *run) finish(ctx context.Context, err error) error {
 	if ctx.Err() != nil || errors.Is(err, ErrInstallationGone) || errors.Is(err, ErrAppRefused) {
 		return err
 	}
-	var ce *ConfigError
-	if errors.As(err, &ce) {
-		p.Run = RunIdle
-		if serr := r.save(ctx); serr != nil {
-			return serr
-		}
-		return r.reply(ctx, "config-error", ce.replyData(p.DefaultBranch))
-	}
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
 		return err // snoozed until the reset; the next run resumes from the saved step
 	}
 	var fail *agent.Failure
-	if !errors.As(err, &fail) && isTransient(err) && r.attempt < maxTransientAttempts {
+	var ce *ConfigError
+	if !errors.As(err, &fail) && !errors.As(err, &ce) && isTransient(err) && r.attempt < maxTransientAttempts {
 		return err // River retries; the next attempt resumes from the saved step
 	}
 	r.log.Error().Err(err).Str("doing", r.doing).Msg("forge failed")
-	if p.State.Mode() != ModePhases {
-		// A forge that fails goes back to DRAFT with its work kept; a phase
-		// run keeps the plan's status (the phases file says where it stopped).
-		p.Status = StatusDraft
+	p.Error, p.Pending = err.Error(), nil
+	failed := plan.Failed{Reply: r.failureReply(err, ""),
+		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: "failed while " + r.doing}}
+	if aerr := r.apply(ctx, failed); aerr != nil {
+		return aerr
 	}
-	p.Run, p.Error, p.Pending = RunIdle, err.Error(), nil
-	if serr := r.save(ctx); serr != nil {
-		return serr
+	if p.State.Mode() != ModePhases && p.State.Mode() != ModePlan {
+		_ = r.progress(ctx, fmt.Sprintf("Forge failed on %s while %s.", PlanID(p.Number), r.doing), true, "")
 	}
-	tail := ""
-	if fail != nil {
-		tail = strings.ReplaceAll(fail.Tail, "```", "'''")
-	}
-	report := map[string]any{
-		"Marker": Marker(p.Number, "error", p.Generation, p.Round), "PlanID": PlanID(p.Number),
-		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
-		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(),
-	}
-	if tmpl, data, ok := r.refusal(err, ""); ok {
-		if rerr := r.refused(ctx, tmpl, data); rerr != nil {
-			r.log.Error().Err(rerr).Msg("report the refused step")
-		}
-	} else if rerr := r.reply(ctx, "forge-error", report); rerr != nil {
-		r.log.Error().Err(rerr).Msg("report forge failure")
-	}
-	if p.PR != 0 {
-		if cerr := r.setCheck(ctx, "completed", "failure", fmt.Sprintf("%s failed while %s", PlanID(p.Number), r.doing), nil); cerr != nil {
-			r.log.Error().Err(cerr).Msg("report forge failure on the check run")
-		}
-		_ = r.save(ctx)
-	}
-	_ = r.progress(ctx, fmt.Sprintf("Forge failed on %s while %s.", PlanID(p.Number), r.doing), true, "")
 	return r.f.startQueued(context.WithoutCancel(ctx), p.InstallationID, r.cfg.Limits.MaxConcurrentRuns)
 }
+
+// failureReply says what failed and the command that retries: a refused
+// step's own words, a configuration error's, or the general report.
+// phaseID is the phase that failed, empty outside a phase run.
+func (r *run) failureReply(err error, phaseID string) plan.Reply {
+	p := r.p
+	if tmpl, key, data, ok := r.refusal(err, phaseID); ok {
+		return plan.Reply{On: plan.OnPR, Template: tmpl, Key: key, Data: data}
+	}
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return plan.Reply{On: plan.OnIssue, Template: "config-error", Key: r.failureKey(), Data: ce.replyData(p.DefaultBranch)}
+	}
+	tail := ""
+	var fail *agent.Failure
+	if errors.As(err, &fail) {
+		tail = strings.ReplaceAll(fail.Tail, "```", "'''")
+	}
+	if phaseID != "" {
+		return plan.Reply{On: plan.OnPR, Template: "phase-stopped", Key: r.failureKey() + ":" + phaseID,
+			Data: map[string]any{"PhaseID": phaseID, "Error": err.Error(), "Tail": tail,
+				"Done": len(p.Phases.Phases) - Remaining(*p.Phases), "Total": len(p.Phases.Phases)}}
+	}
+	return plan.Reply{On: plan.OnIssue, Template: "forge-error", Key: r.failureKey(), Data: map[string]any{
+		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
+		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(),
+	}}
+}
+
+// failureKey tells a run's failure report from the plan's others: the job
+// generation and the audit round.
+func (r *run) failureKey() string { return fmt.Sprintf("%d:%d", r.p.Generation, r.p.Round) }
 
 // isTransient reports failures worth River's retry: GitHub's or the
 // network's, not a refusal.

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -75,7 +76,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if err != nil {
 		return err
 	}
-	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.State.Step() > StepNew || p.Generation > 0,
+	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.State.Step() > StepNew || p.Generation > 1,
 		log: zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
 	err = r.finish(ctx, r.execute(ctx))
 	if errors.As(err, &limited) && limited.Installation == 0 {
@@ -126,6 +127,9 @@ type run struct {
 	phaseID, prevError string
 	// current holds the working copies checked out now, by directory.
 	current map[string]WorkingCopy
+	// await is the checks wait the phase just committed starts, raised
+	// once its check run exists.
+	await *CheckWait
 }
 
 func (r *run) save(ctx context.Context) error {
@@ -133,6 +137,11 @@ func (r *run) save(ctx context.Context) error {
 		return fmt.Errorf("save %s: %w", PlanID(r.p.Number), err)
 	}
 	return nil
+}
+
+// step records that the run has come to step to.
+func (r *run) step(ctx context.Context, to Step) error {
+	return r.apply(ctx, plan.StepDone{To: to})
 }
 
 func (r *run) execute(ctx context.Context) error {
@@ -206,8 +215,7 @@ func (r *run) ensureBranch(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("create branch %s: %w", p.Branch, err)
 	}
-	p.Step = StepBranch
-	return r.save(ctx)
+	return r.step(ctx, StepBranch)
 }
 
 func (r *run) ensureFile(ctx context.Context) error {
@@ -216,8 +224,7 @@ func (r *run) ensureFile(ctx context.Context) error {
 	// A resumed run may find the file already committed.
 	if r.resumed {
 		if _, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath); err == nil {
-			p.Step = StepFile
-			return r.save(ctx)
+			return r.step(ctx, StepFile)
 		}
 	}
 	tmpl := templates.DefaultPlanTemplate()
@@ -233,14 +240,13 @@ func (r *run) ensureFile(ctx context.Context) error {
 	if err := r.commit(ctx, PlanID(p.Number)+": create plan from template", text); err != nil {
 		return err
 	}
-	p.Step = StepFile
-	return r.save(ctx)
+	return r.step(ctx, StepFile)
 }
 
 func (r *run) ensurePR(ctx context.Context) error {
 	p := r.p
 	r.doing = "opening the pull request"
-	body, err := r.prBody()
+	body, err := prBody(p)
 	if err != nil {
 		return err
 	}
@@ -256,7 +262,7 @@ func (r *run) ensurePR(ctx context.Context) error {
 		if err := r.save(ctx); err != nil {
 			return err
 		}
-		if open.Body, err = r.prBody(); err != nil {
+		if open.Body, err = prBody(p); err != nil {
 			return err
 		}
 		open.Draft = false
@@ -277,58 +283,11 @@ func (r *run) ensurePR(ctx context.Context) error {
 		return fmt.Errorf("open pull request for %s: %w", p.Branch, err)
 	}
 	p.PR, p.PRNodeID = pr.Number, pr.NodeID
-	p.Step = StepPR
 	if p.State.Mode() == ModePlan {
-		p.Run = RunIdle
-		if err := r.save(ctx); err != nil {
-			return err
-		}
-		return r.reply(ctx, "plan-created", map[string]any{
-			"Marker": Marker(p.Number, "created"), "PlanID": PlanID(p.Number), "Path": p.PlanPath,
-			"Branch": p.Branch, "Title": p.Title, "PRURL": "#" + strconv.Itoa(p.PR),
-		})
+		return r.apply(ctx, plan.PlanCreated{Reply: plan.Reply{On: plan.OnIssue, Template: "plan-created", Key: "g1",
+			Data: map[string]any{"Path": p.PlanPath, "Branch": p.Branch, "Title": p.Title, "PRURL": "#" + strconv.Itoa(p.PR)}}})
 	}
-	return r.save(ctx)
-}
-
-func (r *run) prBody() (string, error) {
-	p := r.p
-	last := ""
-	if n := len(p.Audits); n > 0 {
-		last = p.Audits[n-1].Verdict.String()
-	}
-	return templates.Text("pr-body", map[string]any{
-		"Marker": Marker(p.Number, "pr"), "Summary": oneLine(p.Title), "PlanID": PlanID(p.Number),
-		"Path": p.PlanPath, "FileURL": "../blob/" + p.Branch + "/" + p.PlanPath, "Status": p.State.Status(),
-		"Rounds": len(p.Audits), "LastVerdict": last, "Issue": p.Issue, "RequestedBy": p.RequestedBy,
-		"NotDraft": p.DraftRefused,
-	})
-}
-
-// reply posts a comment on the originating issue, once (by marker).
-func (r *run) reply(ctx context.Context, tmpl string, data map[string]any) error {
-	return r.replyOn(ctx, r.p.Issue, tmpl, data)
-}
-
-// replyOn comments on the issue or pull request number, once per marker.
-func (r *run) replyOn(ctx context.Context, number int, tmpl string, data map[string]any) error {
-	body, err := templates.Text(tmpl, data)
-	if err != nil {
-		return err
-	}
-	if marker, _ := data["Marker"].(string); marker != "" && r.resumed {
-		comments, err := r.gh.ListComments(ctx, r.p.Repo, number)
-		if err != nil {
-			return err
-		}
-		for _, c := range comments {
-			if c.AuthorBot && HasMarker(c.Body, marker) {
-				return nil
-			}
-		}
-	}
-	_, err = r.gh.CreateComment(ctx, r.p.Repo, number, body)
-	return err
+	return r.step(ctx, StepPR)
 }
 
 func (r *run) ensureProgress(ctx context.Context) error {
@@ -414,59 +373,19 @@ func (r *run) ensureCheck(ctx context.Context) error {
 	}
 	if r.resumed {
 		if c, err := r.gh.FindCheckRun(ctx, p.Repo, p.HeadSHA, checkName); err == nil && c != nil {
-			p.CheckRunID, p.CheckHead = c.ID, p.HeadSHA
+			p.CheckRunID, p.CheckHead, p.CheckStatus = c.ID, p.HeadSHA, c.Status
 			return r.save(ctx)
 		}
 	}
-	id, err := r.gh.CreateCheckRun(ctx, p.Repo, r.checkRun("in_progress", "", "Forging "+PlanID(p.Number), nil))
+	id, err := r.gh.CreateCheckRun(ctx, p.Repo, r.f.checkRun(p, plan.Check{Status: "in_progress", Title: "forging"}, r.cfg.MaxAuditRounds))
 	if err != nil {
 		return fmt.Errorf("create forge check run: %w", err)
 	}
-	p.CheckRunID, p.CheckHead = id, p.HeadSHA
+	p.CheckRunID, p.CheckHead, p.CheckStatus = id, p.HeadSHA, "in_progress"
 	return r.save(ctx)
 }
 
 const checkName = "forge"
-
-func (r *run) checkRun(status, conclusion, title string, actions []CheckAction) CheckRun {
-	p := r.p
-	summary := fmt.Sprintf("%s is %s.", PlanID(p.Number), p.State.Status())
-	text, err := templates.Text("check-output", map[string]any{
-		"PlanID": PlanID(p.Number), "Status": p.State.Status(), "Rounds": len(p.Audits), "MaxRounds": r.cfg.MaxAuditRounds,
-		"Usage": p.Usage, "Cost": costText(p.Cost), "Audits": p.Audits,
-	})
-	if err != nil {
-		text = summary
-	}
-	return CheckRun{
-		Name: checkName, HeadSHA: p.HeadSHA, Status: status, Conclusion: conclusion,
-		ExternalID: PlanID(p.Number), Title: title, Summary: summary, Text: text, Actions: actions,
-	}
-}
-
-// setCheck brings the forge check run to the plan's head: a new run when
-// the head moved (the old one is closed as superseded), else an update.
-func (r *run) setCheck(ctx context.Context, status, conclusion, title string, actions []CheckAction) error {
-	p := r.p
-	c := r.checkRun(status, conclusion, title, actions)
-	if p.CheckRunID != 0 && p.CheckHead == p.HeadSHA {
-		c.ID = p.CheckRunID
-		return r.gh.UpdateCheckRun(ctx, p.Repo, c)
-	}
-	id, err := r.gh.CreateCheckRun(ctx, p.Repo, c)
-	if err != nil {
-		return fmt.Errorf("create forge check run: %w", err)
-	}
-	if old := p.CheckRunID; old != 0 {
-		sup := CheckRun{ID: old, Name: checkName, Status: "completed", Conclusion: "neutral",
-			Title: "Superseded", Summary: "The plan branch moved on: see the forge check on the newer commit."}
-		if err := r.gh.UpdateCheckRun(ctx, p.Repo, sup); err != nil {
-			r.log.Warn().Err(err).Msg("close superseded check run")
-		}
-	}
-	p.CheckRunID, p.CheckHead = id, p.HeadSHA
-	return nil
-}
 
 // commit writes the plan file on the plan branch (see commitFiles).
 func (r *run) commit(ctx context.Context, message, text string) error {
@@ -590,9 +509,8 @@ func (r *run) discardWrites(ctx context.Context, role agent.Role, dir string) er
 		return err
 	}
 	r.log.Warn().Str("role", string(role)).Strs("files", changed).Msg("read-only agent changed files; discarded")
-	return r.reply(ctx, "agent-wrote", map[string]any{
-		"Marker": Marker(r.p.Number, "wrote", role, r.p.Round), "Role": string(role), "Files": changed, "PlanID": PlanID(r.p.Number),
-	})
+	return r.say(ctx, plan.Reply{On: plan.OnIssue, Template: "agent-wrote", Key: fmt.Sprintf("%s:%d", role, r.p.Round),
+		Data: map[string]any{"Role": string(role), "Files": changed}})
 }
 
 func costText(c float64) string {
@@ -622,8 +540,7 @@ func (r *run) draft(ctx context.Context) error {
 	msg := PlanID(p.Number) + ": draft"
 	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
 		if done {
-			p.Step = StepDrafted
-			return r.save(ctx)
+			return r.step(ctx, StepDrafted)
 		}
 		return err
 	}
@@ -654,8 +571,7 @@ func (r *run) draft(ctx context.Context) error {
 	if err := r.commitPlan(ctx, msg, draft, false); err != nil {
 		return err
 	}
-	p.Step = StepDrafted
-	if err := r.save(ctx); err != nil {
+	if err := r.step(ctx, StepDrafted); err != nil {
 		return err
 	}
 	return r.progress(ctx, fmt.Sprintf("Forging %s... Draft complete. Audit round 1/%d...", PlanID(p.Number), r.cfg.MaxAuditRounds), false, "")
@@ -669,9 +585,13 @@ func fenceIf(s string) string {
 }
 
 // commitPlan commits an agent's plan text with Forge's audit log and
-// status line.
+// status line; a forge's last commit says the status it ends in.
 func (r *run) commitPlan(ctx context.Context, message, text string, capReached bool) error {
-	text = SetStatus(text, r.p.State.Status())
+	status := r.p.State.Status()
+	if r.p.State.Step() == StepFinished {
+		status = StatusReview
+	}
+	text = SetStatus(text, status)
 	text, err := WithAuditLog(text, r.p.Audits, capReached, r.f.now())
 	if err != nil {
 		return err
@@ -690,7 +610,10 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 	var human []string
 	need := minPermission(r.cfg.Approval)
 	for _, rv := range reviews {
-		if rv.AuthorBot || strings.TrimSpace(rv.Body) == "" || strings.Contains(rv.Body, "<!-- forge:") {
+		// A change request already taken into a revision (or into these
+		// notes) is not repeated.
+		if rv.AuthorBot || strings.TrimSpace(rv.Body) == "" || strings.Contains(rv.Body, "<!-- forge:") ||
+			(rv.ID <= p.ReviewsTaken && strings.EqualFold(rv.State, "changes_requested")) {
 			continue
 		}
 		// Only the words of people who may steer the plan reach the
@@ -713,8 +636,8 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 	if err := r.revise(ctx, findings, notes); err != nil {
 		return err
 	}
-	p.Step, p.Notes = StepRounds, ""
-	return r.save(ctx)
+	p.Notes = ""
+	return r.step(ctx, StepRounds)
 }
 
 // revise runs the reviser and commits its plan as the next revision.

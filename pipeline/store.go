@@ -47,8 +47,10 @@ type Plan struct {
 	PRNodeID      string
 	ProgressID    int64
 	CheckRunID    int64
-	// CheckHead is the commit the forge check run is on.
-	CheckHead string
+	// CheckHead is the commit the forge check run is on, CheckStatus its
+	// status (queued, in_progress, completed).
+	CheckHead   string
+	CheckStatus string
 	Round     int
 	// Revisions counts revision commits (plan-NNN: revision K).
 	Revisions int

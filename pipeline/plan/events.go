@@ -103,9 +103,13 @@ type (
 		Reply Reply
 		Check Check
 	}
-	// Stopped is the running job stopping at a person's request (Stop).
-	// Reply, when set, tells where the run stopped.
-	Stopped struct{ Reply Reply }
+	// Stopped is the running job stopping at a person's request: Stop is
+	// the request it read (the job's own copy of the state may predate
+	// it). Reply, when set, tells where the run stopped.
+	Stopped struct {
+		Stop  Stop
+		Reply *Reply
+	}
 	// PhaseSkipped is the running job having skipped its phase on request.
 	PhaseSkipped struct{ Reply Reply }
 	// PhasesStarted is a phase run beginning.

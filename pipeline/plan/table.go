@@ -103,24 +103,37 @@ var (
 
 func parked(s State, _ Event) bool    { return s.parked }
 func notParked(s State, _ Event) bool { return !s.parked }
+// stopIs holds for a Stopped event at the request stop.
 func stopIs(stop Stop) func(State, Event) bool {
-	return func(s State, _ Event) bool { return s.stop == stop }
+	return func(_ State, ev Event) bool { return ev.(Stopped).Stop == stop }
 }
 func forgeMode(s State, _ Event) bool { return s.mode != ModePhases && s.mode != ModePlan }
 
 func reply(on Target, tmpl string, data any) Reply { return Reply{On: on, Template: tmpl, Data: data} }
 
-// closing is what closing a plan does on GitHub.
+// closing is what closing a plan does on GitHub. The plan file's status
+// is committed first: the check run then goes on the commit that says
+// CLOSED. Only a Close event is answered; a run stopped to close was
+// answered when it was asked.
 func closing(s *State, ev Event) []Effect {
-	c, _ := ev.(Close)
-	out := []Effect{ButtonsOff{Plan: true}, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "closed"}}, SyncLabel{}}
+	c, isClose := ev.(Close)
+	out := []Effect{ButtonsOff{Plan: true}}
 	if !c.Merged {
 		out = append(out, StatusLine{})
 	}
-	if !c.Quiet {
+	out = append(out, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "closed"}}, SyncLabel{})
+	if isClose && !c.Quiet {
 		out = append(out, reply(OnCause, "closed", nil))
 	}
 	return out
+}
+
+// stopReply is a Stopped event's reply, if it has one.
+func stopReply(ev Event) []Effect {
+	if r := ev.(Stopped).Reply; r != nil {
+		return []Effect{*r}
+	}
+	return nil
 }
 
 var table = []Row{
@@ -158,22 +171,22 @@ var table = []Row{
 			return []Effect{StartRun{Mode: ModeAudit}}
 		}},
 	{Event: "approve", From: []Status{Review}, Run: idle, To: Approved, RunTo: Running,
-		Does: "label, check run in progress, PR body with Closes #N, plan file status, answer, run the phases",
+		Does: "label, plan file status, check run in progress, PR body with Closes #N, answer, run the phases",
 		apply: func(s *State, ev Event) []Effect {
 			a := ev.(Approve)
 			s.mode, s.step = ModePhases, StepFinished
-			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: "approved: running the phases"}},
-				UpdatePR{}, StatusLine{},
+			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: "approved: running the phases"}},
+				UpdatePR{},
 				reply(OnPR, "approval", map[string]any{"Approved": true, "Approvers": a.Approvers}),
 				StartRun{Mode: ModePhases}}
 		}},
 	{Event: "approve", From: forgeable, Run: running, Guard: "auto-implement at the end of a forge",
-		To: Approved, Does: "label, check run in progress, PR body with Closes #N, plan file status, run the phases",
+		To: Approved, Does: "label, plan file status, check run in progress, PR body with Closes #N, run the phases",
 		when: func(_ State, ev Event) bool { return ev.(Approve).Auto },
 		apply: func(s *State, _ Event) []Effect {
 			s.mode, s.step = ModePhases, StepFinished
-			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: "approved by auto-implement: running the phases"}},
-				UpdatePR{}, StatusLine{}, StartRun{Mode: ModePhases}}
+			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: "approved by auto-implement: running the phases"}},
+				UpdatePR{}, StartRun{Mode: ModePhases}}
 		}},
 	{Event: "run_phases", From: phaseable, Run: idle, RunTo: Running,
 		Does: "take a failed phase's buttons off, run the phases (at most the limit)",
@@ -215,7 +228,7 @@ var table = []Row{
 		apply: func(s *State, _ Event) []Effect { s.phasesStale = false; return nil }},
 
 	// Stopping and closing.
-	{Event: "cancel", Run: queued, To: Cancelled, RunTo: Idle, Does: "answer",
+	{Event: "cancel", From: []Status{Draft}, Run: queued, To: Cancelled, RunTo: Idle, Does: "answer",
 		apply: func(*State, Event) []Effect {
 			return []Effect{SyncLabel{}, reply(OnCause, "cancel", map[string]any{"Queued": true})}
 		}},
@@ -247,12 +260,12 @@ var table = []Row{
 			return out
 		}},
 	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued}, To: Closed, RunTo: Idle,
-		Does:  "buttons off, check run neutral, label, plan file status (unless merged), answer (unless the PR was closed)",
+		Does:  "buttons off, plan file status (unless merged), check run neutral, label, answer (unless the PR was closed)",
 		apply: closing},
 
 	// The job's own progress.
 	{Event: "adopt", Run: running, Does: "start the job again (its worker died)",
-		apply: func(*State, Event) []Effect { return []Effect{StartJob{}} }},
+		apply: func(s *State, _ Event) []Effect { s.parked = false; return []Effect{StartJob{}} }},
 	{Event: "step", Run: running, Guard: "forward only", Does: "record the step",
 		when:  func(s State, ev Event) bool { return ev.(StepDone).To >= s.step },
 		apply: func(s *State, ev Event) []Effect { s.step = ev.(StepDone).To; return nil }},
@@ -295,22 +308,21 @@ var table = []Row{
 			return []Effect{f.Reply, SetCheck{f.Check}}
 		}},
 	{Event: "stopped", From: forgeable, Run: running, Guard: "asked to cancel a forge", To: Cancelled, RunTo: Idle,
-		Does: "check run neutral, label",
-		when: func(s State, ev Event) bool { return s.stop == StopCancel && forgeMode(s, ev) },
-		apply: func(*State, Event) []Effect {
-			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "cancelled"}}, SyncLabel{}}
+		Does: "check run neutral, label, say where the run stopped",
+		when: func(s State, ev Event) bool { return ev.(Stopped).Stop == StopCancel && forgeMode(s, ev) },
+		apply: func(_ *State, ev Event) []Effect {
+			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "cancelled"}}, SyncLabel{}}, stopReply(ev)...)
 		}},
 	{Event: "stopped", From: phaseable, Run: running, Guard: "asked to cancel a phase run", RunTo: Idle,
 		Does: "check run neutral, say where the run stopped",
 		when: stopIs(StopCancel),
 		apply: func(_ *State, ev Event) []Effect {
-			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "phase run cancelled"}}, ev.(Stopped).Reply}
+			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "phase run cancelled"}}}, stopReply(ev)...)
 		}},
-	{Event: "stopped", Run: running, Guard: "asked to close", To: Closed, RunTo: Idle,
-		Does: "buttons off, check run neutral, label, plan file status",
+	{Event: "stopped", From: []Status{Draft, Review, Approved, Implementing, Auditing}, Run: running, Guard: "asked to close",
+		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label",
 		when: stopIs(StopClose), apply: closing},
-	{Event: "phase_skipped", From: phaseable, Run: running, Guard: "asked to skip", Does: "withdraw the request, answer",
-		when: stopIs(StopSkip),
+	{Event: "phase_skipped", From: phaseable, Run: running, Does: "withdraw the request, answer",
 		apply: func(s *State, ev Event) []Effect {
 			s.stop, s.await, s.parked = StopNone, nil, false
 			return []Effect{RequestStop{StopNone}, ev.(PhaseSkipped).Reply}
@@ -322,13 +334,11 @@ var table = []Row{
 		apply: func(*State, Event) []Effect {
 			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: "running the phases"}}}
 		}},
-	{Event: "phases_started", From: []Status{Implementing, Auditing}, Run: running, Does: "check run in progress",
-		apply: func(*State, Event) []Effect {
-			return []Effect{SetCheck{Check{Status: "in_progress", Title: "running the phases"}}}
-		}},
+	{Event: "phases_started", From: []Status{Implementing, Auditing}, Run: running,
+		Does: "nothing: the run that started them set all that"},
 	{Event: "audit_phase_started", From: []Status{Implementing}, Run: running, To: Auditing,
-		Does:  "label, plan file status",
-		apply: func(*State, Event) []Effect { return []Effect{SyncLabel{}, StatusLine{}} }},
+		Does:  "label (the plan file keeps IMPLEMENTING: a commit now would be audited)",
+		apply: func(*State, Event) []Effect { return []Effect{SyncLabel{}} }},
 	{Event: "audit_phase_started", From: []Status{Auditing}, Run: running, Does: "nothing (a resumed audit)"},
 	{Event: "await_checks", From: phaseable, Run: running, Does: "wait for the commit's checks",
 		apply: func(s *State, ev Event) []Effect { a := ev.(AwaitChecks).Await; s.await = &a; return nil }},
@@ -357,9 +367,9 @@ var table = []Row{
 			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: "the phases are stale"}}, ev.(PhasesStaleStop).Reply}
 		}},
 	{Event: "phases_done", From: []Status{Implementing, Auditing}, Run: running, To: Done, RunTo: Idle,
-		Does: "PR body and ready for review, check run success, label, plan file status, answer",
+		Does: "plan file status, PR body and ready for review, check run success, label, answer",
 		apply: func(_ *State, ev Event) []Effect {
-			return []Effect{UpdatePR{Ready: true}, SetCheck{Check{Status: "completed", Conclusion: "success", Title: "done: ready for review"}},
-				SyncLabel{}, StatusLine{}, ev.(PhasesDone).Reply}
+			return []Effect{StatusLine{}, UpdatePR{Ready: true}, SetCheck{Check{Status: "completed", Conclusion: "success", Title: "done: ready for review"}},
+				SyncLabel{}, ev.(PhasesDone).Reply}
 		}},
 }
