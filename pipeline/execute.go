@@ -523,3 +523,15 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 	return fmt.Errorf("commit the plan's status: the branch %s keeps moving", p.Branch)
 }
 
+
+// say posts a reply that moves no state (a notice during a run), once: it
+// is rendered and marked as the table's replies are.
+func (r *run) say(ctx context.Context, rep plan.Reply) error {
+	x := &executor{f: r.f, gh: r.gh, p: r.p}
+	out, err := x.reply(nil, rep)
+	if err != nil {
+		return err
+	}
+	_, err = r.f.comment(ctx, r.gh, r.p.Repo, out.Number, out.Marker, out.Body)
+	return err
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -22,52 +23,38 @@ import (
 var ErrStalePhases = errors.New("Plan file has changed since phases were generated. Run /forge phases --regenerate to update.")
 
 // runPhases runs the plan's pending phases, one commit each (DESIGN §6,
-// seed 000 §6): at most RunLimit of them, stopping at the first failure.
+// seed 000 §6): at most RunLimit of them, stopping at the first failure or
+// where a person asks it to (cancel, close, skip the phase).
 func (r *run) runPhases(ctx context.Context) error {
 	p := r.p
 	r.doing = "preparing the phases"
-	plan, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath)
+	text, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath)
 	if err != nil {
 		return fmt.Errorf("read the plan file: %w", err)
 	}
 	if p.Phases == nil {
-		if err := r.generatePhases(ctx, string(plan)); err != nil {
+		if err := r.generatePhases(ctx, string(text)); err != nil {
 			return err
 		}
-	} else if p.State.PhasesStale() || Stale(*p.Phases, string(plan)) {
-		p.Run = RunIdle
-		if err := r.save(ctx); err != nil {
-			return err
-		}
-		return r.prText(ctx, "phase-stopped", map[string]any{"Stale": true})
+	} else if p.State.PhasesStale() || Stale(*p.Phases, string(text)) {
+		return r.apply(ctx, plan.PhasesStaleStop{Reply: r.prReply("phase-stopped", "stale", map[string]any{"Stale": true})})
 	}
-	if p.State.Status() == StatusApproved {
-		p.Status, _ = p.State.Status().Next(EventRunPhases)
-		if err := r.save(ctx); err != nil {
-			return err
-		}
-	}
-	if p.PhaseButtonsRun != 0 {
-		// The phases run again: the last failure's buttons are spent.
-		if err := r.f.takeButtonsOff(ctx, r.gh, p, false); err != nil {
-			return err
-		}
-		if err := r.save(ctx); err != nil {
-			return err
-		}
-	}
-	if err := r.label(ctx); err != nil {
+	if err := r.apply(ctx, plan.PhasesStarted{}); err != nil {
 		return err
-	}
-	if p.State.Parked() {
-		p.Parked = false
-		if err := r.save(ctx); err != nil {
-			return err
-		}
 	}
 	// The cap counts the phases of this run, resumed or not.
 	limit := CapRun(r.cfg.Phases.MaxRun, p.RunLimit)
 	for {
+		stop, err := r.stopRequested(ctx)
+		if err != nil {
+			return err
+		}
+		if stop != plan.StopNone {
+			if ended, err := r.stopPhase(ctx, stop); err != nil || ended {
+				return err
+			}
+			continue
+		}
 		if p.State.Await() != nil {
 			state, err := r.awaitChecks(ctx)
 			if err != nil || state != checksPassed {
@@ -78,30 +65,15 @@ func (r *run) runPhases(ctx context.Context) error {
 		if p.PhasesRun >= limit {
 			break
 		}
-		fresh, err := r.f.Plans.Plan(ctx, p.ID)
-		if err != nil {
-			return err
-		}
 		ph, ok := NextPhase(*p.Phases)
 		if !ok {
 			break
-		}
-		if fresh.CancelRequested {
-			if ph.Status == PhaseInProgress {
-				ph.Status, ph.Error = PhaseFailed, "cancelled"
-			}
-			p.Run = RunIdle
-			if err := r.save(ctx); err != nil {
-				return err
-			}
-			return r.prText(ctx, "phase-stopped", map[string]any{"Cancelled": true, "PlanID": PlanID(p.Number), "PhaseID": ph.ID})
 		}
 		// A retry tells the agent why the last attempt failed.
 		r.prevError = ph.Error
 		ph.Status, ph.Error = PhaseInProgress, ""
 		if ph.Kind == PhaseAudit && p.State.Status() == StatusImplementing {
-			p.Status, _ = p.State.Status().Next(EventPhasesDone)
-			if err := r.label(ctx); err != nil {
+			if err := r.apply(ctx, plan.AuditPhaseStarted{}); err != nil {
 				return err
 			}
 		}
@@ -110,32 +82,30 @@ func (r *run) runPhases(ctx context.Context) error {
 		}
 		start := r.f.now()
 		perr := r.runPhase(ctx, ph)
-		if perr != nil && ctx.Err() != nil {
+		var asked *stopAsked
+		switch {
+		case perr != nil && ctx.Err() != nil:
 			return perr // shutdown or lost lease: resumed later
-		}
-		if perr != nil {
+		case errors.As(perr, &asked):
+			continue // the loop's stop check acts on it
+		case perr != nil:
 			ph.Status, ph.Error = PhaseFailed, perr.Error()
-			p.Run = RunIdle
-			if err := r.save(ctx); err != nil {
-				return err
-			}
-			done := len(p.Phases.Phases) - Remaining(*p.Phases)
-			tail := ""
-			var fail *agent.Failure
-			if errors.As(perr, &fail) {
-				tail = strings.ReplaceAll(fail.Tail, "```", "'''")
-			}
-			if tmpl, data, ok := r.refusal(perr, ph.ID); ok {
-				return r.refused(ctx, tmpl, data)
-			}
-			return r.prText(ctx, "phase-stopped", map[string]any{"PhaseID": ph.ID, "Error": perr.Error(), "Tail": tail,
-				"Done": done, "Total": len(p.Phases.Phases)})
+			return r.apply(ctx, plan.PhaseFailed{Reply: r.failureReply(perr, ph.ID),
+				Check: plan.Check{Status: "completed", Conclusion: "failure", Title: ph.ID + " failed"}})
 		}
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))
-		if p.State.Await() == nil {
-			ph.Status = PhaseDone
-			p.PhasesRun++
+		if r.await != nil {
+			// The phase's checks decide: the wait is recorded with its
+			// check run.
+			w := *r.await
+			r.await = nil
+			if err := r.apply(ctx, plan.AwaitChecks{Await: w}); err != nil {
+				return err
+			}
+			continue
 		}
+		ph.Status = PhaseDone
+		p.PhasesRun++
 		if err := r.save(ctx); err != nil {
 			return err
 		}
@@ -143,11 +113,93 @@ func (r *run) runPhases(ctx context.Context) error {
 	if PhasesStatus(*p.Phases) {
 		return r.done(ctx)
 	}
-	p.Run = RunIdle
-	if err := r.save(ctx); err != nil {
-		return err
+	return r.apply(ctx, plan.RunPaused{Reply: r.prReply("phase-run-done", "paused",
+		map[string]any{"Ran": p.PhasesRun, "Remaining": Remaining(*p.Phases)})})
+}
+
+// prReply is a reply on the plan's pull request, told from the plan's
+// others by key and the job's generation.
+func (r *run) prReply(tmpl, key string, data map[string]any) plan.Reply {
+	return plan.Reply{On: plan.OnPR, Template: tmpl, Key: fmt.Sprintf("%s:%d", key, r.p.Generation), Data: data}
+}
+
+// stopAsked is a phase ended because a person asked the run to stop.
+type stopAsked struct{ stop plan.Stop }
+
+func (e *stopAsked) Error() string { return "stopped on request (" + string(e.stop) + ")" }
+
+// stopPhase acts on a person's request during a phase run: skip marks the
+// phase that ran or waited skipped and goes on (ended false); cancel
+// leaves it failed, with its Retry and Skip buttons, and ends the run;
+// close ends the run and closes the plan.
+func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err error) {
+	p := r.p
+	w := p.State.Await()
+	var ph *Phase
+	was := "running"
+	if w != nil {
+		ph, _ = p.Phases.Find(w.PhaseID)
+		was = "waiting for its checks"
+	} else {
+		for i := range p.Phases.Phases {
+			if p.Phases.Phases[i].Status == PhaseInProgress {
+				ph = &p.Phases.Phases[i]
+			}
+		}
 	}
-	return r.prText(ctx, "phase-run-done", map[string]any{"PlanID": PlanID(p.Number), "Ran": p.PhasesRun, "Remaining": Remaining(*p.Phases)})
+	bg := context.WithoutCancel(ctx)
+	switch stop {
+	case plan.StopSkip:
+		if ph == nil {
+			// The phase ended before the request was read: nothing runs
+			// to skip, and the next phase is not skipped in its place.
+			return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("phase-skipped", "late", map[string]any{"Late": true})})
+		}
+		ph.Status, ph.Error = PhaseSkipped, ""
+		ph.FailureHashes, p.FailedParent = nil, ""
+		check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
+			Title: ph.Title, Summary: "Skipped on request.", ExternalID: PlanID(p.Number) + "/" + ph.ID}
+		if w != nil && w.CheckRunID != 0 {
+			check.ID = w.CheckRunID
+			err = r.updatePhaseRun(bg, check)
+		} else if _, cerr := r.gh.CreateCheckRun(bg, p.Repo, check); cerr != nil {
+			r.log.Warn().Err(cerr).Msg("create the skipped phase's check run")
+		}
+		if err != nil {
+			return true, err
+		}
+		return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("phase-skipped", "skipped:"+ph.ID,
+			map[string]any{"PhaseID": ph.ID, "Title": ph.Title, "Was": was})})
+	case plan.StopCancel:
+		data := map[string]any{"Cancelled": true}
+		if ph != nil {
+			ph.Status, ph.Error = PhaseFailed, "cancelled by /forge cancel"
+			data["PhaseID"] = ph.ID
+			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "failure",
+				Title: ph.Title, Summary: "Cancelled on request.", ExternalID: PlanID(p.Number) + "/" + ph.ID, Actions: phaseFailureActions}
+			if w != nil {
+				p.FailedParent = w.Parent
+			}
+			id := int64(0)
+			if w != nil && w.CheckRunID != 0 {
+				check.ID, id = w.CheckRunID, w.CheckRunID
+				if err := r.updatePhaseRun(bg, check); err != nil {
+					return true, err
+				}
+			} else if id, err = r.gh.CreateCheckRun(bg, p.Repo, check); err != nil {
+				r.log.Warn().Err(err).Msg("create the cancelled phase's check run")
+			}
+			if id != 0 {
+				p.PhaseButtonsRun = id
+			}
+		}
+		reply := r.prReply("phase-stopped", "cancelled", data)
+		return true, r.stopped(ctx, stop, &reply)
+	}
+	if ph != nil {
+		ph.Status, ph.Error = PhaseFailed, "stopped: the plan was closed"
+	}
+	return true, r.stopped(ctx, stop, nil)
 }
 
 // generatePhases decomposes the plan and commits the phases file.
@@ -298,14 +350,14 @@ func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error)
 // failure. It says which file, that nothing of it was written, and the
 // command that retries. phaseID is the refused phase, empty outside a phase
 // run.
-func (r *run) refusal(err error, phaseID string) (string, map[string]any, bool) {
+func (r *run) refusal(err error, phaseID string) (tmpl, key string, data map[string]any, ok bool) {
 	p := r.p
 	retry := "/forge revise"
 	if p.State.Mode() == ModePhases {
 		retry = "/forge run"
 	}
-	data := map[string]any{
-		"PlanID": PlanID(p.Number), "Step": r.doing, "Branch": p.Branch, "Retry": retry,
+	data = map[string]any{
+		"Step": r.doing, "Branch": p.Branch, "Retry": retry,
 		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(), "PhaseID": phaseID,
 	}
 	var secret *SecretError
@@ -315,48 +367,33 @@ func (r *run) refusal(err error, phaseID string) (string, map[string]any, bool) 
 	var workflows *WorkflowPermissionError
 	switch {
 	case errors.As(err, &secret):
-		data["Marker"] = Marker(p.Number, "secret", p.Generation, p.Round)
 		// The path is the agent's: it must not end the code span.
 		data["Path"], data["What"] = strings.ReplaceAll(secret.Path, "`", "'"), secret.What
-		return "secret-refused", data, true
+		return "secret-refused", r.failureKey(), data, true
 	case errors.As(err, &conflict):
-		data["Marker"] = Marker(p.Number, "conflict", p.Generation, shortSHA(conflict.Head))
 		data["Head"], data["Conflicts"] = shortSHA(conflict.Head), conflict.Conflicts
-		return "merge-conflict", data, true
+		return "merge-conflict", fmt.Sprintf("%d:%s", p.Generation, shortSHA(conflict.Head)), data, true
 	case errors.As(err, &large):
-		data["Marker"] = Marker(p.Number, "too-large", p.Generation, p.Round)
 		data["Path"], data["Total"] = large.Path, large.Total
 		data["Size"], data["Limit"] = byteSize(large.Size), byteSize(large.Limit)
-		return "change-too-large", data, true
+		return "change-too-large", r.failureKey(), data, true
 	case errors.As(err, &link):
 		// A refused link is the branch's problem: said where it is fixed.
-		data["Marker"] = Marker(p.Number, "unsafe-file", p.Generation, p.Round)
 		data["Path"], data["Kind"] = link.Path, link.Kind
 		if link.Path != p.PlanPath {
 			data["Branch"] = p.DefaultBranch
 		}
-		return "unsafe-file", data, true
+		return "unsafe-file", r.failureKey(), data, true
 	case errors.As(err, &workflows):
-		data["Marker"] = Marker(p.Number, "workflows", p.Generation, p.Round)
 		paths := make([]string, 0, len(workflows.Paths))
 		for _, path := range workflows.Paths {
 			// The paths are the agent's: none may end its code span.
 			paths = append(paths, strings.ReplaceAll(path, "`", "'"))
 		}
 		data["Paths"] = paths
-		return "workflows-refused", data, true
+		return "workflows-refused", r.failureKey(), data, true
 	}
-	return "", nil, false
-}
-
-// refused posts a refusal on the pull request, or on the issue before
-// there is one.
-func (r *run) refused(ctx context.Context, tmpl string, data map[string]any) error {
-	on := r.p.Issue
-	if r.p.PR != 0 {
-		on = r.p.PR
-	}
-	return r.replyOn(ctx, on, tmpl, data)
+	return "", "", nil, false
 }
 
 // runPhase runs one phase under its own check run, forge/phase-K.
@@ -366,7 +403,7 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	name := "forge/" + ph.ID
 	pctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Phases.Timeout, context.DeadlineExceeded)
 	defer cancel()
-	cancelled := r.watchCancel(pctx, cancel)
+	stopAt := r.watchStop(pctx, cancel)
 	var err error
 	switch ph.Kind {
 	case PhaseImplement:
@@ -380,8 +417,10 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-	case cancelled():
-		err = errors.New("cancelled by /forge cancel")
+	case stopAt() != plan.StopNone:
+		// The stop decides what the phase's check run says.
+		r.await = nil
+		return &stopAsked{stop: stopAt()}
 	case errors.Is(pctx.Err(), context.DeadlineExceeded):
 		err = fmt.Errorf("timed out after %s", r.cfg.Phases.Timeout)
 	}
@@ -396,7 +435,7 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	if c.Summary == "" {
 		c.Summary = ph.Title
 	}
-	if err == nil && p.State.Await() != nil {
+	if err == nil && r.await != nil {
 		// The phase's checks decide: its check run stays open until then.
 		c.Status, c.Conclusion, c.Summary = "in_progress", "", "Waiting for the other checks on this commit."
 	}
@@ -404,8 +443,8 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	if cerr != nil {
 		r.log.Warn().Err(cerr).Msg("create phase check run")
 	}
-	if err == nil && p.State.Await() != nil {
-		p.State.Await().CheckRunID = id
+	if err == nil && r.await != nil {
+		r.await.CheckRunID = id
 	}
 	if err != nil && id != 0 {
 		p.PhaseButtonsRun = id
@@ -413,10 +452,12 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	return err
 }
 
-// watchCancel ends a phase when /forge cancel asks for it: the agent's
-// process group is killed through the context.
-func (r *run) watchCancel(ctx context.Context, cancel context.CancelFunc) func() bool {
-	var hit atomic.Bool
+// watchStop ends a phase when a person asks the run to stop (cancel,
+// close, skip): the agent's process group is killed through the context.
+// It returns what was asked, StopNone while nothing is.
+func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() plan.Stop {
+	var hit atomic.Value
+	hit.Store(plan.StopNone)
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -425,15 +466,15 @@ func (r *run) watchCancel(ctx context.Context, cancel context.CancelFunc) func()
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if p, err := r.f.Plans.Plan(ctx, r.p.ID); err == nil && p.CancelRequested {
-					hit.Store(true)
+				if p, err := r.f.Plans.Plan(ctx, r.p.ID); err == nil && p.State.Stop() != plan.StopNone {
+					hit.Store(p.State.Stop())
 					cancel()
 					return
 				}
 			}
 		}
 	}()
-	return hit.Load
+	return func() plan.Stop { return hit.Load().(plan.Stop) }
 }
 
 func (r *run) phasePrompt(ph *Phase, extra map[string]any) (string, error) {
@@ -515,7 +556,7 @@ func (r *run) implement(ctx context.Context, ph *Phase) error {
 		// What this attempt wrote, for a retry that must undo it.
 		ph.FailureHashes = hashes
 		now := r.f.now()
-		p.Await = &CheckWait{SHA: p.HeadSHA, Parent: parent, PhaseID: ph.ID, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
+		r.await = &CheckWait{SHA: p.HeadSHA, Parent: parent, PhaseID: ph.ID, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
 	}
 	return nil
 }
@@ -591,8 +632,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	w := p.State.Await()
 	ph, ok := p.Phases.Find(w.PhaseID)
 	if !ok {
-		p.Await = nil
-		return checksPassed, r.save(ctx)
+		return checksPassed, r.apply(ctx, plan.ChecksPassed{})
 	}
 	suites, err := r.gh.CheckSuites(ctx, p.Repo, w.SHA)
 	if err != nil {
@@ -612,7 +652,6 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	ci := judgeCI(suites, statuses, own, !now.Before(w.Deadline))
 	waiting := len(ci.Pending) > 0 || (ci.Counted == 0 && now.Before(w.Deadline))
 	if waiting && now.Before(timeoutAt) {
-		p.Parked = true
 		wake := ChecksArgs{InstallationID: p.InstallationID, Repo: p.Repo, SHA: w.SHA, Branch: p.Branch}
 		if !w.TimeoutWake.Equal(timeoutAt) {
 			// CI that never finishes sends nothing: look again when the wait
@@ -622,7 +661,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			}
 			w.TimeoutWake = timeoutAt
 		}
-		if err := r.save(ctx); err != nil {
+		if err := r.apply(ctx, plan.Park{Await: *w}); err != nil {
 			return "", err
 		}
 		if now.Before(w.Deadline) {
@@ -683,29 +722,26 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		data["Error"] = ph.Error
 		check.Summary = oneLine(ph.Error)
 		check.Actions = phaseFailureActions
-		// The report goes out before the wait ends: a job stopped here (a
-		// rate limit) finds the plan still waiting, judges again and
-		// reports again, where a plan already idle would say nothing.
+		// The phase's check run is completed before the wait ends: a job
+		// stopped here (a rate limit) finds the plan still waiting and
+		// judges again; the report is the table's, in the plan's outbox.
 		if err := r.updatePhaseRun(ctx, check); err != nil {
 			return "", err
 		}
 		data["Done"] = len(p.Phases.Phases) - Remaining(*p.Phases)
-		if err := r.prText(ctx, "phase-stopped", data); err != nil {
-			return "", err
-		}
-		p.Await, p.FailedParent, p.Run = nil, w.Parent, RunIdle
+		p.FailedParent = w.Parent
 		if w.CheckRunID != 0 {
 			p.PhaseButtonsRun = w.CheckRunID
 		}
-		return checksFailed, r.save(ctx)
+		return checksFailed, r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("phase-stopped", "checks:"+shortSHA(w.SHA), data),
+			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: ph.ID + " failed its checks"}})
 	}
 	if err := r.updatePhaseRun(ctx, check); err != nil {
 		return "", err
 	}
 	ph.Status, ph.FailureHashes = PhaseDone, nil
-	p.Await = nil
 	p.PhasesRun++
-	return checksPassed, r.save(ctx)
+	return checksPassed, r.apply(ctx, plan.ChecksPassed{})
 }
 
 // updatePhaseRun completes a phase's check run. A rate limit stops the job
@@ -898,36 +934,6 @@ func (r *run) done(ctx context.Context) error {
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases complete", final); err != nil {
 		return err
 	}
-	if to, err := p.State.Status().Next(EventAuditDone); err == nil {
-		p.Status = to
-	} else if p.State.Status() == StatusImplementing {
-		p.Status = StatusDone
-	}
-	p.Run = RunIdle
-	if err := r.save(ctx); err != nil {
-		return err
-	}
-	if body, err := r.prBody(); err == nil {
-		body += fmt.Sprintf("\nCloses #%d\n", p.Issue)
-		if err := r.gh.UpdatePullRequest(ctx, p.Repo, p.PR, "", body); err != nil {
-			return err
-		}
-	}
-	// A PR GitHub would not open as a draft has nothing to mark ready.
-	if p.PRNodeID != "" && !p.DraftRefused {
-		if err := r.gh.MarkReadyForReview(ctx, p.Repo, p.PRNodeID); err != nil {
-			return err
-		}
-	}
-	if err := r.setCheck(ctx, "completed", "success", PlanID(p.Number)+" is done: ready for review", nil); err != nil {
-		return err
-	}
-	if err := r.label(ctx); err != nil {
-		return err
-	}
-	if err := r.save(ctx); err != nil {
-		return err
-	}
 	var lines []string
 	for _, ph := range p.Phases.Phases {
 		mark := "[x]"
@@ -936,8 +942,8 @@ func (r *run) done(ctx context.Context) error {
 		}
 		lines = append(lines, fmt.Sprintf("%s %s: %s (%s)", mark, ph.ID, ph.Title, ph.Output))
 	}
-	return r.prText(ctx, "phase-run-done", map[string]any{"Complete": true, "PlanID": PlanID(p.Number), "Ran": p.PhasesRun,
-		"Elapsed": elapsed(r.f.now().Sub(r.started)), "Lines": lines})
+	return r.apply(ctx, plan.PhasesDone{Reply: r.prReply("phase-run-done", "done", map[string]any{"Complete": true,
+		"Ran": p.PhasesRun, "Elapsed": elapsed(r.f.now().Sub(r.started)), "Lines": lines})})
 }
 
 // phaseFailureActions are the buttons of a failed phase's check run.
@@ -945,14 +951,6 @@ var phaseFailureActions = []CheckAction{
 	{Label: "Retry", Description: "Run this phase again", Identifier: "retry"},
 	{Label: "Skip", Description: "Mark this phase skipped", Identifier: "skip"},
 	{Label: "Cancel", Description: "Stop the phase run", Identifier: "cancel"},
-}
-
-// prText comments on the plan's pull request.
-func (r *run) prText(ctx context.Context, tmpl string, data map[string]any) error {
-	if r.p.PR == 0 {
-		return nil
-	}
-	return r.f.prReply(ctx, r.gh, r.p, tmpl, data)
 }
 
 func firstLine(s string) string {
