@@ -30,8 +30,20 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if err != nil {
 		return err
 	}
-	if p.State.Run() != RunRunning || p.Generation != args.Generation {
-		return nil // finished, cancelled while queued, or replaced by a newer job
+	if p.Generation != args.Generation {
+		return nil // replaced by a newer job
+	}
+	if p.State.Run() != RunRunning {
+		if len(p.Outbox) == 0 {
+			return nil // finished, or cancelled while queued
+		}
+		// The run ended, and its job stopped before carrying out what the
+		// end does (a rate limit, GitHub down): that is done now.
+		gh, err := f.Installations.GitHub(ctx, p.InstallationID)
+		if err != nil {
+			return err
+		}
+		return (&executor{f: f, gh: gh, p: p, owner: true}).settle(ctx)
 	}
 	owner := fmt.Sprintf("%s/job-%d", f.Owner, jobID)
 	ok, err := f.Plans.AcquireLease(ctx, p.ID, owner, f.leaseTTL())
