@@ -70,7 +70,16 @@ func (s State) Apply(ev Event) (State, []Effect, error) {
 
 // Lookup is the row the table has for the event in state s.
 func Lookup(s State, ev Event) (Row, bool) {
-	for _, r := range table {
+	i := lookup(s, ev)
+	if i < 0 {
+		return Row{}, false
+	}
+	return table[i], true
+}
+
+// lookup is the index of the first row that matches, -1 if none does.
+func lookup(s State, ev Event) int {
+	for i, r := range table {
 		if r.Event != ev.Name() {
 			continue
 		}
@@ -83,9 +92,9 @@ func Lookup(s State, ev Event) (Row, bool) {
 		if r.when != nil && !r.when(s, ev) {
 			continue
 		}
-		return r, true
+		return i
 	}
-	return Row{}, false
+	return -1
 }
 
 // Table is the lifecycle, row by row, for printing.

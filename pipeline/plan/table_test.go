@@ -1,0 +1,301 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// describe names effects compactly, in order, for comparison.
+func describe(es []Effect) string {
+	var out []string
+	for _, e := range es {
+		switch e := e.(type) {
+		case Reply:
+			out = append(out, "reply:"+e.Template)
+		case StartJob:
+			out = append(out, "start")
+		case StartRun:
+			out = append(out, "run:"+string(e.Mode))
+		case RequestStop:
+			out = append(out, "stop:"+string(e.Stop))
+		case SyncLabel:
+			out = append(out, "label")
+		case SetCheck:
+			out = append(out, "check:"+e.Check.Status+"/"+e.Check.Conclusion)
+		case ButtonsOff:
+			out = append(out, fmt.Sprintf("buttons-off:%v", e.Plan))
+		case UpdatePR:
+			out = append(out, fmt.Sprintf("pr:%v", e.Ready))
+		case StatusLine:
+			out = append(out, "status-line")
+		default:
+			out = append(out, fmt.Sprintf("%T", e))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func st(status Status, run RunState, mode Mode) State {
+	return State{status: status, run: run, mode: mode}
+}
+
+var (
+	by     = Cause{Trigger: "comment:1", On: 7}
+	await  = Await{SHA: "abc", Parent: "def", PhaseID: "phase-1", Deadline: time.Unix(100, 0).UTC()}
+	answer = Reply{On: OnPR, Template: "answer"}
+)
+
+func parkedAt(s State) State { s.await, s.parked = &await, true; return s }
+func waiting(s State) State  { s.await = &await; return s }
+
+// rowCases exercise every row of the table: the state a plan is in, the
+// event, and the status, run state and effects the row gives.
+var rowCases = []struct {
+	name    string
+	from    State
+	ev      Event
+	to      Status
+	run     RunState
+	effects string
+}{
+	{"create queued", State{}, Create{Cause: by, Forge: true, Queued: true}, Draft, Queued, "reply:queued"},
+	{"create forge", State{}, Create{Cause: by, Forge: true}, Draft, Running, "start"},
+	{"create /plan", State{}, Create{Cause: by}, Draft, Running, "start"},
+	{"promote", st(Draft, Queued, ModeForge), Promote{}, Draft, Running, "start"},
+	{"revise a plan in review", st(Review, Idle, ""), Revise{Cause: by, Notes: "n"}, Draft, Running, "run:revise"},
+	{"audit a draft", st(Draft, Idle, ""), Audit{Cause: by}, Draft, Running, "run:audit"},
+	{"approve", st(Review, Idle, ""), Approve{Cause: by, Approvers: []string{"a"}}, Approved, Running,
+		"label status-line check:in_progress/ pr:false reply:approval run:phases"},
+	{"auto-implement", st(Review, Running, ModeForge), Approve{Auto: true}, Approved, Running,
+		"label status-line check:in_progress/ pr:false run:phases"},
+	{"run the phases", st(Implementing, Idle, ModePhases), RunPhases{Cause: by}, Implementing, Running,
+		"buttons-off:false check:in_progress/ run:phases"},
+	{"skip a failed phase", st(Implementing, Idle, ModePhases), Skip{Cause: by, PhaseID: "phase-1"}, Implementing, Idle,
+		"buttons-off:false reply:phase-skipped"},
+	{"skip the running phase", st(Implementing, Running, ModePhases), Skip{Cause: by}, Implementing, Running,
+		"stop:skip reply:phase-skipped"},
+	{"skip the phase a parked run waits on", parkedAt(st(Implementing, Running, ModePhases)), Skip{Cause: by}, Implementing, Running,
+		"stop:skip reply:phase-skipped start"},
+	{"push to a plan in review", st(Review, Idle, ""), Push{Cause: by, SHA: "x", HasPhases: true}, Review, Running, "run:audit"},
+	{"push to an idle draft", st(Draft, Idle, ""), Push{Cause: by, SHA: "x"}, Draft, Idle, ""},
+	{"push during a run", st(Draft, Running, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Running, ""},
+	{"phases made", st(Approved, Idle, ""), PhasesMade{Cause: by}, Approved, Idle, ""},
+	{"cancel a queued forge", st(Draft, Queued, ModeForge), Cancel{Cause: by}, Cancelled, Idle, "label reply:cancel"},
+	{"cancel a run", st(Draft, Running, ModeForge), Cancel{Cause: by}, Draft, Running, "stop:cancel reply:cancel"},
+	{"cancel a parked run", parkedAt(st(Implementing, Running, ModePhases)), Cancel{Cause: by}, Implementing, Running,
+		"stop:cancel reply:cancel start"},
+	{"close a closed plan", st(Closed, Idle, ""), Close{Cause: by}, Closed, Idle, "reply:closed"},
+	{"close a running plan", st(Implementing, Running, ModePhases), Close{Cause: by}, Implementing, Running, "stop:close reply:closed"},
+	{"close an idle plan", st(Review, Idle, ""), Close{Cause: by}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label reply:closed"},
+	{"adopt", parkedAt(st(Implementing, Running, ModePhases)), Adopt{}, Implementing, Running, "start"},
+	{"step", st(Draft, Running, ModeForge), StepDone{To: StepBranch}, Draft, Running, ""},
+	{"plan created", st(Draft, Running, ModePlan), PlanCreated{Reply: answer}, Draft, Idle, "reply:answer"},
+	{"round posted", st(Draft, Running, ModeForge), RoundPosted{Blocking: true}, Draft, Running, ""},
+	{"revised", st(Draft, Running, ModeForge), Revised{}, Draft, Running, ""},
+	{"forge done with change requests", st(Draft, Running, ModeForge), ForgeDone{Notes: "n"}, Draft, Running, "label run:revise"},
+	{"forge done", st(Draft, Running, ModeForge), ForgeDone{Check: Check{Status: "completed", Conclusion: "action_required"}}, Review, Idle,
+		"check:completed/action_required label pr:false"},
+	{"forge failed", st(Review, Running, ModeRevise), Failed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}}, Draft, Idle,
+		"reply:answer check:completed/failure label"},
+	{"phase run failed", st(Implementing, Running, ModePhases), Failed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}}, Implementing, Idle,
+		"reply:answer check:completed/failure"},
+	{"forge cancelled", st(Draft, Running, ModeForge), Stopped{Stop: StopCancel}, Cancelled, Idle, "check:completed/neutral label"},
+	{"phase run cancelled", st(Implementing, Running, ModePhases), Stopped{Stop: StopCancel, Reply: &answer}, Implementing, Idle,
+		"check:completed/neutral reply:answer"},
+	{"run stopped to close", st(Review, Running, ModeAudit), Stopped{Stop: StopClose}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label"},
+	{"phase skipped", waiting(st(Implementing, Running, ModePhases)), PhaseSkipped{Reply: answer}, Implementing, Running, "stop: reply:answer"},
+	{"phases started", st(Approved, Running, ModePhases), PhasesStarted{}, Implementing, Running, "label status-line check:in_progress/"},
+	{"phases resumed", st(Implementing, Running, ModePhases), PhasesStarted{}, Implementing, Running, ""},
+	{"audit phase started", st(Implementing, Running, ModePhases), AuditPhaseStarted{}, Auditing, Running, "label"},
+	{"audit phase resumed", st(Auditing, Running, ModePhases), AuditPhaseStarted{}, Auditing, Running, ""},
+	{"await checks", st(Implementing, Running, ModePhases), AwaitChecks{Await: await}, Implementing, Running, ""},
+	{"park", waiting(st(Implementing, Running, ModePhases)), Park{Await: await}, Implementing, Running, ""},
+	{"wake a parked run", parkedAt(st(Implementing, Running, ModePhases)), Wake{}, Implementing, Running, "start"},
+	{"wake a working run", st(Implementing, Running, ModePhases), Wake{}, Implementing, Running, ""},
+	{"checks passed", waiting(st(Implementing, Running, ModePhases)), ChecksPassed{}, Implementing, Running, ""},
+	{"phase failed", waiting(st(Implementing, Running, ModePhases)), PhaseFailed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}},
+		Implementing, Idle, "check:completed/failure reply:answer"},
+	{"run paused", st(Implementing, Running, ModePhases), RunPaused{Reply: answer}, Implementing, Idle, "check:completed/neutral reply:answer"},
+	{"phases stale", st(Approved, Running, ModePhases), PhasesStaleStop{Reply: answer}, Approved, Idle, "check:completed/action_required reply:answer"},
+	{"phases done", st(Auditing, Running, ModePhases), PhasesDone{Reply: answer}, Done, Idle,
+		"status-line pr:true check:completed/success label reply:answer"},
+}
+
+// TestEveryRow applies each case and checks where it leads; every row of
+// the table must be the row of some case.
+func TestEveryRow(t *testing.T) {
+	hit := map[int]bool{}
+	for _, c := range rowCases {
+		t.Run(c.name, func(t *testing.T) {
+			i := lookup(c.from, c.ev)
+			if i < 0 {
+				t.Fatalf("%s takes no %s", c.from, c.ev.Name())
+			}
+			hit[i] = true
+			next, effects, err := c.from.Apply(c.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next.Status() != c.to || next.Run() != c.run {
+				t.Errorf("%s --%s--> %s/%s, want %s/%s", c.from, c.ev.Name(), next.Status(), next.Run(), c.to, c.run)
+			}
+			if got := describe(effects); got != c.effects {
+				t.Errorf("effects %q, want %q", got, c.effects)
+			}
+		})
+	}
+	for i, r := range table {
+		if !hit[i] {
+			t.Errorf("row %d (%s from %v, %s) has no case", i, r.Event, r.From, r.Guard)
+		}
+	}
+}
+
+// TestRowDetails checks what rows do to the state beyond status and run.
+func TestRowDetails(t *testing.T) {
+	s, _, _ := st(Review, Idle, "").Apply(Push{Cause: by, HasPhases: true})
+	if !s.PhasesStale() || s.Mode() != ModeAudit {
+		t.Errorf("a push after the phases were made: stale %v, mode %s", s.PhasesStale(), s.Mode())
+	}
+	stale := st(Approved, Idle, "")
+	stale.phasesStale = true
+	s, _, _ = stale.Apply(PhasesMade{Cause: by})
+	if s.PhasesStale() {
+		t.Error("phases made: still stale")
+	}
+	s, _, _ = st(Draft, Running, ModeForge).Apply(RoundPosted{Blocking: true})
+	if !s.ReviseNext() {
+		t.Error("a blocking round in a forge: no revision due")
+	}
+	s, _, _ = s.Apply(Revised{})
+	if s.ReviseNext() {
+		t.Error("revised: a revision still due")
+	}
+	s, _, _ = st(Review, Running, ModeAudit).Apply(RoundPosted{Blocking: true})
+	if s.ReviseNext() {
+		t.Error("a standalone audit revises nothing")
+	}
+	s, _, _ = st(Implementing, Running, ModePhases).Apply(AwaitChecks{Await: await})
+	if s.Await() == nil || s.Await().SHA != "abc" || s.Parked() {
+		t.Errorf("await: %+v parked %v", s.Await(), s.Parked())
+	}
+	s, _, _ = s.Apply(Park{Await: await})
+	if !s.Parked() {
+		t.Error("park: not parked")
+	}
+	s, _, _ = s.Apply(Wake{})
+	if s.Parked() || s.Await() == nil {
+		t.Errorf("woken: parked %v, await %v", s.Parked(), s.Await())
+	}
+	s, _, _ = s.Apply(ChecksPassed{})
+	if s.Await() != nil {
+		t.Error("checks passed: still waiting")
+	}
+	s, _, _ = st(Draft, Running, ModeForge).Apply(StepDone{To: StepRounds})
+	if _, _, err := s.Apply(StepDone{To: StepFile}); err == nil {
+		t.Error("a step went backwards")
+	}
+}
+
+// TestRefused: a pair the table has no row for is refused with the state
+// and the event named, never ignored.
+func TestRefused(t *testing.T) {
+	cases := []struct {
+		from State
+		ev   Event
+	}{
+		{st(Draft, Idle, ""), Approve{Cause: by}},
+		{st(Review, Running, ModeAudit), Approve{Cause: by}},
+		{st(Done, Idle, ""), Approve{Cause: by}},
+		{st(Review, Idle, ""), RunPhases{Cause: by}},
+		{st(Closed, Idle, ""), RunPhases{Cause: by}},
+		{st(Cancelled, Idle, ""), Skip{Cause: by}},
+		{st(Implementing, Idle, ""), Revise{Cause: by}},
+		{st(Implementing, Idle, ""), Cancel{Cause: by}},
+		{st(Closed, Idle, ""), Revise{Cause: by}},
+		{st(Review, Idle, ""), ForgeDone{}},
+		{st(Review, Idle, ""), Wake{}},
+		{st(Draft, Running, ModeForge), AwaitChecks{Await: await}},
+		{st(Closed, Running, ModeForge), Stopped{Stop: StopClose}},
+		{st(Draft, Running, ModeForge), Stopped{Stop: StopSkip}},
+		{st(Done, Running, ModePhases), PhasesDone{}},
+	}
+	for _, c := range cases {
+		next, effects, err := c.from.Apply(c.ev)
+		var refused *RefusedError
+		if !errors.As(err, &refused) {
+			t.Errorf("%s --%s--> %s, want refused", c.from, c.ev.Name(), next)
+			continue
+		}
+		if effects != nil || next != c.from {
+			t.Errorf("%s --%s-- refused, yet changed the state or had effects", c.from, c.ev.Name())
+		}
+		if !strings.Contains(err.Error(), string(c.from.Status())) || !strings.Contains(err.Error(), strings.ReplaceAll(c.ev.Name(), "_", " ")) {
+			t.Errorf("refusal %q names neither the state nor the event", err)
+		}
+	}
+}
+
+// TestAppliedTriggerChangesNothing: a retried job raises its event again;
+// the state has applied its trigger, so nothing changes twice.
+func TestAppliedTriggerChangesNothing(t *testing.T) {
+	s, effects, err := st(Review, Idle, "").Apply(Approve{Cause: by})
+	if err != nil || len(effects) == 0 {
+		t.Fatal(err, effects)
+	}
+	again, effects, err := s.Apply(Approve{Cause: by})
+	if err != nil || effects != nil || again != s {
+		t.Errorf("the same approval again: %v %v %s", err, effects, again)
+	}
+	if !s.Applied(by.Trigger) || s.Applied("") {
+		t.Error("Applied")
+	}
+	// Another approval is a new event, and the plan is no longer in REVIEW.
+	if _, _, err := s.Apply(Approve{Cause: Cause{Trigger: "comment:2"}}); err == nil {
+		t.Error("a second approval of an APPROVED plan was taken")
+	}
+}
+
+// TestIdleClearsTheRun: a run that ends leaves nothing of itself behind.
+func TestIdleClearsTheRun(t *testing.T) {
+	s := parkedAt(st(Implementing, Running, ModePhases))
+	s.stop, s.reviseNext = StopCancel, true
+	next, _, err := s.Apply(Stopped{Stop: StopCancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Await() != nil || next.Parked() || next.Stop() != StopNone || next.ReviseNext() {
+		t.Errorf("idle plan keeps its run: %+v", next)
+	}
+}
+
+func TestStateJSON(t *testing.T) {
+	s := parkedAt(st(Implementing, Running, ModePhases))
+	s.step, s.stop, s.phasesStale, s.reviseNext, s.applied = StepFinished, StopSkip, true, true, "x"
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.String() != s.String() || *back.Await() != *s.Await() || back.Step() != s.Step() || back.Stop() != s.Stop() ||
+		!back.PhasesStale() || !back.ReviseNext() || !back.Applied("x") {
+		t.Errorf("round trip: %s\n%+v\nwant %+v", b, back, s)
+	}
+	legacy := FromLegacy(Legacy{Status: Review, Run: Idle, Step: StepFinished, PhasesStale: true})
+	if legacy.Status() != Review || legacy.Step() != StepFinished || !legacy.PhasesStale() {
+		t.Errorf("legacy: %+v", legacy)
+	}
+	cols := s.Columns()
+	if got := (State{}).WithColumns(cols); got.Status() != Implementing || got.Run() != Running || got.Stop() != StopSkip {
+		t.Errorf("columns: %+v", got)
+	}
+}
