@@ -1,5 +1,6 @@
 // Command forge is the Forge server: `forge serve` runs it, `forge migrate`
-// applies the database migrations and exits.
+// applies the database migrations and exits, `forge lifecycle` prints a
+// plan's lifecycle table (docs/lifecycle.md).
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/store"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 const usage = `usage: forge <command> [--config FILE]
@@ -20,6 +22,7 @@ const usage = `usage: forge <command> [--config FILE]
 commands:
   serve     run the server (webhooks, queue, setup page)
   migrate   apply database migrations and exit (safe to run again)
+  lifecycle print a plan's lifecycle table as Markdown (docs/lifecycle.md)
 
 The configuration file may also be given as FORGE_CONFIG.
 `
@@ -37,6 +40,10 @@ func run(args []string) error {
 		return errors.New("no command given")
 	}
 	cmd := args[0]
+	if cmd == "lifecycle" {
+		_, err := fmt.Fprint(os.Stdout, plan.Markdown())
+		return err
+	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file (YAML)")
 	if err := fs.Parse(args[1:]); err != nil {
