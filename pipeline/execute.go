@@ -523,7 +523,6 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 	return fmt.Errorf("commit the plan's status: the branch %s keeps moving", p.Branch)
 }
 
-
 // say posts a reply that moves no state (a notice during a run), once: it
 // is rendered and marked as the table's replies are.
 func (r *run) say(ctx context.Context, rep plan.Reply) error {

@@ -51,7 +51,7 @@ type Plan struct {
 	// status (queued, in_progress, completed).
 	CheckHead   string
 	CheckStatus string
-	Round     int
+	Round       int
 	// Revisions counts revision commits (plan-NNN: revision K).
 	Revisions int
 	// Phases are the plan's phases once generated; RunLimit caps the

@@ -112,6 +112,7 @@ var (
 
 func parked(s State, _ Event) bool    { return s.parked }
 func notParked(s State, _ Event) bool { return !s.parked }
+
 // stopIs holds for a Stopped event at the request stop.
 func stopIs(stop Stop) func(State, Event) bool {
 	return func(_ State, ev Event) bool { return ev.(Stopped).Stop == stop }
