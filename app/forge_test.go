@@ -567,6 +567,15 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 	if countPrefix(msgs, "plan-001 phase-1: ") != 1 || countPrefix(msgs, "plan-001: phases complete") != 1 || countPrefix(msgs, "plan-001: phases") != 2 {
 		t.Fatalf("commits: %q", msgs)
 	}
+	// The plan file's status line follows the plan (DESIGN §4).
+	for _, st := range []string{"APPROVED", "IMPLEMENTING", "DONE"} {
+		if n := countPrefix(msgs, "plan-001: status "+st); n != 1 {
+			t.Errorf("%d commits of the status %s, want 1: %q", n, st, msgs)
+		}
+	}
+	if text, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-add-a-greeting-page.md"); !strings.Contains(text, "**Status:** DONE") {
+		t.Errorf("the plan file at DONE:\n%s", text)
+	}
 	var phaseCommit ghdouble.CommitInfo
 	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
 		if strings.HasPrefix(c.Message, "plan-001 phase-1: ") {
@@ -633,8 +642,12 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 	}
 	t.Logf("GitHub REST calls of the phase run (2 phases, 1 changed file): %d", phaseCalls)
 	// +2: each look at the implement phase's checks (parked, then woken at
-	// the end of the grace period) also reads the commit statuses.
-	if phaseCalls > 2*12+1+6+2 {
+	// the end of the grace period) also reads the commit statuses. +15: the
+	// plan file's **Status:** line committed at APPROVED, IMPLEMENTING and
+	// DONE (a head read and blob, tree, commit and ref each); +4: the forge
+	// check run following two of those commits (a new run, the old one
+	// closed as superseded).
+	if phaseCalls > 2*12+1+6+2+3*5+4 {
 		t.Errorf("the phase run used %d REST calls", phaseCalls)
 	}
 }
@@ -882,6 +895,10 @@ func TestFullLifecycle(t *testing.T) {
 	}
 	ci(waitCommit("phase-1", 1), "failure")
 	w.waitReply(t, pr.Number, "Plan run stopped: Phase **phase-1** failed: checks failed")
+	// The forge check run says the plan failed, on the branch's head.
+	if own, ok := forgeRun(w, w.gh.Repo(w.repo).Head(pr.Head), "forge"); !ok || own.Status != "completed" || own.Conclusion != "failure" {
+		t.Errorf("forge check run after a failed phase: %s/%s", own.Status, own.Conclusion)
+	}
 	w.commandOn(t, pr.Number, "alice", "/forge run")
 	ci(waitCommit("phase-1", 2), "success")
 	ci(waitCommit("phase-2", 1), "success")
@@ -909,9 +926,13 @@ func TestFullLifecycle(t *testing.T) {
 	}
 	w.status(t, "DONE")
 	// 3 phases, one run again after its CI failed; 3 changed files in all;
-	// plus the approval and the start and end of two runs.
+	// plus the approval and the start and end of two runs; plus the plan
+	// file's **Status:** line committed at APPROVED, IMPLEMENTING and DONE
+	// (a head read and blob, tree, commit and ref each) and the forge
+	// check run following those commits and the failure (a new run, the
+	// old one closed as superseded).
 	t.Logf("REST calls from approval to DONE: %d", calls)
-	if limit := 4*12 + 3 + 2*8; calls > limit {
+	if limit := 4*12 + 3 + 2*8 + 3*5 + 6; calls > limit {
 		t.Errorf("%d REST calls from approval to DONE, want at most %d", calls, limit)
 	}
 
@@ -942,7 +963,7 @@ func TestCancelDuringPhase(t *testing.T) {
 	pr := w.pulls(t)[0].Number
 	start := time.Now()
 	w.commandOn(t, pr, "alice", "/forge cancel")
-	stopped := w.waitReply(t, pr, "Plan run stopped: Phase **phase-1** failed: cancelled")
+	stopped := w.waitReply(t, pr, "Phase run of **plan-001** cancelled; phase-1 is left failed.")
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("cancel took %s", d)
 	}

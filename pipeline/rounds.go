@@ -279,7 +279,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	p.Error = ""
 	// The progress comment is final before the run ends: once the plan is
 	// idle, a failure here could not be reported on it.
-	if err := r.progress(ctx, completionLine(p, capReached), true, complete); err != nil {
+	if err := r.progress(ctx, completionLine(p, capReached, auto), true, complete); err != nil {
 		return err
 	}
 	switch {
@@ -299,11 +299,15 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	return r.apply(ctx, plan.ForgeDone{Check: check})
 }
 
-func completionLine(p *Plan, capReached bool) string {
+func completionLine(p *Plan, capReached, auto bool) string {
 	if capReached {
 		return fmt.Sprintf("Forge finished %s: round cap reached, review needed.", PlanID(p.Number))
 	}
-	return fmt.Sprintf("Forge finished %s: %s.", PlanID(p.Number), StatusReview)
+	status := StatusReview
+	if auto {
+		status = StatusApproved
+	}
+	return fmt.Sprintf("Forge finished %s: %s.", PlanID(p.Number), status)
 }
 
 // autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
