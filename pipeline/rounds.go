@@ -277,18 +277,6 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		return err
 	}
 	p.Error = ""
-	// The progress comment is final before the run ends: once the plan is
-	// idle, a failure here could not be reported on it.
-	if err := r.progress(ctx, completionLine(p, capReached, auto), true, complete); err != nil {
-		return err
-	}
-	switch {
-	case auto:
-		return r.apply(ctx, plan.Approve{Auto: true})
-	case notes != "":
-		p.ReviewsTaken = taken
-		return r.apply(ctx, plan.ForgeDone{Notes: notes})
-	}
 	check := plan.Check{Status: "completed", Conclusion: "action_required", Title: "awaits approval", Buttons: []string{"approve", "revise", "cancel"}}
 	switch {
 	case capReached:
@@ -296,7 +284,44 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	case last.Verdict == SeverityBlocking:
 		check.Title = fmt.Sprintf("blocking findings (verdict %s)", last.Verdict)
 	}
-	return r.apply(ctx, plan.ForgeDone{Check: check})
+	var ev plan.Event = plan.ForgeDone{Check: check}
+	switch {
+	case auto:
+		ev = plan.Approve{Auto: true}
+	case notes != "":
+		p.ReviewsTaken = taken
+		ev = plan.ForgeDone{Notes: notes}
+	}
+	if err := r.apply(ctx, ev); err != nil {
+		return err
+	}
+	// The progress comment is edited last, so that people who read
+	// "Forge finished" find the plan idle; the run's outcome stands
+	// without it.
+	if err := r.progress(ctx, completionLine(p, capReached, auto), true, complete); err != nil {
+		r.log.Warn().Err(err).Msg("final progress edit")
+	}
+	return r.lateChangeRequests(ctx)
+}
+
+// lateChangeRequests revises with change requests that came while the run
+// was ending: their handler found the plan running and left them to it.
+func (r *run) lateChangeRequests(ctx context.Context) error {
+	p := r.p
+	if p.State.Status() != StatusReview || p.State.Run() != RunIdle {
+		return nil
+	}
+	notes, taken, err := r.f.pendingChangeRequests(ctx, r.gh, p)
+	if err != nil || notes == "" {
+		return err
+	}
+	p.ReviewsTaken = taken
+	err = r.apply(ctx, plan.Revise{Cause: plan.Cause{Trigger: fmt.Sprintf("reviews:%d", taken), On: p.PR}, Notes: notes})
+	var refused *plan.RefusedError
+	if errors.As(err, &refused) {
+		return nil // the review's own handler started the revision first
+	}
+	return err
 }
 
 func completionLine(p *Plan, capReached, auto bool) string {
