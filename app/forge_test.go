@@ -473,9 +473,7 @@ func spyScript(t *testing.T, dir, role string) []string {
 	// Beside what it keeps: a script's directory is writable in its sandbox.
 	p := filepath.Join(dir, "spy-"+role+".sh")
 	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", role+".sh")
-	// mktemp names each call's files: in the sandbox every agent may have
-	// the same process id.
-	script := fmt.Sprintf("#!/bin/sh\nf=$(mktemp -u %s/%s-XXXXXX)\nenv > \"$f.env\"\ncat .git/config > \"$f.gitconfig\" 2>/dev/null\ntee \"$f.prompt\" | %s\n", dir, role, real)
+	script := fmt.Sprintf("#!/bin/sh\nf=%s/%s-$$\nenv > \"$f.env\"\ncat .git/config > \"$f.gitconfig\" 2>/dev/null\ntee \"$f.prompt\" | %s\n", dir, role, real)
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

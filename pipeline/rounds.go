@@ -292,13 +292,14 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		p.ReviewsTaken = taken
 		ev = plan.ForgeDone{Notes: notes}
 	}
+	progressID := p.ProgressID // a run started next looks for it afresh
 	if err := r.apply(ctx, ev); err != nil {
 		return err
 	}
 	// The progress comment is edited last, so that people who read
-	// "Forge finished" find the plan idle; the run's outcome stands
-	// without it.
-	if err := r.progress(ctx, completionLine(p, capReached, auto), true, complete); err != nil {
+	// "Forge finished" find the plan idle (or approved); the run's outcome
+	// stands without it.
+	if err := r.editProgress(ctx, progressID, completionLine(p, capReached, auto), complete); err != nil {
 		r.log.Warn().Err(err).Msg("final progress edit")
 	}
 	return r.lateChangeRequests(ctx)

@@ -367,14 +367,22 @@ func (r *run) progress(ctx context.Context, line string, final bool, complete st
 	if !final && now.Sub(r.progressAt) < r.cfg.ProgressThrottle {
 		return nil
 	}
+	return r.editProgress(ctx, r.p.ProgressID, line, complete)
+}
+
+// editProgress edits the progress comment id now.
+func (r *run) editProgress(ctx context.Context, id int64, line, complete string) error {
+	if id == 0 {
+		return nil
+	}
 	body, err := r.progressBody(line, complete)
 	if err != nil {
 		return err
 	}
-	if err := r.gh.UpdateComment(ctx, r.p.Repo, r.p.ProgressID, body); err != nil {
+	if err := r.gh.UpdateComment(ctx, r.p.Repo, id, body); err != nil {
 		return fmt.Errorf("update progress comment: %w", err)
 	}
-	r.progressLine, r.progressAt = line, now
+	r.progressLine, r.progressAt = line, r.f.now()
 	return nil
 }
 
