@@ -6,7 +6,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -15,13 +14,12 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
-	"github.com/forge-dev/forge/app/store"
 	"github.com/forge-dev/forge/pipeline"
 )
 
 // Ingester durably records a delivery and enqueues its jobs.
 type Ingester interface {
-	Accept(ctx context.Context, d store.Delivery) (store.Outcome, error)
+	Accept(ctx context.Context, d Delivery) (Outcome, error)
 }
 
 // Base is embedded by every handler.
@@ -45,18 +43,6 @@ func (e *BadPayloadError) Error() string {
 
 func (e *BadPayloadError) Unwrap() error { return e.Err }
 
-// Outcome names what became of a delivery, for metrics and logs.
-type Outcome string
-
-const (
-	OutcomeAccepted  Outcome = "accepted"
-	OutcomeDuplicate Outcome = "duplicate"
-	// OutcomeReplayed is a signed body seen before under another delivery
-	// id: someone replayed it (GitHub's own redelivery keeps the id).
-	OutcomeReplayed Outcome = "replayed"
-	OutcomeIgnored  Outcome = "ignored"
-)
-
 type outcomeKey struct{}
 
 // WithOutcome prepares ctx to carry the outcome a handler reports.
@@ -79,25 +65,21 @@ func decode(event string, payload []byte, v any) error {
 
 // accept records the delivery with its jobs and sets the HTTP answer:
 // 202 when accepted or ignored, 200 for a delivery seen before.
-func (b *Base) accept(ctx context.Context, d store.Delivery) error {
+func (b *Base) accept(ctx context.Context, d Delivery) error {
 	outcome, err := b.Ingest.Accept(ctx, d)
 	if err != nil {
 		return fmt.Errorf("record %s delivery %s: %w", d.Event, d.ID, err)
 	}
-	var o Outcome
-	status := http.StatusAccepted
+	o, status := outcome, http.StatusAccepted
 	switch outcome {
-	case store.Accepted:
-		o = OutcomeAccepted
-	case store.Duplicate:
-		o, status = OutcomeDuplicate, http.StatusOK
-	case store.Replayed:
-		o, status = OutcomeReplayed, http.StatusOK
+	case OutcomeAccepted, OutcomeIgnored:
+	case OutcomeDuplicate:
+		status = http.StatusOK
+	case OutcomeReplayed:
+		status = http.StatusOK
 		zerolog.Ctx(ctx).Warn().Str("subject", d.Subject).Msg("delivery replayed under a new id ignored")
-	case store.Ignored:
-		o = OutcomeIgnored
 	default:
-		return errors.New("unknown ingest outcome")
+		return fmt.Errorf("unknown ingest outcome %q", outcome)
 	}
 	if p, ok := ctx.Value(outcomeKey{}).(*Outcome); ok {
 		*p = o
@@ -175,8 +157,8 @@ type issue struct {
 
 func (i issue) isPR() bool { return i.PullRequest != nil }
 
-func (e envelope) delivery(event, deliveryID string) store.Delivery {
-	d := store.Delivery{ID: deliveryID, Event: event, Action: e.Action}
+func (e envelope) delivery(event, deliveryID string) Delivery {
+	d := Delivery{ID: deliveryID, Event: event, Action: e.Action}
 	if e.Installation != nil {
 		d.InstallationID = e.Installation.ID
 		if e.Installation.Account != nil {

@@ -11,15 +11,14 @@ import (
 
 	"github.com/palantir/go-githubapp/githubapp"
 
-	"github.com/forge-dev/forge/app/store"
 	"github.com/forge-dev/forge/pipeline"
 )
 
-type recorder struct{ got []store.Delivery }
+type recorder struct{ got []Delivery }
 
-func (r *recorder) Accept(_ context.Context, d store.Delivery) (store.Outcome, error) {
+func (r *recorder) Accept(_ context.Context, d Delivery) (Outcome, error) {
 	r.got = append(r.got, d)
-	return store.Accepted, nil
+	return OutcomeAccepted, nil
 }
 
 func payload(t *testing.T, name string, edit func(m map[string]any)) []byte {
@@ -44,7 +43,7 @@ func payload(t *testing.T, name string, edit func(m map[string]any)) []byte {
 	return out
 }
 
-func handle(t *testing.T, event, name string, edit func(m map[string]any)) (store.Delivery, error) {
+func handle(t *testing.T, event, name string, edit func(m map[string]any)) (Delivery, error) {
 	t.Helper()
 	rec := &recorder{}
 	var h githubapp.EventHandler
@@ -61,7 +60,7 @@ func handle(t *testing.T, event, name string, edit func(m map[string]any)) (stor
 	ctx := githubapp.InitializeResponder(context.Background())
 	err := h.Handle(ctx, event, "delivery-1", payload(t, name, edit))
 	if err != nil {
-		return store.Delivery{}, err
+		return Delivery{}, err
 	}
 	if len(rec.got) != 1 {
 		t.Fatalf("%s: %d deliveries recorded", name, len(rec.got))

@@ -9,30 +9,33 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/forge-dev/forge/handlers"
 )
 
-// Delivery is one webhook delivery to record, with the jobs it starts.
-type Delivery struct {
-	// ID is the X-GitHub-Delivery header; GitHub keeps it on redelivery.
-	ID, Event, Action, Repository string
-	// InstallationID is 0 for events outside any installation (ping).
-	InstallationID int64
-	// InstallationChange, when set ("created", "deleted", "suspend",
-	// "unsuspend"), is applied to the installations table in the same
-	// transaction (from installation events), before the ignore check.
-	InstallationChange string
-	// Account is the installation's account login, kept with the change.
-	Account string
-	// Subject names the GitHub object the delivery acts on, when it has an
-	// id of its own ("comment:123", "review:456"). A later delivery with the
-	// same subject under another delivery id is a replay: Replayed.
-	Subject string
-	// Jobs are enqueued, in the delivery's transaction, only if the delivery
-	// is Accepted.
-	Jobs []river.InsertManyParams
-}
+// Delivery and Outcome are the handlers' side of the port: a handler
+// hands a Delivery over and is told its Outcome. The store records it.
+type (
+	Delivery = handlers.Delivery
+	Outcome  = handlers.Outcome
+)
 
-func (d *Delivery) validate() error {
+// What ingest does with a delivery.
+const (
+	// Accepted: recorded, and its jobs enqueued.
+	Accepted = handlers.OutcomeAccepted
+	// Duplicate: the delivery id was recorded before; nothing was written.
+	Duplicate = handlers.OutcomeDuplicate
+	// Ignored: recorded, but its installation is deleted or suspended, so
+	// no job was enqueued.
+	Ignored = handlers.OutcomeIgnored
+	// Replayed: a new delivery id for a subject an earlier delivery already
+	// brought; nothing was written.
+	Replayed = handlers.OutcomeReplayed
+)
+
+// validate refuses a delivery the store cannot record.
+func validate(d *Delivery) error {
 	if d.ID == "" {
 		return errors.New("delivery has no id")
 	}
@@ -45,36 +48,6 @@ func (d *Delivery) validate() error {
 		}
 	}
 	return nil
-}
-
-// Outcome is what ingest did with a delivery.
-type Outcome int
-
-const (
-	// Accepted: recorded, and its jobs enqueued.
-	Accepted Outcome = iota + 1
-	// Duplicate: the delivery id was recorded before; nothing was written.
-	Duplicate
-	// Ignored: recorded, but its installation is deleted or suspended, so
-	// no job was enqueued.
-	Ignored
-	// Replayed: a new delivery id for a subject an earlier delivery already
-	// brought; nothing was written.
-	Replayed
-)
-
-func (o Outcome) String() string {
-	switch o {
-	case Accepted:
-		return "accepted"
-	case Duplicate:
-		return "duplicate"
-	case Ignored:
-		return "ignored"
-	case Replayed:
-		return "replayed"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
 // insertDelivery inserts the row unless its id exists; no row is affected
@@ -167,7 +140,7 @@ func recordDelivery(ctx context.Context, tx *sql.Tx, d *incoming, inactive map[i
 		off, ok := inactive[d.InstallationID]
 		if !ok {
 			if err := tx.QueryRowContext(ctx, inactiveInstallation, d.InstallationID).Scan(&off); err != nil {
-				return 0, fmt.Errorf("read installation %d: %w", d.InstallationID, err)
+				return "", fmt.Errorf("read installation %d: %w", d.InstallationID, err)
 			}
 			inactive[d.InstallationID] = off
 		}
@@ -178,28 +151,28 @@ func recordDelivery(ctx context.Context, tx *sql.Tx, d *incoming, inactive map[i
 	}
 	o, err := outcome()
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	res, err := tx.ExecContext(ctx, insertDelivery,
-		d.ID, d.Event, d.Action, d.InstallationID, d.Repository, o.stored(), d.receivedAt)
+		d.ID, d.Event, d.Action, d.InstallationID, d.Repository, stored(o), d.receivedAt)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return 0, err
+		return "", err
 	} else if n == 0 {
 		return Duplicate, nil
 	}
 	if d.Subject != "" {
 		res, err := tx.ExecContext(ctx, insertSubject, d.Subject, d.ID, d.receivedAt)
 		if err != nil {
-			return 0, fmt.Errorf("claim subject %s: %w", d.Subject, err)
+			return "", fmt.Errorf("claim subject %s: %w", d.Subject, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return 0, err
+			return "", err
 		} else if n == 0 {
 			if _, err := tx.ExecContext(ctx, forgetDelivery, d.ID); err != nil {
-				return 0, fmt.Errorf("forget replayed delivery: %w", err)
+				return "", fmt.Errorf("forget replayed delivery: %w", err)
 			}
 			return Replayed, nil
 		}
@@ -209,26 +182,26 @@ func recordDelivery(ctx context.Context, tx *sql.Tx, d *incoming, inactive map[i
 	}
 	query, args, err := installationChange(d.InstallationID, d.Account, d.InstallationChange, d.receivedAt)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
-		return 0, fmt.Errorf("mark installation %d %s: %w", d.InstallationID, d.InstallationChange, err)
+		return "", fmt.Errorf("mark installation %d %s: %w", d.InstallationID, d.InstallationChange, err)
 	}
 	delete(inactive, d.InstallationID)
 	changed, err := outcome()
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	if changed != o {
-		if _, err := tx.ExecContext(ctx, setOutcome, d.ID, changed.stored()); err != nil {
-			return 0, fmt.Errorf("reassess outcome: %w", err)
+		if _, err := tx.ExecContext(ctx, setOutcome, d.ID, stored(changed)); err != nil {
+			return "", fmt.Errorf("reassess outcome: %w", err)
 		}
 	}
 	return changed, nil
 }
 
 // stored is the outcome as the deliveries table keeps it.
-func (o Outcome) stored() string {
+func stored(o Outcome) string {
 	if o == Ignored {
 		return "ignored"
 	}

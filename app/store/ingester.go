@@ -109,11 +109,11 @@ func NewIngester(s *Store, client *river.Client[*sql.Tx], opts IngesterOptions) 
 // already in a batch may still be committed (a redelivery then finds it as
 // Duplicate).
 func (in *Ingester) Accept(ctx context.Context, d Delivery) (Outcome, error) {
-	if err := d.validate(); err != nil {
-		return 0, err
+	if err := validate(&d); err != nil {
+		return "", err
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return "", err
 	}
 	r := &request{
 		ctx: ctx,
@@ -124,7 +124,7 @@ func (in *Ingester) Accept(ctx context.Context, d Delivery) (Outcome, error) {
 	in.mu.RLock()
 	if in.closed {
 		in.mu.RUnlock()
-		return 0, ErrIngesterStopped
+		return "", ErrIngesterStopped
 	}
 	in.pending.Add(1)
 	select {
@@ -132,18 +132,18 @@ func (in *Ingester) Accept(ctx context.Context, d Delivery) (Outcome, error) {
 	case <-ctx.Done():
 		in.pending.Add(-1)
 		in.mu.RUnlock()
-		return 0, ctx.Err()
+		return "", ctx.Err()
 	}
 	in.mu.RUnlock()
 
 	select {
 	case res := <-r.res:
 		if res.err != nil {
-			return 0, fmt.Errorf("ingest delivery %s: %w", d.ID, res.err)
+			return "", fmt.Errorf("ingest delivery %s: %w", d.ID, res.err)
 		}
 		return res.outcome, nil
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return "", ctx.Err()
 	}
 }
 

@@ -69,11 +69,3 @@ func TestMigrationsMatchAcrossDialects(t *testing.T) {
 		}
 	}
 }
-
-func TestOutcomeString(t *testing.T) {
-	for o, want := range map[Outcome]string{Accepted: "accepted", Duplicate: "duplicate", Ignored: "ignored", 0: "Outcome(0)"} {
-		if got := o.String(); got != want {
-			t.Errorf("Outcome(%d).String() = %q, want %q", int(o), got, want)
-		}
-	}
-}
