@@ -1,0 +1,27 @@
+// Package pipeline is Forge's domain: what a command, a review, a button,
+// a pull request event or a CI result means for a plan, and the jobs that
+// forge a plan and run its phases (DESIGN §3–§7).
+//
+// Every change of a plan's lifecycle goes through one door, execute.go:
+// parse the event, load the plan, Apply it to the table of package plan,
+// then carry out the effects the table returns (replies, labels, check
+// runs, PR body, the plan file's status line, jobs), each idempotently.
+// The rest of the package is what those steps need:
+//
+//   - commands.go, command.go, approval.go, checks.go, gate.go: the
+//     handlers' jobs (commands, reviews, buttons, PR events, CI) and the
+//     approval gate;
+//   - run.go, rounds.go, phaserun.go: the forge job (draft, audit rounds,
+//     revisions, completion) and the phase run (implement, wait for CI,
+//     post-implementation audit, hand-over);
+//   - verdict.go, preflight.go: reading an auditor's answer and the
+//     structural checks before it; phases.go: decomposing a plan into
+//     phases and the phases file; planfile.go, merge.go: the plan file and
+//     the three-way merge of a person's push;
+//   - policy.go, repoconfig.go, permission.go, secrets.go, safefile.go,
+//     sanitize.go: the operator's policy, the repository's configuration,
+//     who may steer, and what may reach GitHub or an agent.
+//
+// The package talks to GitHub, the store and the queue through the ports
+// of github.go and store.go; app implements them.
+package pipeline
