@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 const tokenEndpoint = "POST /app/installations/{installation_id}/access_tokens"

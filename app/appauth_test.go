@@ -20,7 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/ghdouble"
 	"github.com/forge-dev/forge/pipeline"
 )
 

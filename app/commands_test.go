@@ -12,8 +12,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/forge-dev/forge/app"
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // commandOn comments on an issue or PR (PRs are issues on GitHub) and

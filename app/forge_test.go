@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/app"
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 	"github.com/forge-dev/forge/pipeline"
 )
 

@@ -36,8 +36,8 @@ import (
 	"github.com/rs/zerolog"
 	_ "modernc.org/sqlite" // the durability check reads Forge's database
 
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // The load and the goals of the webhook ingest benchmark (see BenchmarkIngest).

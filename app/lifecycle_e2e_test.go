@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // The lifecycle's rules as people meet them (issue 9): one rule for

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/forge-dev/forge/app"
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // waitingImplementer is an implementer that, while README.md still holds

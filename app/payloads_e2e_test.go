@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
 	"github.com/forge-dev/forge/handlers"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // payloadCase is one delivery of TestEveryRecordedPayload: a recorded

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // waitDone waits until n jobs of kind are completed: the job of the

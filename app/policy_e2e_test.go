@@ -12,8 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/app"
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 	"github.com/forge-dev/forge/pipeline"
 )
 

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
 	"github.com/forge-dev/forge/app/store/storetest"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 var (

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/app"
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // TestRetentionPrunes: with retention.max_age one hour and the pruning

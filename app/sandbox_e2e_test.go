@@ -18,8 +18,8 @@ import (
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/agents"
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 	"github.com/forge-dev/forge/pipeline"
 )
 

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forge-dev/forge/app/apptest"
-	"github.com/forge-dev/forge/app/ghdouble"
 	"github.com/forge-dev/forge/app/store"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // world is a GitHub double with one installation, repository, issue and a

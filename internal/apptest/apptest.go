@@ -20,7 +20,7 @@ import (
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/agents"
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // Server is a running Forge.

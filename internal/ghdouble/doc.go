@@ -50,7 +50,7 @@
 //
 // Add the method to apiRoutes in routes.go (web pages: webRoutes), then run
 //
-//	go generate ./app/ghdouble
+//	go generate ./internal/ghdouble
 //
 // which reads ../shared/github/openapi/api.github.com.json and rewrites the
 // trimmed description with exactly the operations of Endpoints() and the

@@ -19,7 +19,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 func main() {
@@ -129,7 +129,7 @@ func trim(data []byte, endpoints []string) ([]byte, error) {
 	}
 
 	info, _ := doc["info"].(map[string]any)
-	info["description"] = "GitHub's OpenAPI description trimmed by app/ghdouble/internal/trimspec to the operations the GitHub double serves. Regenerate with `go generate ./app/ghdouble`."
+	info["description"] = "GitHub's OpenAPI description trimmed by internal/ghdouble/internal/trimspec to the operations the GitHub double serves. Regenerate with `go generate ./internal/ghdouble`."
 	outDoc := map[string]any{
 		"openapi":    doc["openapi"],
 		"info":       info,

@@ -46,7 +46,7 @@ func (r Route) Endpoint() string {
 }
 
 // apiRoutes is the double's route table: each file contributes its own list.
-// Add a new file's list here, then run `go generate ./app/ghdouble` so the trimmed
+// Add a new file's list here, then run `go generate ./internal/ghdouble` so the trimmed
 // OpenAPI description covers it.
 func (s *Server) apiRoutes() []Route {
 	return slices.Concat(
@@ -119,7 +119,7 @@ func (rt *router) add(r Route) error {
 		op = item.GetOperation(r.Method)
 	}
 	if op == nil {
-		return fmt.Errorf("route %s is not in %s: run `go generate ./app/ghdouble`", name, specPath())
+		return fmt.Errorf("route %s is not in %s: run `go generate ./internal/ghdouble`", name, specPath())
 	}
 	if r.Handler == nil {
 		return fmt.Errorf("route %s has no handler", name)

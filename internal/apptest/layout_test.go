@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // TestLayoutFromEnvironment: unset, tests are spread over both layouts by

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/forge-dev/forge/app/ghdouble"
+	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
 // TestTrimmedSpecIsCurrent fails when a route was added without `go generate
-// ./app/ghdouble`, or the trimming changed without regenerating.
+// ./internal/ghdouble`, or the trimming changed without regenerating.
 func TestTrimmedSpecIsCurrent(t *testing.T) {
 	full := filepath.Join("..", "..", "..", "..", "..", "shared", "github", "openapi", "api.github.com.json")
 	data, err := os.ReadFile(full)
@@ -33,7 +33,7 @@ func TestTrimmedSpecIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, want) {
-		t.Error("testdata/openapi/api.github.com.json is stale: run `go generate ./app/ghdouble`")
+		t.Error("testdata/openapi/api.github.com.json is stale: run `go generate ./internal/ghdouble`")
 	}
 	if len(have) > 1_500_000 {
 		t.Errorf("the trimmed description is %d bytes; keep it under 1.5 MB", len(have))
