@@ -131,6 +131,12 @@ func TestPlanPRCommands(t *testing.T) {
 	if reviews := w.gh.Reviews(w.repo, pr); len(reviews) != 5 || !strings.Contains(reviews[3].Body, "<!-- forge:plan-001:audit:4 -->") {
 		t.Errorf("after the revision: %d reviews, want 5 with the 4th round 4", len(reviews))
 	}
+	// The notes reached the reviser (the script echoes what it was given),
+	// once, and bob's refused command added nothing.
+	text, _ := w.gh.Repo(w.repo).File(w.pulls(t)[0].Head, "docs/plans/plan-001-add-rate-limiting.md")
+	if n := strings.Count(text, "Reviewer note taken: say who reads the page"); n != 1 {
+		t.Errorf("the notes reached the reviser %d times, want once:\n%s", n, text)
+	}
 
 	w.commandOn(t, pr, "alice", "/forge approve")
 	w.waitReply(t, pr, "Plan **plan-001** approved for implementation by @alice.")

@@ -350,16 +350,30 @@ func TestForgeRefusals(t *testing.T) {
 	if n := len(w.pulls(t)); n != 1 {
 		t.Errorf("pull requests after a redelivery: %d", n)
 	}
-	// A second forge on the same issue while one runs is refused.
+}
+
+// TestSecondForgeRefused: a second /forge on an issue whose forge still
+// runs is refused with the running plan named, and starts nothing.
+func TestSecondForgeRefused(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": slowScript(t, 3, "drafter")}})
+	w.command(t, "alice", "/forge add rate limiting")
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool { return len(w.pulls(t)) == 1 })
+	w.command(t, "alice", "/forge add caching instead")
+	w.waitReply(t, w.issue, "A forge is already running for this issue (plan-001). Use `/forge cancel` to stop it first.")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	if n := len(w.pulls(t)); n != 1 {
+		t.Errorf("%d plan pull requests, want 1", n)
+	}
 }
 
 // TestForgeAgentFails: an agent that fails twice (the first attempt and
 // its one retry) sends the plan back to DRAFT and reports its exit status
 // and last lines.
 func TestForgeAgentFails(t *testing.T) {
-	w := newForgeWorld(t, forgeOptions{override: map[string][]string{
-		"drafter": failingScript(t, "echo 'model quota exceeded' >&2\nexit 3"),
-	}})
+	// The script counts its calls beside itself: the only place its
+	// sandbox lets it write.
+	drafter := failingScript(t, "echo call >> \"$(dirname \"$0\")/calls\"\necho 'model quota exceeded' >&2\nexit 3")
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": drafter}})
 	w.command(t, "alice", "/forge add rate limiting")
 	w.waitProgress(t, "the failure", func(b string) bool { return strings.Contains(b, "Forge failed") })
 	var report string
@@ -381,6 +395,10 @@ func TestForgeAgentFails(t *testing.T) {
 	// What was written is kept: the branch and the template file.
 	if _, ok := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-add-rate-limiting.md"); !ok {
 		t.Errorf("the plan file was lost")
+	}
+	calls, _ := os.ReadFile(filepath.Join(filepath.Dir(drafter[0]), "calls"))
+	if n := strings.Count(string(calls), "call\n"); n != 2 {
+		t.Errorf("the drafter ran %d times, want 2 (the first attempt and its one retry)", n)
 	}
 }
 
@@ -1032,4 +1050,25 @@ func TestReconcilerCatchesMissedChecks(t *testing.T) {
 	start := time.Now()
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
 	t.Logf("the reconciler found the finished CI after %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+// TestProgressThrottle: progress_throttle bounds how often the progress
+// comment is edited during a forge; the final edit always goes out.
+func TestProgressThrottle(t *testing.T) {
+	edits := func(throttle string) int {
+		w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\nprogress_throttle: " + throttle + "\n"}})
+		w.command(t, "alice", "/forge add rate limiting")
+		w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+		w.waitIdle(t)
+		return w.gh.Calls("PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}")
+	}
+	every, throttled := edits("1ms"), edits("1h")
+	// Unthrottled: drafting, draft done, round 1 blocking, revision done,
+	// and the final edit.
+	if every < 5 {
+		t.Errorf("progress_throttle 1ms: %d edits of the progress comment, want one per step (at least 5)", every)
+	}
+	if throttled != 1 {
+		t.Errorf("progress_throttle 1h: %d edits of the progress comment, want only the final one", throttled)
+	}
 }

@@ -80,6 +80,19 @@ func newFakeModel(t *testing.T) *fakeModel {
 			answer = "done"
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if role == "drafter" && n == 1 {
+			// The drafter first reads a file through the runtime's tool:
+			// the next request carries the tool's answer.
+			json.NewEncoder(w).Encode(map[string]any{
+				"id": "chatcmpl-tool", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+				"choices": []any{map[string]any{"index": 0, "finish_reason": "tool_calls",
+					"message": map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+						"id": "call_readme", "type": "function",
+						"function": map[string]any{"name": "read_file", "arguments": `{"path": "README.md"}`}}}}}},
+				"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+			})
+			return
+		}
 		json.NewEncoder(w).Encode(map[string]any{
 			"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
@@ -142,8 +155,14 @@ func TestForgeOnOpenAI(t *testing.T) {
 		t.Errorf("reviews: %d", n)
 	}
 	drafts, audits, revisions := model.requests("drafter"), model.requests("auditor"), model.requests("reviser")
-	if len(drafts) != 1 || len(audits) != 2 || len(revisions) != 1 {
+	if len(drafts) != 2 || len(audits) != 2 || len(revisions) != 1 {
 		t.Fatalf("calls: drafter %d, auditor %d, reviser %d", len(drafts), len(audits), len(revisions))
+	}
+	// The drafter's tool call went through the runtime: its second request
+	// carries what read_file read from the working copy.
+	answer := drafts[1].Messages[len(drafts[1].Messages)-1]
+	if answer["role"] != "tool" || answer["tool_call_id"] != "call_readme" || !strings.Contains(fmt.Sprint(answer["content"]), "# hello") {
+		t.Errorf("the drafter's read_file answer: %v", answer)
 	}
 	if drafts[0].Model != "model-a" || !strings.HasPrefix(drafts[0].Auth, "Bearer sk-test-secret-key") {
 		t.Errorf("drafter: model %q auth %q", drafts[0].Model, drafts[0].Auth)
@@ -156,7 +175,8 @@ func TestForgeOnOpenAI(t *testing.T) {
 	if len(audits[1].Messages) <= len(audits[0].Messages) || !strings.Contains(audits[1].Body, "Testing never checks the page exists") {
 		t.Errorf("round 2's auditor request does not carry round 1 (%d then %d messages)", len(audits[0].Messages), len(audits[1].Messages))
 	}
-	if !strings.Contains(revisions[0].Body, "Greet new users (revision 1)") {
+	// (The drafter's plan is its second answer, after its tool call.)
+	if !strings.Contains(revisions[0].Body, "Greet new users (revision 2)") {
 		t.Errorf("the reviser's conversation does not continue the drafter's")
 	}
 	for _, r := range append(audits, drafts...) {
@@ -171,7 +191,7 @@ func TestForgeOnOpenAI(t *testing.T) {
 	}
 	checks := forgeChecks(w, pr)
 	text := checks[len(checks)-1].Output.Text
-	if !strings.Contains(text, "6000 tokens") || !strings.Contains(text, "$") {
+	if !strings.Contains(text, "6110 tokens") || !strings.Contains(text, "$") {
 		t.Errorf("the forge check run does not show usage and cost:\n%s", text)
 	}
 	for _, r := range model.got {
@@ -188,7 +208,7 @@ func TestTokenLimit(t *testing.T) {
 	w.command(t, "alice", "/forge add rate limiting")
 	w.waitProgress(t, "the forge to stop", func(b string) bool { return strings.Contains(b, "Forge failed") })
 	report := w.waitReply(t, w.issue, "max_tokens_per_plan")
-	if !strings.Contains(report, "3000 tokens") || !strings.Contains(report, "2000") {
+	if !strings.Contains(report, "3110 tokens") || !strings.Contains(report, "2000") {
 		t.Errorf("report:\n%s", report)
 	}
 	if n := len(model.requests("reviser")); n != 0 {

@@ -431,8 +431,23 @@ func TestStoreReopens(t *testing.T) {
 	gh := apptest.GitHub(t)
 	dir := t.TempDir()
 	s1 := apptest.Start(t, gh, apptest.Options{DataDir: dir})
+	// An issue's event: recorded (a ping is answered, never recorded).
+	event := ghdouble.LoadPayload(t, "issues/opened")
+	res, id, err := gh.Deliver(s1.HookURL(), "issues", event)
+	if err != nil || res.StatusCode != http.StatusAccepted {
+		t.Fatalf("a delivery before the restart: %v %v", res.StatusCode, err)
+	}
 	s1.Stop(t)
 	s2 := apptest.Start(t, gh, apptest.Options{DataDir: dir})
+	// The delivery recorded before the restart is still known: its
+	// redelivery is a duplicate.
+	res, _, err = gh.Deliver(s2.HookURL(), "issues", event, ghdouble.WithDeliveryID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := io.ReadAll(res.Body); res.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "duplicate" {
+		t.Errorf("the delivery from before the restart, redelivered: %d %q, want 200 duplicate", res.StatusCode, body)
+	}
 	st, err := store.Open(context.Background(), s2.Config.Database.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -441,5 +456,9 @@ func TestStoreReopens(t *testing.T) {
 	ok, err := st.MigrationsApplied(context.Background())
 	if err != nil || !ok {
 		t.Fatalf("migrations applied: %v %v", ok, err)
+	}
+	var outcome string
+	if err := st.DB().QueryRowContext(context.Background(), `SELECT outcome FROM deliveries WHERE delivery_id = $1`, id).Scan(&outcome); err != nil || outcome == "" {
+		t.Errorf("the delivery from before the restart: %q %v, want it recorded", outcome, err)
 	}
 }
