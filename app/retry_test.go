@@ -229,3 +229,26 @@ func TestRetryMiddlewareWaitHonoursContext(t *testing.T) {
 		t.Fatalf("%d calls, want 1", srv.calls.Load())
 	}
 }
+
+// TestRetryBackoffDoubles: without a Retry-After, each wait is twice the
+// one before, from Backoff; the retries stop at Attempts.
+func TestRetryBackoffDoubles(t *testing.T) {
+	srv := newRetryServer(t, status(503))
+	var s recordSleep
+	c := retryClient(RetryPolicy{Attempts: 4, Backoff: 100 * time.Millisecond, MaxWait: time.Minute, AttemptTimeout: 5 * time.Second, Sleep: s.sleep})
+	res, err := c.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+	if res.StatusCode != 503 || srv.calls.Load() != 4 || len(s.waits) != len(want) {
+		t.Fatalf("answer %d after %d calls, waits %v; want 503 after 4, waits %v", res.StatusCode, srv.calls.Load(), s.waits, want)
+	}
+	for i := range want {
+		if s.waits[i] != want[i] {
+			t.Errorf("waits %v, want %v", s.waits, want)
+			break
+		}
+	}
+}
