@@ -457,6 +457,12 @@ func (r *run) finish(ctx context.Context, err error) error {
 	if !errors.As(err, &fail) && !errors.As(err, &ce) && isTransient(err) && r.attempt < maxTransientAttempts {
 		return err // River retries; the next attempt resumes from the saved step
 	}
+	if p.State.Run() != RunRunning {
+		// The run had ended (its outcome is on GitHub) when what came after
+		// failed: there is no run left to fail.
+		r.log.Warn().Err(err).Str("doing", r.doing).Msg("after the run ended")
+		return nil
+	}
 	r.log.Error().Err(err).Str("doing", r.doing).Msg("forge failed")
 	p.Error, p.Pending = err.Error(), nil
 	failed := plan.Failed{Reply: r.failureReply(err, ""),
