@@ -120,14 +120,7 @@ func TestCloseIsOneRule(t *testing.T) {
 	t.Run("command on a running forge", func(t *testing.T) {
 		w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": slowScript(t, 3, "drafter")}})
 		w.command(t, "alice", "/forge add rate limiting")
-		var pr ghdouble.Pull
-		apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
-			if ps := w.pulls(t); len(ps) == 1 {
-				pr = ps[0]
-				return true
-			}
-			return false
-		})
+		pr := w.planPR(t)
 		w.commandOn(t, pr.Number, "alice", "/forge close")
 		w.waitReply(t, pr.Number, "Closing plan **plan-001**: Forge stops its run, then closes it.")
 		closed(t, w, pr)

@@ -104,14 +104,7 @@ func TestReaderCannotHoldAutoImplement(t *testing.T) {
 		override: map[string][]string{"drafter": slowScript(t, 3, "drafter")},
 	})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	var pr ghdouble.Pull
-	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
-		if ps := w.pulls(t); len(ps) == 1 {
-			pr = ps[0]
-			return true
-		}
-		return false
-	})
+	pr := w.planPR(t)
 	w.review(t, pr.Number, "rita", "CHANGES_REQUESTED", "Stop this plan.")
 	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 	if !strings.Contains(body, "Forge finished plan-001: APPROVED") {
