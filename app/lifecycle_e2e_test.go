@@ -128,6 +128,18 @@ func TestCloseIsOneRule(t *testing.T) {
 			t.Errorf("the closed forge went on to audit: %d reviews", n)
 		}
 	})
+	t.Run("command during the last audit round", func(t *testing.T) {
+		w, pr := forgeAwaitingApproval(t, "auto_implement: false\n", forgeOptions{override: map[string][]string{"auditor": slowScript(t, 2, "auditor")}})
+		reviews := len(w.gh.Reviews(w.repo, pr.Number))
+		w.commandOn(t, pr.Number, "alice", "/forge audit")
+		w.waitProgress(t, "the audit to start", func(b string) bool { return strings.Contains(b, "Auditing plan-001") })
+		w.commandOn(t, pr.Number, "alice", "/forge close")
+		w.waitReply(t, pr.Number, "Closing plan **plan-001**: Forge stops its run, then closes it.")
+		closed(t, w, pr)
+		if n := len(w.gh.Reviews(w.repo, pr.Number)); n > reviews+1 {
+			t.Errorf("%d reviews after the close, want at most %d", n, reviews+1)
+		}
+	})
 	t.Run("Cancel button", func(t *testing.T) {
 		w, pr := forgeAwaitingApproval(t, "auto_implement: false\n", forgeOptions{})
 		run, ok := forgeRun(w, w.gh.Repo(w.repo).Head(pr.Head), "forge")

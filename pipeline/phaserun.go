@@ -110,6 +110,15 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
+	// A request that came as the last phase ended still stops the run.
+	if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
+		if err != nil {
+			return err
+		}
+		if ended, err := r.stopPhase(ctx, stop); err != nil || ended {
+			return err
+		}
+	}
 	if PhasesStatus(*p.Phases) {
 		return r.done(ctx)
 	}

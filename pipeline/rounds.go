@@ -252,6 +252,14 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		}
 	}
 
+	// A cancel or close asked for during the last round is obeyed here:
+	// the run ends as asked, not in REVIEW.
+	if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
+		if err != nil {
+			return err
+		}
+		return r.stopped(ctx, stop, nil)
+	}
 	auto, reasons, err := r.autoImplement(ctx, last, capReached)
 	if err != nil {
 		return err
