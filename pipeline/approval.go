@@ -76,7 +76,7 @@ type CheckActionWorker struct {
 func (w *CheckActionWorker) Work(ctx context.Context, job *river.Job[CheckActionArgs]) error {
 	a := job.Args
 	planPart, _, _ := strings.Cut(a.ExternalID, "/")
-	n, _ := strconv.Atoi(strings.TrimPrefix(planPart, "plan-"))
+	n, _ := plan.ParseID(planPart)
 	return jobError(ctx, w.Forge, job.JobRow, failureTarget{Installation: a.InstallationID, Repo: a.Repo, PlanNumber: n, What: "the button " + a.Identifier + " pressed by @" + a.Author},
 		w.Forge.HandleCheckAction(ctx, a))
 }
@@ -321,8 +321,8 @@ func refusal(p *Plan, refused *plan.RefusedError) (string, map[string]any) {
 // button on an older commit was shown for a plan that has since changed.
 func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error {
 	planPart, phaseID, _ := strings.Cut(a.ExternalID, "/") // plan-NNN or plan-NNN/phase-K
-	n, err := strconv.Atoi(strings.TrimPrefix(planPart, "plan-"))
-	if err != nil || !strings.HasPrefix(planPart, "plan-") {
+	n, ok := plan.ParseID(planPart)
+	if !ok {
 		return nil // not a forge check run
 	}
 	p, err := f.Plans.PlanByNumber(ctx, a.Repo, n)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -71,10 +70,10 @@ func (f *Forge) HandleChecks(ctx context.Context, a ChecksArgs) error {
 			return err
 		}
 	}
-	if len(candidates) == 0 && strings.HasPrefix(a.Branch, "plan-") {
+	if len(candidates) == 0 {
 		// A suite's pull_requests may be empty: the branch names the plan.
-		num, _, _ := strings.Cut(strings.TrimPrefix(a.Branch, "plan-"), "/")
-		if n, err := strconv.Atoi(num); err == nil {
+		id, _, _ := strings.Cut(a.Branch, "/")
+		if n, ok := plan.ParseID(id); ok {
 			if p, err := f.Plans.PlanByNumber(ctx, a.Repo, n); err == nil {
 				candidates = append(candidates, p)
 			} else if !errors.Is(err, ErrPlanNotFound) {

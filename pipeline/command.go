@@ -2,9 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // CommandKind names what a /forge or /plan comment asks for. The values are
@@ -97,12 +98,16 @@ func (e *CommandUsageError) Error() string {
 	return fmt.Sprintf("%s; usage: %s", e.Problem, e.Kind.Usage())
 }
 
-var (
-	cmdPlanIDRe = regexp.MustCompile(`^plan-[0-9]{3,}$`)
-	// cmdPlanIDLikeRe catches a plan id with too few digits, so "plan-17"
-	// gets a precise answer instead of "unexpected argument".
-	cmdPlanIDLikeRe = regexp.MustCompile(`^plan-[0-9]+$`)
-)
+// cmdPlanID says whether a command's argument is a plan id (plan-NNN, at
+// least three digits, read by plan.ParseID), and whether it looks like one
+// (plan- and digits), so that "plan-17" gets a precise answer instead of
+// "unexpected argument".
+func cmdPlanID(s string) (is, like bool) {
+	digits, prefixed := strings.CutPrefix(s, "plan-")
+	like = prefixed && digits != "" && strings.Trim(digits, "0123456789") == ""
+	_, ok := plan.ParseID(s)
+	return ok && len(digits) >= 3, like
+}
 
 // ParseCommand finds the command in a comment body. The first line that
 // begins with /forge or /plan (case-insensitive, after optional whitespace)
@@ -178,11 +183,12 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		notes := afterSub
 		if len(args) > 0 {
 			first := strings.ToLower(args[0])
+			is, like := cmdPlanID(first)
 			switch {
-			case cmdPlanIDRe.MatchString(first):
+			case is:
 				cmd.PlanID = first
 				notes = strings.TrimSpace(afterSub[len(args[0]):])
-			case cmdPlanIDLikeRe.MatchString(first):
+			case like:
 				cmd.Err = &CommandUsageError{Kind: CommandRevise, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", args[0])}
 			}
 		}
@@ -208,15 +214,16 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 func cmdParseArgs(kind CommandKind, args []string) (planID string, regenerate bool, err error) {
 	for _, a := range args {
 		lower := strings.ToLower(a)
+		is, like := cmdPlanID(lower)
 		switch {
 		case kind == CommandPhases && lower == "--regenerate":
 			regenerate = true
-		case cmdPlanIDRe.MatchString(lower):
+		case is:
 			if planID != "" && planID != lower {
 				return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("two plan ids given (%s and %s)", planID, lower)}
 			}
 			planID = lower
-		case cmdPlanIDLikeRe.MatchString(lower):
+		case like:
 			return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", a)}
 		default:
 			return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("unexpected argument %q", a)}

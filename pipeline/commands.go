@@ -371,7 +371,7 @@ func (c *commandCtx) findPlan(ctx context.Context, cmd Command) (*Plan, error) {
 	)
 	switch {
 	case cmd.PlanID != "":
-		n, _ := strconv.Atoi(strings.TrimPrefix(cmd.PlanID, "plan-"))
+		n, _ := plan.ParseID(cmd.PlanID)
 		p, err = c.f.Plans.PlanByNumber(ctx, c.a.Repo, n)
 	case c.a.IsPR:
 		p, err = c.f.Plans.PlanForPR(ctx, c.a.Repo, c.a.IssueNumber)

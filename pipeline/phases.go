@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // PhaseKind is what a phase does (seed 000 §6).
@@ -96,7 +98,6 @@ const HashAbsent = "absent"
 var (
 	planHashRuleRe = regexp.MustCompile(`^ {0,3}[-*_](?:[ \t]*[-*_]){2,}[ \t]*$`)
 	phaseIDRe      = regexp.MustCompile(`^phase-[1-9][0-9]*$`)
-	phasesPlanIDRe = regexp.MustCompile(`^plan-[0-9]+$`)
 	phasesHashRe   = regexp.MustCompile(`^[0-9a-f]{16}$`)
 	phasesCommitRe = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
 )
@@ -1122,7 +1123,7 @@ func parseFailureHashes(s string) (map[string]string, error) {
 func (p Phases) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if !phasesPlanIDRe.MatchString(p.PlanID) {
+	if _, ok := plan.ParseID(p.PlanID); !ok {
 		bad("plan id %q is not plan-NNN", p.PlanID)
 	}
 	if p.PlanFile == "" || p.PlanFile != strings.TrimSpace(p.PlanFile) || strings.ContainsAny(p.PlanFile, "\r\n") {

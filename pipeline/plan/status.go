@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -92,3 +94,20 @@ const (
 
 // PlanID formats a plan number as plan-NNN.
 func PlanID(n int) string { return fmt.Sprintf("plan-%03d", n) }
+
+// ParseID reads a plan id (plan-NNN) as the plan's number; ok is false for
+// anything else. Every plan id Forge reads back (a command's argument, a
+// check run's external id, a branch name's first part) is read here.
+func ParseID(s string) (n int, ok bool) {
+	digits, found := strings.CutPrefix(s, "plan-")
+	if !found || digits == "" || len(digits) > 9 {
+		return 0, false
+	}
+	for _, r := range digits {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil && n > 0
+}

@@ -299,3 +299,19 @@ func TestStateJSON(t *testing.T) {
 		t.Errorf("columns: %+v", got)
 	}
 }
+
+func TestParseID(t *testing.T) {
+	for in, want := range map[string]int{"plan-001": 1, "plan-017": 17, "plan-1234": 1234, "plan-7": 7} {
+		if n, ok := ParseID(in); !ok || n != want {
+			t.Errorf("ParseID(%q) = %d %v, want %d", in, n, ok, want)
+		}
+	}
+	if n, ok := ParseID(PlanID(42)); !ok || n != 42 {
+		t.Errorf("PlanID(42) reads back as %d", n)
+	}
+	for _, in := range []string{"", "plan-", "plan-000", "plan-01a", "plan--1", "plan-+1", "Plan-001", "plan-001/phase-1", "xplan-001", "plan-9999999999"} {
+		if n, ok := ParseID(in); ok {
+			t.Errorf("ParseID(%q) = %d, want refused", in, n)
+		}
+	}
+}
