@@ -155,6 +155,13 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 				ph = &p.Phases.Phases[i]
 			}
 		}
+		// A skip read before a retried phase began is for the failed
+		// phase the run was about to retry.
+		for i := range p.Phases.Phases {
+			if ph == nil && stop == plan.StopSkip && p.Phases.Phases[i].Status == PhaseFailed {
+				ph, was = &p.Phases.Phases[i], "failed"
+			}
+		}
 	}
 	bg := context.WithoutCancel(ctx)
 	switch stop {
