@@ -1,0 +1,666 @@
+// Package pipelinetest is the pipeline's ports in memory, in the spirit of
+// policy-bot's pulltest: a GitHub, a workspace, a plan store and a queue
+// that hold their state in maps, so that a test drives the handlers'
+// events through parse → load → Apply → execute in milliseconds, without
+// HTTP, git or a database. FailNext makes the next call of a method fail.
+// The end-to-end tests against the GitHub double stay the judge of what
+// GitHub does; a contract test holds Plans to the SQLite store.
+package pipelinetest
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/forge-dev/forge/pipeline"
+)
+
+// AppID is the App the in-memory GitHub serves.
+const AppID = 77
+
+// GitHub is pipeline.GitHub and pipeline.Workspace for one repository, in
+// memory. Its fields are read by tests under no lock: read them after the
+// calls that change them returned.
+type GitHub struct {
+	mu       sync.Mutex
+	next     int64
+	failures map[string][]error
+
+	Perms     map[string]string // user → permission
+	Comments  map[int][]pipeline.Comment
+	Reactions int
+	Labels    map[int][]string
+	Branches  map[string]string // branch → head commit
+	Commits   map[string]*Commit
+	Pulls     map[int]*pipeline.PullRequest
+	Reviews   map[int][]pipeline.Review
+	Inline    map[int64][]pipeline.ReviewComment // review id → its inline comments
+	Runs      []*pipeline.CheckRun
+	Suites    map[string][]pipeline.CheckSuite
+	Statuses  map[string][]pipeline.CommitStatus
+	// Calls counts each method's calls, failed ones included.
+	Calls map[string]int
+}
+
+// Commit is a commit: its parent, message and whole tree.
+type Commit struct {
+	SHA, Parent, Message string
+	Files                map[string][]byte
+}
+
+// NewGitHub is a repository whose default branch main holds files.
+func NewGitHub(files map[string]string) *GitHub {
+	g := &GitHub{next: 1000, failures: map[string][]error{}, Perms: map[string]string{}, Comments: map[int][]pipeline.Comment{},
+		Labels: map[int][]string{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
+		Reviews: map[int][]pipeline.Review{}, Inline: map[int64][]pipeline.ReviewComment{}, Suites: map[string][]pipeline.CheckSuite{},
+		Statuses: map[string][]pipeline.CommitStatus{}, Calls: map[string]int{}}
+	tree := map[string][]byte{}
+	for k, v := range files {
+		tree[k] = []byte(v)
+	}
+	g.Branches["main"] = g.commit("", "initial commit", tree)
+	return g
+}
+
+// FailNext makes the next call of method (its name in pipeline.GitHub,
+// e.g. "CreateComment") return err, once per call of FailNext.
+func (g *GitHub) FailNext(method string, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failures[method] = append(g.failures[method], err)
+}
+
+// call counts a call of method and returns the failure queued for it.
+// The caller holds the lock.
+func (g *GitHub) call(method string) error {
+	g.Calls[method]++
+	if q := g.failures[method]; len(q) > 0 {
+		g.failures[method] = q[1:]
+		return q[0]
+	}
+	return nil
+}
+
+func (g *GitHub) id() int64 { g.next++; return g.next }
+
+func (g *GitHub) commit(parent, message string, files map[string][]byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d", parent, message, g.id())
+	sha := hex.EncodeToString(h.Sum(nil))
+	g.Commits[sha] = &Commit{SHA: sha, Parent: parent, Message: message, Files: files}
+	return sha
+}
+
+// AddIssue is issue or pull request number n's conversation, empty.
+func (g *GitHub) AddComment(issue int, author string, bot bool, body string) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id := g.id()
+	g.Comments[issue] = append(g.Comments[issue], pipeline.Comment{ID: id, Body: body, Author: author, AuthorBot: bot})
+	return id
+}
+
+// AddReview is a person's review of pull request pr on its head.
+func (g *GitHub) AddReview(pr int, author, state, body string) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id := g.id()
+	g.Reviews[pr] = append(g.Reviews[pr], pipeline.Review{ID: id, Body: body, State: state, Author: author, CommitID: g.Pulls[pr].HeadSHA})
+	return id
+}
+
+// BotComments are the App's comments on an issue or pull request.
+func (g *GitHub) BotComments(issue int) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, c := range g.Comments[issue] {
+		if c.AuthorBot {
+			out = append(out, c.Body)
+		}
+	}
+	return out
+}
+
+// File is path at the head of branch.
+func (g *GitHub) File(branch, path string) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, ok := g.Commits[g.Branches[branch]].Files[path]
+	return string(b), ok
+}
+
+// CheckRun is the App's latest check run of that name, nil if none.
+func (g *GitHub) CheckRun(name string) *pipeline.CheckRun {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := len(g.Runs) - 1; i >= 0; i-- {
+		if g.Runs[i].Name == name {
+			c := *g.Runs[i]
+			return &c
+		}
+	}
+	return nil
+}
+
+func (g *GitHub) ReactToComment(_ context.Context, _ pipeline.Repo, _ int64, _ string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("ReactToComment"); err != nil {
+		return err
+	}
+	g.Reactions++
+	return nil
+}
+
+func (g *GitHub) Permission(_ context.Context, _ pipeline.Repo, user string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("Permission"); err != nil {
+		return "", err
+	}
+	if p, ok := g.Perms[user]; ok {
+		return p, nil
+	}
+	return "none", nil
+}
+
+func (g *GitHub) CreateComment(_ context.Context, _ pipeline.Repo, issue int, body string) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CreateComment"); err != nil {
+		return 0, err
+	}
+	id := g.id()
+	g.Comments[issue] = append(g.Comments[issue], pipeline.Comment{ID: id, Body: body, Author: "forge[bot]", AuthorBot: true})
+	return id, nil
+}
+
+func (g *GitHub) UpdateComment(_ context.Context, _ pipeline.Repo, id int64, body string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("UpdateComment"); err != nil {
+		return err
+	}
+	for n, cs := range g.Comments {
+		for i := range cs {
+			if cs[i].ID == id {
+				g.Comments[n][i].Body = body
+				return nil
+			}
+		}
+	}
+	return pipeline.ErrNotFound
+}
+
+func (g *GitHub) ListComments(_ context.Context, _ pipeline.Repo, issue int) ([]pipeline.Comment, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("ListComments"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.Comments[issue]), nil
+}
+
+func (g *GitHub) AddLabels(_ context.Context, _ pipeline.Repo, issue int, labels ...string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("AddLabels"); err != nil {
+		return err
+	}
+	for _, l := range labels {
+		if !slices.Contains(g.Labels[issue], l) {
+			g.Labels[issue] = append(g.Labels[issue], l)
+		}
+	}
+	return nil
+}
+
+func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, label string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("RemoveLabel"); err != nil {
+		return err
+	}
+	i := slices.Index(g.Labels[issue], label)
+	if i < 0 {
+		return pipeline.ErrNotFound
+	}
+	g.Labels[issue] = slices.Delete(g.Labels[issue], i, i+1)
+	return nil
+}
+
+func (g *GitHub) BranchHead(_ context.Context, _ pipeline.Repo, branch string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("BranchHead"); err != nil {
+		return "", err
+	}
+	if sha, ok := g.Branches[branch]; ok {
+		return sha, nil
+	}
+	return "", pipeline.ErrNotFound
+}
+
+func (g *GitHub) DeleteBranch(_ context.Context, _ pipeline.Repo, branch string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("DeleteBranch"); err != nil {
+		return err
+	}
+	if _, ok := g.Branches[branch]; !ok {
+		return pipeline.ErrNotFound
+	}
+	delete(g.Branches, branch)
+	return nil
+}
+
+func (g *GitHub) CreateBranch(_ context.Context, _ pipeline.Repo, branch, sha string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CreateBranch"); err != nil {
+		return err
+	}
+	if _, ok := g.Branches[branch]; ok {
+		return pipeline.ErrAlreadyExists
+	}
+	if g.Commits[sha] == nil {
+		return pipeline.ErrNotFound
+	}
+	g.Branches[branch] = sha
+	return nil
+}
+
+func (g *GitHub) Commit(_ context.Context, _ pipeline.Repo, sha string) (pipeline.Commit, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("Commit"); err != nil {
+		return pipeline.Commit{}, err
+	}
+	c := g.Commits[sha]
+	if c == nil {
+		return pipeline.Commit{}, pipeline.ErrNotFound
+	}
+	out := pipeline.Commit{SHA: sha, Message: c.Message}
+	if c.Parent != "" {
+		out.Parents = []string{c.Parent}
+	}
+	return out, nil
+}
+
+// CommitFiles moves branch from parent to a new commit, as GitHub's ref
+// update without force does: ErrNotFastForward when the branch moved.
+func (g *GitHub) CommitFiles(_ context.Context, _ pipeline.Repo, branch, parent, message string, files []pipeline.FileChange) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CommitFiles"); err != nil {
+		return "", err
+	}
+	if g.Branches[branch] != parent {
+		return "", pipeline.ErrNotFastForward
+	}
+	tree := maps.Clone(g.Commits[parent].Files)
+	for _, f := range files {
+		if f.Deleted {
+			delete(tree, f.Path)
+		} else {
+			tree[f.Path] = slices.Clone(f.Content)
+		}
+	}
+	sha := g.commit(parent, message, tree)
+	g.Branches[branch] = sha
+	for _, pr := range g.Pulls {
+		if pr.HeadRef == branch {
+			pr.HeadSHA = sha
+		}
+	}
+	return sha, nil
+}
+
+func (g *GitHub) FindPullRequest(_ context.Context, _ pipeline.Repo, branch string) (*pipeline.PullRequest, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("FindPullRequest"); err != nil {
+		return nil, err
+	}
+	for _, pr := range g.Pulls {
+		if pr.HeadRef == branch && pr.State == "open" {
+			c := *pr
+			return &c, nil
+		}
+	}
+	return nil, nil
+}
+
+func (g *GitHub) PullRequest(_ context.Context, _ pipeline.Repo, number int) (pipeline.PullRequest, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("PullRequest"); err != nil {
+		return pipeline.PullRequest{}, err
+	}
+	pr := g.Pulls[number]
+	if pr == nil {
+		return pipeline.PullRequest{}, pipeline.ErrNotFound
+	}
+	return *pr, nil
+}
+
+func (g *GitHub) CreatePullRequest(_ context.Context, _ pipeline.Repo, n pipeline.NewPullRequest) (pipeline.PullRequest, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CreatePullRequest"); err != nil {
+		return pipeline.PullRequest{}, err
+	}
+	head, ok := g.Branches[n.Head]
+	if !ok {
+		return pipeline.PullRequest{}, pipeline.ErrRejected
+	}
+	number := len(g.Pulls) + len(g.Comments) + 1
+	for g.Pulls[number] != nil || g.Comments[number] != nil {
+		number++
+	}
+	pr := &pipeline.PullRequest{Number: number, NodeID: fmt.Sprintf("PR_%d", number), Title: n.Title, Body: n.Body,
+		HeadRef: n.Head, HeadSHA: head, Draft: n.Draft, State: "open"}
+	g.Pulls[number] = pr
+	return *pr, nil
+}
+
+func (g *GitHub) UpdatePullRequest(_ context.Context, _ pipeline.Repo, number int, title, body string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("UpdatePullRequest"); err != nil {
+		return err
+	}
+	pr := g.Pulls[number]
+	if pr == nil {
+		return pipeline.ErrNotFound
+	}
+	if title != "" {
+		pr.Title = title
+	}
+	if body != "" {
+		pr.Body = body
+	}
+	return nil
+}
+
+func (g *GitHub) MarkReadyForReview(_ context.Context, _ pipeline.Repo, nodeID string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("MarkReadyForReview"); err != nil {
+		return err
+	}
+	for _, pr := range g.Pulls {
+		if pr.NodeID == nodeID {
+			pr.Draft = false
+			return nil
+		}
+	}
+	return pipeline.ErrNotFound
+}
+
+// Compare lists the paths that differ, without patches.
+func (g *GitHub) Compare(_ context.Context, _ pipeline.Repo, base, head string) ([]pipeline.DiffFile, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("Compare"); err != nil {
+		return nil, err
+	}
+	from, to := g.Commits[g.ref(base)], g.Commits[g.ref(head)]
+	if from == nil || to == nil {
+		return nil, pipeline.ErrNotFound
+	}
+	var out []pipeline.DiffFile
+	for path, b := range to.Files {
+		if was, ok := from.Files[path]; !ok {
+			out = append(out, pipeline.DiffFile{Path: path, Status: "added"})
+		} else if string(was) != string(b) {
+			out = append(out, pipeline.DiffFile{Path: path, Status: "modified"})
+		}
+	}
+	for path := range from.Files {
+		if _, ok := to.Files[path]; !ok {
+			out = append(out, pipeline.DiffFile{Path: path, Status: "removed"})
+		}
+	}
+	slices.SortFunc(out, func(a, b pipeline.DiffFile) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+func (g *GitHub) ListReviews(_ context.Context, _ pipeline.Repo, pr int) ([]pipeline.Review, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("ListReviews"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.Reviews[pr]), nil
+}
+
+func (g *GitHub) CreateReview(_ context.Context, _ pipeline.Repo, pr int, r pipeline.NewReview) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CreateReview"); err != nil {
+		return 0, err
+	}
+	id := g.id()
+	g.Reviews[pr] = append(g.Reviews[pr], pipeline.Review{ID: id, Body: r.Body, State: "COMMENTED", Author: "forge[bot]", AuthorBot: true, CommitID: r.CommitID})
+	for _, c := range r.Comments {
+		c.NodeID = fmt.Sprintf("PRRC_%d", g.id())
+		g.Inline[id] = append(g.Inline[id], c)
+	}
+	return id, nil
+}
+
+func (g *GitHub) MinimizeComment(_ context.Context, _ string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.call("MinimizeComment")
+}
+
+func (g *GitHub) ReviewComments(_ context.Context, _ pipeline.Repo, _ int, reviewID int64) ([]pipeline.ReviewComment, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("ReviewComments"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.Inline[reviewID]), nil
+}
+
+func (g *GitHub) FindCheckRun(_ context.Context, _ pipeline.Repo, sha, name string) (*pipeline.CheckRun, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("FindCheckRun"); err != nil {
+		return nil, err
+	}
+	for i := len(g.Runs) - 1; i >= 0; i-- {
+		if c := g.Runs[i]; c.HeadSHA == sha && c.Name == name && c.AppID == AppID {
+			out := *c
+			return &out, nil
+		}
+	}
+	return nil, nil
+}
+
+func (g *GitHub) CheckSuites(_ context.Context, _ pipeline.Repo, sha string) ([]pipeline.CheckSuite, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CheckSuites"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.Suites[sha]), nil
+}
+
+func (g *GitHub) CheckRuns(_ context.Context, _ pipeline.Repo, sha string) ([]pipeline.CheckRun, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CheckRuns"); err != nil {
+		return nil, err
+	}
+	var out []pipeline.CheckRun
+	for _, c := range g.Runs {
+		if c.HeadSHA == sha {
+			out = append(out, *c)
+		}
+	}
+	return out, nil
+}
+
+func (g *GitHub) CommitStatuses(_ context.Context, _ pipeline.Repo, sha string) ([]pipeline.CommitStatus, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CommitStatuses"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.Statuses[sha]), nil
+}
+
+func (g *GitHub) CreateCheckRun(_ context.Context, _ pipeline.Repo, c pipeline.CheckRun) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CreateCheckRun"); err != nil {
+		return 0, err
+	}
+	c.ID, c.AppID = g.id(), AppID
+	g.Runs = append(g.Runs, &c)
+	return c.ID, nil
+}
+
+// UpdateCheckRun refuses what GitHub refuses: a completed run set back to
+// queued or in progress.
+func (g *GitHub) UpdateCheckRun(_ context.Context, _ pipeline.Repo, c pipeline.CheckRun) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("UpdateCheckRun"); err != nil {
+		return err
+	}
+	for _, run := range g.Runs {
+		if run.ID != c.ID {
+			continue
+		}
+		if c.Status != "" && c.Status != "completed" && run.Status == "completed" {
+			return fmt.Errorf("%w: a completed check run cannot go back to %s", pipeline.ErrRejected, c.Status)
+		}
+		if c.Status != "" {
+			run.Status, run.Conclusion = c.Status, c.Conclusion
+		}
+		if c.Title != "" {
+			run.Title, run.Summary, run.Text = c.Title, c.Summary, c.Text
+		}
+		run.Actions = c.Actions
+		return nil
+	}
+	return pipeline.ErrNotFound
+}
+
+// ref is the commit a branch name or a commit id names.
+func (g *GitHub) ref(ref string) string {
+	if sha, ok := g.Branches[ref]; ok {
+		return sha
+	}
+	return ref
+}
+
+// ReadFile reads path at a branch or commit.
+func (g *GitHub) ReadFile(_ context.Context, _ pipeline.Repo, ref, path string) ([]byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("ReadFile"); err != nil {
+		return nil, err
+	}
+	c := g.Commits[g.ref(ref)]
+	if c == nil {
+		return nil, fmt.Errorf("no commit %s: %w", ref, fs.ErrNotExist)
+	}
+	b, ok := c.Files[path]
+	if !ok {
+		return nil, fmt.Errorf("%s at %s: %w", path, ref, fs.ErrNotExist)
+	}
+	return slices.Clone(b), nil
+}
+
+// Checkout writes ref's tree to a new folder.
+func (g *GitHub) Checkout(_ context.Context, _ pipeline.Repo, ref string) (pipeline.WorkingCopy, error) {
+	g.mu.Lock()
+	c := g.Commits[g.ref(ref)]
+	g.mu.Unlock()
+	if c == nil {
+		return nil, fmt.Errorf("check out %s: %w", ref, pipeline.ErrNotFound)
+	}
+	dir, err := os.MkdirTemp("", "pipelinetest-")
+	if err != nil {
+		return nil, err
+	}
+	for path, b := range c.Files {
+		p := filepath.Join(dir, filepath.FromSlash(path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &workingCopy{dir: dir, files: maps.Clone(c.Files)}, nil
+}
+
+// workingCopy is a checked-out tree; changes are found by comparing the
+// folder with the tree it was made from.
+type workingCopy struct {
+	dir   string
+	files map[string][]byte
+}
+
+func (w *workingCopy) Dir() string   { return w.dir }
+func (w *workingCopy) Remove() error { return os.RemoveAll(w.dir) }
+
+func (w *workingCopy) ChangedPaths() ([]string, error) {
+	changes, err := w.Changes()
+	var out []string
+	for _, c := range changes {
+		out = append(out, c.Path)
+	}
+	return out, err
+}
+
+func (w *workingCopy) Changes() ([]pipeline.FileChange, error) {
+	seen := map[string]bool{}
+	var out []pipeline.FileChange
+	err := filepath.WalkDir(w.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(w.dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		seen[rel] = true
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if was, ok := w.files[rel]; !ok || string(was) != string(b) {
+			out = append(out, pipeline.FileChange{Path: rel, Content: b})
+		}
+		return nil
+	})
+	for path := range w.files {
+		if !seen[path] {
+			out = append(out, pipeline.FileChange{Path: path, Deleted: true})
+		}
+	}
+	slices.SortFunc(out, func(a, b pipeline.FileChange) int { return strings.Compare(a.Path, b.Path) })
+	return out, err
+}
+
+var (
+	_ pipeline.GitHub    = (*GitHub)(nil)
+	_ pipeline.Workspace = (*GitHub)(nil)
+)

@@ -1,0 +1,211 @@
+package pipelinetest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/pipelinetest"
+	"github.com/forge-dev/forge/pipeline/plan"
+)
+
+// These tests drive the handlers' events through parse → load → Apply →
+// execute against the pipeline's ports in memory, each in milliseconds.
+// The end-to-end tests in app do the same through the server and the
+// GitHub double.
+
+var errDown = errors.New("GitHub is down")
+
+// command is the job of alice's comment body on issue or PR number.
+func command(w *pipelinetest.World, number int, pr bool, body string) pipeline.CommandArgs {
+	id := w.GitHub.AddComment(number, "alice", false, body)
+	return pipeline.CommandArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo, DefaultBranch: "main",
+		IssueNumber: number, IsPR: pr, CommentID: id, Body: body, Author: "alice", DeliveryID: fmt.Sprintf("d-%d", id)}
+}
+
+func planOf(t *testing.T, w *pipelinetest.World) *pipeline.Plan {
+	t.Helper()
+	p, err := w.Plans.PlanByNumber(context.Background(), w.Repo, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// reviewWorld is a plan forged to REVIEW (auto_implement off).
+func reviewWorld(t *testing.T) (*pipelinetest.World, *pipeline.Plan) {
+	t.Helper()
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: false\nphases: {wait_for_checks: false}\n"})
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if p.State.Status() != plan.Review || p.State.Run() != plan.Idle || p.PR == 0 {
+		t.Fatalf("after the forge: %s, PR %d", p.State, p.PR)
+	}
+	return w, p
+}
+
+func count(bodies []string, s string) int {
+	n := 0
+	for _, b := range bodies {
+		if strings.Contains(b, s) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestForgeToReview(t *testing.T) {
+	w, p := reviewWorld(t)
+	c := w.GitHub.CheckRun("forge")
+	if c == nil || c.Status != "completed" || c.Conclusion != "action_required" || len(c.Actions) != 3 {
+		t.Errorf("forge check run awaiting approval: %+v", c)
+	}
+	if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != "forge:review" {
+		t.Errorf("labels: %v", got)
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** REVIEW") {
+		t.Errorf("plan file:\n%s", text)
+	}
+}
+
+// TestApprovalRetriedAfterAFailedReply: the approval's answer fails; the
+// retried command finishes what the approval left (the answer, the job)
+// instead of refusing a plan no longer in REVIEW, and nothing is done
+// twice.
+func TestApprovalRetriedAfterAFailedReply(t *testing.T) {
+	w, p := reviewWorld(t)
+	ctx := context.Background()
+	jobs := len(w.Queue.Of("forge"))
+	approve := command(w, p.PR, true, "/forge approve")
+	w.GitHub.FailNext("CreateComment", errDown)
+	if err := w.Forge.HandleCommand(ctx, approve); !errors.Is(err, errDown) {
+		t.Fatalf("the approval with its answer failing: %v", err)
+	}
+	if err := w.Forge.HandleCommand(ctx, approve); err != nil {
+		t.Fatalf("the retried approval: %v", err)
+	}
+	bot := w.GitHub.BotComments(p.PR)
+	if n := count(bot, "approved for implementation by @alice"); n != 1 {
+		t.Errorf("%d approval answers, want 1: %q", n, bot)
+	}
+	if n := count(bot, "only a plan in REVIEW"); n != 0 {
+		t.Errorf("the retried approval was refused: %q", bot)
+	}
+	if n := len(w.Queue.Of("forge")) - jobs; n != 1 {
+		t.Errorf("%d phase jobs enqueued, want 1", n)
+	}
+	p = planOf(t, w)
+	if p.State.Status() != plan.Approved || p.State.Run() != plan.Running || len(p.Outbox) != 0 {
+		t.Errorf("after the approval: %s, outbox %d", p.State, len(p.Outbox))
+	}
+	if !strings.Contains(w.GitHub.Pulls[p.PR].Body, "Closes #1") {
+		t.Errorf("PR body at approval lacks Closes #1")
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** APPROVED") {
+		t.Errorf("plan file at approval:\n%s", text)
+	}
+
+	// The phases run to DONE: the status line follows, the PR is ready.
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p = planOf(t, w)
+	if p.State.Status() != plan.Done || p.State.Run() != plan.Idle {
+		t.Fatalf("after the phases: %s", p.State)
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** DONE") {
+		t.Errorf("plan file at DONE:\n%s", text)
+	}
+	if got, _ := w.GitHub.File(p.Branch, "docs/hello.md"); !strings.Contains(got, "phase-1") {
+		t.Errorf("docs/hello.md: %q", got)
+	}
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "success" {
+		t.Errorf("forge check run at DONE: %+v", c)
+	}
+	if w.GitHub.Pulls[p.PR].Draft {
+		t.Error("the PR is still a draft at DONE")
+	}
+}
+
+// TestCloseIsOneRule: /forge close and the Cancel button close an idle
+// plan alike; the PR closed afterwards changes nothing and says nothing.
+func TestCloseIsOneRule(t *testing.T) {
+	for _, how := range []string{"command", "button"} {
+		t.Run(how, func(t *testing.T) {
+			w, p := reviewWorld(t)
+			ctx := context.Background()
+			var err error
+			if how == "command" {
+				err = w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge close"))
+			} else {
+				c := w.GitHub.CheckRun("forge")
+				err = w.Forge.HandleCheckAction(ctx, pipeline.CheckActionArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo,
+					ExternalID: c.ExternalID, Identifier: "cancel", HeadSHA: c.HeadSHA, Author: "alice", DeliveryID: "button-1"})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = planOf(t, w)
+			if p.State.Status() != plan.Closed || p.State.Run() != plan.Idle {
+				t.Fatalf("after the close: %s", p.State)
+			}
+			if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "neutral" || len(c.Actions) != 0 {
+				t.Errorf("forge check run of the closed plan: %+v", c)
+			}
+			if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != "forge:closed" {
+				t.Errorf("labels: %v", got)
+			}
+			if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** CLOSED") {
+				t.Errorf("plan file:\n%s", text)
+			}
+			if n := count(w.GitHub.BotComments(p.PR), "Plan **plan-001** closed."); n != 1 {
+				t.Errorf("%d answers to the close, want 1", n)
+			}
+			before := len(w.GitHub.BotComments(p.PR))
+			err = w.Forge.HandlePullRequest(ctx, pipeline.PullRequestArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo,
+				PR: p.PR, Action: "closed", HeadRef: p.Branch})
+			if err != nil || len(w.GitHub.BotComments(p.PR)) != before {
+				t.Errorf("the PR closed after the plan: %v, %d comments then %d", err, before, len(w.GitHub.BotComments(p.PR)))
+			}
+		})
+	}
+}
+
+// TestRefusedCommandsAreAnswered: a command the plan's state does not
+// take is refused with the state's reason, never ignored.
+func TestRefusedCommandsAreAnswered(t *testing.T) {
+	w, p := reviewWorld(t)
+	ctx := context.Background()
+	for body, want := range map[string]string{
+		"/forge run":  "phases run only on a plan APPROVED, IMPLEMENTING or AUDITING",
+		"/forge skip": "nothing to skip",
+	} {
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, body)); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if count(w.GitHub.BotComments(p.PR), want) != 1 {
+			t.Errorf("%s: no answer saying %q in %q", body, want, w.GitHub.BotComments(p.PR))
+		}
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge close")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	if count(w.GitHub.BotComments(p.PR), "CLOSED") == 0 {
+		t.Errorf("approving a closed plan was not refused: %q", w.GitHub.BotComments(p.PR))
+	}
+	if p := planOf(t, w); p.State.Status() != plan.Closed || p.State.Run() != plan.Idle {
+		t.Errorf("a refused approval moved the plan: %s", p.State)
+	}
+}
