@@ -10,6 +10,7 @@ import (
 
 	"github.com/forge-dev/forge/app/store/storetest"
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/pipelinetest"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
@@ -83,10 +84,17 @@ func isBusy(err error) bool {
 	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked") || strings.Contains(s, "could not serialize")
 }
 
+// eachPlanStore runs fn on the store's plans on each backend and on the
+// pipeline's in-memory plans (pipelinetest), which must keep the same
+// contract: the fast tests of the pipeline rely on it.
+func eachPlanStore(t *testing.T, fn func(t *testing.T, ps pipeline.PlanStore)) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) { fn(t, b.Open(t).Plans()) })
+	t.Run("memory", func(t *testing.T) { fn(t, pipelinetest.NewPlans()) })
+}
+
 func TestPlanStore(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
 		ctx := context.Background()
-		ps := b.Open(t).Plans()
 
 		p := newPlan("comment:1", 7, pipeline.RunRunning)
 		p.Audits = []pipeline.AuditRound{{Round: 1, Verdict: pipeline.SeverityBlocking, Findings: []pipeline.Finding{{Severity: pipeline.SeverityBlocking, Description: "x"}}}}
@@ -204,9 +212,8 @@ func TestPlanStore(t *testing.T) {
 // A job saves the copy of the plan it read before a person's request: its
 // save must not undo the request, and the request can be withdrawn.
 func TestSavePlanKeepsStopRequest(t *testing.T) {
-	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
 		ctx := context.Background()
-		ps := b.Open(t).Plans()
 		p := newPlan("comment:1", 7, plan.Running)
 		if _, err := ps.CreatePlan(ctx, p); err != nil {
 			t.Fatal(err)
