@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/pipelinetest"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
@@ -207,5 +208,48 @@ func TestRefusedCommandsAreAnswered(t *testing.T) {
 	}
 	if p := planOf(t, w); p.State.Status() != plan.Closed || p.State.Run() != plan.Idle {
 		t.Errorf("a refused approval moved the plan: %s", p.State)
+	}
+}
+
+// review is alice's review of the plan's PR, submitted and handled.
+func review(t *testing.T, w *pipelinetest.World, pr int, state, body string) {
+	t.Helper()
+	id := w.GitHub.AddReview(pr, "alice", strings.ToUpper(state), body)
+	err := w.Forge.HandleReview(context.Background(), pipeline.ReviewArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo,
+		PR: pr, ReviewID: id, State: state, Author: "alice", Body: body, DeliveryID: fmt.Sprintf("r-%d", id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangeRequestsDuringARevision: a change request starts a revision;
+// one submitted while it runs is kept, and revised when the run ends; no
+// review's words reach the reviser twice.
+func TestChangeRequestsDuringARevision(t *testing.T) {
+	w, p := reviewWorld(t)
+	var prompts []string
+	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
+		prompts = append(prompts, req.Prompt)
+		if len(prompts) == 1 {
+			review(t, w, p.PR, "changes_requested", "Second: link the page from the README.")
+		}
+		return agent.Result{Output: pipelinetest.Plan(req.PlanID)}, nil
+	}
+	review(t, w, p.PR, "changes_requested", "First: name the page's owner.")
+	if err := w.RunJobs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(prompts) != 2 {
+		t.Fatalf("%d reviser calls, want 2 (one per batch of change requests)", len(prompts))
+	}
+	for i, want := range []string{"First: name", "Second: link"} {
+		for j, p := range prompts {
+			if n := strings.Count(p, want); (i == j) != (n == 1) || n > 1 {
+				t.Errorf("prompt %d holds %q %d times", j+1, want, n)
+			}
+		}
+	}
+	if p := planOf(t, w); p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
+		t.Errorf("after both revisions: %s", p.State)
 	}
 }
