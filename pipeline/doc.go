@@ -11,12 +11,14 @@
 //   - commands.go, command.go, approval.go, checks.go, gate.go: the
 //     handlers' jobs (commands, reviews, buttons, PR events, CI) and the
 //     approval gate;
-//   - run.go, rounds.go, phaserun.go: the forge job (draft, audit rounds,
-//     revisions, completion) and the phase run (implement, wait for CI,
-//     post-implementation audit, hand-over);
+//   - run.go, rounds.go, runagent.go: the forge job (draft, audit rounds,
+//     revisions, completion) and how it calls agents; phaserun.go,
+//     phasechecks.go, phaseaudit.go: the phase run (implement, wait for CI,
+//     post-implementation audit, hand-over); commit.go: commits on the plan
+//     branch, merged with a person's push, and the refusals they meet;
 //   - verdict.go, preflight.go: reading an auditor's answer and the
-//     structural checks before it; phases.go: decomposing a plan into
-//     phases and the phases file; planfile.go, merge.go: the plan file and
+//     structural checks before it; phases.go, phasesfile.go: decomposing a
+//     plan into phases, and the phases file; planfile.go, merge.go: the plan file and
 //     the three-way merge of a person's push;
 //   - policy.go, repoconfig.go, permission.go, secrets.go, safefile.go,
 //     sanitize.go: the operator's policy, the repository's configuration,

@@ -1,0 +1,189 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+)
+
+// commitFiles commits files on the plan branch. A resumed run first
+// finds a commit an earlier run made and did not record. A refusal because
+// the branch moved is either that same commit (kept) or a person's push:
+// Forge's files are then merged with it file by file against the commit the
+// step started from, and committed on top of it, or the step stops with a
+// MergeConflictError and the person's commit stays the head.
+func (r *run) commitFiles(ctx context.Context, message string, files []FileChange) error {
+	p := r.p
+	if done, err := r.alreadyCommitted(ctx, message); err != nil || done {
+		return err
+	}
+	base, parent, want := p.HeadSHA, p.HeadSHA, files
+	for attempt := 1; ; attempt++ {
+		sha, err := r.writeCommit(ctx, parent, message, want)
+		if err == nil {
+			p.HeadSHA = sha
+			return r.save(ctx)
+		}
+		if !errors.Is(err, ErrNotFastForward) || attempt > maxMergeAttempts {
+			return fmt.Errorf("commit %q: %w", message, err)
+		}
+		head, err := r.gh.BranchHead(ctx, p.Repo, p.Branch)
+		if err != nil {
+			return fmt.Errorf("read the head of %s: %w", p.Branch, err)
+		}
+		c, err := r.gh.Commit(ctx, p.Repo, head)
+		if err != nil {
+			return fmt.Errorf("read the head of %s: %w", p.Branch, err)
+		}
+		if strings.TrimSpace(c.Message) == message {
+			p.HeadSHA = head
+			return r.save(ctx)
+		}
+		r.humanChange = true
+		merged, conflicts, err := r.mergeOnto(ctx, base, head, files)
+		if err != nil {
+			return err
+		}
+		if len(conflicts) > 0 || len(merged) == 0 {
+			// Forge builds on the person's commit from now on: a retry
+			// starts from it.
+			p.HeadSHA = head
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+			if len(conflicts) > 0 {
+				return &MergeConflictError{Message: message, Head: head, Conflicts: conflicts}
+			}
+			return nil // the push already holds every change Forge meant
+		}
+		parent, want = head, merged
+	}
+}
+
+// maxMergeAttempts bounds how often a commit is merged again with a branch
+// that keeps moving.
+const maxMergeAttempts = 3
+
+// writeCommit is the one place Forge's file changes become a commit on the
+// plan branch (blobs, tree, commit, ref update without force).
+func (r *run) writeCommit(ctx context.Context, parent, message string, files []FileChange) (string, error) {
+	files, err := r.dropGoneDeletions(ctx, parent, files)
+	if err != nil || len(files) == 0 {
+		// Nothing is left to change: parent already is the commit wanted.
+		return parent, err
+	}
+	return r.gh.CommitFiles(ctx, r.p.Repo, r.p.Branch, parent, message, files)
+}
+
+// dropGoneDeletions leaves out the deletions of paths parent does not hold
+// (a revert of a file someone removed since, say): GitHub refuses a whole
+// tree that deletes a path its base lacks (422 "GitRPC::BadObjectState").
+func (r *run) dropGoneDeletions(ctx context.Context, parent string, files []FileChange) ([]FileChange, error) {
+	out := make([]FileChange, 0, len(files))
+	for _, f := range files {
+		if f.Deleted {
+			v, err := r.fileAt(ctx, parent, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			if !v.Exists {
+				continue
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// mergeOnto merges Forge's files, made on base, with the person's changes
+// between base and head (see MergeFile): the files still to write on head,
+// or the conflicts.
+func (r *run) mergeOnto(ctx context.Context, base, head string, files []FileChange) ([]FileChange, []Conflict, error) {
+	var out []FileChange
+	var conflicts []Conflict
+	for _, f := range files {
+		was, err := r.fileAt(ctx, base, f.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		now, err := r.fileAt(ctx, head, f.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		merged, keep, conflict := MergeFile(was, now, f)
+		switch {
+		case conflict != nil:
+			conflicts = append(conflicts, *conflict)
+		case keep:
+			out = append(out, merged)
+		}
+	}
+	return out, conflicts, nil
+}
+
+// fileAt reads path at commit sha from git, never from a working copy.
+func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error) {
+	b, err := r.ws.ReadFile(ctx, r.p.Repo, sha, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return FileVersion{}, nil
+	case err != nil:
+		return FileVersion{}, fmt.Errorf("read %s at %s: %w", path, shortSHA(sha), err)
+	}
+	return FileVersion{Content: b, Exists: true}, nil
+}
+
+// refusal is the comment for a step Forge refused to carry out on what it
+// was given (a file carrying a secret, a conflict with a person's push,
+// changes too large to commit, a file that is a link, a workflow file the
+// App may not write), false for any other
+// failure. It says which file, that nothing of it was written, and the
+// command that retries. phaseID is the refused phase, empty outside a phase
+// run.
+func (r *run) refusal(err error, phaseID string) (tmpl, key string, data map[string]any, ok bool) {
+	p := r.p
+	retry := "/forge revise"
+	if p.State.Mode() == ModePhases {
+		retry = "/forge run"
+	}
+	data = map[string]any{
+		"Step": r.doing, "Branch": p.Branch, "Retry": retry,
+		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(), "PhaseID": phaseID,
+	}
+	var secret *SecretError
+	var conflict *MergeConflictError
+	var large *ChangeTooLargeError
+	var link *NotRegularFileError
+	var workflows *WorkflowPermissionError
+	switch {
+	case errors.As(err, &secret):
+		// The path is the agent's: it must not end the code span.
+		data["Path"], data["What"] = strings.ReplaceAll(secret.Path, "`", "'"), secret.What
+		return "secret-refused", r.failureKey(), data, true
+	case errors.As(err, &conflict):
+		data["Head"], data["Conflicts"] = shortSHA(conflict.Head), conflict.Conflicts
+		return "merge-conflict", fmt.Sprintf("%d:%s", p.Generation, shortSHA(conflict.Head)), data, true
+	case errors.As(err, &large):
+		data["Path"], data["Total"] = large.Path, large.Total
+		data["Size"], data["Limit"] = byteSize(large.Size), byteSize(large.Limit)
+		return "change-too-large", r.failureKey(), data, true
+	case errors.As(err, &link):
+		// A refused link is the branch's problem: said where it is fixed.
+		data["Path"], data["Kind"] = link.Path, link.Kind
+		if link.Path != p.PlanPath {
+			data["Branch"] = p.DefaultBranch
+		}
+		return "unsafe-file", r.failureKey(), data, true
+	case errors.As(err, &workflows):
+		paths := make([]string, 0, len(workflows.Paths))
+		for _, path := range workflows.Paths {
+			// The paths are the agent's: none may end its code span.
+			paths = append(paths, strings.ReplaceAll(path, "`", "'"))
+		}
+		data["Paths"] = paths
+		return "workflows-refused", r.failureKey(), data, true
+	}
+	return "", "", nil, false
+}

@@ -1,0 +1,140 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/templates"
+)
+
+// auditPhase reviews the whole PR diff against the plan; blocking
+// findings get up to phases.audit_fix_max fix rounds by the implementer,
+// each audited again.
+func (r *run) auditPhase(ctx context.Context, ph *Phase) error {
+	for fix := 0; ; fix++ {
+		findings, blocking, err := r.auditOnce(ctx, ph, fix)
+		if err != nil || !blocking {
+			return err
+		}
+		if fix >= r.cfg.Phases.AuditFixMax {
+			return fmt.Errorf("the post-implementation audit found blocking problems after %d fix round(s) (%d findings)", fix, len(findings))
+		}
+		if err := r.fixRound(ctx, ph, findings, fix+1); err != nil {
+			return err
+		}
+	}
+}
+
+// fixRound has the implementer resolve the audit's findings, committed as
+// plan-NNN phase-K: fix N.
+func (r *run) fixRound(ctx context.Context, ph *Phase, findings []Finding, n int) error {
+	p := r.p
+	msg := fmt.Sprintf("%s %s: fix %d", PlanID(p.Number), ph.ID, n)
+	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
+		return err
+	}
+	wc, _, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.Remove()
+	fixPhase := *ph
+	fixPhase.Description = "Resolve the post-implementation audit's findings below in the code; change only what they require."
+	fixPhase.ChangeSpec = Fence(findingsText(findings))
+	fixPhase.ContextFiles = nil
+	fixPhase.Kind = PhaseImplement
+	if _, err := r.callPhaseAgent(ctx, agent.Implementer, wc, &fixPhase, nil); err != nil {
+		return err
+	}
+	changes, err := wc.Changes()
+	if err != nil {
+		return err
+	}
+	phasesPath := PhasesFile(r.cfg.PlansDir, p.Number)
+	var files []FileChange
+	for _, c := range changes {
+		if c.Path != phasesPath {
+			files = append(files, c)
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return r.commitFiles(ctx, msg, files)
+}
+
+// auditOnce posts one post-implementation audit as a review with inline
+// comments on changed lines.
+func (r *run) auditOnce(ctx context.Context, ph *Phase, fix int) ([]Finding, bool, error) {
+	p := r.p
+	diff, err := r.gh.Compare(ctx, p.Repo, p.DefaultBranch, p.HeadSHA)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the pull request's diff: %w", err)
+	}
+	var text strings.Builder
+	right := map[string]map[int]bool{}
+	for _, f := range diff {
+		fmt.Fprintf(&text, "--- %s (%s)\n%s\n", f.Path, f.Status, f.Patch)
+		right[f.Path] = rightLines(f.Patch)
+	}
+	wc, plan, err := r.checkout(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer wc.Remove()
+	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph,
+		map[string]any{"Plan": Fence(plan), "Diff": Fence(text.String())})
+	if err != nil {
+		return nil, false, err
+	}
+	v := ParseAuditVerdict(res.Output)
+	var inline []ReviewComment
+	var outside []Finding
+	for _, f := range v.Findings {
+		path, line, ok := ParseLocation(f.Location)
+		if ok && right[path][line] {
+			body, err := templates.Text("inline", f)
+			if err != nil {
+				return nil, false, err
+			}
+			inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
+			continue
+		}
+		outside = append(outside, f)
+	}
+	marker := Marker(p.Number, "phase-audit", ph.ID, p.Generation, fix)
+	_, err = r.createReview(ctx, p.HeadSHA, inline, func(n int) (string, error) {
+		return templates.Text("phase-audit", map[string]any{"Marker": marker, "PhaseID": ph.ID, "Verdict": v.MaxSeverity.String(),
+			"Findings": v.Findings, "Inline": n, "Outside": outside})
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("post the post-implementation audit: %w", err)
+	}
+	ph.Output = "verdict " + v.MaxSeverity.String()
+	return v.Findings, v.ShouldLoop, nil
+}
+
+var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)
+
+// rightLines are the lines of the new file a diff shows (added or
+// context): the only lines GitHub takes inline comments on.
+func rightLines(patch string) map[int]bool {
+	out := map[int]bool{}
+	line := 0
+	for _, l := range strings.Split(patch, "\n") {
+		if m := hunkHeader.FindStringSubmatch(l); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			continue
+		}
+		if line == 0 || strings.HasPrefix(l, "-") || strings.HasPrefix(l, `\`) {
+			continue
+		}
+		out[line] = true
+		line++
+	}
+	return out
+}

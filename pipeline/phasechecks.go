@@ -1,0 +1,159 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/forge-dev/forge/pipeline/plan"
+)
+
+const (
+	checksParked = "parked"
+	checksPassed = "passed"
+	checksFailed = "failed"
+)
+
+// awaitChecks looks at the other apps' check suites and the commit
+// statuses on the waiting phase commit: all finished and green passes the
+// phase, a failure fails it (the failing checks go to the retry),
+// otherwise the run parks until a check_suite or status webhook, a timer
+// or the reconciler wakes it. Nothing at all within phases.checks_grace
+// counts as passing: the repository has no CI. A wait longer than
+// phases.checks_timeout fails the phase with what was still pending.
+func (r *run) awaitChecks(ctx context.Context) (string, error) {
+	p := r.p
+	w := p.State.Await()
+	ph, ok := p.Phases.Find(w.PhaseID)
+	if !ok {
+		return checksPassed, r.apply(ctx, plan.ChecksPassed{})
+	}
+	suites, err := r.gh.CheckSuites(ctx, p.Repo, w.SHA)
+	if err != nil {
+		return "", err
+	}
+	statuses, err := r.gh.CommitStatuses(ctx, p.Repo, w.SHA)
+	if err != nil {
+		return "", fmt.Errorf("read the commit statuses of %s: %w", shortSHA(w.SHA), err)
+	}
+	own := r.f.appID()
+	now := r.f.now()
+	since := w.Since
+	if since.IsZero() {
+		since = w.Deadline.Add(-r.cfg.Phases.ChecksGrace) // a wait recorded before Since was
+	}
+	timeoutAt := since.Add(r.cfg.Phases.ChecksTimeout)
+	ci := judgeCI(suites, statuses, own, !now.Before(w.Deadline))
+	waiting := len(ci.Pending) > 0 || (ci.Counted == 0 && now.Before(w.Deadline))
+	if waiting && now.Before(timeoutAt) {
+		wake := ChecksArgs{InstallationID: p.InstallationID, Repo: p.Repo, SHA: w.SHA, Branch: p.Branch}
+		if !w.TimeoutWake.Equal(timeoutAt) {
+			// CI that never finishes sends nothing: look again when the wait
+			// runs out.
+			if err := r.f.Queue.EnqueueAt(ctx, wake, timeoutAt.Add(100*time.Millisecond)); err != nil {
+				return "", err
+			}
+			w.TimeoutWake = timeoutAt
+		}
+		if err := r.apply(ctx, plan.Park{Await: *w}); err != nil {
+			return "", err
+		}
+		if now.Before(w.Deadline) {
+			// Nothing wakes the plan if no CI ever reports, nor for a suite
+			// whose App never starts: look again when the grace period ends.
+			if err := r.f.Queue.EnqueueAt(ctx, wake, w.Deadline.Add(100*time.Millisecond)); err != nil {
+				return "", err
+			}
+		}
+		return checksParked, nil
+	}
+	// Past the timeout, what still runs fails the phase.
+	timedOut := len(ci.Pending) > 0
+	check := CheckRun{ID: w.CheckRunID, Name: "forge/" + ph.ID, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: "Checks passed."}
+	if ci.Counted == 0 {
+		check.Summary = fmt.Sprintf("No checks appeared within %s.", r.cfg.Phases.ChecksGrace)
+	}
+	if len(ci.Ignored) > 0 {
+		check.Summary += fmt.Sprintf(" Not waited for: %s (no check run started within %s).", strings.Join(ci.Ignored, ", "), r.cfg.Phases.ChecksGrace)
+	}
+	if timedOut || len(ci.FailedSuites) > 0 || len(ci.FailedStatuses) > 0 {
+		var why []string
+		if len(ci.FailedSuites) > 0 {
+			runs, err := r.gh.CheckRuns(ctx, p.Repo, w.SHA)
+			if err != nil {
+				return "", err
+			}
+			for _, c := range runs {
+				if c.AppID == own || c.Status != "completed" || c.Conclusion == "success" || c.Conclusion == "neutral" || c.Conclusion == "skipped" {
+					continue
+				}
+				why = append(why, Untrusted(fmt.Sprintf("%s (%s): %s %s", c.Name, c.Conclusion, c.Title, c.Summary), maxReason))
+			}
+			if len(why) == 0 {
+				for _, s := range ci.FailedSuites {
+					why = append(why, Untrusted(fmt.Sprintf("%s (%s)", s.AppName, s.Conclusion), maxReason))
+				}
+			}
+		}
+		why = append(why, ci.FailedStatuses...)
+		ph.Status, ph.Error = PhaseFailed, "checks failed: "+strings.Join(why, "; ")
+		data := map[string]any{"PhaseID": ph.ID, "Done": 0, "Total": len(p.Phases.Phases)}
+		check.Conclusion = "failure"
+		if timedOut {
+			waited := elapsed(now.Sub(since))
+			ph.Error = fmt.Sprintf("checks still pending after %s (phases.checks_timeout %s): %s", waited, r.cfg.Phases.ChecksTimeout, strings.Join(ci.Pending, ", "))
+			if len(why) > 0 {
+				ph.Error += "; failed: " + strings.Join(why, "; ")
+			}
+			check.Conclusion = "timed_out"
+			var pending []string
+			for _, s := range ci.Pending {
+				pending = append(pending, strings.ReplaceAll(oneLine(s), "`", "'"))
+			}
+			data["ChecksTimeout"], data["Waited"], data["Timeout"] = true, waited, r.cfg.Phases.ChecksTimeout.String()
+			data["Pending"], data["Failed"] = pending, why
+		}
+		data["Error"] = ph.Error
+		check.Summary = oneLine(ph.Error)
+		check.Actions = phaseFailureActions
+		// The phase's check run is completed before the wait ends: a job
+		// stopped here (a rate limit) finds the plan still waiting and
+		// judges again; the report is the table's, in the plan's outbox.
+		if err := r.updatePhaseRun(ctx, check); err != nil {
+			return "", err
+		}
+		data["Done"] = len(p.Phases.Phases) - Remaining(*p.Phases)
+		p.FailedParent = w.Parent
+		if w.CheckRunID != 0 {
+			p.PhaseButtonsRun = w.CheckRunID
+		}
+		return checksFailed, r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("phase-stopped", "checks:"+shortSHA(w.SHA), data),
+			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: ph.ID + " failed its checks"}})
+	}
+	if err := r.updatePhaseRun(ctx, check); err != nil {
+		return "", err
+	}
+	ph.Status, ph.FailureHashes = PhaseDone, nil
+	p.PhasesRun++
+	return checksPassed, r.apply(ctx, plan.ChecksPassed{})
+}
+
+// updatePhaseRun completes a phase's check run. A rate limit stops the job
+// (it resumes at the reset and writes it then); any other failure is only
+// logged, since the phase's outcome stands without it.
+func (r *run) updatePhaseRun(ctx context.Context, check CheckRun) error {
+	if check.ID == 0 {
+		return nil
+	}
+	err := r.gh.UpdateCheckRun(ctx, r.p.Repo, check)
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return err
+	}
+	if err != nil {
+		r.log.Warn().Err(err).Msg("update phase check run")
+	}
+	return nil
+}

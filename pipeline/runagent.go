@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/plan"
+)
+
+// projectContext is the repository's standing constraints for agents.
+func (r *run) projectContext(dir string) string {
+	if r.projectCtx != nil {
+		return *r.projectCtx
+	}
+	var parts []string
+	for _, name := range []string{"AGENTS.md", "CLAUDE.md", ".forge/project.md"} {
+		b, err := readConfined(dir, name, 64<<10)
+		if err == nil && strings.TrimSpace(string(b)) != "" {
+			parts = append(parts, "From `"+name+"`:\n"+FenceUntrusted(string(b)))
+		}
+	}
+	s := strings.Join(parts, "\n\n")
+	r.projectCtx = &s
+	return s
+}
+
+// callAgent runs a role's agent once, and once more on a failure that was
+// not a timeout (DESIGN §7: one retry on a transient failure).
+func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string, round int) (agent.Result, error) {
+	p := r.p
+	choice, _ := r.cfg.Agents.ForRole(string(role))
+	rt, model, err := r.f.Agents.Runtime(role, choice)
+	if err != nil {
+		return agent.Result{}, fmt.Errorf("%s agent: %w", role, err)
+	}
+	req := agent.Request{
+		Role: role, Model: model, Prompt: prompt, Dir: dir, Repo: p.Repo.String(),
+		PlanID: PlanID(p.Number), PhaseID: r.phaseID, Round: round, Timeout: r.cfg.Agents.Timeout,
+		Session: sessionKey(p, role),
+	}
+	if err := r.checkTokens(); err != nil {
+		return agent.Result{}, err
+	}
+	res, err := rt.Run(ctx, req)
+	r.account(model, res.Usage)
+	var fail *agent.Failure
+	if errors.As(err, &fail) && !fail.TimedOut && ctx.Err() == nil {
+		r.log.Warn().Err(err).Str("role", string(role)).Msg("agent failed; retrying once")
+		res, err = rt.Run(ctx, req)
+		r.account(model, res.Usage)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s agent: %w", role, err)
+	}
+	if !role.Writes() {
+		if err := r.discardWrites(ctx, role, dir); err != nil {
+			return res, err
+		}
+	}
+	return res, r.checkTokens()
+}
+
+// sessionKey names the conversation a role keeps across the rounds of a
+// plan (seed 000 §5): the drafter and the reviser are one writer who
+// remembers its revisions; the auditor remembers its concerns.
+func sessionKey(p *Plan, role agent.Role) string {
+	switch role {
+	case agent.Drafter, agent.Reviser:
+		return fmt.Sprintf("%s/%s/writer", p.Repo, PlanID(p.Number))
+	case agent.Auditor:
+		return fmt.Sprintf("%s/%s/auditor", p.Repo, PlanID(p.Number))
+	}
+	return ""
+}
+
+func (r *run) account(model string, u agent.Usage) {
+	r.p.Usage += u.Total()
+	if c, ok := r.f.Agents.Cost(model, u); ok {
+		r.p.Cost += c
+	}
+}
+
+// ErrTokenLimit stops a plan whose agents used more tokens than the
+// repository allows (limits.max_tokens_per_plan).
+var ErrTokenLimit = errors.New("token limit reached")
+
+func (r *run) checkTokens() error {
+	limit := int64(r.cfg.Limits.MaxTokensPerPlan)
+	if limit > 0 && r.p.Usage >= limit {
+		return fmt.Errorf("%w: the plan's agents used %d tokens, and limits.max_tokens_per_plan is %d", ErrTokenLimit, r.p.Usage, limit)
+	}
+	return nil
+}
+
+// discardWrites reports files a read-only role changed in its working
+// copy: they are thrown away with the copy and never committed.
+func (r *run) discardWrites(ctx context.Context, role agent.Role, dir string) error {
+	wc, ok := r.current[dir]
+	if !ok {
+		return nil
+	}
+	changed, err := wc.ChangedPaths()
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	r.log.Warn().Str("role", string(role)).Strs("files", changed).Msg("read-only agent changed files; discarded")
+	return r.say(ctx, plan.Reply{On: plan.OnIssue, Template: "agent-wrote", Key: fmt.Sprintf("%s:%d", role, r.p.Round),
+		Data: map[string]any{"Role": string(role), "Files": changed}})
+}
+
+func costText(c float64) string {
+	if c <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("$%.2f", c)
+}
