@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -75,9 +76,9 @@ func clipAt(s string, head []rune, total, limit int, measure func(string) int) (
 	}
 	var b strings.Builder
 	b.WriteString(kept)
-	if strings.Count(kept, "```")%2 == 1 {
+	if fence := markdown.OpenFence(kept); fence != "" {
 		// The note must not read as code.
-		b.WriteString("\n```")
+		b.WriteString("\n" + fence)
 	}
 	note, err := templates.Text("truncated", map[string]any{"Removed": total - utf8.RuneCountInString(kept)})
 	if err != nil {

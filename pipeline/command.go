@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
@@ -123,7 +124,7 @@ func cmdPlanID(s string) (is, like bool) {
 // type "!plan approve"). A bare /forge or /plan is help: the description
 // must be on the command line itself.
 func ParseCommand(body string) (Command, bool) {
-	lines := mdScan(body)
+	lines := markdown.Scan(body)
 	for i, l := range lines {
 		if l.Code || l.Quote {
 			continue
@@ -246,102 +247,4 @@ func cmdJoinLines(lines []string) string {
 		out = out[:len(out)-1]
 	}
 	return strings.Join(out, "\n")
-}
-
-// mdLine is one line of a Markdown text with what a reader of the rendered
-// text would make of it.
-type mdLine struct {
-	Number  int    // 1-based
-	Text    string // the line without its line ending
-	Visible string // Text without HTML comments
-	Code    bool   // inside a fenced code block, or one of its fences
-	Quote   bool   // a block quote line (starts with >)
-}
-
-// mdScan splits a Markdown text into lines, tracking fenced code blocks
-// (``` and ~~~, closed by the same character at least as long, or by the end
-// of the text, as CommonMark does) and HTML comments that span lines. It
-// accepts any indentation on fences, so fences inside list items count too.
-func mdScan(text string) []mdLine {
-	text = strings.ReplaceAll(text, "\r\n", "\n")
-	text = strings.ReplaceAll(text, "\r", "\n")
-	raw := strings.Split(text, "\n")
-	out := make([]mdLine, 0, len(raw))
-	var fenceChar byte
-	fenceLen := 0
-	inComment := false
-	for i, t := range raw {
-		l := mdLine{Number: i + 1, Text: t}
-		trimmed := strings.TrimLeftFunc(t, unicode.IsSpace)
-		if fenceLen > 0 {
-			l.Code = true
-			if n := mdFenceRun(trimmed, fenceChar); n >= fenceLen && strings.TrimSpace(trimmed[n:]) == "" {
-				fenceLen = 0
-			}
-			out = append(out, l)
-			continue
-		}
-		l.Visible, inComment = mdStripComments(t, inComment)
-		vis := strings.TrimLeftFunc(l.Visible, unicode.IsSpace)
-		if strings.HasPrefix(vis, ">") {
-			l.Quote = true
-		} else if c, n := mdFenceOpen(vis); n > 0 {
-			l.Code = true
-			fenceChar, fenceLen = c, n
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-// mdFenceOpen reports the fence character and length when s opens a fenced
-// code block.
-func mdFenceOpen(s string) (byte, int) {
-	if s == "" || (s[0] != '`' && s[0] != '~') {
-		return 0, 0
-	}
-	n := mdFenceRun(s, s[0])
-	if n < 3 {
-		return 0, 0
-	}
-	// A backtick fence's info string may not hold a backtick: "```x```" is
-	// inline code, not a fence.
-	if s[0] == '`' && strings.Contains(s[n:], "`") {
-		return 0, 0
-	}
-	return s[0], n
-}
-
-func mdFenceRun(s string, c byte) int {
-	n := 0
-	for n < len(s) && s[n] == c {
-		n++
-	}
-	return n
-}
-
-// mdStripComments removes the HTML comment parts of one line, given whether
-// a comment was open when the line began, and says whether one is still open
-// at its end.
-func mdStripComments(line string, open bool) (string, bool) {
-	var b strings.Builder
-	for {
-		if open {
-			end := strings.Index(line, "-->")
-			if end < 0 {
-				return b.String(), true
-			}
-			line = line[end+3:]
-			open = false
-			continue
-		}
-		start := strings.Index(line, "<!--")
-		if start < 0 {
-			b.WriteString(line)
-			return b.String(), false
-		}
-		b.WriteString(line[:start])
-		line = line[start+4:]
-		open = true
-	}
 }

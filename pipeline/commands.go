@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -457,30 +458,14 @@ func (c *commandCtx) objective(ctx context.Context, p *Plan) string {
 // Summary) section on one line, title when it has neither.
 func planObjective(text, title string) string {
 	const most = 300
+	lines := markdown.Scan(text)
+	sections := markdown.Sections(lines)
 	for _, heading := range []string{"objective", "summary"} {
-		var para []string
-		in := false
-		for _, line := range strings.Split(text, "\n") {
-			t := strings.TrimSpace(line)
-			if strings.HasPrefix(t, "#") {
-				if in {
-					break
-				}
-				in = strings.EqualFold(strings.TrimSpace(strings.TrimLeft(t, "#")), heading)
-				continue
-			}
-			if !in {
-				continue
-			}
-			if t == "" && len(para) > 0 {
-				break
-			}
-			if t != "" {
-				para = append(para, t)
-			}
+		sec, ok := markdown.Find(sections, func(t string) bool { return t == heading })
+		if !ok {
+			continue
 		}
-		if len(para) > 0 {
-			obj := oneLine(strings.Join(para, " "))
+		if obj := oneLine(markdown.FirstParagraph(lines[sec.Heading+1 : sec.End])); obj != "" {
 			if utf8.RuneCountInString(obj) > most {
 				obj = string([]rune(obj)[:most]) + "…"
 			}

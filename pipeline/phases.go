@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/forge-dev/forge/pipeline/markdown"
 )
 
 // PhaseKind is what a phase does (seed 000 §6).
@@ -112,16 +114,13 @@ var (
 func PlanHash(plan string) string {
 	var b strings.Builder
 	skipLevel := 0 // the level of the skipped section we are in, or 0
-	for _, l := range mdScan(plan) {
-		if !l.Code && !l.Quote {
-			if m := verdictHeadingRe.FindStringSubmatch(l.Visible); m != nil {
-				level := len(m[1])
-				if skipLevel > 0 && level <= skipLevel {
-					skipLevel = 0
-				}
-				if skipLevel == 0 && preflightSkipRe.MatchString(preflightHeadingText(m[2])) {
-					skipLevel = level
-				}
+	for _, l := range markdown.Scan(plan) {
+		if level, title, ok := l.Heading(); ok {
+			if skipLevel > 0 && level <= skipLevel {
+				skipLevel = 0
+			}
+			if skipLevel == 0 && preflightSkipRe.MatchString(markdown.Fold(title)) {
+				skipLevel = level
 			}
 		}
 		if skipLevel > 0 {
@@ -219,34 +218,16 @@ func DecomposePlan(planID, planFile, plan string, maxContextFiles int) Phases {
 
 // changesSection returns the lines under the plan's ## Changes heading (the
 // heading Preflight requires), up to the next heading of its level or above.
-func changesSection(plan string) []mdLine {
+func changesSection(plan string) []markdown.Line {
 	var changes *regexp.Regexp
 	for _, sec := range preflightRequired {
 		if sec.name == "Changes" {
 			changes = sec.re
 		}
 	}
-	lines := mdScan(plan)
-	for i, l := range lines {
-		if l.Code || l.Quote {
-			continue
-		}
-		m := verdictHeadingRe.FindStringSubmatch(l.Visible)
-		if m == nil || !changes.MatchString(preflightHeadingText(m[2])) {
-			continue
-		}
-		level := len(m[1])
-		end := len(lines)
-		for j := i + 1; j < len(lines); j++ {
-			if lines[j].Code || lines[j].Quote {
-				continue
-			}
-			if n := verdictHeadingRe.FindStringSubmatch(lines[j].Visible); n != nil && len(n[1]) <= level {
-				end = j
-				break
-			}
-		}
-		return lines[i+1 : end]
+	lines := markdown.Scan(plan)
+	if sec, ok := markdown.Find(markdown.Sections(lines), changes.MatchString); ok {
+		return lines[sec.Heading+1 : sec.End]
 	}
 	return nil
 }
@@ -273,7 +254,7 @@ var (
 
 // changeEntries splits the Changes section into entries and lists the
 // files they name, in order of first mention.
-func changeEntries(section []mdLine) ([]changeEntry, []string) {
+func changeEntries(section []markdown.Line) ([]changeEntry, []string) {
 	var entries []changeEntry
 	var files []string
 	seen := map[string]bool{}
@@ -290,8 +271,7 @@ func changeEntries(section []mdLine) ([]changeEntry, []string) {
 		}
 		vis := strings.TrimLeftFunc(l.Visible, unicode.IsSpace)
 		indent := len(l.Visible) - len(vis)
-		hm := verdictHeadingRe.FindStringSubmatch(l.Visible)
-		heading := hm != nil
+		level, _, heading := l.Heading()
 		list := !heading && changeListRe.MatchString(vis)
 		bold := !heading && !list && changeBoldRe.MatchString(vis)
 		if !heading && !list && !bold {
@@ -303,11 +283,11 @@ func changeEntries(section []mdLine) ([]changeEntry, []string) {
 			cur = &entries[n-1]
 		}
 		switch {
-		case heading && len(paths) == 0 && cur != nil && !cur.container && cur.level > 0 && len(hm[1]) > cur.level:
+		case heading && len(paths) == 0 && cur != nil && !cur.container && cur.level > 0 && level > cur.level:
 			// A sub-heading inside a file's block ("#### Tests" under
 			// "### `a.go`") is part of it.
 		case heading:
-			open(i, changeEntry{container: len(paths) == 0, level: len(hm[1])})
+			open(i, changeEntry{container: len(paths) == 0, level: level})
 		case list && (cur == nil || cur.container || (cur.list && indent <= cur.indent) ||
 			(!cur.list && changeFileItemRe.MatchString(vis))):
 			// Under a file's heading or bold header, a list item describes
@@ -339,8 +319,8 @@ func changeEntries(section []mdLine) ([]changeEntry, []string) {
 // changePaths returns the repository paths in a line's code spans.
 func changePaths(line string) []string {
 	var out []string
-	for _, m := range verdictCodeSpanRe.FindAllStringSubmatch(line, -1) {
-		p, _, _ := locationSplit(strings.TrimSpace(m[1]))
+	for _, span := range markdown.CodeSpans(line) {
+		p, _, _ := locationSplit(strings.TrimSpace(span))
 		if !preflightLooksLikePath(p) || !locationPathSafe(p) {
 			continue
 		}
@@ -354,7 +334,7 @@ func changePaths(line string) []string {
 // changeSpecText renders entries as they read in the plan (HTML comments
 // dropped), one after the other; entries that were apart in the plan stay
 // apart by a blank line.
-func changeSpecText(section []mdLine, entries []changeEntry) string {
+func changeSpecText(section []markdown.Line, entries []changeEntry) string {
 	var b strings.Builder
 	prevEnd := -1
 	for _, e := range entries {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -38,8 +39,6 @@ func SetStatus(plan string, s Status) string {
 	return plan
 }
 
-var auditLogHeading = regexp.MustCompile(`(?m)^## Audit Log[ \t]*$`)
-
 // WithAuditLog rebuilds the plan's ## Audit Log section from the rounds
 // Forge recorded, so the log is never the agent's to write or lose. The
 // section ends at the next "---" rule or "## " heading.
@@ -61,29 +60,39 @@ func WithAuditLog(plan string, rounds []AuditRound, capReached bool, date time.T
 	}
 	body := strings.TrimRight(log.String(), "\n")
 
-	loc := auditLogHeading.FindStringIndex(plan)
-	if loc == nil {
+	lines := markdown.Scan(plan)
+	sec, ok := markdown.Find(markdown.Sections(lines), func(t string) bool { return t == "audit log" })
+	if !ok || sec.Level != 2 {
 		// The agent dropped the section: put it back at the end.
 		plan = strings.TrimRight(plan, "\n") + "\n\n---\n\n## Audit Log\n"
-		loc = auditLogHeading.FindStringIndex(plan)
+		lines = markdown.Scan(plan)
+		sec = markdown.Sections(lines)[len(markdown.Sections(lines))-1]
 	}
-	head, rest := plan[:loc[1]], plan[loc[1]:]
-	end := len(rest)
-	for _, marker := range []string{"\n---", "\n## "} {
-		if i := strings.Index(rest, marker); i >= 0 && i < end {
+	// The section ends at the next heading of its level or above, or at a
+	// "---" rule.
+	end := sec.End
+	for i := sec.Heading + 1; i < sec.End; i++ {
+		if l := lines[i]; !l.Code && strings.TrimSpace(l.Visible) == "---" {
 			end = i
+			break
 		}
 	}
-	tail := rest[end:]
-	out := head + "\n"
+	var out []string
+	for _, l := range lines[:sec.Heading+1] {
+		out = append(out, l.Text)
+	}
+	out = append(out, "")
 	if body != "" {
-		out += "\n" + body + "\n"
+		out = append(out, body, "")
 	}
-	out += tail
-	if !strings.HasSuffix(out, "\n") {
-		out += "\n"
+	for _, l := range lines[end:] {
+		out = append(out, l.Text)
 	}
-	return out, nil
+	text := strings.Join(out, "\n")
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return text, nil
 }
 
 var fencedAnswer = regexp.MustCompile("(?s)^```[a-zA-Z]*\n(.*)\n```\\s*$")

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/forge-dev/forge/pipeline/markdown"
 )
 
 // preflightSection is a section every plan must have, with the heading
@@ -119,41 +121,14 @@ func preflightLooksLikePath(p string) bool {
 // exists may be nil, which skips the existence check. Missing sections
 // come first, then the rest in plan order.
 func Preflight(plan string, exists func(path string) bool) []Finding {
-	lines := mdScan(plan)
-	type heading struct {
-		idx, level int
-		text       string
-	}
-	var headings []heading
-	for i, l := range lines {
-		if l.Code || l.Quote {
-			continue
-		}
-		if m := verdictHeadingRe.FindStringSubmatch(l.Visible); m != nil {
-			headings = append(headings, heading{idx: i, level: len(m[1]), text: preflightHeadingText(m[2])})
-		}
-	}
-	// end returns the index after the section that heading h opens.
-	end := func(h int) int {
-		for _, next := range headings[h+1:] {
-			if next.level <= headings[h].level {
-				return next.idx
-			}
-		}
-		return len(lines)
-	}
+	lines := markdown.Scan(plan)
+	sections := markdown.Sections(lines)
 
 	var missing, found []Finding
-	changes := -1
+	var changes *markdown.Section
 	for _, req := range preflightRequired {
-		h := -1
-		for j, hd := range headings {
-			if req.re.MatchString(hd.text) {
-				h = j
-				break
-			}
-		}
-		if h < 0 {
+		sec, ok := markdown.Find(sections, req.re.MatchString)
+		if !ok {
 			missing = append(missing, Finding{
 				Severity:       SeverityBlocking,
 				Description:    fmt.Sprintf("Missing required section: ## %s", req.name),
@@ -161,31 +136,31 @@ func Preflight(plan string, exists func(path string) bool) []Finding {
 			})
 			continue
 		}
-		if preflightEmpty(lines[headings[h].idx+1 : end(h)]) {
+		if preflightEmpty(lines[sec.Heading+1 : sec.End]) {
 			found = append(found, Finding{
 				Severity:       SeverityMedium,
 				Description:    fmt.Sprintf("Section ## %s is empty", req.name),
 				Recommendation: fmt.Sprintf("Fill in ## %s.", req.name),
-				PlanLine:       lines[headings[h].idx].Number,
+				PlanLine:       lines[sec.Heading].Number,
 			})
 			continue
 		}
 		if req.name == "Changes" {
-			changes = h
+			changes = &sec
 		}
 	}
 
 	found = append(found, preflightPlaceholders(lines, func(i int) bool {
-		for j := len(headings) - 1; j >= 0; j-- {
-			if headings[j].idx <= i && i < end(j) && preflightSkipRe.MatchString(headings[j].text) {
+		for j := len(sections) - 1; j >= 0; j-- {
+			if s := sections[j]; s.Heading <= i && i < s.End && preflightSkipRe.MatchString(s.Folded()) {
 				return true
 			}
 		}
 		return false
 	})...)
 
-	if changes >= 0 {
-		found = append(found, preflightPaths(lines[headings[changes].idx+1:end(changes)], exists)...)
+	if changes != nil {
+		found = append(found, preflightPaths(lines[changes.Heading+1:changes.End], exists)...)
 	}
 	sort.SliceStable(found, func(i, j int) bool { return found[i].PlanLine < found[j].PlanLine })
 	return append(missing, found...)
@@ -202,30 +177,22 @@ func PreflightBlocksAudit(findings []Finding) bool {
 	return false
 }
 
-// preflightHeadingText lower-cases a heading and strips emphasis and
-// numbering, so "## 3. **Changes**" reads "changes".
-func preflightHeadingText(h string) string {
-	h = strings.ToLower(strings.Trim(h, " \t*_`"))
-	h = strings.TrimLeft(h, "0123456789.) \t")
-	return strings.Trim(h, " \t*_`")
-}
-
 // preflightEmpty reports whether a section holds nothing but blank lines,
 // HTML comments and sub-headings.
-func preflightEmpty(body []mdLine) bool {
+func preflightEmpty(body []markdown.Line) bool {
 	for _, l := range body {
 		if l.Code {
 			return false
 		}
 		v := strings.TrimSpace(l.Visible)
-		if v != "" && !verdictHeadingRe.MatchString(l.Visible) {
+		if _, _, heading := l.Heading(); v != "" && !heading {
 			return false
 		}
 	}
 	return true
 }
 
-func preflightPlaceholders(lines []mdLine, skip func(i int) bool) []Finding {
+func preflightPlaceholders(lines []markdown.Line, skip func(i int) bool) []Finding {
 	var out []Finding
 	for i, l := range lines {
 		if l.Code || skip(i) {
@@ -261,7 +228,7 @@ func preflightPlaceholders(lines []mdLine, skip func(i int) bool) []Finding {
 }
 
 // preflightPaths checks the backticked paths of the Changes section.
-func preflightPaths(body []mdLine, exists func(string) bool) []Finding {
+func preflightPaths(body []markdown.Line, exists func(string) bool) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	subheading := ""
@@ -269,12 +236,12 @@ func preflightPaths(body []mdLine, exists func(string) bool) []Finding {
 		if l.Code {
 			continue
 		}
-		if m := verdictHeadingRe.FindStringSubmatch(l.Visible); m != nil {
-			subheading = m[2]
+		if _, title, ok := l.Heading(); ok {
+			subheading = title
 		}
 		isNew := preflightNewRe.MatchString(l.Visible) || preflightNewRe.MatchString(subheading) || preflightAddRe.MatchString(l.Visible)
-		for _, m := range verdictCodeSpanRe.FindAllStringSubmatch(l.Visible, -1) {
-			p, _, _ := locationSplit(strings.TrimSpace(m[1]))
+		for _, span := range markdown.CodeSpans(l.Visible) {
+			p, _, _ := locationSplit(strings.TrimSpace(span))
 			if !preflightLooksLikePath(p) {
 				continue
 			}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/forge-dev/forge/pipeline/markdown"
 )
 
 // Severity is the seed's four-tier model (000 §5) plus None for an answer
@@ -117,8 +119,6 @@ var (
 	verdictReadyRe         = regexp.MustCompile(`(?i)\bready\s+to\s+approve\b`)
 	verdictNegationRe      = regexp.MustCompile(`(?i)(?:\bnot|\bnever|\bno|n['’]t)\s+(?:yet\s+)?$`)
 
-	verdictHeadingRe  = regexp.MustCompile(`^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
-	verdictListItemRe = regexp.MustCompile(`^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(.*)$`)
 	verdictFieldKeyRe = regexp.MustCompile(`(?i)^(?:\*\*|__|\*|_)?(severity|location|file|path|description|issue|problem|recommendation|suggested fix|fix|remediation)\s*[*_]*\s*:\s*[*_]*\s*(.*?)\s*(?:\*\*|__)?$`)
 	verdictSevLeadRe  = regexp.MustCompile(`(?i)^["'*_` + "`" + `\[(]*\s*` + verdictSevWords + `\b["'*_` + "`" + `\])]*`)
 	verdictNothingRe  = regexp.MustCompile(`(?i)^[\s*_:\-—–]*(?:none|nothing|no\b.*|0|zero|n/?a|-)?[\s*_.!]*$`)
@@ -233,7 +233,7 @@ func (s *verdictSegment) setSeverity(sev Severity) {
 // verdictTextFindings extracts findings from a Markdown answer and returns
 // the severities of the tags and table cells it met, which count as markers.
 func verdictTextFindings(text string) ([]Finding, []Severity) {
-	lines := mdScan(text)
+	lines := markdown.Scan(text)
 	var (
 		segs []*verdictSegment
 		cur  *verdictSegment
@@ -310,15 +310,15 @@ func verdictTextFindings(text string) ([]Finding, []Severity) {
 		if strings.HasPrefix(trimmed, "|") {
 			continue // tables are read by verdictTableFindings
 		}
-		if m := verdictHeadingRe.FindStringSubmatch(t); m != nil {
-			start(m[2], true, 0)
+		if _, title, ok := l.Heading(); ok {
+			start(title, true, 0)
 			continue
 		}
 		indent := len(t) - len(trimmed)
 		content := trimmed
-		isItem := false
-		if m := verdictListItemRe.FindStringSubmatch(t); m != nil {
-			isItem, indent, content = true, len(m[1]), m[2]
+		itemIndent, itemContent, isItem := markdown.ListItem(t)
+		if isItem {
+			indent, content = itemIndent, itemContent
 		}
 		if m := verdictFieldKeyRe.FindStringSubmatch(content); m != nil {
 			addField(verdictFieldName(m[1]), m[2], indent)
@@ -458,15 +458,13 @@ func verdictCleanCell(s string) string {
 	return strings.TrimSpace(strings.Trim(strings.TrimSpace(s), "*_`[]()\"' "))
 }
 
-var verdictCodeSpanRe = regexp.MustCompile("`([^`\n]+)`")
-
 // verdictFirstLocation returns the first backticked span that reads as a
 // file location: a safe path with a line, or one with a file name Forge
 // recognises (see preflightLooksLikePath).
 func verdictFirstLocation(texts []string) string {
 	for _, t := range texts {
-		for _, m := range verdictCodeSpanRe.FindAllStringSubmatch(t, -1) {
-			span := strings.TrimSpace(m[1])
+		for _, span := range markdown.CodeSpans(t) {
+			span = strings.TrimSpace(span)
 			p, line, ok := ParseLocation(span)
 			if ok && (line > 0 || preflightLooksLikePath(p)) && !strings.ContainsAny(p, " \t") {
 				return span
@@ -478,17 +476,17 @@ func verdictFirstLocation(texts []string) string {
 
 // verdictTableFindings reads Markdown tables that have a Severity column:
 // each row whose severity cell is a severity word is a finding.
-func verdictTableFindings(lines []mdLine) ([]Finding, []Severity) {
+func verdictTableFindings(lines []markdown.Line) ([]Finding, []Severity) {
 	var (
 		findings []Finding
 		sevs     []Severity
 	)
 	for i := 0; i+1 < len(lines); i++ {
-		if lines[i].Code || !verdictIsTableRow(lines[i]) || !verdictIsTableSeparator(lines[i+1]) {
+		if !lines[i].IsTableRow() || !lines[i+1].IsTableSeparator() {
 			continue
 		}
 		cols := map[string]int{}
-		for j, h := range verdictTableCells(lines[i].Visible) {
+		for j, h := range markdown.Cells(lines[i].Visible) {
 			name := strings.ToLower(verdictCleanCell(h))
 			var field string
 			switch name {
@@ -507,11 +505,11 @@ func verdictTableFindings(lines []mdLine) ([]Finding, []Severity) {
 		}
 		sevCol, ok := cols["severity"]
 		i += 2
-		for ; i < len(lines) && !lines[i].Code && verdictIsTableRow(lines[i]); i++ {
+		for ; i < len(lines) && lines[i].IsTableRow(); i++ {
 			if !ok {
 				continue
 			}
-			cells := verdictTableCells(lines[i].Visible)
+			cells := markdown.Cells(lines[i].Visible)
 			cell := func(field string) string {
 				j, ok := cols[field]
 				if !ok || j >= len(cells) {
@@ -537,30 +535,6 @@ func verdictTableFindings(lines []mdLine) ([]Finding, []Severity) {
 		i-- // the loop's i++ moves to the line after the table
 	}
 	return findings, sevs
-}
-
-func verdictIsTableRow(l mdLine) bool {
-	return strings.HasPrefix(strings.TrimSpace(l.Visible), "|")
-}
-
-var verdictTableSepRe = regexp.MustCompile(`^\|?(?:\s*:?-{3,}:?\s*\|)+\s*(?::?-{3,}:?\s*)?$`)
-
-func verdictIsTableSeparator(l mdLine) bool {
-	return !l.Code && verdictTableSepRe.MatchString(strings.TrimSpace(l.Visible))
-}
-
-// verdictTableCells splits a table row into its cells, minding escaped
-// pipes.
-func verdictTableCells(row string) []string {
-	const esc = "\x00"
-	row = strings.TrimSpace(strings.ReplaceAll(row, `\|`, esc))
-	row = strings.TrimPrefix(row, "|")
-	row = strings.TrimSuffix(row, "|")
-	cells := strings.Split(row, "|")
-	for i, c := range cells {
-		cells[i] = strings.ReplaceAll(c, esc, "|")
-	}
-	return cells
 }
 
 // verdictJSONIssue is one issue of the JSON answer. Values are decoded
