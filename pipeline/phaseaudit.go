@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -31,7 +32,7 @@ func (r *run) auditPhase(ctx context.Context, ph *Phase) error {
 
 // fixRound has the implementer resolve the audit's findings, committed as
 // plan-NNN phase-K: fix N.
-func (r *run) fixRound(ctx context.Context, ph *Phase, findings []Finding, n int) error {
+func (r *run) fixRound(ctx context.Context, ph *Phase, findings []audit.Finding, n int) error {
 	p := r.p
 	msg := fmt.Sprintf("%s %s: fix %d", PlanID(p.Number), ph.ID, n)
 	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
@@ -69,7 +70,7 @@ func (r *run) fixRound(ctx context.Context, ph *Phase, findings []Finding, n int
 
 // auditOnce posts one post-implementation audit as a review with inline
 // comments on changed lines.
-func (r *run) auditOnce(ctx context.Context, ph *Phase, fix int) ([]Finding, bool, error) {
+func (r *run) auditOnce(ctx context.Context, ph *Phase, fix int) ([]audit.Finding, bool, error) {
 	p := r.p
 	diff, err := r.gh.Compare(ctx, p.Repo, p.DefaultBranch, p.HeadSHA)
 	if err != nil {
@@ -91,11 +92,11 @@ func (r *run) auditOnce(ctx context.Context, ph *Phase, fix int) ([]Finding, boo
 	if err != nil {
 		return nil, false, err
 	}
-	v := ParseAuditVerdict(res.Output)
+	v := audit.ParseVerdict(res.Output)
 	var inline []ReviewComment
-	var outside []Finding
+	var outside []audit.Finding
 	for _, f := range v.Findings {
-		path, line, ok := ParseLocation(f.Location)
+		path, line, ok := audit.ParseLocation(f.Location)
 		if ok && right[path][line] {
 			body, err := templates.Text("inline", f)
 			if err != nil {

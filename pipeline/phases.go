@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/markdown"
 )
 
@@ -119,7 +120,7 @@ func PlanHash(plan string) string {
 			if skipLevel > 0 && level <= skipLevel {
 				skipLevel = 0
 			}
-			if skipLevel == 0 && preflightSkipRe.MatchString(markdown.Fold(title)) {
+			if skipLevel == 0 && audit.IsForgeSection(markdown.Fold(title)) {
 				skipLevel = level
 			}
 		}
@@ -143,7 +144,7 @@ func Stale(phases Phases, plan string) bool { return phases.PlanHash != PlanHash
 
 // DecomposePlan builds a plan's phases (seed 000 §6): the file paths named
 // under ## Changes (in backticks, on list items, headings and bold file
-// headers; see preflightLooksLikePath) are grouped into batches of at most
+// headers; see audit.LooksLikePath) are grouped into batches of at most
 // maxContextFiles (≤ 0: the default) files, a module and its tests kept
 // together, the other files by directory; one implement phase per batch,
 // each after the previous one, with the Changes entries naming its files as
@@ -219,14 +220,8 @@ func DecomposePlan(planID, planFile, plan string, maxContextFiles int) Phases {
 // changesSection returns the lines under the plan's ## Changes heading (the
 // heading Preflight requires), up to the next heading of its level or above.
 func changesSection(plan string) []markdown.Line {
-	var changes *regexp.Regexp
-	for _, sec := range preflightRequired {
-		if sec.name == "Changes" {
-			changes = sec.re
-		}
-	}
 	lines := markdown.Scan(plan)
-	if sec, ok := markdown.Find(markdown.Sections(lines), changes.MatchString); ok {
+	if sec, ok := markdown.Find(markdown.Sections(lines), audit.IsChanges); ok {
 		return lines[sec.Heading+1 : sec.End]
 	}
 	return nil
@@ -320,8 +315,8 @@ func changeEntries(section []markdown.Line) ([]changeEntry, []string) {
 func changePaths(line string) []string {
 	var out []string
 	for _, span := range markdown.CodeSpans(line) {
-		p, _, _ := locationSplit(strings.TrimSpace(span))
-		if !preflightLooksLikePath(p) || !locationPathSafe(p) {
+		p, _, _ := audit.SplitLocation(strings.TrimSpace(span))
+		if !audit.LooksLikePath(p) || !audit.SafePath(p) {
 			continue
 		}
 		if p = path.Clean(p); !containsString(out, p) {

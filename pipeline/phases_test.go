@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/forge-dev/forge/pipeline/audit"
 )
 
 // phasesGolden compares got with testdata/phases/name, rewriting the file
@@ -286,10 +288,10 @@ func TestDecomposePlanDefaultLimit(t *testing.T) {
 func TestPlanHash(t *testing.T) {
 	base := readPhasesFixture(t, "webhook.plan.md")
 	rounds := []AuditRound{
-		{Round: 1, Verdict: SeverityBlocking, Loop: true, Findings: []Finding{
-			{Severity: SeverityBlocking, Description: "No retry limit.", Location: "src/webhook.ts:10"},
+		{Round: 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{
+			{Severity: audit.SeverityBlocking, Description: "No retry limit.", Location: "src/webhook.ts:10"},
 		}},
-		{Round: 2, Verdict: SeverityMinor, Preflight: true},
+		{Round: 2, Verdict: audit.SeverityMinor, Preflight: true},
 	}
 	withLog, err := WithAuditLog(base, rounds, true, time.Date(2026, 2, 13, 0, 0, 0, 0, time.UTC))
 	if err != nil {

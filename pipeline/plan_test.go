@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/forge-dev/forge/pipeline/audit"
 )
 
 func TestSlug(t *testing.T) {
@@ -61,8 +63,8 @@ func TestFillTemplate(t *testing.T) {
 func TestWithAuditLog(t *testing.T) {
 	plan := "# Plan: x\n\n**Status:** DRAFT\n\n## Testing\n\nt\n\n---\n\n## Audit Log\n\nagent scribbles here\n\n---\n\n## Implementation Notes\n"
 	rounds := []AuditRound{
-		{Round: 1, Verdict: SeverityBlocking, Findings: []Finding{{Severity: SeverityBlocking, Description: "No tests", Location: "a.go:3"}}},
-		{Round: 2, Verdict: SeverityMinor, Findings: []Finding{{Severity: SeverityMinor, Description: "Naming"}}},
+		{Round: 1, Verdict: audit.SeverityBlocking, Findings: []audit.Finding{{Severity: audit.SeverityBlocking, Description: "No tests", Location: "a.go:3"}}},
+		{Round: 2, Verdict: audit.SeverityMinor, Findings: []audit.Finding{{Severity: audit.SeverityMinor, Description: "Naming"}}},
 	}
 	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	got, err := WithAuditLog(plan, rounds, true, day)

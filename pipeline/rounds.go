@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -97,13 +98,13 @@ func (r *run) audit(ctx context.Context) error {
 		return err == nil
 	}
 	ar := AuditRound{Round: round, CommitID: p.HeadSHA}
-	if pre := Preflight(text, exists); PreflightBlocksAudit(pre) {
+	if pre := audit.Preflight(text, exists); audit.PreflightBlocks(pre) {
 		for i := range pre {
 			if pre[i].Location == "" && pre[i].PlanLine > 0 {
 				pre[i].Location = fmt.Sprintf("%s:%d", p.PlanPath, pre[i].PlanLine)
 			}
 		}
-		v := verdictOf(pre)
+		v := audit.Of(pre)
 		ar.Verdict, ar.Loop, ar.Findings, ar.Preflight = v.MaxSeverity, v.ShouldLoop, pre, true
 	} else {
 		var previous string
@@ -121,24 +122,12 @@ func (r *run) audit(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		v := ParseAuditVerdict(res.Output)
+		v := audit.ParseVerdict(res.Output)
 		ar.Verdict, ar.Loop, ar.Findings = v.MaxSeverity, v.ShouldLoop, v.Findings
 	}
 	ar.Lines = strings.Count(text, "\n") + 1
 	p.Pending = &ar
 	return r.save(ctx)
-}
-
-// verdictOf is the verdict of pre-flight findings: their worst severity.
-func verdictOf(fs []Finding) Verdict {
-	v := Verdict{Findings: fs}
-	for _, f := range fs {
-		if f.Severity > v.MaxSeverity {
-			v.MaxSeverity = f.Severity
-		}
-	}
-	v.ShouldLoop = v.MaxSeverity == SeverityBlocking
-	return v
 }
 
 // postReview posts the round as a PR review of event COMMENT (GitHub
@@ -161,7 +150,7 @@ func (r *run) postReview(ctx context.Context, ar *AuditRound) error {
 	}
 	var inline []ReviewComment
 	for _, f := range ar.Findings {
-		path, line, ok := ParseLocation(f.Location)
+		path, line, ok := audit.ParseLocation(f.Location)
 		if !ok || path != p.PlanPath || line < 1 || line > ar.Lines {
 			continue
 		}
@@ -270,9 +259,9 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 			return err
 		}
 	}
-	var open []Finding
+	var open []audit.Finding
 	for _, f := range last.Findings {
-		if f.Severity != SeverityNone {
+		if f.Severity != audit.SeverityNone {
 			open = append(open, f)
 		}
 	}
@@ -289,7 +278,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	switch {
 	case capReached:
 		check.Title = "CAP_REACHED, blocking findings remain"
-	case last.Verdict == SeverityBlocking:
+	case last.Verdict == audit.SeverityBlocking:
 		check.Title = fmt.Sprintf("blocking findings (verdict %s)", last.Verdict)
 	}
 	var ev plan.Event = plan.ForgeDone{Check: check}
@@ -359,12 +348,12 @@ func (r *run) autoImplement(ctx context.Context, last AuditRound, capReached boo
 	if capReached {
 		reasons = append(reasons, "the round cap was reached")
 	}
-	if last.Verdict == SeverityBlocking {
+	if last.Verdict == audit.SeverityBlocking {
 		reasons = append(reasons, "blocking findings remain")
 	}
 	if last.Preflight {
 		reasons = append(reasons, "the structural pre-flight found problems, so the AI auditor did not review the plan")
-	} else if last.Verdict == SeverityNone {
+	} else if last.Verdict == audit.SeverityNone {
 		reasons = append(reasons, "the auditor's answer carried no severity markers")
 	}
 	if len(reasons) > 0 {

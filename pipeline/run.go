@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -541,7 +542,7 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 	if len(human) > 0 {
 		notes = strings.TrimSpace(notes + "\n\n" + strings.Join(human, "\n\n"))
 	}
-	var findings []Finding
+	var findings []audit.Finding
 	if n := len(p.Audits); n > 0 {
 		findings = p.Audits[n-1].Findings
 	}
@@ -553,7 +554,7 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 }
 
 // revise runs the reviser and commits its plan as the next revision.
-func (r *run) revise(ctx context.Context, findings []Finding, notes string) error {
+func (r *run) revise(ctx context.Context, findings []audit.Finding, notes string) error {
 	p := r.p
 	msg := fmt.Sprintf("%s: revision %d", PlanID(p.Number), p.Revisions+1)
 	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
@@ -590,7 +591,7 @@ func (r *run) revise(ctx context.Context, findings []Finding, notes string) erro
 	return r.save(ctx)
 }
 
-func findingsText(fs []Finding) string {
+func findingsText(fs []audit.Finding) string {
 	if len(fs) == 0 {
 		return "(none)"
 	}

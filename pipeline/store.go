@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
@@ -99,13 +100,13 @@ type Plan struct {
 
 // AuditRound is one round's verdict.
 type AuditRound struct {
-	Round     int       `json:"round"`
-	Verdict   Severity  `json:"verdict"`
-	Loop      bool      `json:"loop"`
-	Preflight bool      `json:"preflight,omitempty"`
-	Findings  []Finding `json:"findings"`
-	ReviewID  int64     `json:"review_id,omitempty"`
-	CapNote   bool      `json:"cap,omitempty"`
+	Round     int             `json:"round"`
+	Verdict   audit.Severity  `json:"verdict"`
+	Loop      bool            `json:"loop"`
+	Preflight bool            `json:"preflight,omitempty"`
+	Findings  []audit.Finding `json:"findings"`
+	ReviewID  int64           `json:"review_id,omitempty"`
+	CapNote   bool            `json:"cap,omitempty"`
 	// CommitID is the plan commit audited; Lines the plan file's length
 	// then, which bounds inline comments.
 	CommitID string `json:"commit_id,omitempty"`

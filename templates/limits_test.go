@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -20,11 +21,11 @@ const (
 
 // manyFindings are n findings the size a verbose auditor writes: a few
 // sentences of description, a recommendation, a location.
-func manyFindings(n int) []pipeline.Finding {
-	sev := []pipeline.Severity{pipeline.SeverityBlocking, pipeline.SeverityMedium, pipeline.SeverityMinor, pipeline.SeveritySuggestion}
-	fs := make([]pipeline.Finding, n)
+func manyFindings(n int) []audit.Finding {
+	sev := []audit.Severity{audit.SeverityBlocking, audit.SeverityMedium, audit.SeverityMinor, audit.SeveritySuggestion}
+	fs := make([]audit.Finding, n)
 	for i := range fs {
-		fs[i] = pipeline.Finding{
+		fs[i] = audit.Finding{
 			Severity: sev[i%len(sev)],
 			Description: fmt.Sprintf("Finding %d: the plan changes `internal/webhook/limit.go` without saying how the limiter behaves "+
 				"when the store is unreachable, whether a request is let through or refused, and what the handler "+
@@ -41,7 +42,7 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 	findings := manyFindings(200)
 	rounds := make([]pipeline.AuditRound, 200)
 	for i := range rounds {
-		rounds[i] = pipeline.AuditRound{Round: i + 1, Verdict: pipeline.SeverityBlocking, Loop: true, Findings: findings, CapNote: i == 199}
+		rounds[i] = pipeline.AuditRound{Round: i + 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: findings, CapNote: i == 199}
 	}
 	long := strings.Repeat("Add rate limiting to the webhook endpoint ", 6) // a 256-character issue title
 	var tail []string
@@ -71,8 +72,8 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 		{"progress holding that completion", "progress", map[string]any{
 			"Marker": pipeline.Marker(planNumber, "progress"), "Line": "Forge finished plan-018: round cap reached, review needed.",
 			"PRURL": "#42", "Complete": complete}},
-		{"inline comment of one long finding", "inline", pipeline.Finding{
-			Severity: pipeline.SeverityBlocking, Description: strings.Repeat(findings[0].Description+"\n", 20),
+		{"inline comment of one long finding", "inline", audit.Finding{
+			Severity: audit.SeverityBlocking, Description: strings.Repeat(findings[0].Description+"\n", 20),
 			Recommendation: strings.Repeat(findings[0].Recommendation+" ", 20)}},
 		{"check output of 200 rounds", "check-output", map[string]any{
 			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": 200, "MaxRounds": 5, "Usage": int64(987654321), "Audits": rounds}},

@@ -14,6 +14,7 @@ import (
 	"github.com/gkampitakis/go-snaps/snaps"
 
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -46,24 +47,24 @@ var (
 // without a location or a recommendation, one description over two lines
 // and with a pipe.
 var (
-	blocking = pipeline.Finding{
-		Severity:       pipeline.SeverityBlocking,
+	blocking = audit.Finding{
+		Severity:       audit.SeverityBlocking,
 		Description:    "The limiter keys on the remote address, but Forge runs behind a proxy, so every request shares one bucket.",
 		Location:       planPath + ":24",
 		Recommendation: "Key on X-Forwarded-For from the trusted proxy only, and name the header under Changes.",
 	}
-	medium = pipeline.Finding{
-		Severity:       pipeline.SeverityMedium,
+	medium = audit.Finding{
+		Severity:       audit.SeverityMedium,
 		Description:    "Risks does not say what happens to a webhook\nGitHub redelivers after a 429 | the handler may run twice.",
 		Recommendation: "Add the risk and a test: a webhook redelivered after a 429 is handled once.",
 	}
-	minor = pipeline.Finding{
-		Severity:    pipeline.SeverityMinor,
+	minor = audit.Finding{
+		Severity:    audit.SeverityMinor,
 		Description: "Testing lists `TestLimiter` twice.",
 		Location:    "internal/webhook/limit_test.go",
 	}
-	suggestion = pipeline.Finding{
-		Severity:    pipeline.SeveritySuggestion,
+	suggestion = audit.Finding{
+		Severity:    audit.SeveritySuggestion,
 		Description: "Expose the limiter's counters on /metrics.",
 	}
 )
@@ -78,10 +79,10 @@ func filledPlan() string {
 
 // preflightFindings are the pre-flight's findings on the untouched
 // template, located the way the forge locates them (rounds.go).
-func preflightFindings(t *testing.T) []pipeline.Finding {
+func preflightFindings(t *testing.T) []audit.Finding {
 	t.Helper()
-	found := pipeline.Preflight(filledPlan(), func(string) bool { return true })
-	if !pipeline.PreflightBlocksAudit(found) {
+	found := audit.Preflight(filledPlan(), func(string) bool { return true })
+	if !audit.PreflightBlocks(found) {
 		t.Fatal("the pre-flight lets the bare template through; the pre-flight cases need its findings")
 	}
 	for i := range found {
@@ -94,15 +95,15 @@ func preflightFindings(t *testing.T) []pipeline.Finding {
 
 // missing is the pre-flight's finding for a plan without a required
 // section: the one pre-flight finding that is blocking.
-var missing = func() pipeline.Finding {
-	fs := pipeline.Preflight("# Plan: x\n\n## Objective\n\nRate limit.\n", nil)
+var missing = func() audit.Finding {
+	fs := audit.Preflight("# Plan: x\n\n## Objective\n\nRate limit.\n", nil)
 	return fs[0]
 }()
 
 // worst is the verdict the forge gives pre-flight findings (rounds.go
 // verdictOf): their worst severity.
-func worst(fs []pipeline.Finding) pipeline.Severity {
-	w := pipeline.SeverityNone
+func worst(fs []audit.Finding) audit.Severity {
+	w := audit.SeverityNone
 	for _, f := range fs {
 		w = max(w, f.Severity)
 	}
@@ -111,7 +112,7 @@ func worst(fs []pipeline.Finding) pipeline.Severity {
 
 // findingsText is the list the pipeline hands the auditor and the reviser
 // (run.go findingsText).
-func findingsText(fs []pipeline.Finding) string {
+func findingsText(fs []audit.Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
 		b.WriteString("- severity: " + f.Severity.String() + " — " + strings.Join(strings.Fields(f.Description), " "))
@@ -138,14 +139,14 @@ type textCase struct {
 func textCases(t *testing.T) []textCase {
 	pre := preflightFindings(t)
 	rounds := []pipeline.AuditRound{
-		{Round: 1, Verdict: worst(pre), Loop: worst(pre) == pipeline.SeverityBlocking, Preflight: true, Findings: pre},
-		{Round: 2, Verdict: pipeline.SeverityBlocking, Loop: true, Findings: []pipeline.Finding{blocking, medium}},
-		{Round: 3, Verdict: pipeline.SeverityMinor, Findings: []pipeline.Finding{minor, suggestion}},
+		{Round: 1, Verdict: worst(pre), Loop: worst(pre) == audit.SeverityBlocking, Preflight: true, Findings: pre},
+		{Round: 2, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{blocking, medium}},
+		{Round: 3, Verdict: audit.SeverityMinor, Findings: []audit.Finding{minor, suggestion}},
 	}
 	complete := func(data map[string]any) map[string]any {
 		base := map[string]any{
 			"PlanID": planID, "Rounds": 2, "Elapsed": "87s", "CapReached": false, "Cancelled": false,
-			"Findings": []pipeline.Finding(nil), "AutoImplement": false, "ManualReasons": []string(nil),
+			"Findings": []audit.Finding(nil), "AutoImplement": false, "ManualReasons": []string(nil),
 		}
 		for k, v := range data {
 			base[k] = v
@@ -155,7 +156,7 @@ func textCases(t *testing.T) []textCase {
 	review := func(data map[string]any) map[string]any {
 		base := map[string]any{
 			"Marker": pipeline.Marker(planNumber, "audit", 2), "Round": 2, "MaxRounds": 5,
-			"Verdict": "blocking", "Loop": true, "Preflight": false, "Findings": []pipeline.Finding(nil), "Inline": 0,
+			"Verdict": "blocking", "Loop": true, "Preflight": false, "Findings": []audit.Finding(nil), "Inline": 0,
 		}
 		for k, v := range data {
 			base[k] = v
@@ -176,7 +177,7 @@ func textCases(t *testing.T) []textCase {
 		return map[string]any{"Marker": pipeline.Marker(planNumber, "progress"), "Line": line, "PRURL": "#42", "Complete": complete}
 	}
 	completed, err := templates.Text("complete", complete(map[string]any{
-		"Findings": []pipeline.Finding{medium, minor}, "AutoImplement": true,
+		"Findings": []audit.Finding{medium, minor}, "AutoImplement": true,
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -191,45 +192,45 @@ func textCases(t *testing.T) []textCase {
 		{"progress/complete", "progress", progress("Forge finished plan-018: APPROVED.", completed)},
 
 		{"complete/normal with findings, auto-implement", "complete", complete(map[string]any{
-			"Findings": []pipeline.Finding{medium, minor, suggestion}, "AutoImplement": true})},
+			"Findings": []audit.Finding{medium, minor, suggestion}, "AutoImplement": true})},
 		{"complete/normal one round, no findings, auto-implement", "complete", complete(map[string]any{
 			"Rounds": 1, "Elapsed": "41s", "AutoImplement": true})},
 		{"complete/manual with reasons", "complete", complete(map[string]any{
-			"Findings":      []pipeline.Finding{minor},
+			"Findings":      []audit.Finding{minor},
 			"ManualReasons": []string{"auto_implement is off for this repository", "someone else pushed to the plan branch"}})},
 		{"complete/manual, auditor gave no markers", "complete", complete(map[string]any{
 			"Rounds": 1, "ManualReasons": []string{"the auditor's answer carried no severity markers"}})},
 		{"complete/cap reached", "complete", complete(map[string]any{
-			"Rounds": 5, "Elapsed": "6m12s", "CapReached": true, "Findings": []pipeline.Finding{blocking, medium},
+			"Rounds": 5, "Elapsed": "6m12s", "CapReached": true, "Findings": []audit.Finding{blocking, medium},
 			"ManualReasons": []string{"the round cap was reached", "blocking findings remain"}})},
 		{"complete/cancelled after one round", "complete", map[string]any{"PlanID": planID, "Rounds": 1, "Cancelled": true}},
 		{"complete/cancelled before any round", "complete", map[string]any{"PlanID": planID, "Rounds": 0, "Cancelled": true}},
 
-		{"review/blocking", "review", review(map[string]any{"Findings": []pipeline.Finding{blocking, medium}, "Inline": 1})},
+		{"review/blocking", "review", review(map[string]any{"Findings": []audit.Finding{blocking, medium}, "Inline": 1})},
 		{"review/minor", "review", review(map[string]any{
 			"Marker": pipeline.Marker(planNumber, "audit", 3), "Round": 3, "Verdict": "minor", "Loop": false,
-			"Findings": []pipeline.Finding{minor, suggestion}})},
+			"Findings": []audit.Finding{minor, suggestion}})},
 		{"review/none", "review", review(map[string]any{
 			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Verdict": "none", "Loop": false})},
 		{"review/standalone audit, no findings", "review", review(map[string]any{
 			"Marker": pipeline.Marker(planNumber, "audit", 4), "Round": 1, "MaxRounds": 1, "Verdict": "none", "Loop": false,
-			"Findings": []pipeline.Finding{}})},
+			"Findings": []audit.Finding{}})},
 		{"review/preflight with inline", "review", review(map[string]any{
 			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Preflight": true,
-			"Verdict": worst(pre).String(), "Loop": worst(pre) == pipeline.SeverityBlocking, "Findings": pre, "Inline": 5})},
+			"Verdict": worst(pre).String(), "Loop": worst(pre) == audit.SeverityBlocking, "Findings": pre, "Inline": 5})},
 		{"review/preflight, missing section", "review", review(map[string]any{
 			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Preflight": true,
-			"Verdict": "blocking", "Loop": true, "Findings": []pipeline.Finding{missing}, "Inline": 0})},
+			"Verdict": "blocking", "Loop": true, "Findings": []audit.Finding{missing}, "Inline": 0})},
 
 		{"inline/with recommendation", "inline", blocking},
 		{"inline/without recommendation", "inline", minor},
 
 		{"audit-log/findings", "audit-log", map[string]any{
-			"Round": 2, "Date": "2025-03-14", "Verdict": "blocking", "Preflight": false, "Findings": []pipeline.Finding{blocking, medium}}},
+			"Round": 2, "Date": "2025-03-14", "Verdict": "blocking", "Preflight": false, "Findings": []audit.Finding{blocking, medium}}},
 		{"audit-log/preflight", "audit-log", map[string]any{
 			"Round": 1, "Date": "2025-03-14", "Verdict": worst(pre).String(), "Preflight": true, "Findings": pre}},
 		{"audit-log/no findings", "audit-log", map[string]any{
-			"Round": 3, "Date": "2025-03-14", "Verdict": "none", "Preflight": false, "Findings": []pipeline.Finding(nil)}},
+			"Round": 3, "Date": "2025-03-14", "Verdict": "none", "Preflight": false, "Findings": []audit.Finding(nil)}},
 
 		{"status/running", "status", status(map[string]any{
 			"Running": "audit round 2", "PRURL": "#42", "Round": 1, "LastVerdict": "blocking"})},
@@ -364,7 +365,7 @@ func textCases(t *testing.T) []textCase {
 		{"phase-skipped/skipped", "phase-skipped", map[string]any{"PlanID": planID, "PhaseID": "phase-1", "Title": "Implement src/webhook.ts", "Was": "failed"}},
 		{"phase-skipped/nothing", "phase-skipped", map[string]any{"PlanID": planID}},
 		{"phase-audit", "phase-audit", map[string]any{"Marker": pipeline.Marker(17, "phase-audit", "phase-3", 1), "PhaseID": "phase-3",
-			"Verdict": "minor", "Findings": []pipeline.Finding{medium}, "Inline": 1}},
+			"Verdict": "minor", "Findings": []audit.Finding{medium}, "Inline": 1}},
 		{"agent-wrote", "agent-wrote", map[string]any{"Marker": pipeline.Marker(17, "wrote", "auditor", 2),
 			"Role": "auditor", "PlanID": "plan-017", "Files": []string{"docs/plans/plan-017-x.md", "main.go"}}},
 
@@ -390,7 +391,7 @@ func textCases(t *testing.T) []textCase {
 		{"check-output/cap reached", "check-output", map[string]any{
 			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": 2, "MaxRounds": 2,
 			"Usage": int64(9120), "Audits": []pipeline.AuditRound{rounds[0], {
-				Round: 2, Verdict: pipeline.SeverityBlocking, Loop: true, CapNote: true, Findings: []pipeline.Finding{blocking}}}}},
+				Round: 2, Verdict: audit.SeverityBlocking, Loop: true, CapNote: true, Findings: []audit.Finding{blocking}}}}},
 		{"check-output/no audit yet", "check-output", map[string]any{
 			"PlanID": planID, "Status": pipeline.StatusDraft, "Rounds": 0, "MaxRounds": 5,
 			"Usage": int64(0), "Audits": []pipeline.AuditRound(nil)}},
@@ -412,13 +413,13 @@ func promptCases() []textCase {
 			"ProjectContext": "", "Previous": "", "Plan": plan}},
 		{"auditor/with previous findings", "auditor", map[string]any{
 			"PlanID": planID, "PlanPath": planPath, "Round": 2, "MaxRounds": 5, "ProjectContext": projectContext,
-			"Previous": pipeline.Fence(findingsText([]pipeline.Finding{blocking, medium})), "Plan": plan}},
+			"Previous": pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), "Plan": plan}},
 		{"reviser/with notes", "reviser", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]pipeline.Finding{blocking, medium})),
+			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]audit.Finding{blocking, medium})),
 			"Notes":          pipeline.FenceUntrusted("@octocat (CHANGES_REQUESTED): Keep the limit configurable per repository."),
 			"ProjectContext": projectContext, "Plan": plan}},
 		{"reviser/without notes", "reviser", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]pipeline.Finding{blocking})),
+			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]audit.Finding{blocking})),
 			"Notes": "", "ProjectContext": "", "Plan": plan}},
 		{"implementer/first attempt", "implementer", map[string]any{
 			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-1", "Title": "Implement docs/hello.md",
@@ -519,8 +520,8 @@ func TestPrompts(t *testing.T) {
 func TestPlanTemplate(t *testing.T) {
 	filled := filledPlan()
 	rounds := []pipeline.AuditRound{
-		{Round: 1, Verdict: pipeline.SeverityBlocking, Loop: true, Findings: []pipeline.Finding{blocking, medium}},
-		{Round: 2, Verdict: pipeline.SeverityNone},
+		{Round: 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{blocking, medium}},
+		{Round: 2, Verdict: audit.SeverityNone},
 	}
 	withLog, err := pipeline.WithAuditLog(filled, rounds, true, created)
 	if err != nil {

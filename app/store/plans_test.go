@@ -10,6 +10,7 @@ import (
 
 	"github.com/forge-dev/forge/app/store/storetest"
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/pipelinetest"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
@@ -97,7 +98,7 @@ func TestPlanStore(t *testing.T) {
 		ctx := context.Background()
 
 		p := newPlan("comment:1", 7, pipeline.RunRunning)
-		p.Audits = []pipeline.AuditRound{{Round: 1, Verdict: pipeline.SeverityBlocking, Findings: []pipeline.Finding{{Severity: pipeline.SeverityBlocking, Description: "x"}}}}
+		p.Audits = []pipeline.AuditRound{{Round: 1, Verdict: audit.SeverityBlocking, Findings: []audit.Finding{{Severity: audit.SeverityBlocking, Description: "x"}}}}
 		created, err := ps.CreatePlan(ctx, p)
 		if err != nil || !created || p.Number != 1 || p.ID == 0 {
 			t.Fatalf("CreatePlan: %v %v %+v", created, err, p)
@@ -112,7 +113,7 @@ func TestPlanStore(t *testing.T) {
 			t.Fatalf("second active forge on the issue: %v, want ErrForgeRunning", err)
 		}
 		got, err := ps.Plan(ctx, p.ID)
-		if err != nil || got.Audits[0].Verdict != pipeline.SeverityBlocking || got.Repo != testRepo || got.Issue != 7 {
+		if err != nil || got.Audits[0].Verdict != audit.SeverityBlocking || got.Repo != testRepo || got.Issue != 7 {
 			t.Fatalf("Plan: %+v %v", got, err)
 		}
 		if got, err := ps.PlanForIssue(ctx, testRepo, 7); err != nil || got.ID != p.ID {

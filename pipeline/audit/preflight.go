@@ -1,4 +1,4 @@
-package pipeline
+package audit
 
 import (
 	"fmt"
@@ -43,8 +43,6 @@ var (
 	preflightNewRe = regexp.MustCompile(`(?i)\(new\)|\[new\]|\bnew:|\bnew\s+(?:files?|modules?|packages?|tests?|directory|directories|folders?|scripts?|templates?)\b|\bcreat(?:e|es|ed|ing|ion)\b|\badd(?:s|ed|ing)?\s+(?:an?\s+)?new\b|\b(?:renam|mov)(?:e|es|ed|ing)\b`)
 	// preflightAddRe is a line that opens with "Add `path`": adding a file.
 	preflightAddRe = regexp.MustCompile("(?i)^\\s*(?:[-*+]|\\d{1,3}[.)])?\\s*(?:\\*\\*|__)?add(?:s|ed)?(?:\\*\\*|__)?\\s*:?\\s*`")
-
-	preflightPathCharsRe = regexp.MustCompile(`^[\w.\-/@+~]+$`)
 )
 
 // preflightHTMLTags are tags whose attributes can look like a prompt
@@ -54,50 +52,6 @@ var preflightHTMLTags = map[string]bool{
 	"details": true, "summary": true, "sub": true, "sup": true, "kbd": true, "code": true, "pre": true,
 	"table": true, "tr": true, "td": true, "th": true, "ul": true, "ol": true, "li": true, "em": true,
 	"strong": true, "picture": true, "source": true, "video": true, "input": true,
-}
-
-// preflightExtensions are the file extensions that make a backticked word a
-// path: a short list of real ones keeps "fmt.Errorf" and "hash.Sum" from
-// reading as files.
-var preflightExtensions = map[string]bool{}
-
-func init() {
-	for _, e := range strings.Fields(`go mod sum work md markdown mdx txt rst adoc yml yaml json jsonc json5 toml ini cfg conf
-		env properties xml html htm css scss sass less js mjs cjs jsx ts tsx mts cts vue svelte astro py pyi ipynb rb
-		rs java kt kts scala groovy gradle c h cc cpp cxx hpp hh cs fs fsx swift m mm php pl pm lua r sql graphql gql
-		proto sh bash zsh fish ps1 bat cmd tf tfvars hcl nix dockerfile tmpl tpl gotmpl j2 hbs mustache ex exs erl hrl
-		clj cljs elm hs ml dart zig svg png jpg jpeg gif ico webp csv tsv lock snap golden patch diff pem crt
-		feature spec plist gradle bzl bazel cmake mk`) {
-		preflightExtensions[e] = true
-	}
-}
-
-// preflightNames are file names without an extension that are still
-// obviously files.
-var preflightNames = map[string]bool{
-	"Makefile": true, "Dockerfile": true, "Containerfile": true, "Procfile": true, "Gemfile": true,
-	"Rakefile": true, "Jenkinsfile": true, "Vagrantfile": true, "Justfile": true, "Taskfile": true,
-	"LICENSE": true, "README": true, "CODEOWNERS": true, "NOTICE": true, "VERSION": true, "BUILD": true, "WORKSPACE": true,
-	".gitignore": true, ".gitattributes": true, ".gitmodules": true, ".dockerignore": true, ".editorconfig": true,
-	".env": true, ".envrc": true, ".npmrc": true, ".nvmrc": true, ".prettierrc": true, ".eslintrc": true,
-	".babelrc": true, ".tool-versions": true, ".golangci": true,
-}
-
-// preflightLooksLikePath reports whether a backticked word names a file:
-// path characters only, and a known extension or file name.
-func preflightLooksLikePath(p string) bool {
-	if p == "" || strings.HasPrefix(p, "-") || strings.Contains(p, "://") || !preflightPathCharsRe.MatchString(p) {
-		return false
-	}
-	base := path.Base(p)
-	if preflightNames[base] {
-		return true
-	}
-	ext := path.Ext(base)
-	if ext == "" || len(ext) == len(base) {
-		return false // no extension, or ".go" alone: a kind of file, not a file
-	}
-	return preflightExtensions[ext[1:]]
 }
 
 // Preflight is the structural check run before the AI auditor (DESIGN §3
@@ -110,7 +64,7 @@ func preflightLooksLikePath(p string) bool {
 //     only "…": medium, one finding per line; code spans, code blocks, HTML
 //     comments and the Audit Log and Implementation Notes sections are not
 //     read;
-//   - a backticked path under Changes (see preflightLooksLikePath) that
+//   - a backticked path under Changes (see LooksLikePath) that
 //     leaves the repository, or that does not exist (exists reports false)
 //     and is not marked new on its line or sub-heading ("(new)", "new
 //     file", "create", "rename", "move", a line opening with "Add `…`"):
@@ -166,9 +120,9 @@ func Preflight(plan string, exists func(path string) bool) []Finding {
 	return append(missing, found...)
 }
 
-// PreflightBlocksAudit reports whether the pre-flight found something at
+// PreflightBlocks reports whether the pre-flight found something at
 // least medium: then the round reports it without calling the auditor.
-func PreflightBlocksAudit(findings []Finding) bool {
+func PreflightBlocks(findings []Finding) bool {
 	for _, f := range findings {
 		if f.Severity >= SeverityMedium {
 			return true
@@ -241,11 +195,11 @@ func preflightPaths(body []markdown.Line, exists func(string) bool) []Finding {
 		}
 		isNew := preflightNewRe.MatchString(l.Visible) || preflightNewRe.MatchString(subheading) || preflightAddRe.MatchString(l.Visible)
 		for _, span := range markdown.CodeSpans(l.Visible) {
-			p, _, _ := locationSplit(strings.TrimSpace(span))
-			if !preflightLooksLikePath(p) {
+			p, _, _ := SplitLocation(strings.TrimSpace(span))
+			if !LooksLikePath(p) {
 				continue
 			}
-			if !locationPathSafe(p) {
+			if !SafePath(p) {
 				if !seen[p] {
 					seen[p] = true
 					out = append(out, Finding{
@@ -287,3 +241,19 @@ func preflightPaths(body []markdown.Line, exists func(string) bool) []Finding {
 	}
 	return out
 }
+
+// IsChanges reports whether a heading (folded, see markdown.Fold) is the
+// plan's Changes section, the one the phases are built from.
+func IsChanges(folded string) bool {
+	for _, sec := range preflightRequired {
+		if sec.name == "Changes" {
+			return sec.re.MatchString(folded)
+		}
+	}
+	return false
+}
+
+// IsForgeSection reports whether a heading (folded) is a section Forge or
+// the implementer writes into (Audit Log, Implementation Notes): it is not
+// the plan's text to check or to hash.
+func IsForgeSection(folded string) bool { return preflightSkipRe.MatchString(folded) }

@@ -1,4 +1,4 @@
-package pipeline
+package audit
 
 import (
 	"encoding/json"
@@ -29,9 +29,9 @@ func TestParseAuditVerdictSeedTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.row, func(t *testing.T) {
-			v := ParseAuditVerdict(tt.text)
+			v := ParseVerdict(tt.text)
 			if v.MaxSeverity != tt.wantMax || v.ShouldLoop != tt.wantLoop {
-				t.Errorf("ParseAuditVerdict(%q) = %s/%v, want %s/%v", tt.text, v.MaxSeverity, v.ShouldLoop, tt.wantMax, tt.wantLoop)
+				t.Errorf("ParseVerdict(%q) = %s/%v, want %s/%v", tt.text, v.MaxSeverity, v.ShouldLoop, tt.wantMax, tt.wantLoop)
 			}
 		})
 	}
@@ -108,9 +108,9 @@ func TestParseAuditVerdictMarkers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := ParseAuditVerdict(tt.text)
+			v := ParseVerdict(tt.text)
 			if v.MaxSeverity != tt.want {
-				t.Errorf("ParseAuditVerdict(%q).MaxSeverity = %s, want %s", tt.text, v.MaxSeverity, tt.want)
+				t.Errorf("ParseVerdict(%q).MaxSeverity = %s, want %s", tt.text, v.MaxSeverity, tt.want)
 			}
 			if v.ShouldLoop != (tt.want == SeverityBlocking) {
 				t.Errorf("ShouldLoop = %v with %s", v.ShouldLoop, v.MaxSeverity)
@@ -199,7 +199,7 @@ func TestParseAuditVerdictJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := ParseAuditVerdict(tt.text)
+			v := ParseVerdict(tt.text)
 			if v.MaxSeverity != tt.wantMax || v.ShouldLoop != (tt.wantMax == SeverityBlocking) {
 				t.Errorf("MaxSeverity/ShouldLoop = %s/%v, want %s", v.MaxSeverity, v.ShouldLoop, tt.wantMax)
 			}
@@ -316,7 +316,7 @@ Overall severity: blocking. This needs revision.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := ParseAuditVerdict(tt.text)
+			v := ParseVerdict(tt.text)
 			if v.MaxSeverity != tt.wantMax {
 				t.Errorf("MaxSeverity = %s, want %s", v.MaxSeverity, tt.wantMax)
 			}
@@ -448,7 +448,7 @@ func FuzzParseAuditVerdict(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		v := ParseAuditVerdict(text)
+		v := ParseVerdict(text)
 		if v.ShouldLoop != (v.MaxSeverity == SeverityBlocking) {
 			t.Fatalf("ShouldLoop %v with %s", v.ShouldLoop, v.MaxSeverity)
 		}

@@ -1,4 +1,4 @@
-package pipeline
+package audit
 
 import (
 	"reflect"
@@ -213,7 +213,7 @@ func TestPreflightEmptyPlan(t *testing.T) {
 			t.Errorf("finding %d = %#v", i, f)
 		}
 	}
-	if !PreflightBlocksAudit(got) {
+	if !PreflightBlocks(got) {
 		t.Error("an empty plan does not block the audit")
 	}
 }
@@ -243,8 +243,8 @@ func TestPreflightBlocksAudit(t *testing.T) {
 			for _, s := range tt.sevs {
 				fs = append(fs, Finding{Severity: s})
 			}
-			if got := PreflightBlocksAudit(fs); got != tt.want {
-				t.Errorf("PreflightBlocksAudit(%v) = %v, want %v", tt.sevs, got, tt.want)
+			if got := PreflightBlocks(fs); got != tt.want {
+				t.Errorf("PreflightBlocks(%v) = %v, want %v", tt.sevs, got, tt.want)
 			}
 		})
 	}
@@ -254,13 +254,13 @@ func TestPreflightLooksLikePath(t *testing.T) {
 	yes := []string{"a.go", "cmd/forge/main.go", "go.mod", "Makefile", "docker/Dockerfile", ".gitignore", ".github/forge.yml", "web/app.tsx", "README.md", "../x.go"}
 	no := []string{"", "fmt.Errorf", "hash.Sum", "x.Y", "application/json", "gopkg.in/yaml.v3", ".go", "-f", "https://x.io/a.go", "a b.go", "foo()", "v1.2.3", "plan-017", ".Values"}
 	for _, p := range yes {
-		if !preflightLooksLikePath(p) {
-			t.Errorf("preflightLooksLikePath(%q) = false", p)
+		if !LooksLikePath(p) {
+			t.Errorf("LooksLikePath(%q) = false", p)
 		}
 	}
 	for _, p := range no {
-		if preflightLooksLikePath(p) {
-			t.Errorf("preflightLooksLikePath(%q) = true", p)
+		if LooksLikePath(p) {
+			t.Errorf("LooksLikePath(%q) = true", p)
 		}
 	}
 }
