@@ -7,6 +7,7 @@ import (
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/command"
 )
 
 // IssueComment turns a newly created comment holding a command into a job.
@@ -36,7 +37,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	// A comment whose author's account is gone has user null: nobody's
 	// permission can be checked, so it commands nothing.
 	if e.Action == "created" && d.InstallationID != 0 && e.Repository != nil && !e.Sender.bot() && !c.User.bot() &&
-		c.User.Login != "" && pipeline.HasCommand(c.Body) {
+		c.User.Login != "" && command.Has(c.Body) {
 		d.Jobs = append(d.Jobs, job(pipeline.CommandArgs{
 			InstallationID: d.InstallationID,
 			Repo:           e.Repository.repo(),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/pipeline/command"
 	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
@@ -25,12 +26,12 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 	}
 	c := &commandCtx{f: f, gh: gh, a: a}
 
-	var cmd Command
+	var cmd command.Command
 	if a.Label != "" {
-		cmd = Command{Kind: CommandStart, Description: strings.TrimSpace(a.Title), Context: a.IssueBody}
+		cmd = command.Command{Kind: command.Start, Description: strings.TrimSpace(a.Title), Context: a.IssueBody}
 	} else {
 		var ok bool
-		if cmd, ok = ParseCommand(a.Body); !ok {
+		if cmd, ok = command.Parse(a.Body); !ok {
 			return nil
 		}
 	}
@@ -83,7 +84,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		return fmt.Errorf("react to comment %d: %w", a.CommentID, err)
 	}
 	if cmd.Err != nil {
-		var ue *CommandUsageError
+		var ue *command.UsageError
 		if errors.As(cmd.Err, &ue) {
 			return c.reply(ctx, "usage-error", map[string]any{"Problem": ue.Problem, "Usage": ue.Kind.Usage()})
 		}
@@ -94,9 +95,9 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 	}
 
 	switch cmd.Kind {
-	case CommandHelp:
+	case command.Help:
 		return c.help(ctx)
-	case CommandStart, CommandPlan:
+	case command.Start, command.Plan:
 		ws, err := f.Installations.Workspace(ctx, a.InstallationID)
 		if err != nil {
 			return err
@@ -110,15 +111,15 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 			return err
 		}
 		return c.start(ctx, cmd, cfg)
-	case CommandStatus:
+	case command.Status:
 		return c.status(ctx, cmd)
-	case CommandCancel:
+	case command.Cancel:
 		return c.cancel(ctx, cmd)
-	case CommandClose:
+	case command.Close:
 		return c.close(ctx, cmd)
-	case CommandRevise, CommandAudit:
+	case command.Revise, command.Audit:
 		return c.rerun(ctx, cmd)
-	case CommandApprove:
+	case command.Approve:
 		p, err := c.findPlan(ctx, cmd)
 		if err != nil {
 			return err
@@ -127,11 +128,11 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 			return c.noPlan(ctx, cmd)
 		}
 		return c.f.tryApprove(ctx, c.gh, p, c.a.Author, true, c.cause())
-	case CommandPhases:
+	case command.Phases:
 		return c.phases(ctx, cmd)
-	case CommandRun, CommandRunOne:
+	case command.Run, command.RunOne:
 		return c.runPhases(ctx, cmd)
-	case CommandSkip:
+	case command.Skip:
 		return c.skip(ctx, cmd)
 	}
 	return fmt.Errorf("command %q has no handler", cmd.Kind)
@@ -139,7 +140,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 
 // phases shows the phases, generating them first when there are none or
 // --regenerate asks for it (the phases file is committed on the branch).
-func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
+func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 	p, err := c.planOrAnswer(ctx, cmd)
 	if p == nil {
 		return err
@@ -189,13 +190,13 @@ func (c *commandCtx) phases(ctx context.Context, cmd Command) error {
 	return c.reply(ctx, "phases-list", map[string]any{"PlanID": PlanID(p.Number), "Hash": p.Phases.PlanHash, "Checklist": Checklist(*p.Phases)})
 }
 
-func (c *commandCtx) runPhases(ctx context.Context, cmd Command) error {
+func (c *commandCtx) runPhases(ctx context.Context, cmd command.Command) error {
 	p, err := c.planOrAnswer(ctx, cmd)
 	if p == nil {
 		return err
 	}
 	limit := MaxPhasesPerRun
-	if cmd.Kind == CommandRunOne {
+	if cmd.Kind == command.RunOne {
 		limit = 1
 	}
 	return c.apply(ctx, p, plan.RunPhases{Cause: c.cause(), Limit: limit})
@@ -203,7 +204,7 @@ func (c *commandCtx) runPhases(ctx context.Context, cmd Command) error {
 
 // skip skips the phase that failed, waits or runs: an idle plan's phase is
 // skipped here, a running one's by its job on request.
-func (c *commandCtx) skip(ctx context.Context, cmd Command) error {
+func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 	p, err := c.planOrAnswer(ctx, cmd)
 	if p == nil {
 		return err
@@ -293,7 +294,7 @@ func (c *commandCtx) configError(ctx context.Context, ce *ConfigError) error {
 }
 
 // start creates a plan and starts (or queues) its forge.
-func (c *commandCtx) start(ctx context.Context, cmd Command, cfg RepoConfig) error {
+func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg RepoConfig) error {
 	f, a := c.f, c.a
 	// The title goes into the plan file, the branch and the PR: no
 	// invisible characters from GitHub's text.
@@ -310,7 +311,7 @@ func (c *commandCtx) start(ctx context.Context, cmd Command, cfg RepoConfig) err
 		return err
 	}
 
-	forge := cmd.Kind == CommandStart
+	forge := cmd.Kind == command.Start
 	p := &Plan{
 		InstallationID: a.InstallationID, Repo: a.Repo, Title: title,
 		Description: cmd.Description, Context: cmd.Context, Issue: a.IssueNumber,
@@ -365,7 +366,7 @@ func (c *commandCtx) fromFork(ctx context.Context) (bool, error) {
 }
 
 // findPlan is the plan a command on this issue or PR is about.
-func (c *commandCtx) findPlan(ctx context.Context, cmd Command) (*Plan, error) {
+func (c *commandCtx) findPlan(ctx context.Context, cmd command.Command) (*Plan, error) {
 	var (
 		p   *Plan
 		err error
@@ -387,7 +388,7 @@ func (c *commandCtx) findPlan(ctx context.Context, cmd Command) (*Plan, error) {
 
 // planOrAnswer is the command's plan; when there is none it answers so
 // and returns nil.
-func (c *commandCtx) planOrAnswer(ctx context.Context, cmd Command) (*Plan, error) {
+func (c *commandCtx) planOrAnswer(ctx context.Context, cmd command.Command) (*Plan, error) {
 	p, err := c.findPlan(ctx, cmd)
 	if err != nil {
 		return nil, err
@@ -398,11 +399,11 @@ func (c *commandCtx) planOrAnswer(ctx context.Context, cmd Command) (*Plan, erro
 	return p, nil
 }
 
-func (c *commandCtx) noPlan(ctx context.Context, cmd Command) error {
+func (c *commandCtx) noPlan(ctx context.Context, cmd command.Command) error {
 	return c.reply(ctx, "no-plan-here", map[string]any{"OnPR": c.a.IsPR, "PlanID": cmd.PlanID})
 }
 
-func (c *commandCtx) status(ctx context.Context, cmd Command) error {
+func (c *commandCtx) status(ctx context.Context, cmd command.Command) error {
 	p, err := c.findPlan(ctx, cmd)
 	if err != nil {
 		return err
@@ -504,7 +505,7 @@ func phaseWhat(p *Plan) string {
 	return "the phases"
 }
 
-func (c *commandCtx) cancel(ctx context.Context, cmd Command) error {
+func (c *commandCtx) cancel(ctx context.Context, cmd command.Command) error {
 	p, err := c.findPlan(ctx, cmd)
 	if err != nil {
 		return err
@@ -515,7 +516,7 @@ func (c *commandCtx) cancel(ctx context.Context, cmd Command) error {
 	return c.apply(ctx, p, plan.Cancel{Cause: c.cause()})
 }
 
-func (c *commandCtx) close(ctx context.Context, cmd Command) error {
+func (c *commandCtx) close(ctx context.Context, cmd command.Command) error {
 	p, err := c.findPlan(ctx, cmd)
 	if err != nil {
 		return err
@@ -527,7 +528,7 @@ func (c *commandCtx) close(ctx context.Context, cmd Command) error {
 }
 
 // rerun starts a revision or a standalone audit on an idle plan.
-func (c *commandCtx) rerun(ctx context.Context, cmd Command) error {
+func (c *commandCtx) rerun(ctx context.Context, cmd command.Command) error {
 	p, err := c.findPlan(ctx, cmd)
 	if err != nil {
 		return err
@@ -536,7 +537,7 @@ func (c *commandCtx) rerun(ctx context.Context, cmd Command) error {
 		return c.noPlan(ctx, cmd)
 	}
 	var ev plan.Event = plan.Audit{Cause: c.cause()}
-	if cmd.Kind == CommandRevise {
+	if cmd.Kind == command.Revise {
 		ev = plan.Revise{Cause: c.cause(), Notes: cmd.Notes}
 	}
 	return c.apply(ctx, p, ev)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/command"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -337,15 +338,15 @@ func textCases(t *testing.T) []textCase {
 			"Marker": pipeline.Marker(planNumber, "created"), "PlanID": planID, "Path": planPath,
 			"Branch": branch, "Title": title, "PRURL": "#42"}},
 
-		{"wrong-place/issue", "wrong-place", map[string]any{"Usage": pipeline.CommandStart.Usage(), "OnPR": false}},
-		{"wrong-place/pull request", "wrong-place", map[string]any{"Usage": pipeline.CommandApprove.Usage(), "OnPR": true}},
+		{"wrong-place/issue", "wrong-place", map[string]any{"Usage": command.Start.Usage(), "OnPR": false}},
+		{"wrong-place/pull request", "wrong-place", map[string]any{"Usage": command.Approve.Usage(), "OnPR": true}},
 
 		{"usage-error/missing description", "usage-error", map[string]any{
-			"Problem": "A description is needed", "Usage": pipeline.CommandStart.Usage()}},
+			"Problem": "A description is needed", "Usage": command.Start.Usage()}},
 		{"usage-error/bad plan id", "usage-error", map[string]any{
-			"Problem": `"plan-17" is not a plan id (plan-NNN)`, "Usage": pipeline.CommandStatus.Usage()}},
+			"Problem": `"plan-17" is not a plan id (plan-NNN)`, "Usage": command.Status.Usage()}},
 		{"usage-error/unexpected argument", "usage-error", map[string]any{
-			"Problem": `unexpected argument "now"`, "Usage": pipeline.CommandCancel.Usage()}},
+			"Problem": `unexpected argument "now"`, "Usage": command.Cancel.Usage()}},
 
 		{"approval/approved", "approval", map[string]any{"PlanID": planID, "Approved": true, "Approvers": []string{"alice", "bob"}}},
 		{"approval/missing", "approval", map[string]any{"PlanID": planID,

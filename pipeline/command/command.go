@@ -1,4 +1,4 @@
-package pipeline
+package command
 
 import (
 	"fmt"
@@ -9,57 +9,57 @@ import (
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
-// CommandKind names what a /forge or /plan comment asks for. The values are
+// Kind names what a /forge or /plan comment asks for. The values are
 // stable strings so they can travel in job arguments and logs.
-type CommandKind string
+type Kind string
 
 // The commands of DESIGN §2.
 const (
-	CommandStart   CommandKind = "start"   // /forge <description>
-	CommandPlan    CommandKind = "plan"    // /plan <description>
-	CommandHelp    CommandKind = "help"    // /forge, /forge help, /plan
-	CommandStatus  CommandKind = "status"  // /forge status [plan-NNN]
-	CommandCancel  CommandKind = "cancel"  // /forge cancel [plan-NNN]
-	CommandApprove CommandKind = "approve" // /forge approve [plan-NNN]
-	CommandRevise  CommandKind = "revise"  // /forge revise [plan-NNN] [notes]
-	CommandAudit   CommandKind = "audit"   // /forge audit [plan-NNN]
-	CommandPhases  CommandKind = "phases"  // /forge phases [--regenerate] [plan-NNN]
-	CommandRun     CommandKind = "run"     // /forge run [plan-NNN]
-	CommandRunOne  CommandKind = "run-one" // /forge run-one [plan-NNN]
-	CommandSkip    CommandKind = "skip"    // /forge skip [plan-NNN]
-	CommandClose   CommandKind = "close"   // /forge close [plan-NNN]
+	Start   Kind = "start"   // /forge <description>
+	Plan    Kind = "plan"    // /plan <description>
+	Help    Kind = "help"    // /forge, /forge help, /plan
+	Status  Kind = "status"  // /forge status [plan-NNN]
+	Cancel  Kind = "cancel"  // /forge cancel [plan-NNN]
+	Approve Kind = "approve" // /forge approve [plan-NNN]
+	Revise  Kind = "revise"  // /forge revise [plan-NNN] [notes]
+	Audit   Kind = "audit"   // /forge audit [plan-NNN]
+	Phases  Kind = "phases"  // /forge phases [--regenerate] [plan-NNN]
+	Run     Kind = "run"     // /forge run [plan-NNN]
+	RunOne  Kind = "run-one" // /forge run-one [plan-NNN]
+	Skip    Kind = "skip"    // /forge skip [plan-NNN]
+	Close   Kind = "close"   // /forge close [plan-NNN]
 )
 
 // cmdUsage holds the usage line of each command; a subcommand is reserved
 // exactly when it has an entry here (start and plan are not subcommands).
-var cmdUsage = map[CommandKind]string{
-	CommandStart:   "/forge <description>",
-	CommandPlan:    "/plan <description>",
-	CommandHelp:    "/forge help",
-	CommandStatus:  "/forge status [plan-NNN]",
-	CommandCancel:  "/forge cancel [plan-NNN]",
-	CommandApprove: "/forge approve [plan-NNN]",
-	CommandRevise:  "/forge revise [plan-NNN] [notes]",
-	CommandAudit:   "/forge audit [plan-NNN]",
-	CommandPhases:  "/forge phases [--regenerate] [plan-NNN]",
-	CommandRun:     "/forge run [plan-NNN]",
-	CommandRunOne:  "/forge run-one [plan-NNN]",
-	CommandSkip:    "/forge skip [plan-NNN]",
-	CommandClose:   "/forge close [plan-NNN]",
+var cmdUsage = map[Kind]string{
+	Start:   "/forge <description>",
+	Plan:    "/plan <description>",
+	Help:    "/forge help",
+	Status:  "/forge status [plan-NNN]",
+	Cancel:  "/forge cancel [plan-NNN]",
+	Approve: "/forge approve [plan-NNN]",
+	Revise:  "/forge revise [plan-NNN] [notes]",
+	Audit:   "/forge audit [plan-NNN]",
+	Phases:  "/forge phases [--regenerate] [plan-NNN]",
+	Run:     "/forge run [plan-NNN]",
+	RunOne:  "/forge run-one [plan-NNN]",
+	Skip:    "/forge skip [plan-NNN]",
+	Close:   "/forge close [plan-NNN]",
 }
 
 // Usage returns the command's usage line, e.g. "/forge phases [--regenerate] [plan-NNN]".
-func (k CommandKind) Usage() string { return cmdUsage[k] }
+func (k Kind) Usage() string { return cmdUsage[k] }
 
 // AllowedOn reports whether the command may be used on a pull request
 // (isPR) or on an issue, per the "where" column of DESIGN §2.
-func (k CommandKind) AllowedOn(isPR bool) bool {
+func (k Kind) AllowedOn(isPR bool) bool {
 	switch k {
-	case CommandStart, CommandPlan:
+	case Start, Plan:
 		return !isPR
-	case CommandApprove, CommandRevise, CommandAudit, CommandPhases, CommandRun, CommandRunOne, CommandSkip:
+	case Approve, Revise, Audit, Phases, Run, RunOne, Skip:
 		return isPR
-	case CommandHelp, CommandStatus, CommandCancel, CommandClose:
+	case Help, Status, Cancel, Close:
 		return true
 	}
 	return false
@@ -67,7 +67,7 @@ func (k CommandKind) AllowedOn(isPR bool) bool {
 
 // Command is one parsed /forge or /plan command.
 type Command struct {
-	Kind CommandKind
+	Kind Kind
 	// Description is the rest of the command line for start and plan: it
 	// becomes the plan title.
 	Description string
@@ -82,20 +82,20 @@ type Command struct {
 	PlanID string
 	// Regenerate is set by /forge phases --regenerate.
 	Regenerate bool
-	// Err is a *CommandUsageError when a reserved subcommand was given
+	// Err is a *UsageError when a reserved subcommand was given
 	// arguments it does not take; Kind still names that subcommand.
 	Err error
 	// Raw is the command line as written, trimmed.
 	Raw string
 }
 
-// CommandUsageError says which argument of a reserved subcommand was wrong.
-type CommandUsageError struct {
-	Kind    CommandKind
+// UsageError says which argument of a reserved subcommand was wrong.
+type UsageError struct {
+	Kind    Kind
 	Problem string
 }
 
-func (e *CommandUsageError) Error() string {
+func (e *UsageError) Error() string {
 	return fmt.Sprintf("%s; usage: %s", e.Problem, e.Kind.Usage())
 }
 
@@ -110,7 +110,7 @@ func cmdPlanID(s string) (is, like bool) {
 	return ok && len(digits) >= 3, like
 }
 
-// ParseCommand finds the command in a comment body. The first line that
+// Parse finds the command in a comment body. The first line that
 // begins with /forge or /plan (case-insensitive, after optional whitespace)
 // is the command; lines in fenced code blocks, block quotes and HTML
 // comments never count, nor do words that merely start with the prefix
@@ -123,7 +123,7 @@ func cmdPlanID(s string) (is, like bool) {
 // reserved subcommands mean the same after either prefix (users of the seed
 // type "!plan approve"). A bare /forge or /plan is help: the description
 // must be on the command line itself.
-func ParseCommand(body string) (Command, bool) {
+func Parse(body string) (Command, bool) {
 	lines := markdown.Scan(body)
 	for i, l := range lines {
 		if l.Code || l.Quote {
@@ -168,7 +168,7 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 	cmd := Command{Raw: raw}
 	fields := strings.Fields(rest)
 	if len(fields) == 0 {
-		cmd.Kind = CommandHelp
+		cmd.Kind = Help
 		return cmd
 	}
 	sub := strings.ToLower(fields[0])
@@ -178,9 +178,9 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 
 	switch sub {
 	case "help", "--help", "-h":
-		cmd.Kind = CommandHelp
-	case string(CommandRevise):
-		cmd.Kind = CommandRevise
+		cmd.Kind = Help
+	case string(Revise):
+		cmd.Kind = Revise
 		notes := afterSub
 		if len(args) > 0 {
 			first := strings.ToLower(args[0])
@@ -190,19 +190,19 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 				cmd.PlanID = first
 				notes = strings.TrimSpace(afterSub[len(args[0]):])
 			case like:
-				cmd.Err = &CommandUsageError{Kind: CommandRevise, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", args[0])}
+				cmd.Err = &UsageError{Kind: Revise, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", args[0])}
 			}
 		}
 		cmd.Notes = cmdJoinLines(append([]string{notes}, following...))
-	case string(CommandStatus), string(CommandCancel), string(CommandApprove), string(CommandAudit),
-		string(CommandPhases), string(CommandRun), string(CommandRunOne), string(CommandSkip), string(CommandClose):
-		cmd.Kind = CommandKind(sub)
+	case string(Status), string(Cancel), string(Approve), string(Audit),
+		string(Phases), string(Run), string(RunOne), string(Skip), string(Close):
+		cmd.Kind = Kind(sub)
 		cmd.PlanID, cmd.Regenerate, cmd.Err = cmdParseArgs(cmd.Kind, args)
 	default:
 		if prefix == "/plan" {
-			cmd.Kind = CommandPlan
+			cmd.Kind = Plan
 		} else {
-			cmd.Kind = CommandStart
+			cmd.Kind = Start
 		}
 		cmd.Description = rest
 		cmd.Context = cmdJoinLines(following)
@@ -212,22 +212,22 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 
 // cmdParseArgs accepts an optional plan id, and --regenerate for phases, in
 // any order; anything else is a usage error.
-func cmdParseArgs(kind CommandKind, args []string) (planID string, regenerate bool, err error) {
+func cmdParseArgs(kind Kind, args []string) (planID string, regenerate bool, err error) {
 	for _, a := range args {
 		lower := strings.ToLower(a)
 		is, like := cmdPlanID(lower)
 		switch {
-		case kind == CommandPhases && lower == "--regenerate":
+		case kind == Phases && lower == "--regenerate":
 			regenerate = true
 		case is:
 			if planID != "" && planID != lower {
-				return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("two plan ids given (%s and %s)", planID, lower)}
+				return "", false, &UsageError{Kind: kind, Problem: fmt.Sprintf("two plan ids given (%s and %s)", planID, lower)}
 			}
 			planID = lower
 		case like:
-			return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", a)}
+			return "", false, &UsageError{Kind: kind, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", a)}
 		default:
-			return "", false, &CommandUsageError{Kind: kind, Problem: fmt.Sprintf("unexpected argument %q", a)}
+			return "", false, &UsageError{Kind: kind, Problem: fmt.Sprintf("unexpected argument %q", a)}
 		}
 	}
 	return planID, regenerate, nil
@@ -247,4 +247,11 @@ func cmdJoinLines(lines []string) string {
 		out = out[:len(out)-1]
 	}
 	return strings.Join(out, "\n")
+}
+
+// Has reports whether a comment body holds a Forge command line; handlers
+// use it to enqueue work only for comments that ask for some.
+func Has(body string) bool {
+	_, ok := Parse(body)
+	return ok
 }

@@ -1,0 +1,313 @@
+package command
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// cmdResult is a Command with its error as text, so table rows can compare
+// whole values.
+type cmdResult struct {
+	Kind        Kind
+	Description string
+	Context     string
+	Notes       string
+	PlanID      string
+	Regenerate  bool
+	Err         string
+	Raw         string
+}
+
+func cmdResultOf(c Command) cmdResult {
+	r := cmdResult{Kind: c.Kind, Description: c.Description, Context: c.Context, Notes: c.Notes,
+		PlanID: c.PlanID, Regenerate: c.Regenerate, Raw: c.Raw}
+	if c.Err != nil {
+		r.Err = c.Err.Error()
+	}
+	return r
+}
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		ok   bool
+		want cmdResult
+	}{
+		// Starting a forge.
+		{"start", "/forge Add rate limiting to the webhook endpoint", true,
+			cmdResult{Kind: Start, Description: "Add rate limiting to the webhook endpoint", Raw: "/forge Add rate limiting to the webhook endpoint"}},
+		{"start keeps inner spacing and case", "/forge   Fix  the `Login` page  ", true,
+			cmdResult{Kind: Start, Description: "Fix  the `Login` page", Raw: "/forge   Fix  the `Login` page"}},
+		{"start with context lines", "/forge Add rate limiting\n\nThe hook is hammered.\n  - per installation\n\n", true,
+			cmdResult{Kind: Start, Description: "Add rate limiting", Context: "The hook is hammered.\n  - per installation", Raw: "/forge Add rate limiting"}},
+		{"start after other text", "Thanks for the report!\n\n/forge fix the crash on empty input", true,
+			cmdResult{Kind: Start, Description: "fix the crash on empty input", Raw: "/forge fix the crash on empty input"}},
+		{"start with unknown word", "/forge refactor the queue", true,
+			cmdResult{Kind: Start, Description: "refactor the queue", Raw: "/forge refactor the queue"}},
+		{"start unicode", "/forge Unterstützung für Umlaute – äöü 🚀", true,
+			cmdResult{Kind: Start, Description: "Unterstützung für Umlaute – äöü 🚀", Raw: "/forge Unterstützung für Umlaute – äöü 🚀"}},
+		{"start prefix case-insensitive", "/Forge add docs", true,
+			cmdResult{Kind: Start, Description: "add docs", Raw: "/Forge add docs"}},
+		{"start after a tab", "\t/forge add docs", true,
+			cmdResult{Kind: Start, Description: "add docs", Raw: "/forge add docs"}},
+		{"start after no-break space", "\u00a0/forge\u00a0add docs", true,
+			cmdResult{Kind: Start, Description: "add docs", Raw: "/forge\u00a0add docs"}},
+		{"start flag-like description", "/forge --verbose mode for the CLI", true,
+			cmdResult{Kind: Start, Description: "--verbose mode for the CLI", Raw: "/forge --verbose mode for the CLI"}},
+
+		// /plan.
+		{"plan", "/plan Add webhook support for external notifications", true,
+			cmdResult{Kind: Plan, Description: "Add webhook support for external notifications", Raw: "/plan Add webhook support for external notifications"}},
+		{"plan with context", "/plan Add webhooks\r\nSee #12.\r\n", true,
+			cmdResult{Kind: Plan, Description: "Add webhooks", Context: "See #12.", Raw: "/plan Add webhooks"}},
+		{"plan bare is help", "/plan", true, cmdResult{Kind: Help, Raw: "/plan"}},
+		{"plan help", "/plan help", true, cmdResult{Kind: Help, Raw: "/plan help"}},
+		{"plan reserved word aliases forge", "/plan approve plan-017", true,
+			cmdResult{Kind: Approve, PlanID: "plan-017", Raw: "/plan approve plan-017"}},
+
+		// Help.
+		{"bare forge", "/forge", true, cmdResult{Kind: Help, Raw: "/forge"}},
+		{"bare forge with spaces", "  /forge   ", true, cmdResult{Kind: Help, Raw: "/forge"}},
+		{"bare forge, description on next line is not taken", "/forge\nAdd rate limiting", true, cmdResult{Kind: Help, Raw: "/forge"}},
+		{"help", "/forge help", true, cmdResult{Kind: Help, Raw: "/forge help"}},
+		{"HELP", "/FORGE HELP", true, cmdResult{Kind: Help, Raw: "/FORGE HELP"}},
+		{"help with words", "/forge help me please", true, cmdResult{Kind: Help, Raw: "/forge help me please"}},
+		{"--help", "/forge --help", true, cmdResult{Kind: Help, Raw: "/forge --help"}},
+		{"-h", "/forge -h", true, cmdResult{Kind: Help, Raw: "/forge -h"}},
+
+		// Subcommands without arguments.
+		{"status", "/forge status", true, cmdResult{Kind: Status, Raw: "/forge status"}},
+		{"Status mixed case", "/forge Status", true, cmdResult{Kind: Status, Raw: "/forge Status"}},
+		{"cancel", "/forge cancel", true, cmdResult{Kind: Cancel, Raw: "/forge cancel"}},
+		{"approve", "/forge approve", true, cmdResult{Kind: Approve, Raw: "/forge approve"}},
+		{"audit", "/forge audit", true, cmdResult{Kind: Audit, Raw: "/forge audit"}},
+		{"phases", "/forge phases", true, cmdResult{Kind: Phases, Raw: "/forge phases"}},
+		{"run", "/forge run", true, cmdResult{Kind: Run, Raw: "/forge run"}},
+		{"run-one", "/forge run-one", true, cmdResult{Kind: RunOne, Raw: "/forge run-one"}},
+		{"RUN-ONE", "/forge RUN-ONE", true, cmdResult{Kind: RunOne, Raw: "/forge RUN-ONE"}},
+		{"skip", "/forge skip", true, cmdResult{Kind: Skip, Raw: "/forge skip"}},
+		{"close", "/forge close", true, cmdResult{Kind: Close, Raw: "/forge close"}},
+		{"revise bare", "/forge revise", true, cmdResult{Kind: Revise, Raw: "/forge revise"}},
+
+		// Plan ids.
+		{"approve plan id", "/forge approve plan-017", true,
+			cmdResult{Kind: Approve, PlanID: "plan-017", Raw: "/forge approve plan-017"}},
+		{"plan id upper case", "/forge approve PLAN-017", true,
+			cmdResult{Kind: Approve, PlanID: "plan-017", Raw: "/forge approve PLAN-017"}},
+		{"plan id four digits", "/forge run plan-1234", true,
+			cmdResult{Kind: Run, PlanID: "plan-1234", Raw: "/forge run plan-1234"}},
+		{"status plan id", "/forge status plan-001", true,
+			cmdResult{Kind: Status, PlanID: "plan-001", Raw: "/forge status plan-001"}},
+		{"close plan id", "/forge close plan-002", true,
+			cmdResult{Kind: Close, PlanID: "plan-002", Raw: "/forge close plan-002"}},
+		{"same plan id twice", "/forge skip plan-002 plan-002", true,
+			cmdResult{Kind: Skip, PlanID: "plan-002", Raw: "/forge skip plan-002 plan-002"}},
+
+		// Phases.
+		{"phases regenerate", "/forge phases --regenerate", true,
+			cmdResult{Kind: Phases, Regenerate: true, Raw: "/forge phases --regenerate"}},
+		{"phases regenerate plan id", "/forge phases --regenerate plan-017", true,
+			cmdResult{Kind: Phases, Regenerate: true, PlanID: "plan-017", Raw: "/forge phases --regenerate plan-017"}},
+		{"phases plan id regenerate", "/forge phases plan-017 --REGENERATE", true,
+			cmdResult{Kind: Phases, Regenerate: true, PlanID: "plan-017", Raw: "/forge phases plan-017 --REGENERATE"}},
+
+		// Revise notes.
+		{"revise notes", "/forge revise use a token bucket", true,
+			cmdResult{Kind: Revise, Notes: "use a token bucket", Raw: "/forge revise use a token bucket"}},
+		{"revise plan id and notes", "/forge revise plan-017   use a token   bucket", true,
+			cmdResult{Kind: Revise, PlanID: "plan-017", Notes: "use a token   bucket", Raw: "/forge revise plan-017   use a token   bucket"}},
+		{"revise notes on following lines", "/forge revise\n- use a token bucket\n- add metrics\n", true,
+			cmdResult{Kind: Revise, Notes: "- use a token bucket\n- add metrics", Raw: "/forge revise"}},
+		{"revise notes on both", "/forge revise plan-017 two things:\r\n\r\n1. a\r\n2. b", true,
+			cmdResult{Kind: Revise, PlanID: "plan-017", Notes: "two things:\n\n1. a\n2. b", Raw: "/forge revise plan-017 two things:"}},
+		{"revise notes mentioning plan words", "/forge revise plan-based caching is wrong", true,
+			cmdResult{Kind: Revise, Notes: "plan-based caching is wrong", Raw: "/forge revise plan-based caching is wrong"}},
+
+		// Usage errors.
+		{"phases bogus flag", "/forge phases --bogus", true,
+			cmdResult{Kind: Phases, Err: `unexpected argument "--bogus"; usage: /forge phases [--regenerate] [plan-NNN]`, Raw: "/forge phases --bogus"}},
+		{"approve banana", "/forge approve banana", true,
+			cmdResult{Kind: Approve, Err: `unexpected argument "banana"; usage: /forge approve [plan-NNN]`, Raw: "/forge approve banana"}},
+		{"approve short plan id", "/forge approve plan-17", true,
+			cmdResult{Kind: Approve, Err: `"plan-17" is not a plan id (plan-NNN); usage: /forge approve [plan-NNN]`, Raw: "/forge approve plan-17"}},
+		{"status with prose", "/forge status of the login page", true,
+			cmdResult{Kind: Status, Err: `unexpected argument "of"; usage: /forge status [plan-NNN]`, Raw: "/forge status of the login page"}},
+		{"regenerate on run", "/forge run --regenerate", true,
+			cmdResult{Kind: Run, Err: `unexpected argument "--regenerate"; usage: /forge run [plan-NNN]`, Raw: "/forge run --regenerate"}},
+		{"two plan ids", "/forge run plan-001 plan-002", true,
+			cmdResult{Kind: Run, Err: `two plan ids given (plan-001 and plan-002); usage: /forge run [plan-NNN]`, Raw: "/forge run plan-001 plan-002"}},
+		{"revise short plan id", "/forge revise plan-7 more tests", true,
+			cmdResult{Kind: Revise, Notes: "plan-7 more tests", Err: `"plan-7" is not a plan id (plan-NNN); usage: /forge revise [plan-NNN] [notes]`, Raw: "/forge revise plan-7 more tests"}},
+		{"cancel trailing punctuation", "/forge cancel.", true,
+			cmdResult{Kind: Start, Description: "cancel.", Raw: "/forge cancel."}},
+
+		// First command wins.
+		{"first wins", "/forge status\n/forge cancel", true, cmdResult{Kind: Status, Raw: "/forge status"}},
+		{"first wins, later start is context", "/forge add X\n/forge cancel", true,
+			cmdResult{Kind: Start, Description: "add X", Context: "/forge cancel", Raw: "/forge add X"}},
+
+		// CRLF and lone CR.
+		{"crlf", "hello\r\n/forge status\r\n", true, cmdResult{Kind: Status, Raw: "/forge status"}},
+		{"cr only", "hello\r/forge cancel\r", true, cmdResult{Kind: Cancel, Raw: "/forge cancel"}},
+
+		// What never counts.
+		{"empty", "", false, cmdResult{}},
+		{"prose", "I think we should forge ahead", false, cmdResult{}},
+		{"mid-line", "please run /forge status", false, cmdResult{}},
+		{"forged", "/forged in fire", false, cmdResult{}},
+		{"planning", "/planning ahead", false, cmdResult{}},
+		{"forge colon", "/forge: status", false, cmdResult{}},
+		{"inline code", "`/forge status`", false, cmdResult{}},
+		{"list item", "- /forge status", false, cmdResult{}},
+		{"quoted", "> /forge status", false, cmdResult{}},
+		{"quoted indented", "   > /forge cancel", false, cmdResult{}},
+		{"fenced", "```\n/forge status\n```", false, cmdResult{}},
+		{"fenced with info", "```sh\n/forge status\n```\n", false, cmdResult{}},
+		{"tilde fence", "~~~\n/forge status\n~~~", false, cmdResult{}},
+		{"unclosed fence hides the rest", "```\n/forge status", false, cmdResult{}},
+		{"longer fence not closed by shorter", "````\n```\n/forge status\n````", false, cmdResult{}},
+		{"html comment", "<!--\n/forge status\n-->", false, cmdResult{}},
+		{"html comment one line", "<!-- /forge status -->", false, cmdResult{}},
+		{"backslash slash", "\\/forge status", false, cmdResult{}},
+		{"fullwidth slash", "／forge status", false, cmdResult{}},
+
+		// ...and what comes after them does.
+		{"after fence", "```\n/forge cancel\n```\n/forge status", true, cmdResult{Kind: Status, Raw: "/forge status"}},
+		{"after tilde fence closed", "~~~go\n/forge cancel\n~~~~\n/forge run", true, cmdResult{Kind: Run, Raw: "/forge run"}},
+		{"backticks in info string are inline code", "```x```\n/forge skip", true, cmdResult{Kind: Skip, Raw: "/forge skip"}},
+		{"after quote", "> /forge cancel\n\n/forge audit", true, cmdResult{Kind: Audit, Raw: "/forge audit"}},
+		{"quoted fence does not open", "> ```\n/forge audit", true, cmdResult{Kind: Audit, Raw: "/forge audit"}},
+		{"after html comment", "<!-- note -->\n/forge status", true, cmdResult{Kind: Status, Raw: "/forge status"}},
+		{"after comment on same line", "<!-- x --> /forge status", true, cmdResult{Kind: Status, Raw: "/forge status"}},
+		{"comment closes mid-line", "<!--\nhidden\n--> /forge close", true, cmdResult{Kind: Close, Raw: "/forge close"}},
+		{"indented fence in list", "- item\n  ```\n  /forge cancel\n  ```\n/forge phases", true, cmdResult{Kind: Phases, Raw: "/forge phases"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Parse(tt.body)
+			if ok != tt.ok {
+				t.Fatalf("Parse(%q) ok = %v, want %v (%+v)", tt.body, ok, tt.ok, got)
+			}
+			if g := cmdResultOf(got); g != tt.want {
+				t.Errorf("Parse(%q)\n got %+v\nwant %+v", tt.body, g, tt.want)
+			}
+			if got.Err != nil {
+				var ue *UsageError
+				if !errors.As(got.Err, &ue) || ue.Kind != got.Kind {
+					t.Errorf("Err = %#v, want a *UsageError for %s", got.Err, got.Kind)
+				}
+			}
+		})
+	}
+}
+
+func TestCommandKindAllowedOn(t *testing.T) {
+	tests := []struct {
+		kind            Kind
+		onIssue, onPR   bool
+		wantUsagePrefix string
+	}{
+		{Start, true, false, "/forge <"},
+		{Plan, true, false, "/plan <"},
+		{Help, true, true, "/forge help"},
+		{Status, true, true, "/forge status"},
+		{Cancel, true, true, "/forge cancel"},
+		{Close, true, true, "/forge close"},
+		{Approve, false, true, "/forge approve"},
+		{Revise, false, true, "/forge revise"},
+		{Audit, false, true, "/forge audit"},
+		{Phases, false, true, "/forge phases"},
+		{Run, false, true, "/forge run "},
+		{RunOne, false, true, "/forge run-one"},
+		{Skip, false, true, "/forge skip"},
+		{Kind("bogus"), false, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.kind), func(t *testing.T) {
+			if got := tt.kind.AllowedOn(false); got != tt.onIssue {
+				t.Errorf("AllowedOn(issue) = %v, want %v", got, tt.onIssue)
+			}
+			if got := tt.kind.AllowedOn(true); got != tt.onPR {
+				t.Errorf("AllowedOn(PR) = %v, want %v", got, tt.onPR)
+			}
+			if u := tt.kind.Usage(); !strings.HasPrefix(u, tt.wantUsagePrefix) || (tt.wantUsagePrefix == "") != (u == "") {
+				t.Errorf("Usage() = %q, want prefix %q", u, tt.wantUsagePrefix)
+			}
+		})
+	}
+}
+
+// Every kind a comment can produce has a usage line and a "where".
+func TestCommandKindsComplete(t *testing.T) {
+	for kind := range cmdUsage {
+		if !kind.AllowedOn(true) && !kind.AllowedOn(false) {
+			t.Errorf("%s is allowed nowhere", kind)
+		}
+		if kind == Start || kind == Plan || kind == Help {
+			continue
+		}
+		got, ok := Parse("/forge " + strings.ToUpper(string(kind)))
+		if !ok || got.Kind != kind || got.Err != nil {
+			t.Errorf("/forge %s parsed as %+v", kind, got)
+		}
+	}
+}
+
+var fuzzPlanIDRe = regexp.MustCompile(`^plan-[0-9]{3,}$`)
+
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{
+		"", "/forge", "/forge help", "/forge add x\nmore", "/plan x", "/forge revise plan-001 a\nb",
+		"/forge phases --regenerate plan-123", "```\n/forge x\n```", "> /forge x", "<!--\n/forge x\n-->",
+		"/forge approve banana", "\u00a0/forge\u00a0x\u00a0", "/forge \xff\xfe", "/Plan status", "/forge\r\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		got, ok := Parse(body)
+		lower := strings.ToLower(body)
+		if !strings.Contains(lower, "/forge") && !strings.Contains(lower, "/plan") {
+			if ok {
+				t.Fatalf("body without /forge or /plan parsed: %q -> %+v", body, got)
+			}
+			return
+		}
+		if !ok {
+			if got != (Command{}) {
+				t.Fatalf("not ok but non-zero command %+v", got)
+			}
+			return
+		}
+		if _, known := cmdUsage[got.Kind]; !known {
+			t.Fatalf("unknown kind %q", got.Kind)
+		}
+		if got.Description != strings.TrimFunc(got.Description, unicode.IsSpace) {
+			t.Fatalf("description %q has surrounding space", got.Description)
+		}
+		if strings.ContainsAny(got.Description, "\r\n") || strings.ContainsAny(got.Raw, "\r\n") {
+			t.Fatalf("description %q or raw %q spans lines", got.Description, got.Raw)
+		}
+		if (got.Kind == Start || got.Kind == Plan) != (got.Description != "") {
+			t.Fatalf("kind %s with description %q", got.Kind, got.Description)
+		}
+		if got.PlanID != "" && !fuzzPlanIDRe.MatchString(got.PlanID) {
+			t.Fatalf("plan id %q", got.PlanID)
+		}
+		if got.Regenerate && got.Kind != Phases {
+			t.Fatalf("regenerate on %s", got.Kind)
+		}
+		if got.Notes != "" && got.Kind != Revise {
+			t.Fatalf("notes on %s", got.Kind)
+		}
+		if !strings.HasPrefix(strings.ToLower(got.Raw), "/forge") && !strings.HasPrefix(strings.ToLower(got.Raw), "/plan") {
+			t.Fatalf("raw %q does not start with the command", got.Raw)
+		}
+		if !strings.Contains(strings.ReplaceAll(body, "\r", ""), got.Raw) {
+			t.Fatalf("raw %q is not in the body", got.Raw)
+		}
+	})
+}
