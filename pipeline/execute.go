@@ -501,7 +501,7 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 		if err != nil {
 			return fmt.Errorf("read the plan file: %w", err)
 		}
-		next := SetStatus(string(text), status)
+		next := plan.SetStatusLine(string(text), status)
 		if next == string(text) {
 			return nil
 		}

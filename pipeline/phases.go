@@ -12,6 +12,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/markdown"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // PhaseKind is what a phase does (seed 000 §6).
@@ -112,10 +113,10 @@ var (
 //     ("---"), which Forge adds when it restores a dropped Audit Log.
 //
 // Everything else, code blocks included, is hashed line by line.
-func PlanHash(plan string) string {
+func PlanHash(text string) string {
 	var b strings.Builder
 	skipLevel := 0 // the level of the skipped section we are in, or 0
-	for _, l := range markdown.Scan(plan) {
+	for _, l := range markdown.Scan(text) {
 		if level, title, ok := l.Heading(); ok {
 			if skipLevel > 0 && level <= skipLevel {
 				skipLevel = 0
@@ -128,7 +129,7 @@ func PlanHash(plan string) string {
 			continue
 		}
 		t := strings.TrimRightFunc(l.Text, unicode.IsSpace)
-		if strings.TrimSpace(t) == "" || statusLine.MatchString(t) || (!l.Code && planHashRuleRe.MatchString(t)) {
+		if strings.TrimSpace(t) == "" || plan.IsStatusLine(t) || (!l.Code && planHashRuleRe.MatchString(t)) {
 			continue
 		}
 		b.WriteString(t)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // phasesGolden compares got with testdata/phases/name, rewriting the file
@@ -312,7 +313,7 @@ func TestPlanHash(t *testing.T) {
 		stale bool
 	}{
 		{"unchanged", base, false},
-		{"status set by Forge", SetStatus(base, StatusImplementing), false},
+		{"status set by Forge", plan.SetStatusLine(base, StatusImplementing), false},
 		{"audit rounds appended by Forge", withLog, false},
 		{"audit log dropped and restored by Forge", restored, false},
 		{"CRLF line endings", strings.ReplaceAll(base, "\n", "\r\n"), false},

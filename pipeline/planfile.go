@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/markdown"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -14,8 +15,6 @@ type TemplateValues struct {
 	Title, PlanID, Issue, Project string
 	Date                          time.Time
 }
-
-var statusLine = regexp.MustCompile(`(?m)^\*\*Status:\*\*.*$`)
 
 // FillTemplate replaces the seed's placeholders and normalizes the status
 // line to DRAFT (a template may list every status as options).
@@ -28,15 +27,7 @@ func FillTemplate(tmpl string, v TemplateValues) string {
 		"{{DATE}}", v.Date.UTC().Format("2006-01-02"),
 		"{{PROJECT}}", v.Project,
 	)
-	return SetStatus(r.Replace(tmpl), StatusDraft)
-}
-
-// SetStatus rewrites the plan header's **Status:** line.
-func SetStatus(plan string, s Status) string {
-	if statusLine.MatchString(plan) {
-		return statusLine.ReplaceAllLiteralString(plan, "**Status:** "+string(s))
-	}
-	return plan
+	return plan.SetStatusLine(r.Replace(tmpl), StatusDraft)
 }
 
 // WithAuditLog rebuilds the plan's ## Audit Log section from the rounds

@@ -504,7 +504,7 @@ func (r *run) commitPlan(ctx context.Context, message, text string, capReached b
 	if r.p.State.Step() == StepFinished {
 		status = StatusReview
 	}
-	text = SetStatus(text, status)
+	text = plan.SetStatusLine(text, status)
 	text, err := WithAuditLog(text, r.p.Audits, capReached, r.f.now())
 	if err != nil {
 		return err
