@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -443,7 +444,7 @@ func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action stri
 	}
 	switch action {
 	case "retry":
-		return f.press(ctx, gh, p, action, plan.RunPhases{Cause: cause, Limit: MaxPhasesPerRun})
+		return f.press(ctx, gh, p, action, plan.RunPhases{Cause: cause, Limit: phases.MaxPerRun})
 	case "skip":
 		if p.State.Run() != RunIdle || !phaseable(p.State.Status()) {
 			// The job skips a running phase; a plan past its phases refuses.

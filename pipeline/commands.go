@@ -13,6 +13,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/command"
 	"github.com/forge-dev/forge/pipeline/markdown"
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -174,11 +175,11 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		if err != nil {
 			return fmt.Errorf("read the plan file: %w", err)
 		}
-		ph := DecomposePlan(PlanID(p.Number), p.PlanPath, string(text), cfg.Phases.MaxContextFiles)
+		ph := phases.Decompose(PlanID(p.Number), p.PlanPath, string(text), cfg.Phases.MaxContextFiles)
 		day := c.f.now().UTC().Format("2006-01-02")
 		ph.Created, ph.Updated = day, day
 		sha, err := c.gh.CommitFiles(ctx, p.Repo, p.Branch, head, PlanID(p.Number)+": phases",
-			[]FileChange{{Path: PhasesFile(cfg.PlansDir, p.Number), Content: []byte(SerializePhases(ph))}})
+			[]FileChange{{Path: PhasesFile(cfg.PlansDir, p.Number), Content: []byte(phases.Serialize(ph))}})
 		if err != nil {
 			return fmt.Errorf("commit the phases file: %w", err)
 		}
@@ -187,7 +188,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 			return err
 		}
 	}
-	return c.reply(ctx, "phases-list", map[string]any{"PlanID": PlanID(p.Number), "Hash": p.Phases.PlanHash, "Checklist": Checklist(*p.Phases)})
+	return c.reply(ctx, "phases-list", map[string]any{"PlanID": PlanID(p.Number), "Hash": p.Phases.PlanHash, "Checklist": phases.Checklist(*p.Phases)})
 }
 
 func (c *commandCtx) runPhases(ctx context.Context, cmd command.Command) error {
@@ -195,7 +196,7 @@ func (c *commandCtx) runPhases(ctx context.Context, cmd command.Command) error {
 	if p == nil {
 		return err
 	}
-	limit := MaxPhasesPerRun
+	limit := phases.MaxPerRun
 	if cmd.Kind == command.RunOne {
 		limit = 1
 	}
@@ -226,12 +227,12 @@ func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 // skipIdle skips the next phase of a plan no job runs, in its phases, and
 // returns the event that records it; false when no phase is left to skip.
 func skipIdle(p *Plan, cause plan.Cause) (plan.Skip, bool) {
-	next, skipped, err := Skip(*p.Phases)
+	next, skipped, err := phases.Skip(*p.Phases)
 	if err != nil {
 		return plan.Skip{}, false
 	}
 	was := "in progress"
-	if old, ok := p.Phases.Find(skipped.ID); ok && old.Status == PhaseFailed {
+	if old, ok := p.Phases.Find(skipped.ID); ok && old.Status == phases.Failed {
 		was = "failed"
 	}
 	p.Phases = &next
@@ -430,7 +431,7 @@ func (c *commandCtx) status(ctx context.Context, cmd command.Command) error {
 		v["LastVerdict"] = p.Audits[n-1].Verdict.String()
 	}
 	if p.Phases != nil {
-		v["Checklist"] = Checklist(*p.Phases)
+		v["Checklist"] = phases.Checklist(*p.Phases)
 	}
 	if obj := c.objective(ctx, p); obj != p.Title {
 		v["Objective"] = obj // a title said twice would be noise
@@ -497,7 +498,7 @@ func phaseWhat(p *Plan) string {
 	}
 	if p.Phases != nil {
 		for _, ph := range p.Phases.Phases {
-			if ph.Status == PhaseInProgress {
+			if ph.Status == phases.InProgress {
 				return fmt.Sprintf("%s (%s)", ph.ID, ph.Title)
 			}
 		}

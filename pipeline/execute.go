@@ -8,6 +8,7 @@ import (
 	"maps"
 	"strconv"
 
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -196,7 +197,7 @@ func (p *Plan) startRun(e plan.StartRun) {
 	p.Notes, p.Error = e.Notes, ""
 	p.RunStartRound = p.Round
 	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
-	p.RunLimit, p.PhasesRun = MaxPhasesPerRun, 0
+	p.RunLimit, p.PhasesRun = phases.MaxPerRun, 0
 	if e.Limit > 0 {
 		p.RunLimit = e.Limit
 	}

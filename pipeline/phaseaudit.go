@@ -9,13 +9,14 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/templates"
 )
 
 // auditPhase reviews the whole PR diff against the plan; blocking
 // findings get up to phases.audit_fix_max fix rounds by the implementer,
 // each audited again.
-func (r *run) auditPhase(ctx context.Context, ph *Phase) error {
+func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 	for fix := 0; ; fix++ {
 		findings, blocking, err := r.auditOnce(ctx, ph, fix)
 		if err != nil || !blocking {
@@ -32,7 +33,7 @@ func (r *run) auditPhase(ctx context.Context, ph *Phase) error {
 
 // fixRound has the implementer resolve the audit's findings, committed as
 // plan-NNN phase-K: fix N.
-func (r *run) fixRound(ctx context.Context, ph *Phase, findings []audit.Finding, n int) error {
+func (r *run) fixRound(ctx context.Context, ph *phases.Phase, findings []audit.Finding, n int) error {
 	p := r.p
 	msg := fmt.Sprintf("%s %s: fix %d", PlanID(p.Number), ph.ID, n)
 	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
@@ -47,7 +48,7 @@ func (r *run) fixRound(ctx context.Context, ph *Phase, findings []audit.Finding,
 	fixPhase.Description = "Resolve the post-implementation audit's findings below in the code; change only what they require."
 	fixPhase.ChangeSpec = Fence(findingsText(findings))
 	fixPhase.ContextFiles = nil
-	fixPhase.Kind = PhaseImplement
+	fixPhase.Kind = phases.Implement
 	if _, err := r.callPhaseAgent(ctx, agent.Implementer, wc, &fixPhase, nil); err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func (r *run) fixRound(ctx context.Context, ph *Phase, findings []audit.Finding,
 
 // auditOnce posts one post-implementation audit as a review with inline
 // comments on changed lines.
-func (r *run) auditOnce(ctx context.Context, ph *Phase, fix int) ([]audit.Finding, bool, error) {
+func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) ([]audit.Finding, bool, error) {
 	p := r.p
 	diff, err := r.gh.Compare(ctx, p.Repo, p.DefaultBranch, p.HeadSHA)
 	if err != nil {

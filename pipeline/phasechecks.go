@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
@@ -98,7 +99,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			}
 		}
 		why = append(why, ci.FailedStatuses...)
-		ph.Status, ph.Error = PhaseFailed, "checks failed: "+strings.Join(why, "; ")
+		ph.Status, ph.Error = phases.Failed, "checks failed: "+strings.Join(why, "; ")
 		data := map[string]any{"PhaseID": ph.ID, "Done": 0, "Total": len(p.Phases.Phases)}
 		check.Conclusion = "failure"
 		if timedOut {
@@ -124,7 +125,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		if err := r.updatePhaseRun(ctx, check); err != nil {
 			return "", err
 		}
-		data["Done"] = len(p.Phases.Phases) - Remaining(*p.Phases)
+		data["Done"] = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
 		p.FailedParent = w.Parent
 		if w.CheckRunID != 0 {
 			p.PhaseButtonsRun = w.CheckRunID
@@ -135,7 +136,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	if err := r.updatePhaseRun(ctx, check); err != nil {
 		return "", err
 	}
-	ph.Status, ph.FailureHashes = PhaseDone, nil
+	ph.Status, ph.FailureHashes = phases.Done, nil
 	p.PhasesRun++
 	return checksPassed, r.apply(ctx, plan.ChecksPassed{})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -34,14 +35,14 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.generatePhases(ctx, string(text)); err != nil {
 			return err
 		}
-	} else if p.State.PhasesStale() || Stale(*p.Phases, string(text)) {
+	} else if p.State.PhasesStale() || phases.Stale(*p.Phases, string(text)) {
 		return r.apply(ctx, plan.PhasesStaleStop{Reply: r.prReply("phase-stopped", "stale", map[string]any{"Stale": true})})
 	}
 	if err := r.apply(ctx, plan.PhasesStarted{}); err != nil {
 		return err
 	}
 	// The cap counts the phases of this run, resumed or not.
-	limit := CapRun(r.cfg.Phases.MaxRun, p.RunLimit)
+	limit := phases.CapRun(r.cfg.Phases.MaxRun, p.RunLimit)
 	for {
 		stop, err := r.stopRequested(ctx)
 		if err != nil {
@@ -63,14 +64,14 @@ func (r *run) runPhases(ctx context.Context) error {
 		if p.PhasesRun >= limit {
 			break
 		}
-		ph, ok := NextPhase(*p.Phases)
+		ph, ok := phases.Next(*p.Phases)
 		if !ok {
 			break
 		}
 		// A retry tells the agent why the last attempt failed.
 		r.prevError = ph.Error
-		ph.Status, ph.Error = PhaseInProgress, ""
-		if ph.Kind == PhaseAudit && p.State.Status() == StatusImplementing {
+		ph.Status, ph.Error = phases.InProgress, ""
+		if ph.Kind == phases.Audit && p.State.Status() == StatusImplementing {
 			if err := r.apply(ctx, plan.AuditPhaseStarted{}); err != nil {
 				return err
 			}
@@ -87,7 +88,7 @@ func (r *run) runPhases(ctx context.Context) error {
 		case errors.As(perr, &asked):
 			continue // the loop's stop check acts on it
 		case perr != nil:
-			ph.Status, ph.Error = PhaseFailed, perr.Error()
+			ph.Status, ph.Error = phases.Failed, perr.Error()
 			return r.apply(ctx, plan.PhaseFailed{Reply: r.failureReply(perr, ph.ID),
 				Check: plan.Check{Status: "completed", Conclusion: "failure", Title: ph.ID + " failed"}})
 		}
@@ -102,7 +103,7 @@ func (r *run) runPhases(ctx context.Context) error {
 			}
 			continue
 		}
-		ph.Status = PhaseDone
+		ph.Status = phases.Done
 		p.PhasesRun++
 		if err := r.save(ctx); err != nil {
 			return err
@@ -117,11 +118,11 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
-	if PhasesStatus(*p.Phases) {
+	if phases.AllDone(*p.Phases) {
 		return r.done(ctx)
 	}
 	return r.apply(ctx, plan.RunPaused{Reply: r.prReply("phase-run-done", "paused",
-		map[string]any{"Ran": p.PhasesRun, "Remaining": Remaining(*p.Phases)})})
+		map[string]any{"Ran": p.PhasesRun, "Remaining": phases.Remaining(*p.Phases)})})
 }
 
 // prReply is a reply on the plan's pull request, told from the plan's
@@ -142,21 +143,21 @@ func (e *stopAsked) Error() string { return "stopped on request (" + string(e.st
 func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err error) {
 	p := r.p
 	w := p.State.Await()
-	var ph *Phase
+	var ph *phases.Phase
 	was := "running"
 	if w != nil {
 		ph, _ = p.Phases.Find(w.PhaseID)
 		was = "waiting for its checks"
 	} else {
 		for i := range p.Phases.Phases {
-			if p.Phases.Phases[i].Status == PhaseInProgress {
+			if p.Phases.Phases[i].Status == phases.InProgress {
 				ph = &p.Phases.Phases[i]
 			}
 		}
 		// A skip read before a retried phase began is for the failed
 		// phase the run was about to retry.
 		for i := range p.Phases.Phases {
-			if ph == nil && stop == plan.StopSkip && p.Phases.Phases[i].Status == PhaseFailed {
+			if ph == nil && stop == plan.StopSkip && p.Phases.Phases[i].Status == phases.Failed {
 				ph, was = &p.Phases.Phases[i], "failed"
 			}
 		}
@@ -169,7 +170,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 			// to skip, and the next phase is not skipped in its place.
 			return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("phase-skipped", "late", map[string]any{"Late": true})})
 		}
-		ph.Status, ph.Error = PhaseSkipped, ""
+		ph.Status, ph.Error = phases.Skipped, ""
 		ph.FailureHashes, p.FailedParent = nil, ""
 		check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
 			Title: ph.Title, Summary: "Skipped on request.", ExternalID: PlanID(p.Number) + "/" + ph.ID}
@@ -187,7 +188,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 	case plan.StopCancel:
 		data := map[string]any{"Cancelled": true}
 		if ph != nil {
-			ph.Status, ph.Error = PhaseFailed, "cancelled by /forge cancel"
+			ph.Status, ph.Error = phases.Failed, "cancelled by /forge cancel"
 			data["PhaseID"] = ph.ID
 			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "failure",
 				Title: ph.Title, Summary: "Cancelled on request.", ExternalID: PlanID(p.Number) + "/" + ph.ID, Actions: phaseFailureActions}
@@ -211,7 +212,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		return true, r.stopped(ctx, stop, &reply)
 	}
 	if ph != nil {
-		ph.Status, ph.Error = PhaseFailed, "stopped: the plan was closed"
+		ph.Status, ph.Error = phases.Failed, "stopped: the plan was closed"
 	}
 	return true, r.stopped(ctx, stop, nil)
 }
@@ -219,19 +220,19 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 // generatePhases decomposes the plan and commits the phases file.
 func (r *run) generatePhases(ctx context.Context, plan string) error {
 	p := r.p
-	ph := DecomposePlan(PlanID(p.Number), p.PlanPath, plan, r.cfg.Phases.MaxContextFiles)
+	ph := phases.Decompose(PlanID(p.Number), p.PlanPath, plan, r.cfg.Phases.MaxContextFiles)
 	day := r.f.now().UTC().Format("2006-01-02")
 	ph.Created, ph.Updated = day, day
 	p.Phases = &ph
 	path := PhasesFile(r.cfg.PlansDir, p.Number)
-	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{{Path: path, Content: []byte(SerializePhases(ph))}}); err != nil {
+	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{{Path: path, Content: []byte(phases.Serialize(ph))}}); err != nil {
 		return err
 	}
 	return r.save(ctx)
 }
 
 // runPhase runs one phase under its own check run, forge/phase-K.
-func (r *run) runPhase(ctx context.Context, ph *Phase) error {
+func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	p := r.p
 	r.doing = "running " + ph.ID
 	name := "forge/" + ph.ID
@@ -240,11 +241,11 @@ func (r *run) runPhase(ctx context.Context, ph *Phase) error {
 	stopAt := r.watchStop(pctx, cancel)
 	var err error
 	switch ph.Kind {
-	case PhaseImplement:
+	case phases.Implement:
 		err = r.implement(pctx, ph)
-	case PhaseRead:
+	case phases.Read:
 		err = r.readPhase(pctx, ph)
-	case PhaseAudit:
+	case phases.Audit:
 		err = r.auditPhase(pctx, ph)
 	default:
 		err = fmt.Errorf("unknown phase kind %q", ph.Kind)
@@ -311,7 +312,7 @@ func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() p
 	return func() plan.Stop { return hit.Load().(plan.Stop) }
 }
 
-func (r *run) phasePrompt(ph *Phase, extra map[string]any) (string, error) {
+func (r *run) phasePrompt(ph *phases.Phase, extra map[string]any) (string, error) {
 	data := map[string]any{
 		"PlanID": PlanID(r.p.Number), "PlanPath": r.p.PlanPath, "PhaseID": ph.ID, "Title": ph.Title,
 		"Description": ph.Description, "ChangeSpec": ph.ChangeSpec, "Files": ph.ContextFiles, "PreviousError": r.prevError,
@@ -320,7 +321,7 @@ func (r *run) phasePrompt(ph *Phase, extra map[string]any) (string, error) {
 		data[k] = v
 	}
 	role := "implementer"
-	if ph.Kind != PhaseImplement {
+	if ph.Kind != phases.Implement {
 		role = "phase_auditor"
 	}
 	return templates.Prompt(role, data)
@@ -328,7 +329,7 @@ func (r *run) phasePrompt(ph *Phase, extra map[string]any) (string, error) {
 
 // implement runs the implementer in a fresh working copy of the branch and
 // commits exactly the files it changed, with the phases file.
-func (r *run) implement(ctx context.Context, ph *Phase) error {
+func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 	p := r.p
 	msg := fmt.Sprintf("%s %s: %s", PlanID(p.Number), ph.ID, ph.Title)
 	if ph.FailureHashes != nil && p.FailedParent != "" {
@@ -376,13 +377,13 @@ func (r *run) implement(ctx context.Context, ph *Phase) error {
 	// unless its checks are still to come.
 	wait := r.cfg.Phases.WaitForChecks
 	if !wait {
-		ph.Status = PhaseDone
+		ph.Status = phases.Done
 	}
 	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
-	files = append(files, FileChange{Path: phasesPath, Content: []byte(SerializePhases(*p.Phases))})
+	files = append(files, FileChange{Path: phasesPath, Content: []byte(phases.Serialize(*p.Phases))})
 	parent := p.HeadSHA
 	if err := r.commitFiles(ctx, msg, files); err != nil {
-		ph.Status = PhaseInProgress
+		ph.Status = phases.InProgress
 		return err
 	}
 	ph.GitCommit = shortSHA(p.HeadSHA)
@@ -398,7 +399,7 @@ func (r *run) implement(ctx context.Context, ph *Phase) error {
 // contentHash identifies a file's content for a safe retry.
 func contentHash(b []byte, deleted bool) string {
 	if deleted {
-		return HashAbsent
+		return phases.HashAbsent
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -406,21 +407,21 @@ func contentHash(b []byte, deleted bool) string {
 
 // revertFailedAttempt undoes the files a failed attempt committed, back to
 // the commit before it, except files someone changed since (seed 000 §6).
-func (r *run) revertFailedAttempt(ctx context.Context, ph *Phase) error {
+func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 	p := r.p
 	current := map[string]string{}
 	for _, f := range ph.ModifiedFiles {
 		b, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, f)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			current[f] = HashAbsent
+			current[f] = phases.HashAbsent
 		case err != nil:
 			return fmt.Errorf("read %s: %w", f, err)
 		default:
 			current[f] = contentHash(b, false)
 		}
 	}
-	revert, kept, err := RevertPlan(*ph, current)
+	revert, kept, err := phases.RevertPlan(*ph, current)
 	if err != nil {
 		return err
 	}
@@ -450,7 +451,7 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *Phase) error {
 
 // callPhaseAgent runs role on phase ph in the working copy wc: the phase's
 // prompt (extra adds to its data), under the phase timeout.
-func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCopy, ph *Phase, extra map[string]any) (agent.Result, error) {
+func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCopy, ph *phases.Phase, extra map[string]any) (agent.Result, error) {
 	data := map[string]any{"ProjectContext": r.projectContext(wc.Dir())}
 	maps.Copy(data, extra)
 	prompt, err := r.phasePrompt(ph, data)
@@ -467,7 +468,7 @@ func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCop
 	return r.callAgent(ctx, role, prompt, wc.Dir(), 0)
 }
 
-func (r *run) readPhase(ctx context.Context, ph *Phase) error {
+func (r *run) readPhase(ctx context.Context, ph *phases.Phase) error {
 	wc, _, err := r.checkout(ctx)
 	if err != nil {
 		return err
@@ -488,14 +489,14 @@ func (r *run) done(ctx context.Context) error {
 	r.doing = "handing the pull request over"
 	// The phases file on the branch ends with every phase's final status.
 	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
-	final := []FileChange{{Path: PhasesFile(r.cfg.PlansDir, p.Number), Content: []byte(SerializePhases(*p.Phases))}}
+	final := []FileChange{{Path: PhasesFile(r.cfg.PlansDir, p.Number), Content: []byte(phases.Serialize(*p.Phases))}}
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases complete", final); err != nil {
 		return err
 	}
 	var lines []string
 	for _, ph := range p.Phases.Phases {
 		mark := "[x]"
-		if ph.Status == PhaseSkipped {
+		if ph.Status == phases.Skipped {
 			mark = "[-]"
 		}
 		lines = append(lines, fmt.Sprintf("%s %s: %s (%s)", mark, ph.ID, ph.Title, ph.Output))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -304,10 +305,10 @@ func (p Policy) checkAgent(rule PolicyRule, name, role string, cfg *RepoConfig, 
 	if choice.Runtime != "" {
 		key := at("runtime")
 		switch {
-		case !containsString(p.Runtimes, choice.Runtime):
+		case !slices.Contains(p.Runtimes, choice.Runtime):
 			problems = append(problems, ConfigProblem{Line: set[key], Key: key,
 				Message: fmt.Sprintf("%q is not a runtime of this server (runtimes: %s)", choice.Runtime, policyList(p.Runtimes))})
-		case ok && allowed.Runtimes != nil && !containsString(allowed.Runtimes, choice.Runtime) && !containsString(allowed.Runtimes, "*"):
+		case ok && allowed.Runtimes != nil && !slices.Contains(allowed.Runtimes, choice.Runtime) && !slices.Contains(allowed.Runtimes, "*"):
 			problems = append(problems, ConfigProblem{Line: set[key], Key: key,
 				Message: fmt.Sprintf("runtime %q is not allowed for the %s by %s (%s.runtimes: %s)", choice.Runtime, role, name, listed, policyList(allowed.Runtimes))})
 		}

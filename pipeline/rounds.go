@@ -11,6 +11,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -493,11 +494,11 @@ func (r *run) failureReply(err error, phaseID string) plan.Reply {
 	if phaseID != "" {
 		return plan.Reply{On: plan.OnPR, Template: "phase-stopped", Key: r.failureKey() + ":" + phaseID,
 			Data: map[string]any{"PhaseID": phaseID, "Error": err.Error(), "Tail": tail,
-				"Done": len(p.Phases.Phases) - Remaining(*p.Phases), "Total": len(p.Phases.Phases)}}
+				"Done": len(p.Phases.Phases) - phases.Remaining(*p.Phases), "Total": len(p.Phases.Phases)}}
 	}
 	return plan.Reply{On: plan.OnIssue, Template: "forge-error", Key: r.failureKey(), Data: map[string]any{
 		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
-		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(),
+		"phases.File": p.State.Mode() == ModePhases, "Status": p.State.Status(),
 	}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
@@ -55,9 +56,9 @@ type Plan struct {
 	Round       int
 	// Revisions counts revision commits (plan-NNN: revision K).
 	Revisions int
-	// Phases are the plan's phases once generated; RunLimit caps the
+	// phases.File are the plan's phases once generated; RunLimit caps the
 	// phases of this run (1 for run-one), PhasesRun counts them.
-	Phases *Phases
+	Phases *phases.File
 	// FailedParent is the commit before a phase attempt that its checks
 	// failed: a retry reverts the attempt's files to it.
 	FailedParent string

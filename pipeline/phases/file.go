@@ -1,4 +1,4 @@
-package pipeline
+package phases
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
-// The phases file (seed 000 §8). Forge writes it with SerializePhases and
+// The phases file (seed 000 §8). Forge writes it with Serialize and
 // reads it, perhaps edited by a person, with ParsePhases:
 //
 //	# Phases: plan-017 — docs/plans/plan-017-slug.md
@@ -62,10 +62,10 @@ var (
 	phasesHashTokRe = regexp.MustCompile("^[^\\s,`]+$")
 )
 
-// SerializePhases writes the phases file. p should be valid (Validate);
-// ParsePhases reads the result back to p, except that empty ContextFiles
+// Serialize writes the phases file. p should be valid (Validate);
+// Parse reads the result back to p, except that empty ContextFiles
 // and DependsOn read back as nil.
-func SerializePhases(p Phases) string {
+func Serialize(p File) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Phases: %s — %s\n", p.PlanID, p.PlanFile)
 	fmt.Fprintf(&b, "Created: %s\nUpdated: %s\nPlan hash: %s\n", p.Created, p.Updated, p.PlanHash)
@@ -164,19 +164,19 @@ func phasesStructural(l string) bool {
 
 func phasesBlank(l string) bool { return strings.TrimSpace(l) == "" }
 
-// ParsePhases reads a phases file. It is strict about structure, so that a
+// Parse reads a phases file. It is strict about structure, so that a
 // hand edit that breaks the file is reported (with its line) instead of
 // silently changing what runs.
-func ParsePhases(text string) (Phases, error) {
+func Parse(text string) (File, error) {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	text = strings.ReplaceAll(text, "\r", "\n")
 	r := &phasesReader{lines: strings.Split(text, "\n")}
 	p, err := r.parse()
 	if err != nil {
-		return Phases{}, fmt.Errorf("parse phases file: %w", err)
+		return File{}, fmt.Errorf("parse phases file: %w", err)
 	}
 	if err := p.Validate(); err != nil {
-		return Phases{}, fmt.Errorf("parse phases file: %w", err)
+		return File{}, fmt.Errorf("parse phases file: %w", err)
 	}
 	return p, nil
 }
@@ -199,8 +199,8 @@ func (r *phasesReader) errorf(format string, args ...any) error {
 	return fmt.Errorf("line %d: %s", r.i+1, fmt.Sprintf(format, args...))
 }
 
-func (r *phasesReader) parse() (Phases, error) {
-	var p Phases
+func (r *phasesReader) parse() (File, error) {
+	var p File
 	m := phasesHeaderRe.FindStringSubmatch(r.lines[0])
 	if m == nil {
 		return p, r.errorf("the file must start with \"# Phases: plan-NNN — <plan file>\"")
@@ -259,9 +259,9 @@ func (r *phasesReader) phase() (Phase, error) {
 		var err error
 		switch name {
 		case "Kind":
-			ph.Kind = PhaseKind(value)
+			ph.Kind = Kind(value)
 		case "Status":
-			ph.Status = PhaseStatus(value)
+			ph.Status = Status(value)
 		case "Context":
 			if value != "(none)" {
 				ph.ContextFiles, err = parseBacktickList(value)
@@ -421,7 +421,7 @@ func parseFailureHashes(s string) (map[string]string, error) {
 // Validate reports what in p cannot be written to and read back from a
 // phases file, or would not run: bad IDs, kinds, statuses and dates, a
 // dependency on a phase that does not come before, an unusable path.
-func (p Phases) Validate() error {
+func (p File) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if _, ok := plan.ParseID(p.PlanID); !ok {

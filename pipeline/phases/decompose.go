@@ -1,12 +1,12 @@
-package pipeline
+package phases
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -15,92 +15,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
-// PhaseKind is what a phase does (seed 000 §6).
-type PhaseKind string
-
-const (
-	PhaseImplement PhaseKind = "implement" // the implementer changes files
-	PhaseRead      PhaseKind = "read"      // read and analyse, change nothing
-	PhaseAudit     PhaseKind = "audit"     // review the implementation against the plan
-)
-
-// PhaseStatus is where a phase stands.
-type PhaseStatus string
-
-const (
-	PhasePending    PhaseStatus = "pending"
-	PhaseInProgress PhaseStatus = "in-progress"
-	PhaseDone       PhaseStatus = "done"
-	PhaseFailed     PhaseStatus = "failed"
-	PhaseSkipped    PhaseStatus = "skipped"
-)
-
-// Terminal reports whether the phase is finished for good: done or
-// skipped. Both count as met for the phases that depend on it.
-func (s PhaseStatus) Terminal() bool { return s == PhaseDone || s == PhaseSkipped }
-
-func (k PhaseKind) valid() bool {
-	return k == PhaseImplement || k == PhaseRead || k == PhaseAudit
-}
-
-func (s PhaseStatus) valid() bool {
-	switch s {
-	case PhasePending, PhaseInProgress, PhaseDone, PhaseFailed, PhaseSkipped:
-		return true
-	}
-	return false
-}
-
-// Phase is one step of a plan's implementation (seed 000 §8, PlanPhase).
-type Phase struct {
-	ID           string // phase-K
-	Title        string
-	Kind         PhaseKind
-	Status       PhaseStatus
-	DependsOn    []string // phase IDs, each before this one in the file
-	ContextFiles []string
-	Description  string
-	ChangeSpec   string // the plan's lines about this phase's files
-	Output       string
-	Error        string
-	GitCommit    string
-	// ModifiedFiles and FailureHashes are what a failed attempt changed and
-	// the content hash of each file at failure time, for a safe retry. nil
-	// means not recorded (retry is then blocked); empty means recorded as
-	// none.
-	ModifiedFiles []string
-	FailureHashes map[string]string
-}
-
-// Phases is a plan's phases file.
-type Phases struct {
-	PlanID   string
-	PlanFile string
-	// PlanHash is PlanHash of the plan when the phases were generated.
-	PlanHash string
-	// Created and Updated are dates, YYYY-MM-DD. DecomposePlan reads no
-	// clock: the caller stamps them.
-	Created, Updated string
-	Phases           []Phase
-}
-
-// DefaultMaxContextFiles is the seed's phases.max_context_files.
-const DefaultMaxContextFiles = 5
-
-// MaxPhasesPerRun is the seed's safety cap on one /forge run.
-const MaxPhasesPerRun = 50
-
-// HashAbsent is the hash that stands for "the file does not exist", in
-// FailureHashes (the failed attempt deleted it) and in the current hashes
-// given to RevertPlan.
-const HashAbsent = "absent"
-
-var (
-	planHashRuleRe = regexp.MustCompile(`^ {0,3}[-*_](?:[ \t]*[-*_]){2,}[ \t]*$`)
-	phaseIDRe      = regexp.MustCompile(`^phase-[1-9][0-9]*$`)
-	phasesHashRe   = regexp.MustCompile(`^[0-9a-f]{16}$`)
-	phasesCommitRe = regexp.MustCompile(`^[0-9a-f]{4,64}$`)
-)
+var planHashRuleRe = regexp.MustCompile(`^ {0,3}[-*_](?:[ \t]*[-*_]){2,}[ \t]*$`)
 
 // PlanHash is the 16 hex characters of the SHA-256 of the plan's content,
 // taken over the text a person writes, so that Forge's own edits never make
@@ -141,9 +56,9 @@ func PlanHash(text string) string {
 
 // Stale reports whether the plan changed since its phases were generated:
 // then no phase may run until /forge phases --regenerate.
-func Stale(phases Phases, plan string) bool { return phases.PlanHash != PlanHash(plan) }
+func Stale(phases File, plan string) bool { return phases.PlanHash != PlanHash(plan) }
 
-// DecomposePlan builds a plan's phases (seed 000 §6): the file paths named
+// Decompose builds a plan's phases (seed 000 §6): the file paths named
 // under ## Changes (in backticks, on list items, headings and bold file
 // headers; see audit.LooksLikePath) are grouped into batches of at most
 // maxContextFiles (≤ 0: the default) files, a module and its tests kept
@@ -151,11 +66,11 @@ func Stale(phases Phases, plan string) bool { return phases.PlanHash != PlanHash
 // each after the previous one, with the Changes entries naming its files as
 // its change spec; then one audit phase after all of them. A plan naming no
 // file gets read → implement → audit over the plan itself.
-func DecomposePlan(planID, planFile, plan string, maxContextFiles int) Phases {
+func Decompose(planID, planFile, plan string, maxContextFiles int) File {
 	if maxContextFiles <= 0 {
 		maxContextFiles = DefaultMaxContextFiles
 	}
-	out := Phases{PlanID: planID, PlanFile: planFile, PlanHash: PlanHash(plan)}
+	out := File{PlanID: planID, PlanFile: planFile, PlanHash: PlanHash(plan)}
 	section := changesSection(plan)
 	entries, files := changeEntries(section)
 
@@ -163,18 +78,18 @@ func DecomposePlan(planID, planFile, plan string, maxContextFiles int) Phases {
 		ctx := []string{planFile}
 		out.Phases = []Phase{
 			{
-				ID: "phase-1", Title: "Analyze plan scope", Kind: PhaseRead, Status: PhasePending,
+				ID: "phase-1", Title: "Analyze plan scope", Kind: Read, Status: Pending,
 				ContextFiles: ctx,
 				Description:  "Read the plan and the code it concerns, and note what must change where: the plan names no files under ## Changes.",
 			},
 			{
-				ID: "phase-2", Title: "Implement the plan", Kind: PhaseImplement, Status: PhasePending,
+				ID: "phase-2", Title: "Implement the plan", Kind: Implement, Status: Pending,
 				DependsOn: []string{"phase-1"}, ContextFiles: ctx,
 				Description: "Implement the plan's changes, guided by the analysis of phase-1.",
 				ChangeSpec:  changeSpecText(section, []changeEntry{{start: 0, end: len(section)}}),
 			},
 			{
-				ID: "phase-3", Title: "Post-implementation audit", Kind: PhaseAudit, Status: PhasePending,
+				ID: "phase-3", Title: "Post-implementation audit", Kind: Audit, Status: Pending,
 				DependsOn: []string{"phase-2"}, ContextFiles: ctx,
 				Description: "Audit all changes against the plan specification.",
 			},
@@ -199,7 +114,7 @@ func DecomposePlan(planID, planFile, plan string, maxContextFiles int) Phases {
 			}
 		}
 		ph := Phase{
-			ID: id, Title: batchTitle(batch), Kind: PhaseImplement, Status: PhasePending,
+			ID: id, Title: batchTitle(batch), Kind: Implement, Status: Pending,
 			ContextFiles: batch,
 			Description:  "Implement changes for: " + backtickList(batch),
 			ChangeSpec:   changeSpecText(section, mine),
@@ -211,8 +126,8 @@ func DecomposePlan(planID, planFile, plan string, maxContextFiles int) Phases {
 		out.Phases = append(out.Phases, ph)
 	}
 	out.Phases = append(out.Phases, Phase{
-		ID: fmt.Sprintf("phase-%d", len(implIDs)+1), Title: "Post-implementation audit", Kind: PhaseAudit,
-		Status: PhasePending, DependsOn: implIDs, ContextFiles: files,
+		ID: fmt.Sprintf("phase-%d", len(implIDs)+1), Title: "Post-implementation audit", Kind: Audit,
+		Status: Pending, DependsOn: implIDs, ContextFiles: files,
 		Description: "Audit all changes against the plan specification.",
 	})
 	return out
@@ -297,7 +212,7 @@ func changeEntries(section []markdown.Line) ([]changeEntry, []string) {
 		}
 		e := &entries[len(entries)-1]
 		for _, p := range paths {
-			if !containsString(e.paths, p) {
+			if !slices.Contains(e.paths, p) {
 				e.paths = append(e.paths, p)
 			}
 			if !seen[p] {
@@ -320,7 +235,7 @@ func changePaths(line string) []string {
 		if !audit.LooksLikePath(p) || !audit.SafePath(p) {
 			continue
 		}
-		if p = path.Clean(p); !containsString(out, p) {
+		if p = path.Clean(p); !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
@@ -512,7 +427,7 @@ func batchTitle(batch []string) string {
 		} else {
 			d += "/"
 		}
-		if !containsString(dirs, d) {
+		if !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
 		}
 	}
@@ -529,155 +444,4 @@ func backtickList(files []string) string {
 		q[i] = "`" + f + "`"
 	}
 	return strings.Join(q, ", ")
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// Find returns the phase with the given ID, pointing into p.Phases.
-func (p Phases) Find(id string) (*Phase, bool) {
-	for i := range p.Phases {
-		if p.Phases[i].ID == id {
-			return &p.Phases[i], true
-		}
-	}
-	return nil, false
-}
-
-// NextPhase is the phase to run next (seed 000 §6): an in-progress phase
-// to resume, else a failed phase to retry, else the first pending phase
-// whose dependencies are all done or skipped. The pointer is into
-// p.Phases. false: nothing can run.
-func NextPhase(p Phases) (*Phase, bool) {
-	for _, want := range []PhaseStatus{PhaseInProgress, PhaseFailed} {
-		for i := range p.Phases {
-			if p.Phases[i].Status == want {
-				return &p.Phases[i], true
-			}
-		}
-	}
-	status := map[string]PhaseStatus{}
-	for _, ph := range p.Phases {
-		status[ph.ID] = ph.Status
-	}
-next:
-	for i := range p.Phases {
-		if p.Phases[i].Status != PhasePending {
-			continue
-		}
-		for _, d := range p.Phases[i].DependsOn {
-			if !status[d].Terminal() {
-				continue next
-			}
-		}
-		return &p.Phases[i], true
-	}
-	return nil, false
-}
-
-// Skip marks the first in-progress or failed phase skipped (/forge skip);
-// the phases after it may then run. p is not modified: the returned Phases
-// is a copy and the pointer is into it.
-func Skip(p Phases) (Phases, *Phase, error) {
-	for i, ph := range p.Phases {
-		if ph.Status != PhaseInProgress && ph.Status != PhaseFailed {
-			continue
-		}
-		out := p
-		out.Phases = append([]Phase(nil), p.Phases...)
-		out.Phases[i].Status = PhaseSkipped
-		return out, &out.Phases[i], nil
-	}
-	return p, nil, errors.New("no phase is in progress or failed: nothing to skip")
-}
-
-// RevertPlan decides what to revert before a failed phase runs again: the
-// files its failed attempt changed whose current hash still equals the hash
-// recorded at failure, so that nothing written since (by a person or a
-// later push) is lost; the others are kept and the retry works on them as
-// they are. currentHashes maps a path to its content hash now; a missing
-// path counts as HashAbsent. Retry is blocked (error) when the attempt's
-// modified files or their hashes were not recorded.
-func RevertPlan(p Phase, currentHashes map[string]string) (revert []string, kept []string, err error) {
-	if p.ModifiedFiles == nil || p.FailureHashes == nil {
-		return nil, nil, fmt.Errorf("retry of %s is blocked: the failed attempt's modified files and their hashes were not recorded", p.ID)
-	}
-	for _, f := range p.ModifiedFiles {
-		want, ok := p.FailureHashes[f]
-		if !ok {
-			return nil, nil, fmt.Errorf("retry of %s is blocked: no hash was recorded for %s at failure", p.ID, f)
-		}
-		have, ok := currentHashes[f]
-		if !ok {
-			have = HashAbsent
-		}
-		if have == want {
-			revert = append(revert, f)
-		} else {
-			kept = append(kept, f)
-		}
-	}
-	return revert, kept, nil
-}
-
-var checklistMarks = map[PhaseStatus]string{
-	PhasePending: "[ ]", PhaseInProgress: "[~]", PhaseDone: "[x]", PhaseFailed: "[!]", PhaseSkipped: "[-]",
-}
-
-// Checklist renders the phases as the seed's status list, one line each:
-//
-//	[x] **phase-1:** Implement src/webhook.ts [implement]
-//	[ ] **phase-2:** Post-implementation audit [audit] (depends: phase-1)
-func Checklist(p Phases) string {
-	lines := make([]string, 0, len(p.Phases))
-	for _, ph := range p.Phases {
-		mark, ok := checklistMarks[ph.Status]
-		if !ok {
-			mark = "[?]"
-		}
-		line := fmt.Sprintf("%s **%s:** %s [%s]", mark, ph.ID, ph.Title, ph.Kind)
-		if len(ph.DependsOn) > 0 {
-			line += " (depends: " + strings.Join(ph.DependsOn, ", ") + ")"
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// PhasesStatus reports whether every phase is terminal (done or skipped):
-// the plan's implementation is complete. No phases at all is not done.
-func PhasesStatus(p Phases) (done bool) {
-	for _, ph := range p.Phases {
-		if !ph.Status.Terminal() {
-			return false
-		}
-	}
-	return len(p.Phases) > 0
-}
-
-// Remaining counts the phases not yet done or skipped.
-func Remaining(p Phases) int {
-	n := 0
-	for _, ph := range p.Phases {
-		if !ph.Status.Terminal() {
-			n++
-		}
-	}
-	return n
-}
-
-// CapRun is how many phases one /forge run may execute: the n phases
-// remaining, at most limit (phases.max_run; ≤ 0 means the cap), and never
-// more than MaxPhasesPerRun. /forge run-one is CapRun(n, 1).
-func CapRun(n, limit int) int {
-	if limit <= 0 || limit > MaxPhasesPerRun {
-		limit = MaxPhasesPerRun
-	}
-	return max(0, min(n, limit))
 }

@@ -1,24 +1,19 @@
-package pipeline
+package phases
 
 import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/forge-dev/forge/pipeline/audit"
-	"github.com/forge-dev/forge/pipeline/plan"
 )
 
-// phasesGolden compares got with testdata/phases/name, rewriting the file
+// phasesGolden compares got with testdata/name, rewriting the file
 // when FORGE_UPDATE_GOLDEN=1 (an environment variable, not a flag: the
 // package's test binary is shared).
 func phasesGolden(t *testing.T, name, got string) {
 	t.Helper()
-	file := filepath.Join("testdata", "phases", name)
+	file := filepath.Join("testdata", name)
 	if os.Getenv("FORGE_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -35,7 +30,7 @@ func phasesGolden(t *testing.T, name, got string) {
 
 func readPhasesFixture(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "phases", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +43,14 @@ func TestDecomposePlanGolden(t *testing.T) {
 	for _, name := range []string{"webhook", "service", "nofiles"} {
 		t.Run(name, func(t *testing.T) {
 			plan := readPhasesFixture(t, name+".plan.md")
-			ph := DecomposePlan("plan-017", "docs/plans/plan-017-"+name+".md", plan, 5)
+			ph := Decompose("plan-017", "docs/plans/plan-017-"+name+".md", plan, 5)
 			ph.Created, ph.Updated = "2026-02-12", "2026-02-12"
 			if err := ph.Validate(); err != nil {
 				t.Fatalf("DecomposePlan made invalid phases: %v", err)
 			}
-			text := SerializePhases(ph)
+			text := Serialize(ph)
 			phasesGolden(t, name+".phases.md", text)
-			back, err := ParsePhases(text)
+			back, err := Parse(text)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +67,7 @@ func TestDecomposePlanGolden(t *testing.T) {
 func TestDecomposePlan(t *testing.T) {
 	type phase struct {
 		title   string
-		kind    PhaseKind
+		kind    Kind
 		context []string
 		deps    []string
 	}
@@ -90,8 +85,8 @@ func TestDecomposePlan(t *testing.T) {
 			name: "seed example: one file",
 			plan: changes("- `src/webhook.ts` — Create new webhook handler module..."),
 			want: []phase{
-				{"Implement src/webhook.ts", PhaseImplement, []string{"src/webhook.ts"}, nil},
-				{"Post-implementation audit", PhaseAudit, []string{"src/webhook.ts"}, []string{"phase-1"}},
+				{"Implement src/webhook.ts", Implement, []string{"src/webhook.ts"}, nil},
+				{"Post-implementation audit", Audit, []string{"src/webhook.ts"}, []string{"phase-1"}},
 			},
 			specs: []string{"- `src/webhook.ts` — Create new webhook handler module..."},
 		},
@@ -99,8 +94,8 @@ func TestDecomposePlan(t *testing.T) {
 			name: "go module and test together, module first",
 			plan: changes("- `pkg/b.go` — b\n- `pkg/a_test.go` — tests of a\n- `pkg/a.go` — a"),
 			want: []phase{
-				{"Implement 3 files in pkg/", PhaseImplement, []string{"pkg/b.go", "pkg/a.go", "pkg/a_test.go"}, nil},
-				{"Post-implementation audit", PhaseAudit, []string{"pkg/b.go", "pkg/a_test.go", "pkg/a.go"}, []string{"phase-1"}},
+				{"Implement 3 files in pkg/", Implement, []string{"pkg/b.go", "pkg/a.go", "pkg/a_test.go"}, nil},
+				{"Post-implementation audit", Audit, []string{"pkg/b.go", "pkg/a_test.go", "pkg/a.go"}, []string{"phase-1"}},
 			},
 			specs: []string{"- `pkg/b.go` — b\n- `pkg/a_test.go` — tests of a\n- `pkg/a.go` — a"},
 		},
@@ -109,10 +104,10 @@ func TestDecomposePlan(t *testing.T) {
 			plan: changes("- `pkg/b.go`\n- `pkg/a.go`\n- `pkg/a_test.go`\n- `pkg/c.go`"),
 			max:  2,
 			want: []phase{
-				{"Implement pkg/b.go", PhaseImplement, []string{"pkg/b.go"}, nil},
-				{"Implement 2 files in pkg/", PhaseImplement, []string{"pkg/a.go", "pkg/a_test.go"}, []string{"phase-1"}},
-				{"Implement pkg/c.go", PhaseImplement, []string{"pkg/c.go"}, []string{"phase-2"}},
-				{"Post-implementation audit", PhaseAudit, []string{"pkg/b.go", "pkg/a.go", "pkg/a_test.go", "pkg/c.go"}, []string{"phase-1", "phase-2", "phase-3"}},
+				{"Implement pkg/b.go", Implement, []string{"pkg/b.go"}, nil},
+				{"Implement 2 files in pkg/", Implement, []string{"pkg/a.go", "pkg/a_test.go"}, []string{"phase-1"}},
+				{"Implement pkg/c.go", Implement, []string{"pkg/c.go"}, []string{"phase-2"}},
+				{"Post-implementation audit", Audit, []string{"pkg/b.go", "pkg/a.go", "pkg/a_test.go", "pkg/c.go"}, []string{"phase-1", "phase-2", "phase-3"}},
 			},
 			specs: []string{"- `pkg/b.go`", "- `pkg/a.go`\n- `pkg/a_test.go`", "- `pkg/c.go`"},
 		},
@@ -121,19 +116,19 @@ func TestDecomposePlan(t *testing.T) {
 			plan: changes("- `a.go`\n- `a_test.go`"),
 			max:  1,
 			want: []phase{
-				{"Implement a.go", PhaseImplement, []string{"a.go"}, nil},
-				{"Implement a_test.go", PhaseImplement, []string{"a_test.go"}, []string{"phase-1"}},
-				{"Post-implementation audit", PhaseAudit, []string{"a.go", "a_test.go"}, []string{"phase-1", "phase-2"}},
+				{"Implement a.go", Implement, []string{"a.go"}, nil},
+				{"Implement a_test.go", Implement, []string{"a_test.go"}, []string{"phase-1"}},
+				{"Post-implementation audit", Audit, []string{"a.go", "a_test.go"}, []string{"phase-1", "phase-2"}},
 			},
 		},
 		{
 			name: "directories batch apart, in order of first mention",
 			plan: changes("- `web/x.ts`\n- `api/y.go`\n- `web/z.ts`\n- `Makefile`\n- `go.mod`"),
 			want: []phase{
-				{"Implement 2 files in web/", PhaseImplement, []string{"web/x.ts", "web/z.ts"}, nil},
-				{"Implement api/y.go", PhaseImplement, []string{"api/y.go"}, []string{"phase-1"}},
-				{"Implement 2 files in the repository root", PhaseImplement, []string{"Makefile", "go.mod"}, []string{"phase-2"}},
-				{"Post-implementation audit", PhaseAudit, []string{"web/x.ts", "api/y.go", "web/z.ts", "Makefile", "go.mod"}, []string{"phase-1", "phase-2", "phase-3"}},
+				{"Implement 2 files in web/", Implement, []string{"web/x.ts", "web/z.ts"}, nil},
+				{"Implement api/y.go", Implement, []string{"api/y.go"}, []string{"phase-1"}},
+				{"Implement 2 files in the repository root", Implement, []string{"Makefile", "go.mod"}, []string{"phase-2"}},
+				{"Post-implementation audit", Audit, []string{"web/x.ts", "api/y.go", "web/z.ts", "Makefile", "go.mod"}, []string{"phase-1", "phase-2", "phase-3"}},
 			},
 			specs: []string{"- `web/x.ts`\n\n- `web/z.ts`", "- `api/y.go`", "- `Makefile`\n- `go.mod`"},
 		},
@@ -142,9 +137,9 @@ func TestDecomposePlan(t *testing.T) {
 			plan: changes("- `d/1.md`\n- `d/2.md`\n- `d/3.md`"),
 			max:  2,
 			want: []phase{
-				{"Implement 2 files in d/", PhaseImplement, []string{"d/1.md", "d/2.md"}, nil},
-				{"Implement d/3.md", PhaseImplement, []string{"d/3.md"}, []string{"phase-1"}},
-				{"Post-implementation audit", PhaseAudit, []string{"d/1.md", "d/2.md", "d/3.md"}, []string{"phase-1", "phase-2"}},
+				{"Implement 2 files in d/", Implement, []string{"d/1.md", "d/2.md"}, nil},
+				{"Implement d/3.md", Implement, []string{"d/3.md"}, []string{"phase-1"}},
+				{"Post-implementation audit", Audit, []string{"d/1.md", "d/2.md", "d/3.md"}, []string{"phase-1", "phase-2"}},
 			},
 		},
 		{
@@ -152,10 +147,10 @@ func TestDecomposePlan(t *testing.T) {
 			plan: changes("- `src/x.test.ts`\n- `src/y.spec.js`\n- `src/x.ts`\n- `src/y.jsx`\n- `src/z.test.ts`"),
 			max:  2,
 			want: []phase{
-				{"Implement 2 files in src/", PhaseImplement, []string{"src/x.ts", "src/x.test.ts"}, nil},
-				{"Implement 2 files in src/", PhaseImplement, []string{"src/y.jsx", "src/y.spec.js"}, []string{"phase-1"}},
-				{"Implement src/z.test.ts", PhaseImplement, []string{"src/z.test.ts"}, []string{"phase-2"}},
-				{"Post-implementation audit", PhaseAudit, []string{"src/x.test.ts", "src/y.spec.js", "src/x.ts", "src/y.jsx", "src/z.test.ts"}, []string{"phase-1", "phase-2", "phase-3"}},
+				{"Implement 2 files in src/", Implement, []string{"src/x.ts", "src/x.test.ts"}, nil},
+				{"Implement 2 files in src/", Implement, []string{"src/y.jsx", "src/y.spec.js"}, []string{"phase-1"}},
+				{"Implement src/z.test.ts", Implement, []string{"src/z.test.ts"}, []string{"phase-2"}},
+				{"Post-implementation audit", Audit, []string{"src/x.test.ts", "src/y.spec.js", "src/x.ts", "src/y.jsx", "src/z.test.ts"}, []string{"phase-1", "phase-2", "phase-3"}},
 			},
 		},
 		{
@@ -163,10 +158,10 @@ func TestDecomposePlan(t *testing.T) {
 			plan: changes("- `pkg/a.py`\n- `pkg/test_a.py`\n- `lib/b.py`\n- `lib/tests/test_b.py`\n- `src/app/c.py`\n- `tests/c_test.py`"),
 			max:  2,
 			want: []phase{
-				{"Implement 2 files in pkg/", PhaseImplement, []string{"pkg/a.py", "pkg/test_a.py"}, nil},
-				{"Implement 2 files in lib/ and lib/tests/", PhaseImplement, []string{"lib/b.py", "lib/tests/test_b.py"}, []string{"phase-1"}},
-				{"Implement 2 files in src/app/ and tests/", PhaseImplement, []string{"src/app/c.py", "tests/c_test.py"}, []string{"phase-2"}},
-				{"Post-implementation audit", PhaseAudit, []string{"pkg/a.py", "pkg/test_a.py", "lib/b.py", "lib/tests/test_b.py", "src/app/c.py", "tests/c_test.py"}, []string{"phase-1", "phase-2", "phase-3"}},
+				{"Implement 2 files in pkg/", Implement, []string{"pkg/a.py", "pkg/test_a.py"}, nil},
+				{"Implement 2 files in lib/ and lib/tests/", Implement, []string{"lib/b.py", "lib/tests/test_b.py"}, []string{"phase-1"}},
+				{"Implement 2 files in src/app/ and tests/", Implement, []string{"src/app/c.py", "tests/c_test.py"}, []string{"phase-2"}},
+				{"Post-implementation audit", Audit, []string{"pkg/a.py", "pkg/test_a.py", "lib/b.py", "lib/tests/test_b.py", "src/app/c.py", "tests/c_test.py"}, []string{"phase-1", "phase-2", "phase-3"}},
 			},
 		},
 		{
@@ -174,19 +169,19 @@ func TestDecomposePlan(t *testing.T) {
 			plan: changes("- `a/u.py`\n- `b/u.py`\n- `tests/test_u.py`"),
 			max:  2,
 			want: []phase{
-				{"Implement a/u.py", PhaseImplement, []string{"a/u.py"}, nil},
-				{"Implement b/u.py", PhaseImplement, []string{"b/u.py"}, []string{"phase-1"}},
-				{"Implement tests/test_u.py", PhaseImplement, []string{"tests/test_u.py"}, []string{"phase-2"}},
-				{"Post-implementation audit", PhaseAudit, []string{"a/u.py", "b/u.py", "tests/test_u.py"}, []string{"phase-1", "phase-2", "phase-3"}},
+				{"Implement a/u.py", Implement, []string{"a/u.py"}, nil},
+				{"Implement b/u.py", Implement, []string{"b/u.py"}, []string{"phase-1"}},
+				{"Implement tests/test_u.py", Implement, []string{"tests/test_u.py"}, []string{"phase-2"}},
+				{"Post-implementation audit", Audit, []string{"a/u.py", "b/u.py", "tests/test_u.py"}, []string{"phase-1", "phase-2", "phase-3"}},
 			},
 		},
 		{
 			name: "go tests pair only within their package",
 			plan: changes("- `a/x.go`\n- `b/x_test.go`"),
 			want: []phase{
-				{"Implement a/x.go", PhaseImplement, []string{"a/x.go"}, nil},
-				{"Implement b/x_test.go", PhaseImplement, []string{"b/x_test.go"}, []string{"phase-1"}},
-				{"Post-implementation audit", PhaseAudit, []string{"a/x.go", "b/x_test.go"}, []string{"phase-1", "phase-2"}},
+				{"Implement a/x.go", Implement, []string{"a/x.go"}, nil},
+				{"Implement b/x_test.go", Implement, []string{"b/x_test.go"}, []string{"phase-1"}},
+				{"Post-implementation audit", Audit, []string{"a/x.go", "b/x_test.go"}, []string{"phase-1", "phase-2"}},
 			},
 		},
 		{
@@ -198,8 +193,8 @@ func TestDecomposePlan(t *testing.T) {
 				"- `cmd/run.go:42` — the line is not part of the path\n\n" +
 				"```\n- `cmd/in_code.go`\n```\n\n> - `cmd/quoted.go`"),
 			want: []phase{
-				{"Implement 3 files in cmd/", PhaseImplement, []string{"cmd/main.go", "cmd/flags.go", "cmd/run.go"}, nil},
-				{"Post-implementation audit", PhaseAudit, []string{"cmd/main.go", "cmd/flags.go", "cmd/run.go"}, []string{"phase-1"}},
+				{"Implement 3 files in cmd/", Implement, []string{"cmd/main.go", "cmd/flags.go", "cmd/run.go"}, nil},
+				{"Post-implementation audit", Audit, []string{"cmd/main.go", "cmd/flags.go", "cmd/run.go"}, []string{"phase-1"}},
 			},
 			specs: []string{"### `cmd/main.go`\n\nWire it up with `fmt.Errorf` and `http://x/y.go`.\n\n" +
 				"**`cmd/flags.go`** — add `--verbose`\n\n" +
@@ -210,17 +205,17 @@ func TestDecomposePlan(t *testing.T) {
 			name: "only the Changes section counts",
 			plan: "# Plan: x\n\n## Objective\n\n- `obj.go`\n\n## Changes\n\n- `in.go`\n\n## Testing\n\n- `out_test.go`\n",
 			want: []phase{
-				{"Implement in.go", PhaseImplement, []string{"in.go"}, nil},
-				{"Post-implementation audit", PhaseAudit, []string{"in.go"}, []string{"phase-1"}},
+				{"Implement in.go", Implement, []string{"in.go"}, nil},
+				{"Post-implementation audit", Audit, []string{"in.go"}, []string{"phase-1"}},
 			},
 		},
 		{
 			name: "no file named: read, implement, audit over the plan",
 			plan: changes("Rename things for clarity."),
 			want: []phase{
-				{"Analyze plan scope", PhaseRead, []string{"docs/plans/plan-001-x.md"}, nil},
-				{"Implement the plan", PhaseImplement, []string{"docs/plans/plan-001-x.md"}, []string{"phase-1"}},
-				{"Post-implementation audit", PhaseAudit, []string{"docs/plans/plan-001-x.md"}, []string{"phase-2"}},
+				{"Analyze plan scope", Read, []string{"docs/plans/plan-001-x.md"}, nil},
+				{"Implement the plan", Implement, []string{"docs/plans/plan-001-x.md"}, []string{"phase-1"}},
+				{"Post-implementation audit", Audit, []string{"docs/plans/plan-001-x.md"}, []string{"phase-2"}},
 			},
 			specs: []string{"Rename things for clarity."},
 		},
@@ -228,16 +223,16 @@ func TestDecomposePlan(t *testing.T) {
 			name: "no Changes section at all",
 			plan: "# Plan: x\n\n## Objective\n\n- `obj.go`\n",
 			want: []phase{
-				{"Analyze plan scope", PhaseRead, []string{"docs/plans/plan-001-x.md"}, nil},
-				{"Implement the plan", PhaseImplement, []string{"docs/plans/plan-001-x.md"}, []string{"phase-1"}},
-				{"Post-implementation audit", PhaseAudit, []string{"docs/plans/plan-001-x.md"}, []string{"phase-2"}},
+				{"Analyze plan scope", Read, []string{"docs/plans/plan-001-x.md"}, nil},
+				{"Implement the plan", Implement, []string{"docs/plans/plan-001-x.md"}, []string{"phase-1"}},
+				{"Post-implementation audit", Audit, []string{"docs/plans/plan-001-x.md"}, []string{"phase-2"}},
 			},
 			specs: []string{""},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ph := DecomposePlan("plan-001", "docs/plans/plan-001-x.md", tt.plan, tt.max)
+			ph := Decompose("plan-001", "docs/plans/plan-001-x.md", tt.plan, tt.max)
 			if ph.PlanID != "plan-001" || ph.PlanFile != "docs/plans/plan-001-x.md" || ph.PlanHash != PlanHash(tt.plan) {
 				t.Errorf("header = %q %q %q", ph.PlanID, ph.PlanFile, ph.PlanHash)
 			}
@@ -247,11 +242,11 @@ func TestDecomposePlan(t *testing.T) {
 				if want := "phase-" + string(rune('1'+i)); p.ID != want {
 					t.Errorf("phase %d has id %s", i, p.ID)
 				}
-				if p.Status != PhasePending {
+				if p.Status != Pending {
 					t.Errorf("%s is %s, not pending", p.ID, p.Status)
 				}
 				got = append(got, phase{p.Title, p.Kind, p.ContextFiles, p.DependsOn})
-				if p.Kind == PhaseImplement {
+				if p.Kind == Implement {
 					specs = append(specs, p.ChangeSpec)
 					if p.Description == "" {
 						t.Errorf("%s has no description", p.ID)
@@ -274,79 +269,15 @@ func TestDecomposePlanDefaultLimit(t *testing.T) {
 	for i := range 12 {
 		b.WriteString("- `d/f" + string(rune('a'+i)) + ".md`\n")
 	}
-	ph := DecomposePlan("plan-001", "p.md", b.String(), 0)
+	ph := Decompose("plan-001", "p.md", b.String(), 0)
 	var sizes []int
 	for _, p := range ph.Phases {
-		if p.Kind == PhaseImplement {
+		if p.Kind == Implement {
 			sizes = append(sizes, len(p.ContextFiles))
 		}
 	}
 	if want := []int{5, 5, 2}; !reflect.DeepEqual(sizes, want) {
 		t.Errorf("batch sizes with the default limit = %v, want %v", sizes, want)
-	}
-}
-
-func TestPlanHash(t *testing.T) {
-	base := readPhasesFixture(t, "webhook.plan.md")
-	rounds := []AuditRound{
-		{Round: 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{
-			{Severity: audit.SeverityBlocking, Description: "No retry limit.", Location: "src/webhook.ts:10"},
-		}},
-		{Round: 2, Verdict: audit.SeverityMinor, Preflight: true},
-	}
-	withLog, err := WithAuditLog(base, rounds, true, time.Date(2026, 2, 13, 0, 0, 0, 0, time.UTC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if withLog == base {
-		t.Fatal("WithAuditLog changed nothing: the test would prove nothing")
-	}
-	noLog := regexp.MustCompile(`(?s)\n---\n\n## Audit Log.*?\n---\n`).ReplaceAllString(base, "\n")
-	restored, err := WithAuditLog(noLog, rounds, false, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	tests := []struct {
-		name  string
-		plan  string
-		stale bool
-	}{
-		{"unchanged", base, false},
-		{"status set by Forge", plan.SetStatusLine(base, StatusImplementing), false},
-		{"audit rounds appended by Forge", withLog, false},
-		{"audit log dropped and restored by Forge", restored, false},
-		{"CRLF line endings", strings.ReplaceAll(base, "\n", "\r\n"), false},
-		{"trailing spaces and blank lines", strings.ReplaceAll(base, "\n\n", " \n\n\n"), false},
-		{"implementation notes written", base + "\nPhase 1 used a token bucket.\n", false},
-		{"objective edited", strings.Replace(base, "signed webhooks", "unsigned webhooks", 1), true},
-		{"change added", strings.Replace(base, "- `README.md` — Link the new page.", "- `README.md` — Link the new page.\n- `CHANGELOG.md` — Note it.", 1), true},
-		{"change reworded", strings.Replace(base, "retry with backoff", "retry without backoff", 1), true},
-		{"a heading renamed", strings.Replace(base, "## Risks", "## Risks and mitigations", 1), true},
-		{"the title edited", strings.Replace(base, "# Plan: Add webhook", "# Plan: Add webhooks", 1), true},
-		{"an HTML comment edited", strings.Replace(base, "one list item per file", "one item per file", 1), true},
-		{"the Changes section removed", regexp.MustCompile(`(?s)## Changes.*?## Risks`).ReplaceAllString(base, "## Risks"), true},
-	}
-	want := PlanHash(base)
-	if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(want) {
-		t.Fatalf("PlanHash = %q, want 16 hex characters", want)
-	}
-	// "## Audit Log" in a code block opens no section: what follows it is
-	// the plan's.
-	inCode := strings.Replace(base, "## Risks\n", "## Risks\n\n```\n## Audit Log\n```\n\nMore risk.\n", 1)
-	if !Stale(Phases{PlanHash: PlanHash(inCode)}, strings.Replace(inCode, "More risk.", "Less risk.", 1)) {
-		t.Error("an edit after a code block showing an Audit Log heading was not seen")
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.plan == base && tt.name != "unchanged" {
-				t.Fatal("the edit did not apply")
-			}
-			phases := Phases{PlanHash: want}
-			if got := Stale(phases, tt.plan); got != tt.stale {
-				t.Errorf("Stale = %v, want %v", got, tt.stale)
-			}
-		})
 	}
 }
 
@@ -363,22 +294,22 @@ const seedPhasesFile = "# Phases: plan-017 — workspace/plans/plan-017-slug.md\
 	"Audit all changes against the plan specification.\n\n---\n"
 
 func TestParsePhasesSeedFormat(t *testing.T) {
-	p, err := ParsePhases(seedPhasesFile)
+	p, err := Parse(seedPhasesFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Phases{
+	want := File{
 		PlanID: "plan-017", PlanFile: "workspace/plans/plan-017-slug.md", PlanHash: "a1b2c3d4e5f6a7b8",
 		Created: "2026-02-12", Updated: "2026-02-12",
 		Phases: []Phase{
 			{
-				ID: "phase-1", Title: "Implement src/webhook.ts", Kind: PhaseImplement, Status: PhasePending,
+				ID: "phase-1", Title: "Implement src/webhook.ts", Kind: Implement, Status: Pending,
 				ContextFiles: []string{"src/webhook.ts"},
 				Description:  "Implement changes for: `src/webhook.ts`",
 				ChangeSpec:   "- `src/webhook.ts` — Create new webhook handler module...",
 			},
 			{
-				ID: "phase-2", Title: "Post-implementation audit", Kind: PhaseAudit, Status: PhasePending,
+				ID: "phase-2", Title: "Post-implementation audit", Kind: Audit, Status: Pending,
 				DependsOn: []string{"phase-1"}, ContextFiles: []string{"src/webhook.ts", "src/webhook.test.ts"},
 				Description: "Audit all changes against the plan specification.",
 			},
@@ -387,20 +318,20 @@ func TestParsePhasesSeedFormat(t *testing.T) {
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("ParsePhases:\n got %#v\nwant %#v", p, want)
 	}
-	if got := SerializePhases(p); got != seedPhasesFile {
+	if got := Serialize(p); got != seedPhasesFile {
 		t.Errorf("SerializePhases is not the seed's text:\n%s", got)
 	}
 }
 
 // trickyPhases holds every optional field and texts that look like the
 // file's own structure.
-func trickyPhases() Phases {
-	return Phases{
+func trickyPhases() File {
+	return File{
 		PlanID: "plan-1234", PlanFile: "docs/plans/plan-1234 — odd name.md", PlanHash: "0123456789abcdef",
 		Created: "2026-01-31", Updated: "2026-02-01",
 		Phases: []Phase{
 			{
-				ID: "phase-1", Title: "Implement a.go: the **core**", Kind: PhaseImplement, Status: PhaseDone,
+				ID: "phase-1", Title: "Implement a.go: the **core**", Kind: Implement, Status: Done,
 				ContextFiles:  []string{"a.go", "dir with space/b, c.go"},
 				Description:   "Line one\n\n  indented line two  \nline three",
 				ChangeSpec:    "- `a.go` — x\n\n```go\nfunc f() {}\n```",
@@ -409,21 +340,21 @@ func trickyPhases() Phases {
 				ModifiedFiles: []string{"a.go"},
 			},
 			{
-				ID: "phase-2", Title: "Retry me", Kind: PhaseRead, Status: PhaseFailed, DependsOn: []string{"phase-1"},
+				ID: "phase-2", Title: "Retry me", Kind: Read, Status: Failed, DependsOn: []string{"phase-1"},
 				Description:   "\n\nleading blank lines, a trailing newline\n",
 				Error:         "exit status 1\n\nlast lines:\n  panic: boom",
 				ModifiedFiles: []string{},
 				FailureHashes: map[string]string{},
 			},
 			{
-				ID: "phase-7", Title: "Audit", Kind: PhaseAudit, Status: PhaseInProgress, DependsOn: []string{"phase-1", "phase-2"},
+				ID: "phase-7", Title: "Audit", Kind: Audit, Status: InProgress, DependsOn: []string{"phase-1", "phase-2"},
 				ChangeSpec:    "**Change spec:**",
 				Output:        " ",
 				ModifiedFiles: []string{"x.go", "gone.go"},
 				FailureHashes: map[string]string{"x.go": "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", "gone.go": HashAbsent, "a, b.go": "12"},
 			},
 			{
-				ID: "phase-8", Title: "Only a description", Kind: PhaseImplement, Status: PhaseSkipped,
+				ID: "phase-8", Title: "Only a description", Kind: Implement, Status: Skipped,
 				Description: "```go\nx := 1\n```",
 			},
 		},
@@ -435,15 +366,15 @@ func TestPhasesRoundTrip(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	text := SerializePhases(p)
-	back, err := ParsePhases(text)
+	text := Serialize(p)
+	back, err := Parse(text)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
 	if !reflect.DeepEqual(back, p) {
 		t.Errorf("round trip:\n got %#v\nwant %#v\nfile:\n%s", back, p, text)
 	}
-	if again := SerializePhases(back); again != text {
+	if again := Serialize(back); again != text {
 		t.Errorf("second serialization differs:\n%s\n---\n%s", again, text)
 	}
 	// The texts that could not be written plainly were fenced; the others
@@ -501,7 +432,7 @@ func TestParsePhasesErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParsePhases(tt.text)
+			_, err := Parse(tt.text)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ParsePhases error = %v, want one containing %q\n%s", err, tt.want, tt.text)
 			}
@@ -516,18 +447,18 @@ func TestParsePhasesTolerates(t *testing.T) {
 		"## phase-1:   One  \r\n**Status:**  done \r\n**Kind:** implement\r\n**Depends on:** (none)\r\n\r\n\r\n" +
 		"Do it.\r\n\r\n\r\n" +
 		"## phase-2: Two\r\n**Kind:** audit\r\n**Status:** pending\r\n**Depends on:** phase-1 ,phase-1x\r\n"
-	_, err := ParsePhases(text)
+	_, err := Parse(text)
 	if err == nil || !strings.Contains(err.Error(), `"phase-1x"`) {
 		t.Fatalf("a dependency on an unknown phase: err = %v", err)
 	}
-	p, err := ParsePhases(strings.Replace(text, " ,phase-1x", "", 1))
+	p, err := Parse(strings.Replace(text, " ,phase-1x", "", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Phases{PlanID: "plan-001", PlanFile: "p.md", PlanHash: "0123456789abcdef", Created: "2026-02-12", Updated: "2026-02-13",
+	want := File{PlanID: "plan-001", PlanFile: "p.md", PlanHash: "0123456789abcdef", Created: "2026-02-12", Updated: "2026-02-13",
 		Phases: []Phase{
-			{ID: "phase-1", Title: "One", Kind: PhaseImplement, Status: PhaseDone, Description: "Do it."},
-			{ID: "phase-2", Title: "Two", Kind: PhaseAudit, Status: PhasePending, DependsOn: []string{"phase-1"}},
+			{ID: "phase-1", Title: "One", Kind: Implement, Status: Done, Description: "Do it."},
+			{ID: "phase-2", Title: "Two", Kind: Audit, Status: Pending, DependsOn: []string{"phase-1"}},
 		}}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("got %#v\nwant %#v", p, want)
@@ -536,38 +467,38 @@ func TestParsePhasesTolerates(t *testing.T) {
 
 func FuzzParsePhases(f *testing.F) {
 	f.Add(seedPhasesFile)
-	f.Add(SerializePhases(trickyPhases()))
+	f.Add(Serialize(trickyPhases()))
 	for _, name := range []string{"webhook", "service", "nofiles"} {
-		if b, err := os.ReadFile(filepath.Join("testdata", "phases", name+".phases.md")); err == nil {
+		if b, err := os.ReadFile(filepath.Join("testdata", name+".phases.md")); err == nil {
 			f.Add(string(b))
 		}
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		p, err := ParsePhases(text)
+		p, err := Parse(text)
 		if err != nil {
 			return
 		}
 		if err := p.Validate(); err != nil {
 			t.Fatalf("ParsePhases accepted what Validate refuses: %v", err)
 		}
-		out := SerializePhases(p)
-		back, err := ParsePhases(out)
+		out := Serialize(p)
+		back, err := Parse(out)
 		if err != nil {
 			t.Fatalf("cannot read back what was written: %v\n%s", err, out)
 		}
 		if !reflect.DeepEqual(back, p) {
 			t.Fatalf("round trip changed the phases:\n got %#v\nwant %#v", back, p)
 		}
-		if again := SerializePhases(back); again != out {
+		if again := Serialize(back); again != out {
 			t.Fatalf("serialization is not stable:\n%s\n---\n%s", again, out)
 		}
 	})
 }
 
-func phasesWithStatuses(statuses ...PhaseStatus) Phases {
-	var p Phases
+func phasesWithStatuses(statuses ...Status) File {
+	var p File
 	for i, s := range statuses {
-		ph := Phase{ID: "phase-" + string(rune('1'+i)), Title: "T", Kind: PhaseImplement, Status: s}
+		ph := Phase{ID: "phase-" + string(rune('1'+i)), Title: "T", Kind: Implement, Status: s}
 		if i > 0 {
 			ph.DependsOn = []string{"phase-" + string(rune('0'+i))}
 		}
@@ -577,36 +508,36 @@ func phasesWithStatuses(statuses ...PhaseStatus) Phases {
 }
 
 func TestNextPhase(t *testing.T) {
-	independent := phasesWithStatuses(PhaseFailed, PhasePending)
+	independent := phasesWithStatuses(Failed, Pending)
 	independent.Phases[1].DependsOn = nil
-	fanIn := phasesWithStatuses(PhaseDone, PhaseSkipped, PhasePending)
+	fanIn := phasesWithStatuses(Done, Skipped, Pending)
 	fanIn.Phases[2].DependsOn = []string{"phase-1", "phase-2"}
-	unknownDep := phasesWithStatuses(PhasePending)
+	unknownDep := phasesWithStatuses(Pending)
 	unknownDep.Phases[0].DependsOn = []string{"phase-9"}
 	tests := []struct {
 		name   string
-		phases Phases
+		phases File
 		want   string // "" for none
 	}{
-		{"first pending", phasesWithStatuses(PhasePending, PhasePending), "phase-1"},
-		{"resume in-progress before retrying failed", phasesWithStatuses(PhaseFailed, PhaseInProgress), "phase-2"},
+		{"first pending", phasesWithStatuses(Pending, Pending), "phase-1"},
+		{"resume in-progress before retrying failed", phasesWithStatuses(Failed, InProgress), "phase-2"},
 		{"retry failed before a pending one that could run", independent, "phase-1"},
-		{"done dependency is met", phasesWithStatuses(PhaseDone, PhasePending), "phase-2"},
-		{"skipped dependency is met", phasesWithStatuses(PhaseSkipped, PhasePending), "phase-2"},
+		{"done dependency is met", phasesWithStatuses(Done, Pending), "phase-2"},
+		{"skipped dependency is met", phasesWithStatuses(Skipped, Pending), "phase-2"},
 		{"every dependency met", fanIn, "phase-3"},
-		{"pending dependency is not met", func() Phases {
-			p := phasesWithStatuses(PhaseDone, PhasePending, PhasePending)
+		{"pending dependency is not met", func() File {
+			p := phasesWithStatuses(Done, Pending, Pending)
 			p.Phases[1].DependsOn = []string{"phase-3"}
 			p.Phases[2].DependsOn = nil
 			return p
 		}(), "phase-3"},
 		{"an unknown dependency is never met", unknownDep, ""},
-		{"all terminal", phasesWithStatuses(PhaseDone, PhaseSkipped), ""},
-		{"no phases", Phases{}, ""},
+		{"all terminal", phasesWithStatuses(Done, Skipped), ""},
+		{"no phases", File{}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := NextPhase(tt.phases)
+			got, ok := Next(tt.phases)
 			if ok != (tt.want != "") || (ok && got.ID != tt.want) {
 				t.Fatalf("NextPhase = %v %v, want %q", got, ok, tt.want)
 			}
@@ -617,7 +548,7 @@ func TestNextPhase(t *testing.T) {
 	}
 }
 
-func phaseIndexOf(t *testing.T, p Phases, id string) int {
+func phaseIndexOf(t *testing.T, p File, id string) int {
 	t.Helper()
 	for i := range p.Phases {
 		if p.Phases[i].ID == id {
@@ -631,13 +562,13 @@ func phaseIndexOf(t *testing.T, p Phases, id string) int {
 func TestSkip(t *testing.T) {
 	tests := []struct {
 		name       string
-		phases     Phases
+		phases     File
 		want, next string
 	}{
-		{"failed", phasesWithStatuses(PhaseDone, PhaseFailed, PhasePending), "phase-2", "phase-3"},
-		{"in progress", phasesWithStatuses(PhaseDone, PhaseInProgress, PhasePending), "phase-2", "phase-3"},
-		{"the first of several", phasesWithStatuses(PhaseFailed, PhaseInProgress), "phase-1", "phase-2"},
-		{"nothing to skip", phasesWithStatuses(PhaseDone, PhasePending), "", ""},
+		{"failed", phasesWithStatuses(Done, Failed, Pending), "phase-2", "phase-3"},
+		{"in progress", phasesWithStatuses(Done, InProgress, Pending), "phase-2", "phase-3"},
+		{"the first of several", phasesWithStatuses(Failed, InProgress), "phase-1", "phase-2"},
+		{"nothing to skip", phasesWithStatuses(Done, Pending), "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -655,7 +586,7 @@ func TestSkip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if skipped.ID != tt.want || skipped.Status != PhaseSkipped || skipped != &out.Phases[phaseIndexOf(t, out, tt.want)] {
+			if skipped.ID != tt.want || skipped.Status != Skipped || skipped != &out.Phases[phaseIndexOf(t, out, tt.want)] {
 				t.Errorf("skipped %+v", skipped)
 			}
 			for i, ph := range out.Phases {
@@ -664,15 +595,15 @@ func TestSkip(t *testing.T) {
 				}
 			}
 			// Skipped counts as met: the phase after it may run.
-			if next, ok := NextPhase(out); !ok || next.ID != tt.next {
-				t.Errorf("after the skip NextPhase = %v %v, want %s", next, ok, tt.next)
+			if next, ok := Next(out); !ok || next.ID != tt.next {
+				t.Errorf("after the skip Next = %v %v, want %s", next, ok, tt.next)
 			}
 		})
 	}
 }
 
 // statusesOf is a compact view of the statuses, to see changes.
-func statusesOf(p Phases) string {
+func statusesOf(p File) string {
 	var s []string
 	for _, ph := range p.Phases {
 		s = append(s, ph.ID+"="+string(ph.Status))
@@ -682,7 +613,7 @@ func statusesOf(p Phases) string {
 
 func TestRevertPlan(t *testing.T) {
 	failed := func(files []string, hashes map[string]string) Phase {
-		return Phase{ID: "phase-2", Status: PhaseFailed, ModifiedFiles: files, FailureHashes: hashes}
+		return Phase{ID: "phase-2", Status: Failed, ModifiedFiles: files, FailureHashes: hashes}
 	}
 	tests := []struct {
 		name    string
@@ -736,8 +667,8 @@ func TestRevertPlan(t *testing.T) {
 }
 
 func TestChecklist(t *testing.T) {
-	p := phasesWithStatuses(PhaseDone, PhaseInProgress, PhaseFailed, PhaseSkipped, PhasePending)
-	p.Phases[4].Kind = PhaseAudit
+	p := phasesWithStatuses(Done, InProgress, Failed, Skipped, Pending)
+	p.Phases[4].Kind = Audit
 	p.Phases[4].Title = "Post-implementation audit"
 	p.Phases[4].DependsOn = []string{"phase-1", "phase-2", "phase-3", "phase-4"}
 	want := "[x] **phase-1:** T [implement]\n" +
@@ -753,18 +684,18 @@ func TestChecklist(t *testing.T) {
 func TestPhasesStatusRemainingCapRun(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
-		phases    Phases
+		phases    File
 		done      bool
 		remaining int
 	}{
-		{"all done or skipped", phasesWithStatuses(PhaseDone, PhaseSkipped), true, 0},
-		{"one pending", phasesWithStatuses(PhaseDone, PhasePending), false, 1},
-		{"one failed", phasesWithStatuses(PhaseFailed, PhaseDone), false, 1},
-		{"one in progress", phasesWithStatuses(PhaseInProgress), false, 1},
-		{"no phases", Phases{}, false, 0},
+		{"all done or skipped", phasesWithStatuses(Done, Skipped), true, 0},
+		{"one pending", phasesWithStatuses(Done, Pending), false, 1},
+		{"one failed", phasesWithStatuses(Failed, Done), false, 1},
+		{"one in progress", phasesWithStatuses(InProgress), false, 1},
+		{"no phases", File{}, false, 0},
 	} {
-		if got := PhasesStatus(tt.phases); got != tt.done {
-			t.Errorf("%s: PhasesStatus = %v", tt.name, got)
+		if got := AllDone(tt.phases); got != tt.done {
+			t.Errorf("%s: AllDone = %v", tt.name, got)
 		}
 		if got := Remaining(tt.phases); got != tt.remaining {
 			t.Errorf("%s: Remaining = %d", tt.name, got)
