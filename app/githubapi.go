@@ -17,6 +17,7 @@ import (
 	"github.com/shurcooL/githubv4"
 
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // githubAPI implements pipeline.GitHub with go-github.
@@ -154,7 +155,7 @@ func (g *githubAPI) CreateBranch(ctx context.Context, repo pipeline.Repo, branch
 }
 
 func (g *githubAPI) DeleteBranch(ctx context.Context, repo pipeline.Repo, branch string) error {
-	if !strings.HasPrefix(branch, "plan-") {
+	if !plan.IsBranch(branch) {
 		return fmt.Errorf("refusing to delete %q: Forge only deletes plan branches", branch)
 	}
 	_, err := g.c.Git.DeleteRef(ctx, repo.Owner, repo.Name, "refs/heads/"+branch)

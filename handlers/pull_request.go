@@ -2,11 +2,11 @@ package handlers
 
 import (
 	"context"
-	"strings"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // PullRequest follows plan PRs (head branch plan-NNN/…): pushes by people,
@@ -36,7 +36,7 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 	// Forge's own commits also arrive as synchronize, from its bot: those
 	// are not news.
 	wanted := e.Action == "closed" || (e.Action == "synchronize" && !e.Sender.bot())
-	if wanted && d.InstallationID != 0 && e.Repository != nil && strings.HasPrefix(e.PullRequest.Head.Ref, "plan-") {
+	if wanted && d.InstallationID != 0 && e.Repository != nil && plan.IsBranch(e.PullRequest.Head.Ref) {
 		d.Jobs = append(d.Jobs, job(pipeline.PullRequestArgs{
 			InstallationID: d.InstallationID, Repo: e.Repository.repo(), PR: e.Number, Action: e.Action,
 			Merged: e.PullRequest.Merged, HeadRef: e.PullRequest.Head.Ref, After: e.After, Sender: e.Sender.Login,

@@ -2,11 +2,11 @@ package handlers
 
 import (
 	"context"
-	"strings"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // Status wakes a phase waiting for CI when a commit status on a plan
@@ -32,7 +32,7 @@ func (h *Status) Handle(ctx context.Context, eventType, deliveryID string, paylo
 	// holding the commit, and only a plan branch's can be waited for.
 	if e.State != "pending" && e.SHA != "" && d.InstallationID != 0 && e.Repository != nil {
 		for _, b := range e.Branches {
-			if strings.HasPrefix(b.Name, "plan-") {
+			if plan.IsBranch(b.Name) {
 				d.Jobs = append(d.Jobs, job(pipeline.ChecksArgs{InstallationID: d.InstallationID, Repo: e.Repository.repo(), SHA: e.SHA, Branch: b.Name}))
 			}
 		}

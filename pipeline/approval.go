@@ -413,7 +413,7 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 	if err := f.apply(ctx, gh, p, plan.Close{Cause: cause, Quiet: true, Merged: a.Merged}); err != nil {
 		return err
 	}
-	if a.Merged && strings.HasPrefix(a.HeadRef, "plan-") && a.HeadRef == p.Branch {
+	if a.Merged && a.HeadRef == p.Branch {
 		if err := gh.DeleteBranch(ctx, a.Repo, p.Branch); err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrRejected) {
 			return fmt.Errorf("delete %s: %w", p.Branch, err)
 		}

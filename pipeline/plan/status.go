@@ -111,3 +111,12 @@ func ParseID(s string) (n int, ok bool) {
 	n, err := strconv.Atoi(digits)
 	return n, err == nil && n > 0
 }
+
+// IsBranch reports whether a branch is a plan's, plan-NNN/<slug> with
+// the id read by ParseID: only those are Forge's to push, wait on or
+// delete.
+func IsBranch(branch string) bool {
+	id, slug, found := strings.Cut(branch, "/")
+	_, ok := ParseID(id)
+	return found && slug != "" && ok
+}

@@ -315,3 +315,15 @@ func TestParseID(t *testing.T) {
 		}
 	}
 }
+
+func TestIsBranch(t *testing.T) {
+	for branch, want := range map[string]bool{
+		"plan-018/add-rate-limiting": true, "plan-7/x": true,
+		"plan-018": false, "plan-018/": false, "plan-x/y": false, "plan-0/y": false,
+		"main": false, "feature/plan-018": false, "plan-018x/y": false,
+	} {
+		if got := IsBranch(branch); got != want {
+			t.Errorf("IsBranch(%q) = %v, want %v", branch, got, want)
+		}
+	}
+}
