@@ -150,7 +150,7 @@ func (r *run) refusal(err error, phaseID string) (tmpl, key string, data map[str
 	}
 	data = map[string]any{
 		"Step": r.doing, "Branch": p.Branch, "Retry": retry,
-		"phases.File": p.State.Mode() == ModePhases, "Status": p.State.Status(), "PhaseID": phaseID,
+		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(), "PhaseID": phaseID,
 	}
 	var secret *SecretError
 	var conflict *MergeConflictError

@@ -498,7 +498,7 @@ func (r *run) failureReply(err error, phaseID string) plan.Reply {
 	}
 	return plan.Reply{On: plan.OnIssue, Template: "forge-error", Key: r.failureKey(), Data: map[string]any{
 		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
-		"phases.File": p.State.Mode() == ModePhases, "Status": p.State.Status(),
+		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(),
 	}}
 }
 

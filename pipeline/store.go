@@ -56,7 +56,7 @@ type Plan struct {
 	Round       int
 	// Revisions counts revision commits (plan-NNN: revision K).
 	Revisions int
-	// phases.File are the plan's phases once generated; RunLimit caps the
+	// Phases are the plan's phases once generated; RunLimit caps the
 	// phases of this run (1 for run-one), PhasesRun counts them.
 	Phases *phases.File
 	// FailedParent is the commit before a phase attempt that its checks
