@@ -62,7 +62,7 @@ func TestFillTemplate(t *testing.T) {
 
 func TestWithAuditLog(t *testing.T) {
 	plan := "# Plan: x\n\n**Status:** DRAFT\n\n## Testing\n\nt\n\n---\n\n## Audit Log\n\nagent scribbles here\n\n---\n\n## Implementation Notes\n"
-	rounds := []AuditRound{
+	rounds := []audit.Round{
 		{Round: 1, Verdict: audit.SeverityBlocking, Findings: []audit.Finding{{Severity: audit.SeverityBlocking, Description: "No tests", Location: "a.go:3"}}},
 		{Round: 2, Verdict: audit.SeverityMinor, Findings: []audit.Finding{{Severity: audit.SeverityMinor, Description: "Naming"}}},
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
@@ -33,7 +34,7 @@ func FillTemplate(tmpl string, v TemplateValues) string {
 // WithAuditLog rebuilds the plan's ## Audit Log section from the rounds
 // Forge recorded, so the log is never the agent's to write or lose. The
 // section ends at the next "---" rule or "## " heading.
-func WithAuditLog(plan string, rounds []AuditRound, capReached bool, date time.Time) (string, error) {
+func WithAuditLog(plan string, rounds []audit.Round, capReached bool, date time.Time) (string, error) {
 	var log strings.Builder
 	for _, r := range rounds {
 		entry, err := templates.Text("audit-log", map[string]any{

@@ -18,7 +18,7 @@ import (
 
 func TestPlanHash(t *testing.T) {
 	base := readPlanFixture(t)
-	rounds := []AuditRound{
+	rounds := []audit.Round{
 		{Round: 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{
 			{Severity: audit.SeverityBlocking, Description: "No retry limit.", Location: "src/webhook.ts:10"},
 		}},

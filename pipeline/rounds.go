@@ -98,7 +98,7 @@ func (r *run) audit(ctx context.Context) error {
 		_, err := os.Lstat(filepath.Join(wc.Dir(), filepath.FromSlash(path)))
 		return err == nil
 	}
-	ar := AuditRound{Round: round, CommitID: p.HeadSHA}
+	ar := audit.Round{Round: round, CommitID: p.HeadSHA}
 	if pre := audit.Preflight(text, exists); audit.PreflightBlocks(pre) {
 		for i := range pre {
 			if pre[i].Location == "" && pre[i].PlanLine > 0 {
@@ -134,7 +134,7 @@ func (r *run) audit(ctx context.Context) error {
 // postReview posts the round as a PR review of event COMMENT (GitHub
 // refuses APPROVE and REQUEST_CHANGES from the PR's author, which Forge
 // is), with inline comments on the plan file's lines.
-func (r *run) postReview(ctx context.Context, ar *AuditRound) error {
+func (r *run) postReview(ctx context.Context, ar *audit.Round) error {
 	p := r.p
 	marker := Marker(p.Number, "audit", ar.Round)
 	if r.resumed {
@@ -219,7 +219,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 			return err
 		}
 	}
-	last := AuditRound{}
+	last := audit.Round{}
 	if n := len(p.Audits); n > 0 {
 		last = p.Audits[n-1]
 	}
@@ -337,7 +337,7 @@ func completionLine(p *Plan, capReached, auto bool) string {
 // autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
 // and a clean context (no human commit on the branch, no open
 // changes-requested review). It returns why not when it says no.
-func (r *run) autoImplement(ctx context.Context, last AuditRound, capReached bool) (bool, []string, error) {
+func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bool) (bool, []string, error) {
 	p := r.p
 	var reasons []string
 	if !r.cfg.AutoImplement {
@@ -534,7 +534,7 @@ func elapsed(d time.Duration) string {
 // hideOutdated minimizes a revised round's inline comments as outdated, so
 // the plan PR never drowns in stale findings (DESIGN §10). Best effort: a
 // failure here never stops the forge.
-func (r *run) hideOutdated(ctx context.Context, round AuditRound) {
+func (r *run) hideOutdated(ctx context.Context, round audit.Round) {
 	if round.ReviewID == 0 {
 		return
 	}

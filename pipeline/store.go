@@ -80,11 +80,11 @@ type Plan struct {
 	DraftRefused bool
 	// Audits are the rounds so far: verdicts, for the status table and
 	// the completion comment.
-	Audits []AuditRound
+	Audits []audit.Round
 	// Pending is an audit round whose verdict is known but whose review
 	// may not be posted yet: a step that resumes posts this one instead
 	// of asking the auditor again.
-	Pending *AuditRound
+	Pending *audit.Round
 	// Generation numbers the forge jobs of a plan: a job whose generation
 	// is not the plan's is stale (its worker died and was replaced).
 	Generation int
@@ -97,21 +97,6 @@ type Plan struct {
 	Cost      float64
 	StartedAt time.Time
 	UpdatedAt time.Time
-}
-
-// AuditRound is one round's verdict.
-type AuditRound struct {
-	Round     int             `json:"round"`
-	Verdict   audit.Severity  `json:"verdict"`
-	Loop      bool            `json:"loop"`
-	Preflight bool            `json:"preflight,omitempty"`
-	Findings  []audit.Finding `json:"findings"`
-	ReviewID  int64           `json:"review_id,omitempty"`
-	CapNote   bool            `json:"cap,omitempty"`
-	// CommitID is the plan commit audited; Lines the plan file's length
-	// then, which bounds inline comments.
-	CommitID string `json:"commit_id,omitempty"`
-	Lines    int    `json:"lines,omitempty"`
 }
 
 // ErrPlanNotFound is a plan the store does not have.

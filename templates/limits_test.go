@@ -40,9 +40,9 @@ func manyFindings(n int) []audit.Finding {
 
 func TestGitHubTextsFitInABody(t *testing.T) {
 	findings := manyFindings(200)
-	rounds := make([]pipeline.AuditRound, 200)
+	rounds := make([]audit.Round, 200)
 	for i := range rounds {
-		rounds[i] = pipeline.AuditRound{Round: i + 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: findings, CapNote: i == 199}
+		rounds[i] = audit.Round{Round: i + 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: findings, CapNote: i == 199}
 	}
 	long := strings.Repeat("Add rate limiting to the webhook endpoint ", 6) // a 256-character issue title
 	var tail []string

@@ -139,7 +139,7 @@ type textCase struct {
 
 func textCases(t *testing.T) []textCase {
 	pre := preflightFindings(t)
-	rounds := []pipeline.AuditRound{
+	rounds := []audit.Round{
 		{Round: 1, Verdict: worst(pre), Loop: worst(pre) == audit.SeverityBlocking, Preflight: true, Findings: pre},
 		{Round: 2, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{blocking, medium}},
 		{Round: 3, Verdict: audit.SeverityMinor, Findings: []audit.Finding{minor, suggestion}},
@@ -391,11 +391,11 @@ func textCases(t *testing.T) []textCase {
 			"Usage": int64(48213), "Cost": "$0.42", "Audits": rounds}},
 		{"check-output/cap reached", "check-output", map[string]any{
 			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": 2, "MaxRounds": 2,
-			"Usage": int64(9120), "Audits": []pipeline.AuditRound{rounds[0], {
+			"Usage": int64(9120), "Audits": []audit.Round{rounds[0], {
 				Round: 2, Verdict: audit.SeverityBlocking, Loop: true, CapNote: true, Findings: []audit.Finding{blocking}}}}},
 		{"check-output/no audit yet", "check-output", map[string]any{
 			"PlanID": planID, "Status": pipeline.StatusDraft, "Rounds": 0, "MaxRounds": 5,
-			"Usage": int64(0), "Audits": []pipeline.AuditRound(nil)}},
+			"Usage": int64(0), "Audits": []audit.Round(nil)}},
 	}
 }
 
@@ -520,7 +520,7 @@ func TestPrompts(t *testing.T) {
 
 func TestPlanTemplate(t *testing.T) {
 	filled := filledPlan()
-	rounds := []pipeline.AuditRound{
+	rounds := []audit.Round{
 		{Round: 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{blocking, medium}},
 		{Round: 2, Verdict: audit.SeverityNone},
 	}

@@ -98,7 +98,7 @@ func TestPlanStore(t *testing.T) {
 		ctx := context.Background()
 
 		p := newPlan("comment:1", 7, pipeline.RunRunning)
-		p.Audits = []pipeline.AuditRound{{Round: 1, Verdict: audit.SeverityBlocking, Findings: []audit.Finding{{Severity: audit.SeverityBlocking, Description: "x"}}}}
+		p.Audits = []audit.Round{{Round: 1, Verdict: audit.SeverityBlocking, Findings: []audit.Finding{{Severity: audit.SeverityBlocking, Description: "x"}}}}
 		created, err := ps.CreatePlan(ctx, p)
 		if err != nil || !created || p.Number != 1 || p.ID == 0 {
 			t.Fatalf("CreatePlan: %v %v %+v", created, err, p)

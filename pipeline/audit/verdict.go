@@ -218,3 +218,19 @@ func Of(fs []Finding) Verdict {
 	v.ShouldLoop = v.MaxSeverity == SeverityBlocking
 	return v
 }
+
+// Round is one audit round as Forge records it on the plan: the verdict,
+// the findings, and where the review went.
+type Round struct {
+	Round     int       `json:"round"`
+	Verdict   Severity  `json:"verdict"`
+	Loop      bool      `json:"loop"`
+	Preflight bool      `json:"preflight,omitempty"`
+	Findings  []Finding `json:"findings"`
+	ReviewID  int64     `json:"review_id,omitempty"`
+	CapNote   bool      `json:"cap,omitempty"`
+	// CommitID is the plan commit audited; Lines the plan file's length
+	// then, which bounds inline comments.
+	CommitID string `json:"commit_id,omitempty"`
+	Lines    int    `json:"lines,omitempty"`
+}
