@@ -80,7 +80,7 @@ func clipAt(s string, head []rune, total, limit int, measure func(string) int) (
 		// The note must not read as code.
 		b.WriteString("\n" + fence)
 	}
-	note, err := templates.Text("truncated", map[string]any{"Removed": total - utf8.RuneCountInString(kept)})
+	note, err := templates.Text(templates.Truncated{Removed: total - utf8.RuneCountInString(kept)})
 	if err != nil {
 		note = "…"
 	}

@@ -205,12 +205,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	if errors.As(err, &ce) {
 		// A retry would read the same file: said on the pull request,
 		// where the approval was asked for.
-		body, err := templates.Text("config-error", ce.replyData(p.DefaultBranch))
-		if err != nil {
-			return err
-		}
-		_, err = f.comment(ctx, gh, p.Repo, p.PR, Marker(p.Number, "config-error", cause.Trigger), body)
-		return err
+		return f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "config-error", cause.Trigger), PlanID(p.Number), ce.reply(p.DefaultBranch))
 	}
 	if err != nil {
 		return err
@@ -260,11 +255,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		return f.apply(ctx, gh, p, plan.Approve{Cause: cause, Approvers: res.Approvers})
 	}
 	if answer {
-		body, err := templates.Text("approval", map[string]any{"PlanID": PlanID(p.Number), "Missing": res.Missing})
-		if err != nil {
-			return err
-		}
-		if _, err := f.comment(ctx, gh, p.Repo, p.PR, Marker(p.Number, "approval", cause.Trigger), body); err != nil {
+		if err := f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "approval", cause.Trigger), PlanID(p.Number), &templates.Approval{Missing: res.Missing}); err != nil {
 			return err
 		}
 	}
@@ -279,42 +270,34 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 // refuse answers an event the plan's state does not take, on the pull
 // request: the same words for a command and a button.
 func (f *Forge) refuse(ctx context.Context, gh GitHub, p *Plan, cause plan.Cause, refused *plan.RefusedError) error {
-	tmpl, data := refusal(p, refused)
-	body, err := templates.Text(tmpl, data)
-	if err != nil {
-		return err
-	}
 	number := cause.On
 	if number == 0 {
 		number = p.PR
 	}
-	_, err = f.comment(ctx, gh, p.Repo, number, Marker(p.Number, "refused", cause.Trigger), body)
-	return err
+	return f.answer(ctx, gh, p.Repo, number, Marker(p.Number, "refused", cause.Trigger), PlanID(p.Number), refusal(refused))
 }
 
 // refusal is the answer to an event the plan's state does not take.
-func refusal(p *Plan, refused *plan.RefusedError) (string, map[string]any) {
-	id := PlanID(p.Number)
+func refusal(refused *plan.RefusedError) templates.Reply {
 	st := refused.State
 	switch refused.Event {
 	case "approve":
-		return "approval", map[string]any{"PlanID": id, "Missing": []string{notApprovable(st.Status(), st.Run() != RunIdle)}}
+		return &templates.Approval{Missing: []string{notApprovable(st.Status(), st.Run() != RunIdle)}}
 	case "run_phases":
 		if st.Run() != RunIdle {
-			return "already-running", map[string]any{"PlanID": id}
+			return &templates.AlreadyRunning{}
 		}
-		return "approval", map[string]any{"PlanID": id,
-			"Missing": []string{fmt.Sprintf("the plan is %s: phases run only on a plan APPROVED, IMPLEMENTING or AUDITING", st.Status())}}
+		return &templates.Approval{NotPhaseable: true, Status: string(st.Status())}
 	case "cancel":
-		return "no-plan", map[string]any{}
+		return &templates.NoPlan{}
 	}
 	if st.Run() != RunIdle && st.Status() != StatusClosed {
 		if refused.Event == "close" && st.Run() == RunRunning {
-			return "closed", map[string]any{"PlanID": id, "Refused": true, "Status": st.Status()}
+			return &templates.Closed{Refused: true, Status: string(st.Status())}
 		}
-		return "already-running", map[string]any{"PlanID": id}
+		return &templates.AlreadyRunning{}
 	}
-	return "closed", map[string]any{"PlanID": id, "Refused": true, "Status": st.Status()}
+	return &templates.Closed{Refused: true, Status: string(st.Status())}
 }
 
 // HandleCheckAction runs a button of the forge check run, for a person

@@ -87,12 +87,12 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 	if cmd.Err != nil {
 		var ue *command.UsageError
 		if errors.As(cmd.Err, &ue) {
-			return c.reply(ctx, "usage-error", map[string]any{"Problem": ue.Problem, "Usage": ue.Kind.Usage()})
+			return c.reply(ctx, &templates.UsageError{Problem: ue.Problem, Usage: ue.Kind.Usage()})
 		}
-		return c.reply(ctx, "usage-error", map[string]any{"Problem": "the command could not be read", "Usage": cmd.Kind.Usage()})
+		return c.reply(ctx, &templates.UsageError{Problem: "the command could not be read", Usage: cmd.Kind.Usage()})
 	}
 	if !cmd.Kind.AllowedOn(a.IsPR) {
-		return c.reply(ctx, "wrong-place", map[string]any{"Usage": cmd.Kind.Usage(), "OnPR": !a.IsPR})
+		return c.reply(ctx, &templates.WrongPlace{Usage: cmd.Kind.Usage(), OnPR: !a.IsPR})
 	}
 
 	switch cmd.Kind {
@@ -148,7 +148,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 	}
 	if p.Phases == nil || cmd.Regenerate {
 		if p.State.Run() != RunIdle {
-			return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(p.Number)})
+			return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(p.Number)}})
 		}
 		ws, err := c.f.Installations.Workspace(ctx, p.InstallationID)
 		if err != nil {
@@ -168,9 +168,8 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		}
 		text, err := ws.ReadFile(ctx, p.Repo, head, p.PlanPath)
 		if nr, ok := unsafeFile(err); ok {
-			return c.reply(ctx, "unsafe-file", map[string]any{
-				"PlanID": PlanID(p.Number), "Step": "making the phases", "Path": nr.Path, "Kind": nr.Kind,
-				"Branch": p.Branch, "Command": "/forge phases"})
+			return c.reply(ctx, &templates.UnsafeFile{Head: templates.Head{PlanID: PlanID(p.Number)},
+				Failure: templates.Failure{Step: "making the phases", Branch: p.Branch}, Path: nr.Path, Kind: nr.Kind, Command: "/forge phases"})
 		}
 		if err != nil {
 			return fmt.Errorf("read the plan file: %w", err)
@@ -188,7 +187,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 			return err
 		}
 	}
-	return c.reply(ctx, "phases-list", map[string]any{"PlanID": PlanID(p.Number), "Hash": p.Phases.PlanHash, "Checklist": phases.Checklist(*p.Phases)})
+	return c.reply(ctx, &templates.PhasesList{Head: templates.Head{PlanID: PlanID(p.Number)}, Hash: p.Phases.PlanHash, Phases: checklist(*p.Phases)})
 }
 
 func (c *commandCtx) runPhases(ctx context.Context, cmd command.Command) error {
@@ -211,7 +210,7 @@ func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 		return err
 	}
 	if p.Phases == nil {
-		return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number)})
+		return c.reply(ctx, &templates.PhaseSkipped{Head: templates.Head{PlanID: PlanID(p.Number)}})
 	}
 	if p.State.Run() != RunIdle || !phaseable(p.State.Status()) {
 		// The job skips a running phase; a plan past its phases refuses.
@@ -219,7 +218,7 @@ func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 	}
 	ev, ok := skipIdle(p, c.cause())
 	if !ok {
-		return c.reply(ctx, "phase-skipped", map[string]any{"PlanID": PlanID(p.Number)})
+		return c.reply(ctx, &templates.PhaseSkipped{Head: templates.Head{PlanID: PlanID(p.Number)}})
 	}
 	return c.apply(ctx, p, ev)
 }
@@ -247,13 +246,8 @@ type commandCtx struct {
 
 // reply answers the command in a comment on its issue or PR. The answer
 // carries a marker naming the command, so a retried job finds it.
-func (c *commandCtx) reply(ctx context.Context, tmpl string, data any) error {
-	body, err := templates.Text(tmpl, data)
-	if err != nil {
-		return err
-	}
-	_, err = c.f.comment(ctx, c.gh, c.a.Repo, c.a.IssueNumber, Marker(0, "reply", c.replyKey()), body)
-	return err
+func (c *commandCtx) reply(ctx context.Context, d templates.Reply) error {
+	return c.f.answer(ctx, c.gh, c.a.Repo, c.a.IssueNumber, Marker(0, "reply", c.replyKey()), "", d)
 }
 
 func (c *commandCtx) replyKey() string {
@@ -261,6 +255,12 @@ func (c *commandCtx) replyKey() string {
 		return "comment-" + strconv.FormatInt(c.a.CommentID, 10)
 	}
 	return "delivery-" + c.a.DeliveryID
+}
+
+// withPlan names the plan in a reply that is not posted on it.
+func withPlan(d templates.Reply, p *Plan) templates.Reply {
+	templates.Fill(d, "", PlanID(p.Number))
+	return d
 }
 
 // cause is the command as the plan's events carry it.
@@ -274,8 +274,7 @@ func (c *commandCtx) apply(ctx context.Context, p *Plan, ev plan.Event) error {
 	err := c.f.apply(ctx, c.gh, p, ev)
 	var refused *plan.RefusedError
 	if errors.As(err, &refused) {
-		tmpl, data := refusal(p, refused)
-		return c.reply(ctx, tmpl, data)
+		return c.reply(ctx, withPlan(refusal(refused), p))
 	}
 	return err
 }
@@ -287,11 +286,11 @@ func (c *commandCtx) help(ctx context.Context) error {
 			label = cfg.Labels.Trigger
 		}
 	}
-	return c.reply(ctx, "help", map[string]any{"TriggerLabel": label})
+	return c.reply(ctx, &templates.Help{TriggerLabel: label})
 }
 
 func (c *commandCtx) configError(ctx context.Context, ce *ConfigError) error {
-	return c.reply(ctx, "config-error", ce.replyData(c.a.DefaultBranch))
+	return c.reply(ctx, ce.reply(c.a.DefaultBranch))
 }
 
 // start creates a plan and starts (or queues) its forge.
@@ -301,13 +300,13 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg RepoCon
 	// invisible characters from GitHub's text.
 	title := oneLine(Sanitize(cmd.Description))
 	if title == "" {
-		return c.reply(ctx, "usage-error", map[string]any{"Problem": "A description is needed", "Usage": cmd.Kind.Usage()})
+		return c.reply(ctx, &templates.UsageError{Problem: "A description is needed", Usage: cmd.Kind.Usage()})
 	}
 	if existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber); err == nil && existing.State.Run() != RunIdle {
 		if existing.Trigger == c.trigger() {
 			return nil // this very command, run again
 		}
-		return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(existing.Number)})
+		return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(existing.Number)}})
 	} else if err != nil && !errors.Is(err, ErrPlanNotFound) {
 		return err
 	}
@@ -333,7 +332,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg RepoCon
 		if err != nil {
 			return err
 		}
-		return c.reply(ctx, "already-running", map[string]any{"PlanID": PlanID(existing.Number)})
+		return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(existing.Number)}})
 	}
 	if err != nil {
 		return fmt.Errorf("create plan for %s#%d: %w", a.Repo, a.IssueNumber, err)
@@ -401,7 +400,7 @@ func (c *commandCtx) planOrAnswer(ctx context.Context, cmd command.Command) (*Pl
 }
 
 func (c *commandCtx) noPlan(ctx context.Context, cmd command.Command) error {
-	return c.reply(ctx, "no-plan-here", map[string]any{"OnPR": c.a.IsPR, "PlanID": cmd.PlanID})
+	return c.reply(ctx, &templates.NoPlanHere{Head: templates.Head{PlanID: cmd.PlanID}, OnPR: c.a.IsPR})
 }
 
 func (c *commandCtx) status(ctx context.Context, cmd command.Command) error {
@@ -410,33 +409,31 @@ func (c *commandCtx) status(ctx context.Context, cmd command.Command) error {
 		return err
 	}
 	if p == nil {
-		return c.reply(ctx, "no-plan", map[string]any{"Hint": "Start one with `/forge <description>` on an issue."})
+		return c.reply(ctx, &templates.NoPlan{Hint: "Start one with `/forge <description>` on an issue."})
 	}
-	v := map[string]any{
-		"PlanID": PlanID(p.Number), "Title": p.Title, "Status": p.State.Status(), "Queued": p.State.Run() == RunQueued,
-		"Running": "", "PRURL": "", "Round": 0, "LastVerdict": "", "Error": p.Error,
-	}
+	v := &templates.Status{Head: templates.Head{PlanID: PlanID(p.Number)},
+		Title: p.Title, Status: string(p.State.Status()), Queued: p.State.Run() == RunQueued, Error: p.Error}
 	if p.State.Run() == RunRunning {
-		v["Running"] = runningWhat(p)
+		v.Running = runningWhat(p)
 	}
 	if p.PR != 0 {
-		v["PRURL"] = "#" + strconv.Itoa(p.PR)
+		v.PRURL = "#" + strconv.Itoa(p.PR)
 	}
 	if pause, ok := c.f.paused.last(c.a.InstallationID); ok {
-		v["PausedFrom"], v["PausedUntil"] = pause.From.UTC().Format(time.RFC1123), pause.Until.UTC().Format(time.RFC1123)
-		v["PauseHolds"] = c.f.now().Before(pause.Until)
+		v.PausedFrom, v.PausedUntil = pause.From.UTC().Format(time.RFC1123), pause.Until.UTC().Format(time.RFC1123)
+		v.PauseHolds = c.f.now().Before(pause.Until)
 	}
 	if n := len(p.Audits); n > 0 {
-		v["Round"] = p.Audits[n-1].Round
-		v["LastVerdict"] = p.Audits[n-1].Verdict.String()
+		v.Round = p.Audits[n-1].Round
+		v.LastVerdict = p.Audits[n-1].Verdict.String()
 	}
 	if p.Phases != nil {
-		v["Checklist"] = phases.Checklist(*p.Phases)
+		v.Phases = checklist(*p.Phases)
 	}
 	if obj := c.objective(ctx, p); obj != p.Title {
-		v["Objective"] = obj // a title said twice would be noise
+		v.Objective = obj // a title said twice would be noise
 	}
-	return c.reply(ctx, "status", v)
+	return c.reply(ctx, v)
 }
 
 // objective is the plan's objective as its file states it, or its title
@@ -512,7 +509,7 @@ func (c *commandCtx) cancel(ctx context.Context, cmd command.Command) error {
 		return err
 	}
 	if p == nil || p.State.Run() == RunIdle {
-		return c.reply(ctx, "no-plan", map[string]any{})
+		return c.reply(ctx, &templates.NoPlan{})
 	}
 	return c.apply(ctx, p, plan.Cancel{Cause: c.cause()})
 }

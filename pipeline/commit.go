@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+
+	"github.com/forge-dev/forge/templates"
 )
 
 // commitFiles commits files on the plan branch. A resumed run first
@@ -142,15 +144,15 @@ func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error)
 // failure. It says which file, that nothing of it was written, and the
 // command that retries. phaseID is the refused phase, empty outside a phase
 // run.
-func (r *run) refusal(err error, phaseID string) (tmpl, key string, data map[string]any, ok bool) {
+func (r *run) refusal(err error, phaseID string) (key string, data templates.Reply, ok bool) {
 	p := r.p
 	retry := "/forge revise"
 	if p.State.Mode() == ModePhases {
 		retry = "/forge run"
 	}
-	data = map[string]any{
-		"Step": r.doing, "Branch": p.Branch, "Retry": retry,
-		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(), "PhaseID": phaseID,
+	fail := templates.Failure{
+		Step: r.doing, Branch: p.Branch, Retry: retry,
+		Phases: p.State.Mode() == ModePhases, Status: string(p.State.Status()), PhaseID: phaseID,
 	}
 	var secret *SecretError
 	var conflict *MergeConflictError
@@ -160,30 +162,30 @@ func (r *run) refusal(err error, phaseID string) (tmpl, key string, data map[str
 	switch {
 	case errors.As(err, &secret):
 		// The path is the agent's: it must not end the code span.
-		data["Path"], data["What"] = strings.ReplaceAll(secret.Path, "`", "'"), secret.What
-		return "secret-refused", r.failureKey(), data, true
+		return r.failureKey(), &templates.SecretRefused{Failure: fail, Path: strings.ReplaceAll(secret.Path, "`", "'"), What: secret.What}, true
 	case errors.As(err, &conflict):
-		data["Head"], data["Conflicts"] = shortSHA(conflict.Head), conflict.Conflicts
-		return "merge-conflict", fmt.Sprintf("%d:%s", p.Generation, shortSHA(conflict.Head)), data, true
+		conflicts := make([]templates.Conflict, 0, len(conflict.Conflicts))
+		for _, c := range conflict.Conflicts {
+			conflicts = append(conflicts, templates.Conflict{Path: c.Path, Why: c.Why})
+		}
+		return fmt.Sprintf("%d:%s", p.Generation, shortSHA(conflict.Head)),
+			&templates.MergeConflict{Failure: fail, Pushed: shortSHA(conflict.Head), Conflicts: conflicts}, true
 	case errors.As(err, &large):
-		data["Path"], data["Total"] = large.Path, large.Total
-		data["Size"], data["Limit"] = byteSize(large.Size), byteSize(large.Limit)
-		return "change-too-large", r.failureKey(), data, true
+		return r.failureKey(), &templates.ChangeTooLarge{Failure: fail, Path: large.Path, Total: large.Total,
+			Size: byteSize(large.Size), Limit: byteSize(large.Limit)}, true
 	case errors.As(err, &link):
 		// A refused link is the branch's problem: said where it is fixed.
-		data["Path"], data["Kind"] = link.Path, link.Kind
 		if link.Path != p.PlanPath {
-			data["Branch"] = p.DefaultBranch
+			fail.Branch = p.DefaultBranch
 		}
-		return "unsafe-file", r.failureKey(), data, true
+		return r.failureKey(), &templates.UnsafeFile{Failure: fail, Path: link.Path, Kind: link.Kind}, true
 	case errors.As(err, &workflows):
 		paths := make([]string, 0, len(workflows.Paths))
 		for _, path := range workflows.Paths {
 			// The paths are the agent's: none may end its code span.
 			paths = append(paths, strings.ReplaceAll(path, "`", "'"))
 		}
-		data["Paths"] = paths
-		return "workflows-refused", r.failureKey(), data, true
+		return r.failureKey(), &templates.WorkflowsRefused{Failure: fail, Paths: paths}, true
 	}
-	return "", "", nil, false
+	return "", nil, false
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"strconv"
 
 	"github.com/forge-dev/forge/pipeline/phases"
@@ -224,24 +223,13 @@ func (x *executor) reply(ev plan.Event, r plan.Reply) (effect, error) {
 	if key == "" {
 		key = "g" + strconv.Itoa(p.Generation)
 	}
-	kind := r.Template
+	kind := r.Template()
 	if k, ok := markerKinds[kind]; ok {
 		kind = k
 	}
 	marker := Marker(p.Number, kind, key)
-	data := map[string]any{}
-	switch d := r.Data.(type) {
-	case nil:
-	case map[string]any:
-		maps.Copy(data, d)
-	default:
-		return effect{}, fmt.Errorf("reply %s: data must be a map, not %T", r.Template, r.Data)
-	}
-	if _, ok := data["PlanID"]; !ok {
-		data["PlanID"] = PlanID(p.Number)
-	}
-	data["Marker"] = marker
-	body, err := templates.Text(r.Template, data)
+	templates.Fill(r.Data, marker, PlanID(p.Number))
+	body, err := templates.Text(r.Data)
 	if err != nil {
 		return effect{}, err
 	}
@@ -349,6 +337,18 @@ func (f *Forge) comment(ctx context.Context, gh GitHub, repo Repo, number int, m
 	return f.post(ctx, gh, repo, number, marker, body)
 }
 
+// answer renders a reply with its marker and comments it once: the one
+// way a handler's answer reaches GitHub outside the table's effects.
+func (f *Forge) answer(ctx context.Context, gh GitHub, repo Repo, number int, marker, planID string, d templates.Reply) error {
+	templates.Fill(d, marker, planID)
+	body, err := templates.Text(d)
+	if err != nil {
+		return err
+	}
+	_, err = f.comment(ctx, gh, repo, number, marker, body)
+	return err
+}
+
 // post comments without looking for an earlier copy: for a comment that
 // cannot have been posted yet.
 func (f *Forge) post(ctx context.Context, gh GitHub, repo Repo, number int, marker, body string) (int64, error) {
@@ -412,9 +412,9 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 	if summary == "" {
 		summary = fmt.Sprintf("%s is %s.", PlanID(p.Number), p.State.Status())
 	}
-	text, err := templates.Text("check-output", map[string]any{
-		"PlanID": PlanID(p.Number), "Status": p.State.Status(), "Rounds": len(p.Audits), "MaxRounds": maxRounds,
-		"Usage": p.Usage, "Cost": costText(p.Cost), "Audits": p.Audits,
+	text, err := templates.Text(templates.CheckOutput{
+		PlanID: PlanID(p.Number), Status: string(p.State.Status()), Rounds: len(p.Audits), MaxRounds: maxRounds,
+		Usage: p.Usage, Cost: costText(p.Cost), Audits: p.Audits,
 	})
 	if err != nil {
 		text = summary
@@ -464,11 +464,11 @@ func prBody(p *Plan) (string, error) {
 	case plan.Approved, plan.Implementing, plan.Auditing, plan.Done:
 		closes = p.Issue
 	}
-	return templates.Text("pr-body", map[string]any{
-		"Marker": Marker(p.Number, "pr"), "Summary": oneLine(p.Title), "PlanID": PlanID(p.Number),
-		"Path": p.PlanPath, "FileURL": "../blob/" + p.Branch + "/" + p.PlanPath, "Status": st,
-		"Rounds": len(p.Audits), "LastVerdict": last, "Issue": p.Issue, "RequestedBy": p.RequestedBy,
-		"NotDraft": p.DraftRefused, "Closes": closes,
+	return templates.Text(templates.PRBody{
+		Marker: Marker(p.Number, "pr"), Summary: oneLine(p.Title), PlanID: PlanID(p.Number),
+		Path: p.PlanPath, FileURL: "../blob/" + p.Branch + "/" + p.PlanPath, Status: string(st),
+		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
+		NotDraft: p.DraftRefused, Closes: closes,
 	})
 }
 

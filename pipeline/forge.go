@@ -251,14 +251,7 @@ func (f *Forge) reportGaveUp(ctx context.Context, job *rivertype.JobRow, t failu
 		return err
 	}
 	marker := Marker(0, "job", job.ID, "gave-up")
-	body, err := templates.Text("job-failed", map[string]any{
-		"Marker": marker, "What": t.What, "Attempts": job.Attempt, "Error": jobErr.Error(),
-	})
-	if err != nil {
-		return err
-	}
-	_, err = f.comment(ctx, gh, t.Repo, number, marker, body)
-	return err
+	return f.answer(ctx, gh, t.Repo, number, marker, "", &templates.JobFailed{What: t.What, Attempts: job.Attempt, Error: jobErr.Error()})
 }
 
 // ReconcileArgs is the periodic job that adopts orphaned forges and starts

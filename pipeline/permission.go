@@ -51,12 +51,7 @@ func (f *Forge) permissionFloor(repo Repo) string {
 // or commenting again makes no more noise.
 func (f *Forge) refuseOnce(ctx context.Context, gh GitHub, repo Repo, number int, user, need string) error {
 	marker := Marker(0, "refusal", strings.ToLower(user))
-	body, err := templates.Text("refusal", map[string]any{"Marker": marker, "User": user, "Need": need})
-	if err != nil {
-		return err
-	}
-	_, err = f.comment(ctx, gh, repo, number, marker, body)
-	return err
+	return f.answer(ctx, gh, repo, number, marker, "", &templates.Refusal{User: user, Need: need})
 }
 
 // minPermission is approval.min_permission, the default when unset.

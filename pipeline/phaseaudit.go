@@ -89,29 +89,26 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) ([]audit
 	}
 	defer wc.Remove()
 	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph,
-		map[string]any{"Plan": Fence(plan), "Diff": Fence(text.String())})
+		&templates.PhaseAuditor{Plan: Fence(plan), Diff: Fence(text.String())})
 	if err != nil {
 		return nil, false, err
 	}
 	v := audit.ParseVerdict(res.Output)
 	var inline []ReviewComment
-	var outside []audit.Finding
 	for _, f := range v.Findings {
 		path, line, ok := audit.ParseLocation(f.Location)
 		if ok && right[path][line] {
-			body, err := templates.Text("inline", f)
+			body, err := templates.Text(templates.Inline{Finding: f})
 			if err != nil {
 				return nil, false, err
 			}
 			inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
-			continue
 		}
-		outside = append(outside, f)
 	}
 	marker := Marker(p.Number, "phase-audit", ph.ID, p.Generation, fix)
 	_, err = r.createReview(ctx, p.HeadSHA, inline, func(n int) (string, error) {
-		return templates.Text("phase-audit", map[string]any{"Marker": marker, "PhaseID": ph.ID, "Verdict": v.MaxSeverity.String(),
-			"Findings": v.Findings, "Inline": n, "Outside": outside})
+		return templates.Text(templates.PhaseAudit{Head: templates.Head{Marker: marker}, PhaseID: ph.ID, Verdict: v.MaxSeverity.String(),
+			Findings: v.Findings, Inline: n})
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("post the post-implementation audit: %w", err)

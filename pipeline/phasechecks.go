@@ -9,6 +9,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
 )
 
 const (
@@ -100,7 +101,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		}
 		why = append(why, ci.FailedStatuses...)
 		ph.Status, ph.Error = phases.Failed, "checks failed: "+strings.Join(why, "; ")
-		data := map[string]any{"PhaseID": ph.ID, "Done": 0, "Total": len(p.Phases.Phases)}
+		data := &templates.PhaseStopped{PhaseID: ph.ID, Total: len(p.Phases.Phases)}
 		check.Conclusion = "failure"
 		if timedOut {
 			waited := elapsed(now.Sub(since))
@@ -113,10 +114,10 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			for _, s := range ci.Pending {
 				pending = append(pending, strings.ReplaceAll(oneLine(s), "`", "'"))
 			}
-			data["ChecksTimeout"], data["Waited"], data["Timeout"] = true, waited, r.cfg.Phases.ChecksTimeout.String()
-			data["Pending"], data["Failed"] = pending, why
+			data.ChecksTimeout, data.Waited, data.Timeout = true, waited, r.cfg.Phases.ChecksTimeout.String()
+			data.Pending, data.Failed = pending, why
 		}
-		data["Error"] = ph.Error
+		data.Error = ph.Error
 		check.Summary = oneLine(ph.Error)
 		check.Actions = phaseFailureActions
 		// The phase's check run is completed before the wait ends: a job
@@ -125,12 +126,12 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		if err := r.updatePhaseRun(ctx, check); err != nil {
 			return "", err
 		}
-		data["Done"] = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
+		data.Done = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
 		p.FailedParent = w.Parent
 		if w.CheckRunID != 0 {
 			p.PhaseButtonsRun = w.CheckRunID
 		}
-		return checksFailed, r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("phase-stopped", "checks:"+shortSHA(w.SHA), data),
+		return checksFailed, r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("checks:"+shortSHA(w.SHA), data),
 			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: ph.ID + " failed its checks"}})
 	}
 	if err := r.updatePhaseRun(ctx, check); err != nil {

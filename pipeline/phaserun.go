@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -36,7 +35,7 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	} else if p.State.PhasesStale() || phases.Stale(*p.Phases, string(text)) {
-		return r.apply(ctx, plan.PhasesStaleStop{Reply: r.prReply("phase-stopped", "stale", map[string]any{"Stale": true})})
+		return r.apply(ctx, plan.PhasesStaleStop{Reply: r.prReply("stale", &templates.PhaseStopped{Stale: true})})
 	}
 	if err := r.apply(ctx, plan.PhasesStarted{}); err != nil {
 		return err
@@ -121,14 +120,14 @@ func (r *run) runPhases(ctx context.Context) error {
 	if phases.AllDone(*p.Phases) {
 		return r.done(ctx)
 	}
-	return r.apply(ctx, plan.RunPaused{Reply: r.prReply("phase-run-done", "paused",
-		map[string]any{"Ran": p.PhasesRun, "Remaining": phases.Remaining(*p.Phases)})})
+	return r.apply(ctx, plan.RunPaused{Reply: r.prReply("paused",
+		&templates.PhaseRunDone{Ran: p.PhasesRun, Remaining: phases.Remaining(*p.Phases)})})
 }
 
 // prReply is a reply on the plan's pull request, told from the plan's
 // others by key and the job's generation.
-func (r *run) prReply(tmpl, key string, data map[string]any) plan.Reply {
-	return plan.Reply{On: plan.OnPR, Template: tmpl, Key: fmt.Sprintf("%s:%d", key, r.p.Generation), Data: data}
+func (r *run) prReply(key string, d templates.Reply) plan.Reply {
+	return plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("%s:%d", key, r.p.Generation), Data: d}
 }
 
 // stopAsked is a phase ended because a person asked the run to stop.
@@ -168,7 +167,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		if ph == nil {
 			// The phase ended before the request was read: nothing runs
 			// to skip, and the next phase is not skipped in its place.
-			return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("phase-skipped", "late", map[string]any{"Late": true})})
+			return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("late", &templates.PhaseSkipped{Late: true})})
 		}
 		ph.Status, ph.Error = phases.Skipped, ""
 		ph.FailureHashes, p.FailedParent = nil, ""
@@ -183,13 +182,13 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		if err != nil {
 			return true, err
 		}
-		return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("phase-skipped", "skipped:"+ph.ID,
-			map[string]any{"PhaseID": ph.ID, "Title": ph.Title, "Was": was})})
+		return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("skipped:"+ph.ID,
+			&templates.PhaseSkipped{PhaseID: ph.ID, Title: ph.Title, Was: was})})
 	case plan.StopCancel:
-		data := map[string]any{"Cancelled": true}
+		data := &templates.PhaseStopped{Cancelled: true}
 		if ph != nil {
 			ph.Status, ph.Error = phases.Failed, "cancelled by /forge cancel"
-			data["PhaseID"] = ph.ID
+			data.PhaseID = ph.ID
 			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "failure",
 				Title: ph.Title, Summary: "Cancelled on request.", ExternalID: PlanID(p.Number) + "/" + ph.ID, Actions: phaseFailureActions}
 			if w != nil {
@@ -208,7 +207,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 				p.PhaseButtonsRun = id
 			}
 		}
-		reply := r.prReply("phase-stopped", "cancelled", data)
+		reply := r.prReply("cancelled", data)
 		return true, r.stopped(ctx, stop, &reply)
 	}
 	if ph != nil {
@@ -312,19 +311,22 @@ func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() p
 	return func() plan.Stop { return hit.Load().(plan.Stop) }
 }
 
-func (r *run) phasePrompt(ph *phases.Phase, extra map[string]any) (string, error) {
-	data := map[string]any{
-		"PlanID": PlanID(r.p.Number), "PlanPath": r.p.PlanPath, "PhaseID": ph.ID, "Title": ph.Title,
-		"Description": ph.Description, "ChangeSpec": ph.ChangeSpec, "Files": ph.ContextFiles, "PreviousError": r.prevError,
+// phasePrompt is the prompt of phase ph: the implementer's, or for an
+// audit phase the phase auditor's with the plan and the diff.
+func (r *run) phasePrompt(ph *phases.Phase, projectContext string, audit *templates.PhaseAuditor) (string, error) {
+	data := templates.Phase{
+		PlanID: PlanID(r.p.Number), PlanPath: r.p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
+		Description: ph.Description, ChangeSpec: ph.ChangeSpec, Files: ph.ContextFiles, PreviousError: r.prevError,
+		ProjectContext: projectContext,
 	}
-	for k, v := range extra {
-		data[k] = v
-	}
-	role := "implementer"
 	if ph.Kind != phases.Implement {
-		role = "phase_auditor"
+		if audit == nil {
+			audit = &templates.PhaseAuditor{}
+		}
+		audit.Phase = data
+		return templates.Prompt(audit)
 	}
-	return templates.Prompt(role, data)
+	return templates.Prompt(templates.Implementer{Phase: data})
 }
 
 // implement runs the implementer in a fresh working copy of the branch and
@@ -450,11 +452,10 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 }
 
 // callPhaseAgent runs role on phase ph in the working copy wc: the phase's
-// prompt (extra adds to its data), under the phase timeout.
-func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCopy, ph *phases.Phase, extra map[string]any) (agent.Result, error) {
-	data := map[string]any{"ProjectContext": r.projectContext(wc.Dir())}
-	maps.Copy(data, extra)
-	prompt, err := r.phasePrompt(ph, data)
+// prompt (audit adds the plan and diff of an audit phase), under the phase
+// timeout.
+func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCopy, ph *phases.Phase, audit *templates.PhaseAuditor) (agent.Result, error) {
+	prompt, err := r.phasePrompt(ph, r.projectContext(wc.Dir()), audit)
 	if err != nil {
 		return agent.Result{}, err
 	}
@@ -493,16 +494,18 @@ func (r *run) done(ctx context.Context) error {
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases complete", final); err != nil {
 		return err
 	}
-	var lines []string
-	for _, ph := range p.Phases.Phases {
-		mark := "[x]"
-		if ph.Status == phases.Skipped {
-			mark = "[-]"
-		}
-		lines = append(lines, fmt.Sprintf("%s %s: %s (%s)", mark, ph.ID, ph.Title, ph.Output))
+	return r.apply(ctx, plan.PhasesDone{Reply: r.prReply("done", &templates.PhaseRunDone{Complete: true,
+		Ran: p.PhasesRun, Elapsed: elapsed(r.f.now().Sub(r.started)), Phases: checklist(*p.Phases)})})
+}
+
+// checklist is the phases as people read them in a list.
+func checklist(f phases.File) templates.Checklist {
+	out := make(templates.Checklist, 0, len(f.Phases))
+	for _, ph := range f.Phases {
+		out = append(out, templates.PhaseItem{ID: ph.ID, Title: ph.Title, Kind: string(ph.Kind), Status: string(ph.Status),
+			DependsOn: ph.DependsOn, Output: ph.Output})
 	}
-	return r.apply(ctx, plan.PhasesDone{Reply: r.prReply("phase-run-done", "done", map[string]any{"Complete": true,
-		"Ran": p.PhasesRun, "Elapsed": elapsed(r.f.now().Sub(r.started)), "Lines": lines})})
+	return out
 }
 
 // phaseFailureActions are the buttons of a failed phase's check run.

@@ -37,9 +37,9 @@ func FillTemplate(tmpl string, v TemplateValues) string {
 func WithAuditLog(plan string, rounds []audit.Round, capReached bool, date time.Time) (string, error) {
 	var log strings.Builder
 	for _, r := range rounds {
-		entry, err := templates.Text("audit-log", map[string]any{
-			"Round": r.Round, "Date": date.UTC().Format("2006-01-02"), "Verdict": r.Verdict.String(),
-			"Preflight": r.Preflight, "Findings": r.Findings,
+		entry, err := templates.Text(templates.AuditLog{
+			Round: r.Round, Date: date.UTC().Format("2006-01-02"), Verdict: r.Verdict.String(),
+			Preflight: r.Preflight, Findings: r.Findings,
 		})
 		if err != nil {
 			return "", err

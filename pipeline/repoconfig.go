@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/forge-dev/forge/templates"
 	"gopkg.in/yaml.v3"
 )
 
@@ -169,10 +170,10 @@ func (e *ConfigError) lines() []string {
 	return lines
 }
 
-// replyData is the config-error text's data: the file, the branch it was
-// read from and each problem with its line.
-func (e *ConfigError) replyData(branch string) map[string]any {
-	return map[string]any{"Path": RepoConfigPath, "Branch": branch, "Problems": e.lines()}
+// reply is the config-error answer: the file, the branch it was read
+// from and each problem with its line.
+func (e *ConfigError) reply(branch string) *templates.ConfigError {
+	return &templates.ConfigError{Path: RepoConfigPath, Branch: branch, Problems: e.lines()}
 }
 
 var cfgYAMLLineRe = regexp.MustCompile(`line (\d+)`)

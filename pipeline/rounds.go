@@ -112,9 +112,9 @@ func (r *run) audit(ctx context.Context) error {
 		if n := len(p.Audits); n > 0 {
 			previous = Fence(findingsText(p.Audits[n-1].Findings))
 		}
-		prompt, err := templates.Prompt("auditor", map[string]any{
-			"PlanID": PlanID(p.Number), "PlanPath": p.PlanPath, "Round": inRun, "MaxRounds": r.cfg.MaxAuditRounds,
-			"ProjectContext": r.projectContext(wc.Dir()), "Previous": previous, "Plan": Fence(text),
+		prompt, err := templates.Prompt(templates.Auditor{
+			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: inRun, MaxRounds: r.cfg.MaxAuditRounds,
+			ProjectContext: r.projectContext(wc.Dir()), Previous: previous, Plan: Fence(text),
 		})
 		if err != nil {
 			return err
@@ -155,17 +155,17 @@ func (r *run) postReview(ctx context.Context, ar *audit.Round) error {
 		if !ok || path != p.PlanPath || line < 1 || line > ar.Lines {
 			continue
 		}
-		body, err := templates.Text("inline", f)
+		body, err := templates.Text(templates.Inline{Finding: f})
 		if err != nil {
 			return err
 		}
 		inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
 	}
 	id, err := r.createReview(ctx, ar.CommitID, inline, func(inline int) (string, error) {
-		return templates.Text("review", map[string]any{
-			"Marker": marker, "Round": ar.Round - p.RunStartRound, "MaxRounds": r.roundsOfRun(),
-			"Verdict": ar.Verdict.String(), "Loop": ar.Loop, "Preflight": ar.Preflight,
-			"Findings": ar.Findings, "Inline": inline,
+		return templates.Text(templates.Review{
+			Marker: marker, Round: ar.Round - p.RunStartRound, MaxRounds: r.roundsOfRun(),
+			Verdict: ar.Verdict.String(), Loop: ar.Loop, Preflight: ar.Preflight,
+			Findings: ar.Findings, Inline: inline,
 		})
 	})
 	if err != nil {
@@ -266,10 +266,10 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 			open = append(open, f)
 		}
 	}
-	complete, err := templates.Text("complete", map[string]any{
-		"PlanID": PlanID(p.Number), "Rounds": p.Round - p.RunStartRound, "Elapsed": elapsed(r.f.now().Sub(r.started)),
-		"CapReached": capReached, "Cancelled": false, "Findings": open,
-		"AutoImplement": auto, "ManualReasons": reasons, "Revising": notes != "",
+	complete, err := templates.Text(templates.Complete{Head: templates.Head{PlanID: PlanID(p.Number)},
+		Rounds: p.Round - p.RunStartRound, Elapsed: elapsed(r.f.now().Sub(r.started)),
+		CapReached: capReached, Findings: open,
+		AutoImplement: auto, ManualReasons: reasons, Revising: notes != "",
 	})
 	if err != nil {
 		return err
@@ -418,8 +418,8 @@ func (r *run) stopped(ctx context.Context, stop plan.Stop, reply *plan.Reply) er
 	if p.State.Mode() == ModePhases {
 		return nil
 	}
-	complete, err := templates.Text("complete", map[string]any{
-		"PlanID": PlanID(p.Number), "Rounds": p.Round - p.RunStartRound, "Cancelled": true, "Closed": stop == plan.StopClose,
+	complete, err := templates.Text(templates.Complete{Head: templates.Head{PlanID: PlanID(p.Number)},
+		Rounds: p.Round - p.RunStartRound, Cancelled: true, Closed: stop == plan.StopClose,
 	})
 	if err != nil {
 		return err
@@ -479,12 +479,12 @@ func (r *run) finish(ctx context.Context, err error) error {
 // phaseID is the phase that failed, empty outside a phase run.
 func (r *run) failureReply(err error, phaseID string) plan.Reply {
 	p := r.p
-	if tmpl, key, data, ok := r.refusal(err, phaseID); ok {
-		return plan.Reply{On: plan.OnPR, Template: tmpl, Key: key, Data: data}
+	if key, data, ok := r.refusal(err, phaseID); ok {
+		return plan.Reply{On: plan.OnPR, Key: key, Data: data}
 	}
 	var ce *ConfigError
 	if errors.As(err, &ce) {
-		return plan.Reply{On: plan.OnIssue, Template: "config-error", Key: r.failureKey(), Data: ce.replyData(p.DefaultBranch)}
+		return plan.Reply{On: plan.OnIssue, Key: r.failureKey(), Data: ce.reply(p.DefaultBranch)}
 	}
 	tail := ""
 	var fail *agent.Failure
@@ -492,13 +492,13 @@ func (r *run) failureReply(err error, phaseID string) plan.Reply {
 		tail = strings.ReplaceAll(fail.Tail, "```", "'''")
 	}
 	if phaseID != "" {
-		return plan.Reply{On: plan.OnPR, Template: "phase-stopped", Key: r.failureKey() + ":" + phaseID,
-			Data: map[string]any{"PhaseID": phaseID, "Error": err.Error(), "Tail": tail,
-				"Done": len(p.Phases.Phases) - phases.Remaining(*p.Phases), "Total": len(p.Phases.Phases)}}
+		return plan.Reply{On: plan.OnPR, Key: r.failureKey() + ":" + phaseID,
+			Data: &templates.PhaseStopped{PhaseID: phaseID, Error: err.Error(), Tail: tail,
+				Done: len(p.Phases.Phases) - phases.Remaining(*p.Phases), Total: len(p.Phases.Phases)}}
 	}
-	return plan.Reply{On: plan.OnIssue, Template: "forge-error", Key: r.failureKey(), Data: map[string]any{
-		"Step": r.doing, "Error": err.Error(), "Tail": tail, "Branch": p.Branch,
-		"Phases": p.State.Mode() == ModePhases, "Status": p.State.Status(),
+	return plan.Reply{On: plan.OnIssue, Key: r.failureKey(), Data: &templates.ForgeError{
+		Failure: templates.Failure{Step: r.doing, Branch: p.Branch, Phases: p.State.Mode() == ModePhases, Status: string(p.State.Status())},
+		Error:   err.Error(), Tail: tail,
 	}}
 }
 

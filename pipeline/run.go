@@ -297,8 +297,8 @@ func (r *run) ensurePR(ctx context.Context) error {
 	}
 	p.PR, p.PRNodeID = pr.Number, pr.NodeID
 	if p.State.Mode() == ModePlan {
-		return r.apply(ctx, plan.PlanCreated{Reply: plan.Reply{On: plan.OnIssue, Template: "plan-created", Key: "g1",
-			Data: map[string]any{"Path": p.PlanPath, "Branch": p.Branch, "Title": p.Title, "PRURL": "#" + strconv.Itoa(p.PR)}}})
+		return r.apply(ctx, plan.PlanCreated{Reply: plan.Reply{On: plan.OnIssue, Key: "g1",
+			Data: &templates.PlanCreated{Path: p.PlanPath, Branch: p.Branch, Title: p.Title, PRURL: "#" + strconv.Itoa(p.PR)}}})
 	}
 	return r.step(ctx, StepPR)
 }
@@ -353,8 +353,8 @@ func (r *run) progressBody(line, complete string) (string, error) {
 	if r.p.PR != 0 {
 		pr = "#" + strconv.Itoa(r.p.PR)
 	}
-	return templates.Text("progress", map[string]any{
-		"Marker": Marker(r.p.Number, "progress"), "Line": line, "PRURL": pr, "Complete": complete,
+	return templates.Text(templates.Progress{
+		Marker: Marker(r.p.Number, "progress"), Line: line, PRURL: pr, Complete: complete,
 	})
 }
 
@@ -465,10 +465,10 @@ func (r *run) draft(ctx context.Context) error {
 		return err
 	}
 	defer wc.Remove()
-	prompt, err := templates.Prompt("drafter", map[string]any{
-		"PlanID": PlanID(p.Number), "PlanPath": p.PlanPath,
-		"Request": FenceUntrusted(p.Description), "Context": fenceIf(p.Context),
-		"ProjectContext": r.projectContext(wc.Dir()), "Plan": Fence(text),
+	prompt, err := templates.Prompt(templates.Drafter{
+		PlanID: PlanID(p.Number), PlanPath: p.PlanPath,
+		Request: FenceUntrusted(p.Description), Context: fenceIf(p.Context),
+		ProjectContext: r.projectContext(wc.Dir()), Plan: Fence(text),
 	})
 	if err != nil {
 		return err
@@ -569,9 +569,9 @@ func (r *run) revise(ctx context.Context, findings []audit.Finding, notes string
 		return err
 	}
 	defer wc.Remove()
-	prompt, err := templates.Prompt("reviser", map[string]any{
-		"PlanID": PlanID(p.Number), "PlanPath": p.PlanPath, "Findings": Fence(findingsText(findings)),
-		"Notes": fenceIf(notes), "ProjectContext": r.projectContext(wc.Dir()), "Plan": Fence(text),
+	prompt, err := templates.Prompt(templates.Reviser{
+		PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Findings: Fence(findingsText(findings)),
+		Notes: fenceIf(notes), ProjectContext: r.projectContext(wc.Dir()), Plan: Fence(text),
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
 )
 
 // projectContext is the repository's standing constraints for agents.
@@ -107,8 +108,8 @@ func (r *run) discardWrites(ctx context.Context, role agent.Role, dir string) er
 		return err
 	}
 	r.log.Warn().Str("role", string(role)).Strs("files", changed).Msg("read-only agent changed files; discarded")
-	return r.say(ctx, plan.Reply{On: plan.OnIssue, Template: "agent-wrote", Key: fmt.Sprintf("%s:%d", role, r.p.Round),
-		Data: map[string]any{"Role": string(role), "Files": changed}})
+	return r.say(ctx, plan.Reply{On: plan.OnIssue, Key: fmt.Sprintf("%s:%d", role, r.p.Round),
+		Data: &templates.AgentWrote{Role: string(role), Files: changed}})
 }
 
 func costText(c float64) string {

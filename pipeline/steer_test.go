@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
 )
 
 // TestPlanObjective: /forge status shows the first paragraph of the plan's
@@ -32,9 +33,9 @@ func TestPlanObjective(t *testing.T) {
 // in the gate's words, whether a review, the command or the button asked.
 func TestApprovalRefusalWording(t *testing.T) {
 	p := &Plan{Number: 1, State: plan.FromLegacy(plan.Legacy{Status: StatusDraft, Run: RunIdle})}
-	_, data := refusal(p, &plan.RefusedError{State: p.State, Event: plan.Approve{}.Name()})
+	data := refusal(&plan.RefusedError{State: p.State, Event: plan.Approve{}.Name()}).(*templates.Approval)
 	gate := EvaluateGate(GateInput{Status: StatusDraft})
-	if got := data["Missing"].([]string)[0]; got != gate.Missing[0] {
+	if got := data.Missing[0]; got != gate.Missing[0] {
 		t.Errorf("refusal %q, gate %q", got, gate.Missing[0])
 	}
 }
@@ -49,9 +50,13 @@ func TestRunPhasesRefusedWhenClosed(t *testing.T) {
 		if !errors.As(err, &refused) || len(effects) != 0 {
 			t.Fatalf("%s: run_phases gave %v, %v; want a refusal", st, effects, err)
 		}
-		tmpl, data := refusal(&Plan{Number: 1, State: s}, refused)
-		if tmpl != "approval" || !strings.Contains(data["Missing"].([]string)[0], string(st)) {
-			t.Errorf("%s: answered %s %v", st, tmpl, data)
+		data := withPlan(refusal(refused), &Plan{Number: 1, State: s})
+		body, err := templates.Text(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data.Template() != "approval" || !strings.Contains(body, "the plan is "+string(st)+": phases run only") {
+			t.Errorf("%s: answered %s %q", st, data.Template(), body)
 		}
 	}
 }

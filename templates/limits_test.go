@@ -53,57 +53,38 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		problems = append(problems, pipeline.ConfigProblem{Line: i + 1, Key: fmt.Sprintf("agents.roles.role%d", i), Message: "unknown key"}.String())
 	}
-	complete, err := templates.Text("complete", map[string]any{
-		"PlanID": planID, "Rounds": 5, "Elapsed": "29m59s", "CapReached": true, "Cancelled": false,
-		"Findings": findings, "AutoImplement": false,
-		"ManualReasons": []string{"the round cap was reached", "blocking findings remain", "someone else pushed to the plan branch"},
+	complete, err := templates.Text(templates.Complete{Head: templates.Head{PlanID: planID},
+		Rounds: 5, Elapsed: "29m59s", CapReached: true, Findings: findings,
+		ManualReasons: []string{"the round cap was reached", "blocking findings remain", "someone else pushed to the plan branch"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	tests := []textCase{
-		{"review of 200 findings", "review", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "audit", 5), "Round": 5, "MaxRounds": 5, "Verdict": "blocking",
-			"Loop": true, "Preflight": false, "Findings": findings, "Inline": 200}},
-		{"completion with 200 findings", "complete", map[string]any{
-			"PlanID": planID, "Rounds": 5, "Elapsed": "29m59s", "CapReached": true, "Findings": findings,
-			"ManualReasons": []string{"the round cap was reached", "blocking findings remain"}}},
-		{"progress holding that completion", "progress", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "progress"), "Line": "Forge finished plan-018: round cap reached, review needed.",
-			"PRURL": "#42", "Complete": complete}},
-		{"inline comment of one long finding", "inline", audit.Finding{
+		{"review of 200 findings", templates.Review{Marker: pipeline.Marker(planNumber, "audit", 5), Round: 5, MaxRounds: 5, Verdict: "blocking", Loop: true, Preflight: false, Findings: findings, Inline: 200}},
+		{"completion with 200 findings", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 5, Elapsed: "29m59s", CapReached: true, Findings: findings, ManualReasons: []string{"the round cap was reached", "blocking findings remain"}}},
+		{"progress holding that completion", templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: "Forge finished plan-018: round cap reached, review needed.", PRURL: "#42", Complete: complete}},
+		{"inline comment of one long finding", templates.Inline{Finding: audit.Finding{
 			Severity: audit.SeverityBlocking, Description: strings.Repeat(findings[0].Description+"\n", 20),
-			Recommendation: strings.Repeat(findings[0].Recommendation+" ", 20)}},
-		{"check output of 200 rounds", "check-output", map[string]any{
-			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": 200, "MaxRounds": 5, "Usage": int64(987654321), "Audits": rounds}},
-		{"config error with 200 problems", "config-error", map[string]any{
-			"Path": pipeline.RepoConfigPath, "Branch": "main", "Problems": problems}},
-		{"forge error with a full tail", "forge-error", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "error", 3, 5), "PlanID": planID, "Step": "revising after audit round 4",
-			"Error": "reviser agent: agent exited with status 1: " + strings.Repeat("exit status 1; ", 100),
-			"Tail":  strings.Join(tail, "\n"), "Branch": branch}},
-		{"status with a long title and error", "status", map[string]any{
-			"PlanID": planID, "Title": long, "Status": pipeline.StatusDraft, "Queued": false, "Running": "audit round 5",
-			"PRURL": "#42", "Round": 204, "LastVerdict": "blocking", "Error": strings.Repeat("commit \"plan-018: revision 4\": ", 60)}},
-		{"PR body with a long title", "pr-body", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": long, "PlanID": planID, "Path": planPath,
-			"FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusReview, "Rounds": 200,
-			"LastVerdict": "blocking", "Issue": issue, "RequestedBy": "octocat"}},
-		{"plan created with a long title", "plan-created", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "created"), "PlanID": planID, "Path": planPath, "Branch": branch,
-			"Title": long, "PRURL": "#42"}},
+			Recommendation: strings.Repeat(findings[0].Recommendation+" ", 20)}}},
+		{"check output of 200 rounds", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusReview), Rounds: 200, MaxRounds: 5, Usage: int64(987654321), Audits: rounds}},
+		{"config error with 200 problems", templates.ConfigError{Path: pipeline.RepoConfigPath, Branch: "main", Problems: problems}},
+		{"forge error with a full tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 5), PlanID: planID}, Failure: templates.Failure{Step: "revising after audit round 4", Branch: branch}, Error: "reviser agent: agent exited with status 1: " + strings.Repeat("exit status 1; ", 100), Tail: strings.Join(tail, "\n")}},
+		{"status with a long title and error", templates.Status{Head: templates.Head{PlanID: planID}, Title: long, Status: string(pipeline.StatusDraft), Queued: false, Running: "audit round 5", PRURL: "#42", Round: 204, LastVerdict: "blocking", Error: strings.Repeat("commit \"plan-018: revision 4\": ", 60)}},
+		{"PR body with a long title", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: long, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusReview), Rounds: 200, LastVerdict: "blocking", Issue: issue, RequestedBy: "octocat"}},
+		{"plan created with a long title", templates.PlanCreated{Head: templates.Head{Marker: pipeline.Marker(planNumber, "created"), PlanID: planID}, Path: planPath, Branch: branch, Title: long, PRURL: "#42"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := templates.Text(tc.tmpl, tc.data)
+			out, err := templates.Text(tc.data)
 			if err != nil {
 				t.Fatal(err)
 			}
 			n := utf8.RuneCountInString(out)
 			t.Logf("%d characters", n)
 			if n+replyMarker > githubMaxBody {
-				t.Errorf("%s renders %d characters; with a reply marker that is over GitHub's %d", tc.tmpl, n, githubMaxBody)
+				t.Errorf("%s renders %d characters; with a reply marker that is over GitHub's %d", tc.data.Template(), n, githubMaxBody)
 			}
 		})
 	}
@@ -127,10 +108,12 @@ func TestLongFindingListsAreCut(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s/%d", tc.tmpl, tc.n), func(t *testing.T) {
-			out, err := templates.Text(tc.tmpl, map[string]any{
-				"Marker": "<!-- m -->", "PlanID": planID, "Round": 1, "MaxRounds": 5, "Rounds": 1, "Elapsed": "1s",
-				"Verdict": "blocking", "Loop": true, "Findings": manyFindings(tc.n), "Inline": 0,
-			})
+			var data templates.Data = templates.Review{Marker: "<!-- m -->", Round: 1, MaxRounds: 5,
+				Verdict: "blocking", Loop: true, Findings: manyFindings(tc.n)}
+			if tc.tmpl == "complete" {
+				data = templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 1, Elapsed: "1s", Findings: manyFindings(tc.n)}
+			}
+			out, err := templates.Text(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,21 +144,20 @@ func TestLongFindingListsAreCut(t *testing.T) {
 // Markdown around a command and not part of the words.
 func TestSeedWording(t *testing.T) {
 	tests := []struct {
-		tmpl string
-		data any
+		data templates.Data
 		want string
 	}{
-		{"already-running", map[string]any{"PlanID": "plan-017"},
+		{templates.AlreadyRunning{Head: templates.Head{PlanID: "plan-017"}},
 			"A forge is already running for this issue (plan-017). Use /forge cancel to stop it first."},
-		{"cancel", map[string]any{"PlanID": "plan-017"}, "Forge cancel requested."},
-		{"no-plan", map[string]any{}, "No forge running."},
-		{"complete", map[string]any{"PlanID": "plan-018", "Rounds": 2, "Elapsed": "87s", "AutoImplement": true},
+		{templates.Cancel{Head: templates.Head{PlanID: "plan-017"}}, "Forge cancel requested."},
+		{templates.NoPlan{}, "No forge running."},
+		{templates.Complete{Head: templates.Head{PlanID: "plan-018"}, Rounds: 2, Elapsed: "87s", AutoImplement: true},
 			"Forge complete. Plan plan-018 ready for review (2 rounds, 87s)"},
-		{"help", map[string]any{"TriggerLabel": "forge"}, "- /forge cancel: cancel the running forge"},
+		{templates.Help{TriggerLabel: "forge"}, "- /forge cancel: cancel the running forge"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.tmpl, func(t *testing.T) {
-			out, err := templates.Text(tc.tmpl, tc.data)
+		t.Run(tc.data.Template(), func(t *testing.T) {
+			out, err := templates.Text(tc.data)
 			if err != nil {
 				t.Fatal(err)
 			}

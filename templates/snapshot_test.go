@@ -130,11 +130,24 @@ func findingsText(fs []audit.Finding) string {
 
 var projectContext = "From `AGENTS.md`:\n" + pipeline.FenceUntrusted("Go 1.26, standard library first.\nEvery handler answers within one second; slow work goes to the queue.\n")
 
-// textCase is one rendering of text/<tmpl>.md, with data shaped as its
-// caller in pipeline/ shapes it.
+// textCase is one rendering of a text or prompt, with the data type the
+// pipeline fills: the type names the template.
 type textCase struct {
+	name string
+	data templates.Data
+}
+
+// pageCase is one rendering of web/<tmpl>.html.
+type pageCase struct {
 	name, tmpl string
 	data       any
+}
+
+// phaseItems are the phases the phase cases show.
+var phaseItems = templates.Checklist{
+	{ID: "phase-1", Title: "Implement docs/hello.md", Kind: "implement", Status: "done", Output: "32s"},
+	{ID: "phase-2", Title: "Implement docs/hello_test.md", Kind: "implement", Status: "failed", DependsOn: []string{"phase-1"}},
+	{ID: "phase-3", Title: "Post-implementation audit", Kind: "audit", Status: "pending", DependsOn: []string{"phase-1", "phase-2"}},
 }
 
 func textCases(t *testing.T) []textCase {
@@ -144,258 +157,179 @@ func textCases(t *testing.T) []textCase {
 		{Round: 2, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{blocking, medium}},
 		{Round: 3, Verdict: audit.SeverityMinor, Findings: []audit.Finding{minor, suggestion}},
 	}
-	complete := func(data map[string]any) map[string]any {
-		base := map[string]any{
-			"PlanID": planID, "Rounds": 2, "Elapsed": "87s", "CapReached": false, "Cancelled": false,
-			"Findings": []audit.Finding(nil), "AutoImplement": false, "ManualReasons": []string(nil),
+	// The helpers fill what most cases of a template share, as the
+	// pipeline fills it.
+	complete := func(d templates.Complete) templates.Complete {
+		d.PlanID = planID
+		if d.Rounds == 0 {
+			d.Rounds = 2
 		}
-		for k, v := range data {
-			base[k] = v
+		if d.Elapsed == "" {
+			d.Elapsed = "87s"
 		}
-		return base
+		return d
 	}
-	review := func(data map[string]any) map[string]any {
-		base := map[string]any{
-			"Marker": pipeline.Marker(planNumber, "audit", 2), "Round": 2, "MaxRounds": 5,
-			"Verdict": "blocking", "Loop": true, "Preflight": false, "Findings": []audit.Finding(nil), "Inline": 0,
+	review := func(d templates.Review) templates.Review {
+		if d.Marker == "" {
+			d.Marker = pipeline.Marker(planNumber, "audit", 2)
 		}
-		for k, v := range data {
-			base[k] = v
+		if d.Round == 0 {
+			d.Round = 2
 		}
-		return base
+		if d.MaxRounds == 0 {
+			d.MaxRounds = 5
+		}
+		if d.Verdict == "" {
+			d.Verdict, d.Loop = "blocking", true
+		}
+		return d
 	}
-	status := func(data map[string]any) map[string]any {
-		base := map[string]any{
-			"PlanID": planID, "Title": title, "Status": pipeline.StatusDraft, "Queued": false,
-			"Running": "", "PRURL": "", "Round": 0, "LastVerdict": "", "Error": "", "Objective": "", "Checklist": "",
+	status := func(d templates.Status) templates.Status {
+		d.PlanID, d.Title = planID, title
+		if d.Status == "" {
+			d.Status = string(pipeline.StatusDraft)
 		}
-		for k, v := range data {
-			base[k] = v
-		}
-		return base
+		return d
 	}
-	progress := func(line, complete string) map[string]any {
-		return map[string]any{"Marker": pipeline.Marker(planNumber, "progress"), "Line": line, "PRURL": "#42", "Complete": complete}
+	progress := func(line, complete string) templates.Progress {
+		return templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: line, PRURL: "#42", Complete: complete}
 	}
-	completed, err := templates.Text("complete", complete(map[string]any{
-		"Findings": []audit.Finding{medium, minor}, "AutoImplement": true,
+	completed, err := templates.Text(complete(templates.Complete{
+		Findings: []audit.Finding{medium, minor}, AutoImplement: true,
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	return []textCase{
-		{"help", "help", map[string]any{"TriggerLabel": "forge"}},
+		{"help", templates.Help{TriggerLabel: "forge"}},
 
-		{"progress/starting", "progress", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "progress"), "Line": "Starting forge: " + title, "PRURL": "", "Complete": ""}},
-		{"progress/revising", "progress", progress("Forging plan-018... Audit round 1 found blocking concerns. Revising...", "")},
-		{"progress/complete", "progress", progress("Forge finished plan-018: APPROVED.", completed)},
+		{"progress/starting", templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: "Starting forge: " + title, PRURL: "", Complete: ""}},
+		{"progress/revising", progress("Forging plan-018... Audit round 1 found blocking concerns. Revising...", "")},
+		{"progress/complete", progress("Forge finished plan-018: APPROVED.", completed)},
 
-		{"complete/normal with findings, auto-implement", "complete", complete(map[string]any{
-			"Findings": []audit.Finding{medium, minor, suggestion}, "AutoImplement": true})},
-		{"complete/normal one round, no findings, auto-implement", "complete", complete(map[string]any{
-			"Rounds": 1, "Elapsed": "41s", "AutoImplement": true})},
-		{"complete/manual with reasons", "complete", complete(map[string]any{
-			"Findings":      []audit.Finding{minor},
-			"ManualReasons": []string{"auto_implement is off for this repository", "someone else pushed to the plan branch"}})},
-		{"complete/manual, auditor gave no markers", "complete", complete(map[string]any{
-			"Rounds": 1, "ManualReasons": []string{"the auditor's answer carried no severity markers"}})},
-		{"complete/cap reached", "complete", complete(map[string]any{
-			"Rounds": 5, "Elapsed": "6m12s", "CapReached": true, "Findings": []audit.Finding{blocking, medium},
-			"ManualReasons": []string{"the round cap was reached", "blocking findings remain"}})},
-		{"complete/cancelled after one round", "complete", map[string]any{"PlanID": planID, "Rounds": 1, "Cancelled": true}},
-		{"complete/cancelled before any round", "complete", map[string]any{"PlanID": planID, "Rounds": 0, "Cancelled": true}},
+		{"complete/normal with findings, auto-implement", complete(templates.Complete{Findings: []audit.Finding{medium, minor, suggestion}, AutoImplement: true})},
+		{"complete/normal one round, no findings, auto-implement", complete(templates.Complete{Rounds: 1, Elapsed: "41s", AutoImplement: true})},
+		{"complete/manual with reasons", complete(templates.Complete{Findings: []audit.Finding{minor}, ManualReasons: []string{"auto_implement is off for this repository", "someone else pushed to the plan branch"}})},
+		{"complete/manual, auditor gave no markers", complete(templates.Complete{Rounds: 1, ManualReasons: []string{"the auditor's answer carried no severity markers"}})},
+		{"complete/cap reached", complete(templates.Complete{Rounds: 5, Elapsed: "6m12s", CapReached: true, Findings: []audit.Finding{blocking, medium}, ManualReasons: []string{"the round cap was reached", "blocking findings remain"}})},
+		{"complete/cancelled after one round", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 1, Cancelled: true}},
+		{"complete/cancelled before any round", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 0, Cancelled: true}},
 
-		{"review/blocking", "review", review(map[string]any{"Findings": []audit.Finding{blocking, medium}, "Inline": 1})},
-		{"review/minor", "review", review(map[string]any{
-			"Marker": pipeline.Marker(planNumber, "audit", 3), "Round": 3, "Verdict": "minor", "Loop": false,
-			"Findings": []audit.Finding{minor, suggestion}})},
-		{"review/none", "review", review(map[string]any{
-			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Verdict": "none", "Loop": false})},
-		{"review/standalone audit, no findings", "review", review(map[string]any{
-			"Marker": pipeline.Marker(planNumber, "audit", 4), "Round": 1, "MaxRounds": 1, "Verdict": "none", "Loop": false,
-			"Findings": []audit.Finding{}})},
-		{"review/preflight with inline", "review", review(map[string]any{
-			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Preflight": true,
-			"Verdict": worst(pre).String(), "Loop": worst(pre) == audit.SeverityBlocking, "Findings": pre, "Inline": 5})},
-		{"review/preflight, missing section", "review", review(map[string]any{
-			"Marker": pipeline.Marker(planNumber, "audit", 1), "Round": 1, "Preflight": true,
-			"Verdict": "blocking", "Loop": true, "Findings": []audit.Finding{missing}, "Inline": 0})},
+		{"review/blocking", review(templates.Review{Findings: []audit.Finding{blocking, medium}, Inline: 1})},
+		{"review/minor", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 3), Round: 3, Verdict: "minor", Loop: false, Findings: []audit.Finding{minor, suggestion}})},
+		{"review/none", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 1), Round: 1, Verdict: "none", Loop: false})},
+		{"review/standalone audit, no findings", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 4), Round: 1, MaxRounds: 1, Verdict: "none", Loop: false, Findings: []audit.Finding{}})},
+		{"review/preflight with inline", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 1), Round: 1, Preflight: true, Verdict: worst(pre).String(), Loop: worst(pre) == audit.SeverityBlocking, Findings: pre, Inline: 5})},
+		{"review/preflight, missing section", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 1), Round: 1, Preflight: true, Verdict: "blocking", Loop: true, Findings: []audit.Finding{missing}, Inline: 0})},
 
-		{"inline/with recommendation", "inline", blocking},
-		{"inline/without recommendation", "inline", minor},
+		{"inline/with recommendation", templates.Inline{Finding: blocking}},
+		{"inline/without recommendation", templates.Inline{Finding: minor}},
 
-		{"audit-log/findings", "audit-log", map[string]any{
-			"Round": 2, "Date": "2025-03-14", "Verdict": "blocking", "Preflight": false, "Findings": []audit.Finding{blocking, medium}}},
-		{"audit-log/preflight", "audit-log", map[string]any{
-			"Round": 1, "Date": "2025-03-14", "Verdict": worst(pre).String(), "Preflight": true, "Findings": pre}},
-		{"audit-log/no findings", "audit-log", map[string]any{
-			"Round": 3, "Date": "2025-03-14", "Verdict": "none", "Preflight": false, "Findings": []audit.Finding(nil)}},
+		{"audit-log/findings", templates.AuditLog{Round: 2, Date: "2025-03-14", Verdict: "blocking", Preflight: false, Findings: []audit.Finding{blocking, medium}}},
+		{"audit-log/preflight", templates.AuditLog{Round: 1, Date: "2025-03-14", Verdict: worst(pre).String(), Preflight: true, Findings: pre}},
+		{"audit-log/no findings", templates.AuditLog{Round: 3, Date: "2025-03-14", Verdict: "none", Preflight: false, Findings: []audit.Finding(nil)}},
 
-		{"status/running", "status", status(map[string]any{
-			"Running": "audit round 2", "PRURL": "#42", "Round": 1, "LastVerdict": "blocking"})},
-		{"status/queued", "status", status(map[string]any{"Queued": true})},
-		{"status/phases", "status", status(map[string]any{
-			"Status": pipeline.StatusImplementing, "Running": "phase-2 waits for the checks on 1a2b3c4", "PRURL": "#42",
-			"Round": 3, "LastVerdict": "minor", "Objective": "Retry webhook deliveries that fail, with backoff.",
-			"Checklist": "- [x] phase-1: Add the retry queue\n- [ ] phase-2: Deliver with backoff"})},
-		{"status/review", "status", status(map[string]any{
-			"Status": pipeline.StatusReview, "PRURL": "#42", "Round": 3, "LastVerdict": "minor"})},
-		{"status/after an error", "status", status(map[string]any{
-			"PRURL": "#42", "Round": 1, "LastVerdict": "blocking",
-			"Error": "reviser agent: agent exited with status 2:\nexit status 2"})},
-		{"status/after a rate-limit pause", "status", status(map[string]any{
-			"Running": "drafting", "PausedFrom": "Mon, 23 Nov 2026 19:57:12 UTC", "PausedUntil": "Mon, 23 Nov 2026 19:57:16 UTC"})},
-		{"status/rate limit holding", "status", status(map[string]any{
-			"PausedFrom": "Mon, 23 Nov 2026 19:57:12 UTC", "PausedUntil": "Mon, 23 Nov 2026 20:57:12 UTC", "PauseHolds": true})},
+		{"status/running", status(templates.Status{Running: "audit round 2", PRURL: "#42", Round: 1, LastVerdict: "blocking"})},
+		{"status/queued", status(templates.Status{Queued: true})},
+		{"status/phases", status(templates.Status{Status: string(pipeline.StatusImplementing), Running: "phase-2 waits for the checks on 1a2b3c4", PRURL: "#42", Round: 3, LastVerdict: "minor", Objective: "Retry webhook deliveries that fail, with backoff.", Phases: phaseItems})},
+		{"status/review", status(templates.Status{Status: string(pipeline.StatusReview), PRURL: "#42", Round: 3, LastVerdict: "minor"})},
+		{"status/after an error", status(templates.Status{PRURL: "#42", Round: 1, LastVerdict: "blocking", Error: "reviser agent: agent exited with status 2:\nexit status 2"})},
+		{"status/after a rate-limit pause", status(templates.Status{Running: "drafting", PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 19:57:16 UTC"})},
+		{"status/rate limit holding", status(templates.Status{PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 20:57:12 UTC", PauseHolds: true})},
 
-		{"no-plan/with hint", "no-plan", map[string]any{"Hint": "Start one with `/forge <description>` on an issue."}},
-		{"no-plan/bare", "no-plan", map[string]any{}},
+		{"no-plan/with hint", templates.NoPlan{Hint: "Start one with `/forge <description>` on an issue."}},
+		{"no-plan/bare", templates.NoPlan{}},
 
-		{"refusal", "refusal", map[string]any{"Marker": "<!-- forge:refusal:octocat -->", "User": "octocat", "Need": "write"}},
-		{"already-running", "already-running", map[string]any{"PlanID": "plan-017"}},
+		{"refusal", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "write"}},
+		{"already-running", templates.AlreadyRunning{Head: templates.Head{PlanID: "plan-017"}}},
 
-		{"queued/one running", "queued", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "queued"), "PlanID": planID, "Running": 1, "Limit": 1}},
-		{"queued/three running", "queued", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "queued"), "PlanID": planID, "Running": 3, "Limit": 3}},
+		{"queued/one running", templates.Queued{Head: templates.Head{Marker: pipeline.Marker(planNumber, "queued"), PlanID: planID}, Running: 1, Limit: 1}},
+		{"queued/three running", templates.Queued{Head: templates.Head{Marker: pipeline.Marker(planNumber, "queued"), PlanID: planID}, Running: 3, Limit: 3}},
 
-		{"config-error", "config-error", map[string]any{
-			"Path": pipeline.RepoConfigPath, "Branch": "main", "Problems": []string{
-				pipeline.ConfigProblem{Line: 3, Key: "max_audit_round", Message: "unknown key"}.String(),
-				pipeline.ConfigProblem{Line: 7, Key: "progress_throttle", Message: `"fast" is not a duration`}.String(),
-			}}},
+		{"config-error", templates.ConfigError{Path: pipeline.RepoConfigPath, Branch: "main", Problems: []string{
+			pipeline.ConfigProblem{Line: 3, Key: "max_audit_round", Message: "unknown key"}.String(),
+			pipeline.ConfigProblem{Line: 7, Key: "progress_throttle", Message: `"fast" is not a duration`}.String(),
+		}}},
 
-		{"truncated", "truncated", map[string]any{"Removed": 123456}},
-		{"job-failed", "job-failed", map[string]any{
-			"Marker": "<!-- forge:job:42:gave-up -->", "What": "the command", "Attempts": 8,
-			"Error": "react to comment 7: GET https://api.github.com/x: 502 Bad Gateway\nmore"}},
-		{"forge-error/with tail", "forge-error", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "error", 0, 1), "PlanID": planID, "Step": "drafting",
-			"Error":  "drafter agent: agent exited with status 1: exit status 1",
-			"Tail":   "Reading src/webhook.ts\nError: rate limit exceeded for model claude-sonnet\n    at request (client.js:41)",
-			"Branch": branch}},
-		{"forge-error/without tail", "forge-error", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "error", 0, 2), "PlanID": planID, "Step": "auditing (round 2)",
-			"Error": "post audit round 2 review: 422 Validation Failed", "Tail": "", "Branch": branch}},
-		{"forge-error/phase run", "forge-error", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "error", 3, 2), "PlanID": planID, "Step": "running phase-2",
-			"Error": "read the plan file: transient failure: 502 Bad Gateway", "Tail": "", "Branch": branch,
-			"Phases": true, "Status": pipeline.StatusImplementing}},
-		{"secret-refused/drafting", "secret-refused", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "secret", 0, 1), "PlanID": planID, "Step": "drafting",
-			"Path": planPath, "What": "the webhook secret", "Branch": branch}},
-		{"secret-refused/phase run", "secret-refused", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "secret", 3, 2), "PlanID": planID, "Step": "running phase-2",
-			"Path": "internal/webhook/limit.go", "What": "a GitHub token", "Branch": branch,
-			"Phases": true, "PhaseID": "phase-2"}},
+		{"truncated", templates.Truncated{Removed: 123456}},
+		{"job-failed", templates.JobFailed{Head: templates.Head{Marker: "<!-- forge:job:42:gave-up -->"}, What: "the command", Attempts: 8, Error: "react to comment 7: GET https://api.github.com/x: 502 Bad Gateway\nmore"}},
+		{"forge-error/with tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 0, 1), PlanID: planID}, Failure: templates.Failure{Step: "drafting", Branch: branch}, Error: "drafter agent: agent exited with status 1: exit status 1", Tail: "Reading src/webhook.ts\nError: rate limit exceeded for model claude-sonnet\n    at request (client.js:41)"}},
+		{"forge-error/without tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 0, 2), PlanID: planID}, Failure: templates.Failure{Step: "auditing (round 2)", Branch: branch}, Error: "post audit round 2 review: 422 Validation Failed", Tail: ""}},
+		{"forge-error/phase run", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: "running phase-2", Branch: branch, Phases: true, Status: string(pipeline.StatusImplementing)}, Error: "read the plan file: transient failure: 502 Bad Gateway", Tail: ""}},
+		{"secret-refused/drafting", templates.SecretRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "secret", 0, 1), PlanID: planID}, Failure: templates.Failure{Step: "drafting", Branch: branch}, Path: planPath, What: "the webhook secret"}},
+		{"secret-refused/phase run", templates.SecretRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "secret", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: "running phase-2", Branch: branch, Phases: true, PhaseID: "phase-2"}, Path: "internal/webhook/limit.go", What: "a GitHub token"}},
 
-		{"merge-conflict/phase", "merge-conflict", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "conflict", 3, "4f2a9c1"), "PlanID": planID, "Step": "running phase-2",
-			"Branch": branch, "Head": "4f2a9c1", "Retry": "/forge run", "Conflicts": []pipeline.Conflict{
-				{Path: "src/webhook.ts", Why: pipeline.ConflictSameLines},
-				{Path: "docs/old.md", Why: pipeline.ConflictDeletedByThem}}}},
-		{"merge-conflict/revision", "merge-conflict", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "conflict", 1, "4f2a9c1"), "PlanID": planID, "Step": "revising with the review notes",
-			"Branch": branch, "Head": "4f2a9c1", "Retry": "/forge revise", "Conflicts": []pipeline.Conflict{
-				{Path: planPath, Why: pipeline.ConflictSameLines}}}},
-		{"change-too-large/total", "change-too-large", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "too-large", 3, 0), "PlanID": planID, "Step": "running phase-2",
-			"Branch": branch, "Retry": "/forge run", "Path": "assets/video.bin", "Total": true, "Size": "61 MiB", "Limit": "50 MiB"}},
-		{"change-too-large/file", "change-too-large", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "too-large", 3, 0), "PlanID": planID, "Step": "running phase-2",
-			"Branch": branch, "Retry": "/forge run", "Path": "assets/video.bin", "Total": false, "Size": "120 MiB", "Limit": "100 MiB"}},
+		{"merge-conflict/phase", templates.MergeConflict{Head: templates.Head{Marker: pipeline.Marker(planNumber, "conflict", 3, "4f2a9c1"), PlanID: planID}, Failure: templates.Failure{Step: "running phase-2", Branch: branch, Retry: "/forge run"}, Pushed: "4f2a9c1", Conflicts: []templates.Conflict{
+			{Path: "src/webhook.ts", Why: pipeline.ConflictSameLines},
+			{Path: "docs/old.md", Why: pipeline.ConflictDeletedByThem}}}},
+		{"merge-conflict/revision", templates.MergeConflict{Head: templates.Head{Marker: pipeline.Marker(planNumber, "conflict", 1, "4f2a9c1"), PlanID: planID}, Failure: templates.Failure{Step: "revising with the review notes", Branch: branch, Retry: "/forge revise"}, Pushed: "4f2a9c1", Conflicts: []templates.Conflict{
+			{Path: planPath, Why: pipeline.ConflictSameLines}}}},
+		{"change-too-large/total", templates.ChangeTooLarge{Head: templates.Head{Marker: pipeline.Marker(planNumber, "too-large", 3, 0), PlanID: planID}, Failure: templates.Failure{Step: "running phase-2", Branch: branch, Retry: "/forge run"}, Path: "assets/video.bin", Total: true, Size: "61 MiB", Limit: "50 MiB"}},
+		{"change-too-large/file", templates.ChangeTooLarge{Head: templates.Head{Marker: pipeline.Marker(planNumber, "too-large", 3, 0), PlanID: planID}, Failure: templates.Failure{Step: "running phase-2", Branch: branch, Retry: "/forge run"}, Path: "assets/video.bin", Total: false, Size: "120 MiB", Limit: "100 MiB"}},
 
-		{"workflows-refused/phase run", "workflows-refused", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "workflows", 3, 2), "PlanID": planID, "Step": "running phase-2",
-			"Branch": branch, "Paths": []string{".github/workflows/ci.yml", ".github/workflows/release.yml"},
-			"Phases": true, "PhaseID": "phase-2", "Status": pipeline.StatusImplementing}},
-		{"workflows-refused/revision", "workflows-refused", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "workflows", 1, 2), "PlanID": planID, "Step": "revising the plan",
-			"Branch": branch, "Paths": []string{".github/workflows/plan-018.md"}}},
+		{"workflows-refused/phase run", templates.WorkflowsRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "workflows", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: "running phase-2", Branch: branch, Phases: true, PhaseID: "phase-2", Status: string(pipeline.StatusImplementing)}, Paths: []string{".github/workflows/ci.yml", ".github/workflows/release.yml"}}},
+		{"workflows-refused/revision", templates.WorkflowsRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "workflows", 1, 2), PlanID: planID}, Failure: templates.Failure{Step: "revising the plan", Branch: branch}, Paths: []string{".github/workflows/plan-018.md"}}},
 
-		{"unsafe-file/plan file is a link", "unsafe-file", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "error", 0, 2), "PlanID": planID, "Step": "auditing (round 2)",
-			"Path": planPath, "Kind": "a symbolic link", "Branch": branch}},
-		{"unsafe-file/phase run", "unsafe-file", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "error", 3, 2), "PlanID": planID, "Step": "preparing the phases",
-			"Path": planPath, "Kind": "a symbolic link", "Branch": branch, "Phases": true, "Status": pipeline.StatusImplementing}},
-		{"unsafe-file/command", "unsafe-file", map[string]any{
-			"PlanID": planID, "Step": "making the phases", "Path": planPath, "Kind": "a symbolic link", "Branch": branch,
-			"Command": "/forge phases"}},
+		{"unsafe-file/plan file is a link", templates.UnsafeFile{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 0, 2), PlanID: planID}, Failure: templates.Failure{Step: "auditing (round 2)", Branch: branch}, Path: planPath, Kind: "a symbolic link"}},
+		{"unsafe-file/phase run", templates.UnsafeFile{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: "preparing the phases", Branch: branch, Phases: true, Status: string(pipeline.StatusImplementing)}, Path: planPath, Kind: "a symbolic link"}},
+		{"unsafe-file/command", templates.UnsafeFile{Head: templates.Head{PlanID: planID}, Failure: templates.Failure{Step: "making the phases", Branch: branch}, Path: planPath, Kind: "a symbolic link", Command: "/forge phases"}},
 
-		{"cancel/queued", "cancel", map[string]any{"Queued": true, "PlanID": planID}},
-		{"cancel/running", "cancel", map[string]any{"PlanID": planID}},
+		{"cancel/queued", templates.Cancel{Head: templates.Head{PlanID: planID}, Queued: true}},
+		{"cancel/running", templates.Cancel{Head: templates.Head{PlanID: planID}}},
 
-		{"closed/closed", "closed", map[string]any{"PlanID": planID}},
-		{"closed/refused while implementing", "closed", map[string]any{"PlanID": planID, "Refused": true, "Status": pipeline.StatusImplementing}},
-		{"closed/refused while a forge runs", "closed", map[string]any{"PlanID": planID, "Refused": true, "Status": pipeline.StatusDraft}},
-		{"closed/refused revise of an approved plan", "closed", map[string]any{"PlanID": planID, "Refused": true, "Status": pipeline.StatusApproved}},
-		{"closed/refused audit of a cancelled plan", "closed", map[string]any{"PlanID": planID, "Refused": true, "Status": pipeline.StatusCancelled}},
+		{"closed/closed", templates.Closed{Head: templates.Head{PlanID: planID}}},
+		{"closed/refused while implementing", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(pipeline.StatusImplementing)}},
+		{"closed/refused while a forge runs", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(pipeline.StatusDraft)}},
+		{"closed/refused revise of an approved plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(pipeline.StatusApproved)}},
+		{"closed/refused audit of a cancelled plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(pipeline.StatusCancelled)}},
 
-		{"plan-created", "plan-created", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "created"), "PlanID": planID, "Path": planPath,
-			"Branch": branch, "Title": title, "PRURL": "#42"}},
+		{"plan-created", templates.PlanCreated{Head: templates.Head{Marker: pipeline.Marker(planNumber, "created"), PlanID: planID}, Path: planPath, Branch: branch, Title: title, PRURL: "#42"}},
 
-		{"wrong-place/issue", "wrong-place", map[string]any{"Usage": command.Start.Usage(), "OnPR": false}},
-		{"wrong-place/pull request", "wrong-place", map[string]any{"Usage": command.Approve.Usage(), "OnPR": true}},
+		{"wrong-place/issue", templates.WrongPlace{Usage: command.Start.Usage(), OnPR: false}},
+		{"wrong-place/pull request", templates.WrongPlace{Usage: command.Approve.Usage(), OnPR: true}},
 
-		{"usage-error/missing description", "usage-error", map[string]any{
-			"Problem": "A description is needed", "Usage": command.Start.Usage()}},
-		{"usage-error/bad plan id", "usage-error", map[string]any{
-			"Problem": `"plan-17" is not a plan id (plan-NNN)`, "Usage": command.Status.Usage()}},
-		{"usage-error/unexpected argument", "usage-error", map[string]any{
-			"Problem": `unexpected argument "now"`, "Usage": command.Cancel.Usage()}},
+		{"usage-error/missing description", templates.UsageError{Problem: "A description is needed", Usage: command.Start.Usage()}},
+		{"usage-error/bad plan id", templates.UsageError{Problem: `"plan-17" is not a plan id (plan-NNN)`, Usage: command.Status.Usage()}},
+		{"usage-error/unexpected argument", templates.UsageError{Problem: `unexpected argument "now"`, Usage: command.Cancel.Usage()}},
 
-		{"approval/approved", "approval", map[string]any{"PlanID": planID, "Approved": true, "Approvers": []string{"alice", "bob"}}},
-		{"approval/missing", "approval", map[string]any{"PlanID": planID,
-			"Missing": []string{"1 more approval from someone with write permission", "required check ci has not passed"}}},
-		{"phases-list", "phases-list", map[string]any{"PlanID": planID, "Hash": "0123456789abcdef",
-			"Checklist": "[x] **phase-1:** Implement docs/hello.md [implement]\n[ ] **phase-2:** Post-implementation audit [audit] (depends: phase-1)"}},
-		{"phase-stopped/failed", "phase-stopped", map[string]any{"PhaseID": "phase-2", "Error": "implementer agent: exit status 1", "Done": 1, "Total": 3}},
-		{"phase-stopped/failed with output", "phase-stopped", map[string]any{"PhaseID": "phase-2", "Error": "implementer agent: exit status 1",
-			"Tail": "go build ./...\n./main.go:3:1: syntax error", "Done": 1, "Total": 3}},
-		{"phase-stopped/stale", "phase-stopped", map[string]any{"Stale": true}},
-		{"phase-stopped/checks timeout", "phase-stopped", map[string]any{"PhaseID": "phase-2", "ChecksTimeout": true, "Waited": "2h0m3s", "Timeout": "2h0m0s",
-			"Pending": []string{"GitHub Actions (waiting)", "ci/jenkins (pending)"}, "Failed": []string{"lint (failure): 3 problems | see log"}, "Done": 1, "Total": 3}},
-		{"phase-stopped/cancelled", "phase-stopped", map[string]any{"Cancelled": true, "PlanID": planID, "PhaseID": "phase-2"}},
-		{"phase-run-done/complete", "phase-run-done", map[string]any{"Complete": true, "PlanID": planID, "Ran": 3, "Elapsed": "87s",
-			"Lines": []string{"[x] phase-1: Implement src/webhook.ts (32s)", "[x] phase-2: Implement src/webhook.test.ts (28s)", "[x] phase-3: Post-implementation audit (27s)"}}},
-		{"phase-run-done/partial", "phase-run-done", map[string]any{"PlanID": planID, "Ran": 1, "Remaining": 2}},
-		{"phase-skipped/skipped", "phase-skipped", map[string]any{"PlanID": planID, "PhaseID": "phase-1", "Title": "Implement src/webhook.ts", "Was": "failed"}},
-		{"phase-skipped/nothing", "phase-skipped", map[string]any{"PlanID": planID}},
-		{"phase-audit", "phase-audit", map[string]any{"Marker": pipeline.Marker(17, "phase-audit", "phase-3", 1), "PhaseID": "phase-3",
-			"Verdict": "minor", "Findings": []audit.Finding{medium}, "Inline": 1}},
-		{"agent-wrote", "agent-wrote", map[string]any{"Marker": pipeline.Marker(17, "wrote", "auditor", 2),
-			"Role": "auditor", "PlanID": "plan-017", "Files": []string{"docs/plans/plan-017-x.md", "main.go"}}},
+		{"approval/approved", templates.Approval{Head: templates.Head{PlanID: planID}, Approved: true, Approvers: []string{"alice", "bob"}}},
+		{"approval/missing", templates.Approval{Head: templates.Head{PlanID: planID}, Missing: []string{"1 more approval from someone with write permission", "required check ci has not passed"}}},
+		{"phases-list", templates.PhasesList{Head: templates.Head{PlanID: planID}, Hash: "0123456789abcdef", Phases: phaseItems}},
+		{"checklist/every status", templates.Checklist{
+			{ID: "phase-1", Title: "Read the codebase", Kind: "read", Status: "done"},
+			{ID: "phase-2", Title: "Implement a.go", Kind: "implement", Status: "skipped", DependsOn: []string{"phase-1"}},
+			{ID: "phase-3", Title: "Implement b.go", Kind: "implement", Status: "in-progress"},
+			{ID: "phase-4", Title: "Implement c.go", Kind: "implement", Status: "failed"},
+			{ID: "phase-5", Title: "Post-implementation audit", Kind: "audit", Status: "pending", DependsOn: []string{"phase-3", "phase-4"}},
+			{ID: "phase-6", Title: "Unknown", Kind: "implement", Status: "lost"},
+		}},
+		{"phase-stopped/failed", templates.PhaseStopped{PhaseID: "phase-2", Error: "implementer agent: exit status 1", Done: 1, Total: 3}},
+		{"phase-stopped/failed with output", templates.PhaseStopped{PhaseID: "phase-2", Error: "implementer agent: exit status 1", Tail: "go build ./...\n./main.go:3:1: syntax error", Done: 1, Total: 3}},
+		{"phase-stopped/stale", templates.PhaseStopped{Stale: true}},
+		{"phase-stopped/checks timeout", templates.PhaseStopped{PhaseID: "phase-2", ChecksTimeout: true, Waited: "2h0m3s", Timeout: "2h0m0s", Pending: []string{"GitHub Actions (waiting)", "ci/jenkins (pending)"}, Failed: []string{"lint (failure): 3 problems | see log"}, Done: 1, Total: 3}},
+		{"phase-stopped/cancelled", templates.PhaseStopped{Head: templates.Head{PlanID: planID}, Cancelled: true, PhaseID: "phase-2"}},
+		{"phase-run-done/complete", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 3, Elapsed: "87s", Phases: []templates.PhaseItem{
+			{ID: "phase-1", Title: "Implement src/webhook.ts", Status: "done", Output: "32s"},
+			{ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "skipped", Output: "28s"},
+			{ID: "phase-3", Title: "Post-implementation audit", Status: "done", Output: "27s"}}}},
+		{"phase-run-done/partial", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Ran: 1, Remaining: 2}},
+		{"phase-skipped/skipped", templates.PhaseSkipped{Head: templates.Head{PlanID: planID}, PhaseID: "phase-1", Title: "Implement src/webhook.ts", Was: "failed"}},
+		{"phase-skipped/nothing", templates.PhaseSkipped{Head: templates.Head{PlanID: planID}}},
+		{"phase-audit", templates.PhaseAudit{Head: templates.Head{Marker: pipeline.Marker(17, "phase-audit", "phase-3", 1)}, PhaseID: "phase-3", Verdict: "minor", Findings: []audit.Finding{medium}, Inline: 1}},
+		{"agent-wrote", templates.AgentWrote{Head: templates.Head{Marker: pipeline.Marker(17, "wrote", "auditor", 2), PlanID: "plan-017"}, Role: "auditor", Files: []string{"docs/plans/plan-017-x.md", "main.go"}}},
 
-		{"no-plan-here/issue", "no-plan-here", map[string]any{"OnPR": false, "PlanID": ""}},
-		{"no-plan-here/pull request with plan id", "no-plan-here", map[string]any{"OnPR": true, "PlanID": "plan-099"}},
+		{"no-plan-here/issue", templates.NoPlanHere{Head: templates.Head{PlanID: ""}, OnPR: false}},
+		{"no-plan-here/pull request with plan id", templates.NoPlanHere{Head: templates.Head{PlanID: "plan-099"}, OnPR: true}},
 
-		{"pr-body/new", "pr-body", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": title, "PlanID": planID,
-			"Path": planPath, "FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusDraft,
-			"Rounds": 0, "LastVerdict": "", "Issue": issue, "RequestedBy": "octocat"}},
-		{"pr-body/not a draft", "pr-body", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": title, "PlanID": planID,
-			"Path": planPath, "FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusDraft,
-			"Rounds": 0, "LastVerdict": "", "Issue": issue, "RequestedBy": "octocat", "NotDraft": true}},
-		{"pr-body/audited", "pr-body", map[string]any{
-			"Marker": pipeline.Marker(planNumber, "pr"), "Summary": title, "PlanID": planID,
-			"Path": planPath, "FileURL": "../blob/" + branch + "/" + planPath, "Status": pipeline.StatusReview,
-			"Rounds": 3, "LastVerdict": "minor", "Issue": issue, "RequestedBy": "octocat"}},
+		{"pr-body/new", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusDraft), Rounds: 0, LastVerdict: "", Issue: issue, RequestedBy: "octocat"}},
+		{"pr-body/not a draft", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusDraft), Rounds: 0, LastVerdict: "", Issue: issue, RequestedBy: "octocat", NotDraft: true}},
+		{"pr-body/audited", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusReview), Rounds: 3, LastVerdict: "minor", Issue: issue, RequestedBy: "octocat"}},
 
-		{"check-output/audits and usage", "check-output", map[string]any{
-			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": len(rounds), "MaxRounds": 5,
-			"Usage": int64(48213), "Cost": "$0.42", "Audits": rounds}},
-		{"check-output/cap reached", "check-output", map[string]any{
-			"PlanID": planID, "Status": pipeline.StatusReview, "Rounds": 2, "MaxRounds": 2,
-			"Usage": int64(9120), "Audits": []audit.Round{rounds[0], {
-				Round: 2, Verdict: audit.SeverityBlocking, Loop: true, CapNote: true, Findings: []audit.Finding{blocking}}}}},
-		{"check-output/no audit yet", "check-output", map[string]any{
-			"PlanID": planID, "Status": pipeline.StatusDraft, "Rounds": 0, "MaxRounds": 5,
-			"Usage": int64(0), "Audits": []audit.Round(nil)}},
+		{"check-output/audits and usage", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusReview), Rounds: len(rounds), MaxRounds: 5, Usage: int64(48213), Cost: "$0.42", Audits: rounds}},
+		{"check-output/cap reached", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusReview), Rounds: 2, MaxRounds: 2, Usage: int64(9120), Audits: []audit.Round{rounds[0], {
+			Round: 2, Verdict: audit.SeverityBlocking, Loop: true, CapNote: true, Findings: []audit.Finding{blocking}}}}},
+		{"check-output/no audit yet", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusDraft), Rounds: 0, MaxRounds: 5, Usage: int64(0), Audits: []audit.Round(nil)}},
 	}
 }
 
@@ -403,40 +337,16 @@ func promptCases() []textCase {
 	plan := pipeline.Fence(filledPlan())
 	request := pipeline.FenceUntrusted(title)
 	return []textCase{
-		{"drafter/bare", "drafter", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "Request": request, "Context": "", "ProjectContext": "", "Plan": plan}},
-		{"drafter/with context and project context", "drafter", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "Request": request,
-			"Context":        pipeline.FenceUntrusted("GitHub retries deliveries, so a 429 must not lose one.\n<!-- hidden note -->\nLimit: 10 a second per installation."),
-			"ProjectContext": projectContext, "Plan": plan}},
-		{"auditor/first round", "auditor", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "Round": 1, "MaxRounds": 5,
-			"ProjectContext": "", "Previous": "", "Plan": plan}},
-		{"auditor/with previous findings", "auditor", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "Round": 2, "MaxRounds": 5, "ProjectContext": projectContext,
-			"Previous": pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), "Plan": plan}},
-		{"reviser/with notes", "reviser", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]audit.Finding{blocking, medium})),
-			"Notes":          pipeline.FenceUntrusted("@octocat (CHANGES_REQUESTED): Keep the limit configurable per repository."),
-			"ProjectContext": projectContext, "Plan": plan}},
-		{"reviser/without notes", "reviser", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "Findings": pipeline.Fence(findingsText([]audit.Finding{blocking})),
-			"Notes": "", "ProjectContext": "", "Plan": plan}},
-		{"implementer/first attempt", "implementer", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-1", "Title": "Implement docs/hello.md",
-			"Description": "Implement changes for: `docs/hello.md`", "ChangeSpec": "- `docs/hello.md` (new) — the greeting page.",
-			"Files": []string{"docs/hello.md"}, "PreviousError": "", "ProjectContext": ""}},
-		{"implementer/retry", "implementer", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-2", "Title": "Implement 2 files in internal/",
-			"Description": "Implement changes for: `internal/a.go`, `internal/a_test.go`", "ChangeSpec": "",
-			"Files": []string{"internal/a.go", "internal/a_test.go"}, "PreviousError": "implementer agent: exit status 1", "ProjectContext": projectContext}},
-		{"phase_auditor/audit", "phase_auditor", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-3", "Title": "Post-implementation audit",
-			"Description": "Audit all changes against the plan specification.", "Plan": plan,
-			"Diff": pipeline.Fence("--- docs/hello.md (added)\n@@ -0,0 +1,2 @@\n+# Hello\n+Welcome.\n"), "ProjectContext": ""}},
-		{"phase_auditor/read", "phase_auditor", map[string]any{
-			"PlanID": planID, "PlanPath": planPath, "PhaseID": "phase-1", "Title": "Read the codebase",
-			"Description": "Read and analyze the files the plan touches.", "Diff": "", "ProjectContext": ""}},
+		{"drafter/bare", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: "", ProjectContext: "", Plan: plan}},
+		{"drafter/with context and project context", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: pipeline.FenceUntrusted("GitHub retries deliveries, so a 429 must not lose one.\n<!-- hidden note -->\nLimit: 10 a second per installation."), ProjectContext: projectContext, Plan: plan}},
+		{"auditor/first round", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 5, ProjectContext: "", Previous: "", Plan: plan}},
+		{"auditor/with previous findings", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 2, MaxRounds: 5, ProjectContext: projectContext, Previous: pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), Plan: plan}},
+		{"reviser/with notes", templates.Reviser{PlanID: planID, PlanPath: planPath, Findings: pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), Notes: pipeline.FenceUntrusted("@octocat (CHANGES_REQUESTED): Keep the limit configurable per repository."), ProjectContext: projectContext, Plan: plan}},
+		{"reviser/without notes", templates.Reviser{PlanID: planID, PlanPath: planPath, Findings: pipeline.Fence(findingsText([]audit.Finding{blocking})), Notes: "", ProjectContext: "", Plan: plan}},
+		{"implementer/first attempt", templates.Implementer{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-1", Title: "Implement docs/hello.md", Description: "Implement changes for: `docs/hello.md`", ChangeSpec: "- `docs/hello.md` (new) — the greeting page.", Files: []string{"docs/hello.md"}, PreviousError: "", ProjectContext: ""}}},
+		{"implementer/retry", templates.Implementer{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-2", Title: "Implement 2 files in internal/", Description: "Implement changes for: `internal/a.go`, `internal/a_test.go`", ChangeSpec: "", Files: []string{"internal/a.go", "internal/a_test.go"}, PreviousError: "implementer agent: exit status 1", ProjectContext: projectContext}}},
+		{"phase_auditor/audit", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-3", Title: "Post-implementation audit", Description: "Audit all changes against the plan specification.", ProjectContext: ""}, Plan: plan, Diff: pipeline.Fence("--- docs/hello.md (added)\n@@ -0,0 +1,2 @@\n+# Hello\n+Welcome.\n")}},
+		{"phase_auditor/read", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-1", Title: "Read the codebase", Description: "Read and analyze the files the plan touches.", ProjectContext: ""}, Diff: ""}},
 	}
 }
 
@@ -451,8 +361,8 @@ type setupPage struct {
 	Manifest          string
 }
 
-func pageCases() []textCase {
-	return append([]textCase{
+func pageCases() []pageCase {
+	return append([]pageCase{
 		{"setup/unconfigured, local hook", "setup", setupPage{
 			WebURL: "https://github.com", HookURL: "http://127.0.0.1:8080/api/github/hook", LocalHook: true,
 			Name: "Forge", SetupPath: "/setup", Action: "https://github.com/settings/apps/new?state=0f1e2d3c",
@@ -474,9 +384,9 @@ type setupRefusal struct {
 	Reason, Cause, SetupPath, AppURL string
 }
 
-func setupRefusalCases() []textCase {
+func setupRefusalCases() []pageCase {
 	app := "https://github.com/apps/acme-forge"
-	return []textCase{
+	return []pageCase{
 		{"setup_refused/token", "setup_refused", setupRefusal{Reason: "token"}},
 		{"setup_refused/state", "setup_refused", setupRefusal{Reason: "state", SetupPath: "/setup"}},
 		{"setup_refused/configured", "setup_refused", setupRefusal{Reason: "configured"}},
@@ -495,7 +405,7 @@ func setupRefusalCases() []textCase {
 func TestTexts(t *testing.T) {
 	for _, tc := range textCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := templates.Text(tc.tmpl, tc.data)
+			out, err := templates.Text(tc.data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -508,7 +418,7 @@ func TestTexts(t *testing.T) {
 func TestPrompts(t *testing.T) {
 	for _, tc := range promptCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := templates.Prompt(tc.tmpl, tc.data)
+			out, err := templates.Prompt(tc.data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -580,10 +490,10 @@ func checkReadable(t *testing.T, out string) {
 func TestEveryTemplateHasACase(t *testing.T) {
 	tested := map[string]bool{}
 	for _, tc := range textCases(t) {
-		tested["text/"+tc.tmpl+".md"] = true
+		tested["text/"+tc.data.Template()+".md"] = true
 	}
 	for _, tc := range promptCases() {
-		tested["prompts/"+tc.tmpl+".md"] = true
+		tested["prompts/"+tc.data.Template()+".md"] = true
 	}
 	for _, tc := range pageCases() {
 		tested["web/"+tc.tmpl+".html"] = true

@@ -31,18 +31,19 @@ var funcs = template.FuncMap{
 }
 
 var (
-	texts   = template.Must(template.New("").Funcs(funcs).ParseFS(textFS, "text/*.md"))
-	prompts = template.Must(template.New("").Funcs(funcs).ParseFS(textFS, "prompts/*.md"))
+	texts   = template.Must(template.New("").Option("missingkey=error").Funcs(funcs).ParseFS(textFS, "text/*.md"))
+	prompts = template.Must(template.New("").Option("missingkey=error").Funcs(funcs).ParseFS(textFS, "prompts/*.md"))
 )
 
-// Text renders text/<name>.md: comments, reviews, check-run output.
-func Text(name string, data any) (string, error) {
-	return render(texts, name, data)
+// Text renders text/<name>.md, the template d's type names: comments,
+// reviews, check-run output.
+func Text(d Data) (string, error) {
+	return render(texts, d.Template(), d)
 }
 
 // Prompt renders prompts/<role>.md, the instructions an agent gets.
-func Prompt(role string, data any) (string, error) {
-	return render(prompts, role, data)
+func Prompt(d Data) (string, error) {
+	return render(prompts, d.Template(), d)
 }
 
 func render(t *template.Template, name string, data any) (string, error) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // Kind is what a phase does (seed 000 §6).
@@ -177,30 +176,6 @@ func RevertPlan(p Phase, currentHashes map[string]string) (revert []string, kept
 		}
 	}
 	return revert, kept, nil
-}
-
-var checklistMarks = map[Status]string{
-	Pending: "[ ]", InProgress: "[~]", Done: "[x]", Failed: "[!]", Skipped: "[-]",
-}
-
-// Checklist renders the phases as the seed's status list, one line each:
-//
-//	[x] **phase-1:** Implement src/webhook.ts [implement]
-//	[ ] **phase-2:** Post-implementation audit [audit] (depends: phase-1)
-func Checklist(p File) string {
-	lines := make([]string, 0, len(p.Phases))
-	for _, ph := range p.Phases {
-		mark, ok := checklistMarks[ph.Status]
-		if !ok {
-			mark = "[?]"
-		}
-		line := fmt.Sprintf("%s **%s:** %s [%s]", mark, ph.ID, ph.Title, ph.Kind)
-		if len(ph.DependsOn) > 0 {
-			line += " (depends: " + strings.Join(ph.DependsOn, ", ") + ")"
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // AllDone reports whether every phase is terminal (done or skipped):

@@ -666,21 +666,6 @@ func TestRevertPlan(t *testing.T) {
 	}
 }
 
-func TestChecklist(t *testing.T) {
-	p := phasesWithStatuses(Done, InProgress, Failed, Skipped, Pending)
-	p.Phases[4].Kind = Audit
-	p.Phases[4].Title = "Post-implementation audit"
-	p.Phases[4].DependsOn = []string{"phase-1", "phase-2", "phase-3", "phase-4"}
-	want := "[x] **phase-1:** T [implement]\n" +
-		"[~] **phase-2:** T [implement] (depends: phase-1)\n" +
-		"[!] **phase-3:** T [implement] (depends: phase-2)\n" +
-		"[-] **phase-4:** T [implement] (depends: phase-3)\n" +
-		"[ ] **phase-5:** Post-implementation audit [audit] (depends: phase-1, phase-2, phase-3, phase-4)"
-	if got := Checklist(p); got != want {
-		t.Errorf("Checklist:\n%s\nwant\n%s", got, want)
-	}
-}
-
 func TestPhasesStatusRemainingCapRun(t *testing.T) {
 	for _, tt := range []struct {
 		name      string

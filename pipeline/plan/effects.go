@@ -1,5 +1,7 @@
 package plan
 
+import "github.com/forge-dev/forge/templates"
+
 // Effect is something to do on GitHub or in the queue once a new State is
 // saved. Effects are plain data: the pipeline's executor carries each out,
 // idempotently, so a retried job repeats them without writing twice.
@@ -16,12 +18,12 @@ const (
 	OnIssue
 )
 
-// Reply is a comment: template and its data, posted once (the executor
-// puts the marker built from Key on it and looks for it before writing).
+// Reply is a comment: its template's data, whose type names the template,
+// posted once (the executor puts the marker built from Key on it and looks
+// for it before writing).
 type Reply struct {
-	On       Target
-	Template string
-	Data     any
+	On   Target
+	Data templates.Reply
 	// Key tells this reply from the plan's other replies of the same
 	// template; the event's trigger is used when it is empty.
 	Key string
@@ -72,3 +74,6 @@ func (SetCheck) effect()    {}
 func (ButtonsOff) effect()  {}
 func (UpdatePR) effect()    {}
 func (StatusLine) effect()  {}
+
+// Template is the name of the reply's template.
+func (r Reply) Template() string { return r.Data.Template() }

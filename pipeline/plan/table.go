@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/forge-dev/forge/templates"
 )
 
 // Row is one row of the lifecycle table: in a status (From, any when
@@ -119,7 +121,7 @@ func stopIs(stop Stop) func(State, Event) bool {
 }
 func forgeMode(s State, _ Event) bool { return s.mode != ModePhases && s.mode != ModePlan }
 
-func reply(on Target, tmpl string, data any) Reply { return Reply{On: on, Template: tmpl, Data: data} }
+func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: data} }
 
 // closing is what closing a plan does on GitHub. The plan file's status
 // is committed first: the check run then goes on the commit that says
@@ -133,7 +135,7 @@ func closing(s *State, ev Event) []Effect {
 	}
 	out = append(out, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "closed"}}, SyncLabel{})
 	if isClose && !c.Quiet {
-		out = append(out, reply(OnCause, "closed", nil))
+		out = append(out, reply(OnCause, &templates.Closed{}))
 	}
 	return out
 }
@@ -154,7 +156,7 @@ var table = []Row{
 		apply: func(s *State, ev Event) []Effect {
 			c := ev.(Create)
 			s.mode = ModeForge
-			return []Effect{reply(OnCause, "queued", map[string]any{"Running": c.Running, "Limit": c.Limit})}
+			return []Effect{reply(OnCause, &templates.Queued{Running: c.Running, Limit: c.Limit})}
 		}},
 	{Event: "create", From: []Status{""}, To: Draft, RunTo: Running,
 		Does: "start the job (a forge, or /plan's template only)",
@@ -187,7 +189,7 @@ var table = []Row{
 			s.mode, s.step = ModePhases, StepFinished
 			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: "approved: running the phases"}},
 				UpdatePR{},
-				reply(OnPR, "approval", map[string]any{"Approved": true, "Approvers": a.Approvers}),
+				reply(OnPR, &templates.Approval{Approved: true, Approvers: a.Approvers}),
 				StartRun{Mode: ModePhases}}
 		}},
 	{Event: "approve", From: forgeable, Run: running, Guard: "auto-implement at the end of a forge",
@@ -209,12 +211,12 @@ var table = []Row{
 		Does: "take the phase's buttons off, answer",
 		apply: func(_ *State, ev Event) []Effect {
 			k := ev.(Skip)
-			return []Effect{ButtonsOff{}, reply(OnCause, "phase-skipped", map[string]any{"PhaseID": k.PhaseID, "Title": k.Title, "Was": k.Was})}
+			return []Effect{ButtonsOff{}, reply(OnCause, &templates.PhaseSkipped{PhaseID: k.PhaseID, Title: k.Title, Was: k.Was})}
 		}},
 	{Event: "skip", From: phaseable, Run: running, Guard: "a phase runs or waits",
 		Does: "ask the job to skip its phase (a parked job is woken), answer",
 		apply: func(s *State, _ Event) []Effect {
-			out := []Effect{RequestStop{StopSkip}, reply(OnCause, "phase-skipped", map[string]any{"Requested": true})}
+			out := []Effect{RequestStop{StopSkip}, reply(OnCause, &templates.PhaseSkipped{Requested: true})}
 			if s.parked {
 				s.parked = false
 				out = append(out, StartJob{})
@@ -240,11 +242,11 @@ var table = []Row{
 	// Stopping and closing.
 	{Event: "cancel", From: []Status{Draft}, Run: queued, To: Cancelled, RunTo: Idle, Does: "answer",
 		apply: func(*State, Event) []Effect {
-			return []Effect{SyncLabel{}, reply(OnCause, "cancel", map[string]any{"Queued": true})}
+			return []Effect{SyncLabel{}, reply(OnCause, &templates.Cancel{Queued: true})}
 		}},
 	{Event: "cancel", Run: running, Does: "ask the job to stop (a parked job is woken to stop), answer",
 		apply: func(s *State, _ Event) []Effect {
-			out := []Effect{RequestStop{StopCancel}, reply(OnCause, "cancel", nil)}
+			out := []Effect{RequestStop{StopCancel}, reply(OnCause, &templates.Cancel{})}
 			if s.parked {
 				s.parked = false
 				out = append(out, StartJob{})
@@ -255,13 +257,13 @@ var table = []Row{
 		if ev.(Close).Quiet {
 			return nil
 		}
-		return []Effect{reply(OnCause, "closed", nil)}
+		return []Effect{reply(OnCause, &templates.Closed{})}
 	}},
 	{Event: "close", From: notClosed, Run: running, Does: "ask the job to stop and close (a parked job is woken), answer",
 		apply: func(s *State, ev Event) []Effect {
 			out := []Effect{RequestStop{StopClose}}
 			if !ev.(Close).Quiet {
-				out = append(out, reply(OnCause, "closed", map[string]any{"Closing": true}))
+				out = append(out, reply(OnCause, &templates.Closed{Closing: true}))
 			}
 			if s.parked {
 				s.parked = false

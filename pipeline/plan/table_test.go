@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/forge-dev/forge/templates"
 )
 
 // describe names effects compactly, in order, for comparison.
@@ -15,7 +17,7 @@ func describe(es []Effect) string {
 	for _, e := range es {
 		switch e := e.(type) {
 		case Reply:
-			out = append(out, "reply:"+e.Template)
+			out = append(out, "reply:"+e.Template())
 		case StartJob:
 			out = append(out, "start")
 		case StartRun:
@@ -46,7 +48,7 @@ func st(status Status, run RunState, mode Mode) State {
 var (
 	by     = Cause{Trigger: "comment:1", On: 7}
 	await  = Await{SHA: "abc", Parent: "def", PhaseID: "phase-1", Deadline: time.Unix(100, 0).UTC()}
-	answer = Reply{On: OnPR, Template: "answer"}
+	answer = Reply{On: OnPR, Data: &templates.JobFailed{}} // a reply the pipeline made
 )
 
 func parkedAt(s State) State { s.await, s.parked = &await, true; return s }
@@ -94,22 +96,22 @@ var rowCases = []struct {
 		"buttons-off:true status-line check:completed/neutral label reply:closed"},
 	{"adopt", parkedAt(st(Implementing, Running, ModePhases)), Adopt{}, Implementing, Running, "start"},
 	{"step", st(Draft, Running, ModeForge), StepDone{To: StepBranch}, Draft, Running, ""},
-	{"plan created", st(Draft, Running, ModePlan), PlanCreated{Reply: answer}, Draft, Idle, "reply:answer"},
+	{"plan created", st(Draft, Running, ModePlan), PlanCreated{Reply: answer}, Draft, Idle, "reply:job-failed"},
 	{"round posted", st(Draft, Running, ModeForge), RoundPosted{Blocking: true}, Draft, Running, ""},
 	{"revised", st(Draft, Running, ModeForge), Revised{}, Draft, Running, ""},
 	{"forge done with change requests", st(Draft, Running, ModeForge), ForgeDone{Notes: "n"}, Draft, Running, "label run:revise"},
 	{"forge done", st(Draft, Running, ModeForge), ForgeDone{Check: Check{Status: "completed", Conclusion: "action_required"}}, Review, Idle,
 		"check:completed/action_required label pr:false"},
 	{"forge failed", st(Review, Running, ModeRevise), Failed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}}, Draft, Idle,
-		"reply:answer check:completed/failure label"},
+		"reply:job-failed check:completed/failure label"},
 	{"phase run failed", st(Implementing, Running, ModePhases), Failed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}}, Implementing, Idle,
-		"reply:answer check:completed/failure"},
+		"reply:job-failed check:completed/failure"},
 	{"forge cancelled", st(Draft, Running, ModeForge), Stopped{Stop: StopCancel}, Cancelled, Idle, "check:completed/neutral label"},
 	{"phase run cancelled", st(Implementing, Running, ModePhases), Stopped{Stop: StopCancel, Reply: &answer}, Implementing, Idle,
-		"check:completed/neutral reply:answer"},
+		"check:completed/neutral reply:job-failed"},
 	{"run stopped to close", st(Review, Running, ModeAudit), Stopped{Stop: StopClose}, Closed, Idle,
 		"buttons-off:true status-line check:completed/neutral label"},
-	{"phase skipped", waiting(st(Implementing, Running, ModePhases)), PhaseSkipped{Reply: answer}, Implementing, Running, "stop: reply:answer"},
+	{"phase skipped", waiting(st(Implementing, Running, ModePhases)), PhaseSkipped{Reply: answer}, Implementing, Running, "stop: reply:job-failed"},
 	{"phases started", st(Approved, Running, ModePhases), PhasesStarted{}, Implementing, Running, "label status-line check:in_progress/"},
 	{"phases resumed", st(Implementing, Running, ModePhases), PhasesStarted{}, Implementing, Running, ""},
 	{"audit phase started", st(Implementing, Running, ModePhases), AuditPhaseStarted{}, Auditing, Running, "label"},
@@ -120,11 +122,11 @@ var rowCases = []struct {
 	{"wake a working run", st(Implementing, Running, ModePhases), Wake{}, Implementing, Running, ""},
 	{"checks passed", waiting(st(Implementing, Running, ModePhases)), ChecksPassed{}, Implementing, Running, ""},
 	{"phase failed", waiting(st(Implementing, Running, ModePhases)), PhaseFailed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}},
-		Implementing, Idle, "check:completed/failure reply:answer"},
-	{"run paused", st(Implementing, Running, ModePhases), RunPaused{Reply: answer}, Implementing, Idle, "check:completed/neutral reply:answer"},
-	{"phases stale", st(Approved, Running, ModePhases), PhasesStaleStop{Reply: answer}, Approved, Idle, "check:completed/action_required reply:answer"},
+		Implementing, Idle, "check:completed/failure reply:job-failed"},
+	{"run paused", st(Implementing, Running, ModePhases), RunPaused{Reply: answer}, Implementing, Idle, "check:completed/neutral reply:job-failed"},
+	{"phases stale", st(Approved, Running, ModePhases), PhasesStaleStop{Reply: answer}, Approved, Idle, "check:completed/action_required reply:job-failed"},
 	{"phases done", st(Auditing, Running, ModePhases), PhasesDone{Reply: answer}, Done, Idle,
-		"status-line pr:true check:completed/success label reply:answer"},
+		"status-line pr:true check:completed/success label reply:job-failed"},
 }
 
 // TestEveryRow applies each case and checks where it leads; every row of

@@ -1,0 +1,418 @@
+package templates
+
+import "github.com/forge-dev/forge/pipeline/audit"
+
+// Data is what one template is rendered with. Each template has exactly
+// one data type, here, and the type names its template: a field a
+// template reads that its type lacks fails the snapshot tests, and one
+// the pipeline does not fill does not compile. Templates run with
+// missingkey=error, so no value is ever printed as "<no value>".
+type Data interface{ Template() string }
+
+// Head is what the executor fills on every reply: the marker that lets a
+// retried job find the comment it wrote, and the plan's id.
+type Head struct {
+	Marker string
+	PlanID string
+}
+
+// Reply is the data of a comment the pipeline posts through its one
+// comment path, which fills the Head.
+type Reply interface {
+	Data
+	head() *Head
+}
+
+func (h *Head) head() *Head { return h }
+
+// Fill sets a reply's marker and, unless the reply names one, its plan id.
+func Fill(r Reply, marker, planID string) {
+	h := r.head()
+	h.Marker = marker
+	if h.PlanID == "" {
+		h.PlanID = planID
+	}
+}
+
+// Failure is what the replies to a failed or refused step share: the
+// step, the plan branch, the command that retries, and whether phases
+// were running (then the plan keeps Status, and PhaseID names the phase).
+type Failure struct {
+	Step    string
+	Branch  string
+	Retry   string
+	Phases  bool
+	Status  string
+	PhaseID string
+}
+
+type (
+	// AgentWrote: an agent changed files it was not allowed to.
+	AgentWrote struct {
+		Head
+		Role  string
+		Files []string
+	}
+	// AlreadyRunning: a command that needs an idle plan met a running one.
+	AlreadyRunning struct{ Head }
+	// Approval: the approval gate's answer.
+	Approval struct {
+		Head
+		Approved  bool
+		Approvers []string
+		Missing   []string
+		// NotPhaseable refuses /forge run on a plan in Status.
+		NotPhaseable bool
+		Status       string
+	}
+	// AuditLog is one round's entry in the plan's ## Audit Log.
+	AuditLog struct {
+		Round     int
+		Date      string
+		Verdict   string
+		Preflight bool
+		Findings  []audit.Finding
+	}
+	// Cancel answers /forge cancel.
+	Cancel struct {
+		Head
+		Queued bool
+	}
+	// ChangeTooLarge: an agent's change is over the commit limits.
+	ChangeTooLarge struct {
+		Head
+		Failure
+		Path string
+		// Total: the limit is on the whole change, not one file.
+		Total       bool
+		Size, Limit string
+	}
+	// CheckOutput is the forge check run's text.
+	CheckOutput struct {
+		PlanID    string
+		Status    string
+		Rounds    int
+		MaxRounds int
+		Usage     int64
+		Cost      string
+		Audits    []audit.Round
+	}
+	// Closed answers a close, or refuses one.
+	Closed struct {
+		Head
+		Closing bool
+		Refused bool
+		Status  string
+	}
+	// Complete ends a forge run: its outcome and what comes next.
+	Complete struct {
+		Head
+		Rounds        int
+		Elapsed       string
+		CapReached    bool
+		Cancelled     bool
+		Closed        bool
+		Revising      bool
+		AutoImplement bool
+		ManualReasons []string
+		Findings      []audit.Finding
+	}
+	// ConfigError: .github/forge.yml could not be used.
+	ConfigError struct {
+		Head
+		Path     string
+		Branch   string
+		Problems []string
+	}
+	// ForgeError: a step failed.
+	ForgeError struct {
+		Head
+		Failure
+		Error string
+		Tail  string
+	}
+	// Help answers /forge help.
+	Help struct {
+		Head
+		TriggerLabel string
+	}
+	// Inline is one finding as an inline review comment.
+	Inline struct{ audit.Finding }
+	// JobFailed: a job gave up after its attempts.
+	JobFailed struct {
+		Head
+		What     string
+		Attempts int
+		Error    string
+	}
+	// MergeConflict: a person's push conflicts with Forge's change.
+	MergeConflict struct {
+		Head
+		Failure
+		// Pushed is the person's commit, which stays the branch head.
+		Pushed    string
+		Conflicts []Conflict
+	}
+	// Conflict is one file of a MergeConflict and why it does not merge.
+	Conflict struct{ Path, Why string }
+	// NoPlan: a command names no plan and there is none.
+	NoPlan struct {
+		Head
+		Hint string
+	}
+	// NoPlanHere: no plan for this issue or pull request, or by that id.
+	NoPlanHere struct {
+		Head
+		OnPR bool
+	}
+	// PhaseAudit is the post-implementation audit's review.
+	PhaseAudit struct {
+		Head
+		PhaseID  string
+		Verdict  string
+		Findings []audit.Finding
+		Inline   int
+	}
+	// PhaseRunDone ends a phase run, complete or paused.
+	PhaseRunDone struct {
+		Head
+		Complete  bool
+		Ran       int
+		Remaining int
+		Elapsed   string
+		Phases    []PhaseItem
+	}
+	// PhaseSkipped answers a skip.
+	PhaseSkipped struct {
+		Head
+		Requested bool
+		Late      bool
+		PhaseID   string
+		Title     string
+		Was       string
+	}
+	// PhaseStopped: a phase run stopped (failed, timed out, cancelled,
+	// stale).
+	PhaseStopped struct {
+		Head
+		Stale         bool
+		Cancelled     bool
+		ChecksTimeout bool
+		PhaseID       string
+		Error         string
+		Tail          string
+		Done, Total   int
+		Waited        string
+		Timeout       string
+		Pending       []string
+		Failed        []string
+	}
+	// PhasesList answers /forge phases.
+	PhasesList struct {
+		Head
+		Hash   string
+		Phases Checklist
+	}
+	// PlanCreated is the issue's first answer: the branch, file and PR.
+	PlanCreated struct {
+		Head
+		Path   string
+		Branch string
+		Title  string
+		PRURL  string
+	}
+	// PRBody is the plan pull request's description.
+	PRBody struct {
+		Marker      string
+		PlanID      string
+		Summary     string
+		Path        string
+		FileURL     string
+		Status      string
+		Rounds      int
+		LastVerdict string
+		Issue       int
+		RequestedBy string
+		NotDraft    bool
+		Closes      int
+	}
+	// Progress is the issue's progress comment.
+	Progress struct {
+		Marker   string
+		Line     string
+		PRURL    string
+		Complete string
+	}
+	// Queued: the forge waits for a free slot.
+	Queued struct {
+		Head
+		Running int
+		Limit   int
+	}
+	// Refusal: the author may not steer Forge here.
+	Refusal struct {
+		Head
+		User string
+		Need string
+	}
+	// Review is an audit round as a pull request review.
+	Review struct {
+		Marker    string
+		Round     int
+		MaxRounds int
+		Verdict   string
+		Loop      bool
+		Preflight bool
+		Findings  []audit.Finding
+		Inline    int
+	}
+	// SecretRefused: a commit would have written a secret.
+	SecretRefused struct {
+		Head
+		Failure
+		Path string
+		What string
+	}
+	// Status answers /forge status.
+	Status struct {
+		Head
+		Title       string
+		Status      string
+		Running     string
+		Queued      bool
+		PRURL       string
+		Objective   string
+		Round       int
+		LastVerdict string
+		Phases      Checklist
+		Error       string
+		PausedFrom  string
+		PausedUntil string
+		PauseHolds  bool
+	}
+	// PhaseItem is one phase as people read it in lists.
+	PhaseItem struct {
+		ID, Title, Kind string
+		Status          string // pending, in-progress, done, failed, skipped
+		DependsOn       []string
+		Output          string
+	}
+	// Checklist is the seed's phases list (text/checklist.md).
+	Checklist []PhaseItem
+	// Truncated ends a text GitHub's limits cut.
+	Truncated struct{ Removed int }
+	// UnsafeFile: a file Forge reads is not a regular file.
+	UnsafeFile struct {
+		Head
+		Failure
+		Path    string
+		Kind    string
+		Command string
+	}
+	// UsageError: a command's arguments are wrong.
+	UsageError struct {
+		Head
+		Problem string
+		Usage   string
+	}
+	// WorkflowsRefused: GitHub refuses workflow files without the
+	// workflows permission.
+	WorkflowsRefused struct {
+		Head
+		Failure
+		Paths []string
+	}
+	// WrongPlace: a command used on an issue that belongs on the PR, or
+	// the other way round.
+	WrongPlace struct {
+		Head
+		Usage string
+		OnPR  bool
+	}
+)
+
+func (AgentWrote) Template() string       { return "agent-wrote" }
+func (AlreadyRunning) Template() string   { return "already-running" }
+func (Approval) Template() string         { return "approval" }
+func (AuditLog) Template() string         { return "audit-log" }
+func (Cancel) Template() string           { return "cancel" }
+func (ChangeTooLarge) Template() string   { return "change-too-large" }
+func (CheckOutput) Template() string      { return "check-output" }
+func (Checklist) Template() string        { return "checklist" }
+func (Closed) Template() string           { return "closed" }
+func (Complete) Template() string         { return "complete" }
+func (ConfigError) Template() string      { return "config-error" }
+func (ForgeError) Template() string       { return "forge-error" }
+func (Help) Template() string             { return "help" }
+func (Inline) Template() string           { return "inline" }
+func (JobFailed) Template() string        { return "job-failed" }
+func (MergeConflict) Template() string    { return "merge-conflict" }
+func (NoPlan) Template() string           { return "no-plan" }
+func (NoPlanHere) Template() string       { return "no-plan-here" }
+func (PhaseAudit) Template() string       { return "phase-audit" }
+func (PhaseRunDone) Template() string     { return "phase-run-done" }
+func (PhaseSkipped) Template() string     { return "phase-skipped" }
+func (PhaseStopped) Template() string     { return "phase-stopped" }
+func (PhasesList) Template() string       { return "phases-list" }
+func (PlanCreated) Template() string      { return "plan-created" }
+func (PRBody) Template() string           { return "pr-body" }
+func (Progress) Template() string         { return "progress" }
+func (Queued) Template() string           { return "queued" }
+func (Refusal) Template() string          { return "refusal" }
+func (Review) Template() string           { return "review" }
+func (SecretRefused) Template() string    { return "secret-refused" }
+func (Status) Template() string           { return "status" }
+func (Truncated) Template() string        { return "truncated" }
+func (UnsafeFile) Template() string       { return "unsafe-file" }
+func (UsageError) Template() string       { return "usage-error" }
+func (WorkflowsRefused) Template() string { return "workflows-refused" }
+func (WrongPlace) Template() string       { return "wrong-place" }
+
+// The prompts' data (prompts/<role>.md).
+type (
+	// Drafter drafts the plan file.
+	Drafter struct {
+		PlanID, PlanPath string
+		Request, Context string
+		ProjectContext   string
+		Plan             string
+	}
+	// Auditor audits a round.
+	Auditor struct {
+		PlanID, PlanPath string
+		Round, MaxRounds int
+		ProjectContext   string
+		Previous         string
+		Plan             string
+	}
+	// Reviser revises the plan from findings and people's notes.
+	Reviser struct {
+		PlanID, PlanPath string
+		Findings, Notes  string
+		ProjectContext   string
+		Plan             string
+	}
+	// Phase is what every phase agent is told about its phase.
+	Phase struct {
+		PlanID, PlanPath string
+		PhaseID, Title   string
+		Description      string
+		ChangeSpec       string
+		Files            []string
+		PreviousError    string
+		ProjectContext   string
+	}
+	// Implementer implements a phase.
+	Implementer struct{ Phase }
+	// PhaseAuditor audits what the phases changed.
+	PhaseAuditor struct {
+		Phase
+		Plan, Diff string
+	}
+)
+
+func (Drafter) Template() string      { return "drafter" }
+func (Auditor) Template() string      { return "auditor" }
+func (Reviser) Template() string      { return "reviser" }
+func (Implementer) Template() string  { return "implementer" }
+func (PhaseAuditor) Template() string { return "phase_auditor" }
