@@ -8,7 +8,7 @@
 // runs, PR body, the plan file's status line, jobs), each idempotently.
 // The rest of the package is what those steps need:
 //
-//   - commands.go, command.go, approval.go, checks.go, gate.go: the
+//   - commands.go, approval.go, checks.go, gate.go: the
 //     handlers' jobs (commands, reviews, buttons, PR events, CI) and the
 //     approval gate;
 //   - run.go, rounds.go, runagent.go: the forge job (draft, audit rounds,
@@ -16,13 +16,17 @@
 //     phasechecks.go, phaseaudit.go: the phase run (implement, wait for CI,
 //     post-implementation audit, hand-over); commit.go: commits on the plan
 //     branch, merged with a person's push, and the refusals they meet;
-//   - verdict.go, preflight.go: reading an auditor's answer and the
-//     structural checks before it; phases.go, phasesfile.go: decomposing a
-//     plan into phases, and the phases file; planfile.go, merge.go: the plan file and
-//     the three-way merge of a person's push;
+//   - planfile.go, merge.go: the plan file and the three-way merge of a
+//     person's push;
 //   - policy.go, repoconfig.go, permission.go, secrets.go, safefile.go,
 //     sanitize.go: the operator's policy, the repository's configuration,
 //     who may steer, and what may reach GitHub or an agent.
+//
+// What needs no I/O lives in packages of its own: plan (state and table),
+// command (the parser), audit (pre-flight and verdicts), phases
+// (decomposition and the phases file) and markdown (reading Markdown).
+// Every text is a template of package templates, filled from its typed
+// data.
 //
 // The package talks to GitHub, the store and the queue through the ports
 // of github.go and store.go; app implements them.

@@ -395,7 +395,8 @@ func (f *Forge) setCheck(ctx context.Context, gh GitHub, p *Plan, c plan.Check, 
 		return fmt.Errorf("create forge check run: %w", err)
 	}
 	sup := CheckRun{ID: p.CheckRunID, Name: checkName, Status: "completed", Conclusion: "neutral",
-		Title: "Superseded", Summary: "The plan moved on: see the newer forge check run."}
+		Title:   templates.Line(templates.CheckTitle{Event: "superseded"}),
+		Summary: templates.Line(templates.CheckSummary{Event: "superseded"})}
 	if err := gh.UpdateCheckRun(ctx, p.Repo, sup); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("close the superseded check run: %w", err)
 	}
@@ -408,10 +409,7 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 	if maxRounds == 0 {
 		maxRounds = p.MaxRounds
 	}
-	summary := c.Summary
-	if summary == "" {
-		summary = fmt.Sprintf("%s is %s.", PlanID(p.Number), p.State.Status())
-	}
+	summary := templates.Line(templates.CheckSummary{Event: "plan", PlanID: PlanID(p.Number), Status: string(p.State.Status())})
 	text, err := templates.Text(templates.CheckOutput{
 		PlanID: PlanID(p.Number), Status: string(p.State.Status()), Rounds: len(p.Audits), MaxRounds: maxRounds,
 		Usage: p.Usage, Cost: costText(p.Cost), Audits: p.Audits,
@@ -428,7 +426,7 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 		conclusion = ""
 	}
 	return CheckRun{Name: checkName, HeadSHA: p.HeadSHA, Status: c.Status, Conclusion: conclusion,
-		ExternalID: PlanID(p.Number), Title: PlanID(p.Number) + " " + c.Title, Summary: summary, Text: text, Actions: actions}
+		ExternalID: PlanID(p.Number), Title: PlanID(p.Number) + " " + templates.Line(c.Title), Summary: summary, Text: text, Actions: actions}
 }
 
 // updatePR rewrites the pull request's body from the plan and, with

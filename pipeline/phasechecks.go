@@ -73,9 +73,9 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	}
 	// Past the timeout, what still runs fails the phase.
 	timedOut := len(ci.Pending) > 0
-	check := CheckRun{ID: w.CheckRunID, Name: "forge/" + ph.ID, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: "Checks passed."}
+	check := CheckRun{ID: w.CheckRunID, Name: "forge/" + ph.ID, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "passed"})}
 	if ci.Counted == 0 {
-		check.Summary = fmt.Sprintf("No checks appeared within %s.", r.cfg.Phases.ChecksGrace)
+		check.Summary = templates.Line(templates.CheckSummary{Event: "no-checks", Wait: r.cfg.Phases.ChecksGrace.String()})
 	}
 	if len(ci.Ignored) > 0 {
 		check.Summary += fmt.Sprintf(" Not waited for: %s (no check run started within %s).", strings.Join(ci.Ignored, ", "), r.cfg.Phases.ChecksGrace)
@@ -132,7 +132,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			p.PhaseButtonsRun = w.CheckRunID
 		}
 		return checksFailed, r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("checks:"+shortSHA(w.SHA), data),
-			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: ph.ID + " failed its checks"}})
+			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-checks-failed", PhaseID: ph.ID}}})
 	}
 	if err := r.updatePhaseRun(ctx, check); err != nil {
 		return "", err

@@ -89,7 +89,7 @@ func (r *run) runPhases(ctx context.Context) error {
 		case perr != nil:
 			ph.Status, ph.Error = phases.Failed, perr.Error()
 			return r.apply(ctx, plan.PhaseFailed{Reply: r.failureReply(perr, ph.ID),
-				Check: plan.Check{Status: "completed", Conclusion: "failure", Title: ph.ID + " failed"}})
+				Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
 		}
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))
 		if r.await != nil {
@@ -172,7 +172,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		ph.Status, ph.Error = phases.Skipped, ""
 		ph.FailureHashes, p.FailedParent = nil, ""
 		check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
-			Title: ph.Title, Summary: "Skipped on request.", ExternalID: PlanID(p.Number) + "/" + ph.ID}
+			Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "skipped"}), ExternalID: PlanID(p.Number) + "/" + ph.ID}
 		if w != nil && w.CheckRunID != 0 {
 			check.ID = w.CheckRunID
 			err = r.updatePhaseRun(bg, check)
@@ -190,7 +190,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 			ph.Status, ph.Error = phases.Failed, "cancelled by /forge cancel"
 			data.PhaseID = ph.ID
 			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "failure",
-				Title: ph.Title, Summary: "Cancelled on request.", ExternalID: PlanID(p.Number) + "/" + ph.ID, Actions: phaseFailureActions}
+				Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "cancelled"}), ExternalID: PlanID(p.Number) + "/" + ph.ID, Actions: phaseFailureActions}
 			if w != nil {
 				p.FailedParent = w.Parent
 			}
@@ -271,7 +271,7 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	}
 	if err == nil && r.await != nil {
 		// The phase's checks decide: its check run stays open until then.
-		c.Status, c.Conclusion, c.Summary = "in_progress", "", "Waiting for the other checks on this commit."
+		c.Status, c.Conclusion, c.Summary = "in_progress", "", templates.Line(templates.CheckSummary{Event: "waiting"})
 	}
 	id, cerr := r.gh.CreateCheckRun(context.WithoutCancel(ctx), p.Repo, c)
 	if cerr != nil {

@@ -31,8 +31,7 @@ func (r *run) rounds(ctx context.Context) error {
 		if p.State.ReviseNext() {
 			last := p.Audits[len(p.Audits)-1]
 			r.doing = fmt.Sprintf("revising after audit round %d", last.Round)
-			if err := r.progress(ctx, fmt.Sprintf("Forging %s... Audit round %d found blocking concerns. Revising...",
-				PlanID(p.Number), last.Round-p.RunStartRound), false, ""); err != nil {
+			if err := r.progress(ctx, r.line(templates.ProgressLine{Event: "revising", Round: last.Round - p.RunStartRound}), false, ""); err != nil {
 				return err
 			}
 			if err := r.revise(ctx, last.Findings, ""); err != nil {
@@ -43,8 +42,7 @@ func (r *run) rounds(ctx context.Context) error {
 				return err
 			}
 			if p.Round-p.RunStartRound < max {
-				if err := r.progress(ctx, fmt.Sprintf("Forging %s... Revision complete. Audit round %d/%d...",
-					PlanID(p.Number), p.Round-p.RunStartRound+1, max), false, ""); err != nil {
+				if err := r.progress(ctx, r.line(templates.ProgressLine{Event: "revised", Round: p.Round - p.RunStartRound + 1, MaxRounds: max}), false, ""); err != nil {
 					return err
 				}
 			}
@@ -275,12 +273,12 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		return err
 	}
 	p.Error = ""
-	check := plan.Check{Status: "completed", Conclusion: "action_required", Title: "awaits approval", Buttons: []string{"approve", "revise", "cancel"}}
+	check := plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "awaits"}, Buttons: []string{"approve", "revise", "cancel"}}
 	switch {
 	case capReached:
-		check.Title = "CAP_REACHED, blocking findings remain"
+		check.Title = templates.CheckTitle{Event: "cap"}
 	case last.Verdict == audit.SeverityBlocking:
-		check.Title = fmt.Sprintf("blocking findings (verdict %s)", last.Verdict)
+		check.Title = templates.CheckTitle{Event: "blocking", Verdict: last.Verdict.String()}
 	}
 	var ev plan.Event = plan.ForgeDone{Check: check}
 	switch {
@@ -297,7 +295,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	// The progress comment is edited last, so that people who read
 	// "Forge finished" find the plan idle (or approved); the run's outcome
 	// stands without it.
-	if err := r.editProgress(ctx, progressID, completionLine(p, capReached, auto), complete); err != nil {
+	if err := r.editProgress(ctx, progressID, r.completionLine(capReached, auto), complete); err != nil {
 		r.log.Warn().Err(err).Msg("final progress edit")
 	}
 	return r.lateChangeRequests(ctx)
@@ -323,15 +321,15 @@ func (r *run) lateChangeRequests(ctx context.Context) error {
 	return err
 }
 
-func completionLine(p *Plan, capReached, auto bool) string {
+func (r *run) completionLine(capReached, auto bool) string {
 	if capReached {
-		return fmt.Sprintf("Forge finished %s: round cap reached, review needed.", PlanID(p.Number))
+		return r.line(templates.ProgressLine{Event: "cap"})
 	}
 	status := StatusReview
 	if auto {
 		status = StatusApproved
 	}
-	return fmt.Sprintf("Forge finished %s: %s.", PlanID(p.Number), status)
+	return r.line(templates.ProgressLine{Event: "finished", Status: string(status)})
 }
 
 // autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
@@ -424,9 +422,9 @@ func (r *run) stopped(ctx context.Context, stop plan.Stop, reply *plan.Reply) er
 	if err != nil {
 		return err
 	}
-	line := fmt.Sprintf("Forge cancelled: %s.", PlanID(p.Number))
+	line := r.line(templates.ProgressLine{Event: "cancelled"})
 	if stop == plan.StopClose {
-		line = fmt.Sprintf("Forge stopped: %s is closed.", PlanID(p.Number))
+		line = r.line(templates.ProgressLine{Event: "closed"})
 	}
 	if err := r.progress(ctx, line, true, complete); err != nil {
 		r.log.Warn().Err(err).Msg("final progress edit")
@@ -464,12 +462,12 @@ func (r *run) finish(ctx context.Context, err error) error {
 	r.log.Error().Err(err).Str("doing", r.doing).Msg("forge failed")
 	p.Error, p.Pending = err.Error(), nil
 	failed := plan.Failed{Reply: r.failureReply(err, ""),
-		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: "failed while " + r.doing}}
+		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "failed", Step: r.doing}}}
 	if aerr := r.apply(ctx, failed); aerr != nil {
 		return aerr
 	}
 	if p.State.Mode() != ModePhases && p.State.Mode() != ModePlan {
-		_ = r.progress(ctx, fmt.Sprintf("Forge failed on %s while %s.", PlanID(p.Number), r.doing), true, "")
+		_ = r.progress(ctx, r.line(templates.ProgressLine{Event: "failed", Step: r.doing}), true, "")
 	}
 	return r.f.startQueued(context.WithoutCancel(ctx), p.InstallationID, r.cfg.Limits.MaxConcurrentRuns)
 }

@@ -309,11 +309,11 @@ func (r *run) ensureProgress(ctx context.Context) error {
 		return nil
 	}
 	marker := Marker(p.Number, "progress")
-	line := "Starting forge: " + oneLine(p.Title)
+	line := r.line(templates.ProgressLine{Event: "starting", Title: oneLine(p.Title)})
 	if p.State.Mode() == ModeRevise {
-		line = "Revising " + PlanID(p.Number) + "..."
+		line = r.line(templates.ProgressLine{Event: "revising-start"})
 	} else if p.State.Mode() == ModeAudit {
-		line = "Auditing " + PlanID(p.Number) + "..."
+		line = r.line(templates.ProgressLine{Event: "auditing-start"})
 	}
 	body, err := r.progressBody(line, "")
 	if err != nil {
@@ -346,6 +346,12 @@ func (r *run) ensureProgress(ctx context.Context) error {
 	p.ProgressID = id
 	r.progressLine, r.progressAt = line, r.f.now()
 	return r.save(ctx)
+}
+
+// line is a line of the progress comment about the run's plan.
+func (r *run) line(l templates.ProgressLine) string {
+	l.PlanID = PlanID(r.p.Number)
+	return templates.Line(l)
 }
 
 func (r *run) progressBody(line, complete string) (string, error) {
@@ -398,7 +404,7 @@ func (r *run) ensureCheck(ctx context.Context) error {
 			return r.save(ctx)
 		}
 	}
-	id, err := r.gh.CreateCheckRun(ctx, p.Repo, r.f.checkRun(p, plan.Check{Status: "in_progress", Title: "forging"}, r.cfg.MaxAuditRounds))
+	id, err := r.gh.CreateCheckRun(ctx, p.Repo, r.f.checkRun(p, plan.Check{Status: "in_progress", Title: templates.CheckTitle{Event: "forging"}}, r.cfg.MaxAuditRounds))
 	if err != nil {
 		return fmt.Errorf("create forge check run: %w", err)
 	}
@@ -457,7 +463,7 @@ func (r *run) draft(ctx context.Context) error {
 		}
 		return err
 	}
-	if err := r.progress(ctx, fmt.Sprintf("Forging %s... Drafting (reading codebase)", PlanID(p.Number)), false, ""); err != nil {
+	if err := r.progress(ctx, r.line(templates.ProgressLine{Event: "drafting"}), false, ""); err != nil {
 		return err
 	}
 	wc, text, err := r.checkout(ctx)
@@ -487,7 +493,7 @@ func (r *run) draft(ctx context.Context) error {
 	if err := r.step(ctx, StepDrafted); err != nil {
 		return err
 	}
-	return r.progress(ctx, fmt.Sprintf("Forging %s... Draft complete. Audit round 1/%d...", PlanID(p.Number), r.cfg.MaxAuditRounds), false, "")
+	return r.progress(ctx, r.line(templates.ProgressLine{Event: "drafted", MaxRounds: r.cfg.MaxAuditRounds}), false, "")
 }
 
 func fenceIf(s string) string {

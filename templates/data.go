@@ -1,6 +1,11 @@
 package templates
 
-import "github.com/forge-dev/forge/pipeline/audit"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/forge-dev/forge/pipeline/audit"
+)
 
 // Data is what one template is rendered with. Each template has exactly
 // one data type, here, and the type names its template: a field a
@@ -24,6 +29,17 @@ type Reply interface {
 }
 
 func (h *Head) head() *Head { return h }
+
+// Line renders a one-line text (a check run's title or summary, a
+// progress line): a template bug shows as the data's event, and the
+// snapshot tests catch it.
+func Line(d Data) string {
+	out, err := Text(d)
+	if err != nil {
+		return fmt.Sprintf("%+v", d)
+	}
+	return strings.TrimSpace(out)
+}
 
 // Fill sets a reply's marker and, unless the reply names one, its plan id.
 func Fill(r Reply, marker, planID string) {
@@ -86,6 +102,21 @@ type (
 		// Total: the limit is on the whole change, not one file.
 		Total       bool
 		Size, Limit string
+	}
+	// CheckTitle is the forge check run's title after the plan id
+	// (text/check-title.md lists the events).
+	CheckTitle struct {
+		Event   string
+		PhaseID string
+		Verdict string
+		Step    string
+	}
+	// CheckSummary is a check run's summary line.
+	CheckSummary struct {
+		Event  string
+		PlanID string
+		Status string
+		Wait   string
 	}
 	// CheckOutput is the forge check run's text.
 	CheckOutput struct {
@@ -243,6 +274,14 @@ type (
 		PRURL    string
 		Complete string
 	}
+	// ProgressLine is the progress comment's line; Event says which
+	// (text/progress-line.md lists them).
+	ProgressLine struct {
+		Event            string
+		PlanID, Title    string
+		Step, Status     string
+		Round, MaxRounds int
+	}
 	// Queued: the forge waits for a free slot.
 	Queued struct {
 		Head
@@ -337,6 +376,8 @@ func (Approval) Template() string         { return "approval" }
 func (AuditLog) Template() string         { return "audit-log" }
 func (Cancel) Template() string           { return "cancel" }
 func (ChangeTooLarge) Template() string   { return "change-too-large" }
+func (CheckTitle) Template() string       { return "check-title" }
+func (CheckSummary) Template() string     { return "check-summary" }
 func (CheckOutput) Template() string      { return "check-output" }
 func (Checklist) Template() string        { return "checklist" }
 func (Closed) Template() string           { return "closed" }
@@ -357,6 +398,7 @@ func (PhasesList) Template() string       { return "phases-list" }
 func (PlanCreated) Template() string      { return "plan-created" }
 func (PRBody) Template() string           { return "pr-body" }
 func (Progress) Template() string         { return "progress" }
+func (ProgressLine) Template() string     { return "progress-line" }
 func (Queued) Template() string           { return "queued" }
 func (Refusal) Template() string          { return "refusal" }
 func (Review) Template() string           { return "review" }

@@ -29,12 +29,14 @@ type Reply struct {
 	Key string
 }
 
-// Check is the state of the plan's forge check run. Buttons are the
+// Check is the state of the plan's forge check run: its status and
+// conclusion, and its title as template data. Buttons are the
 // identifiers of the plan's buttons to show (approve, revise, cancel);
 // none takes them off.
 type Check struct {
-	Status, Conclusion, Title, Summary string
-	Buttons                            []string
+	Status, Conclusion string
+	Title              templates.CheckTitle
+	Buttons            []string
 }
 
 type (

@@ -133,7 +133,7 @@ func closing(s *State, ev Event) []Effect {
 	if !c.Merged {
 		out = append(out, StatusLine{})
 	}
-	out = append(out, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "closed"}}, SyncLabel{})
+	out = append(out, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "closed"}}}, SyncLabel{})
 	if isClose && !c.Quiet {
 		out = append(out, reply(OnCause, &templates.Closed{}))
 	}
@@ -187,7 +187,7 @@ var table = []Row{
 		apply: func(s *State, ev Event) []Effect {
 			a := ev.(Approve)
 			s.mode, s.step = ModePhases, StepFinished
-			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: "approved: running the phases"}},
+			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "approved"}}},
 				UpdatePR{},
 				reply(OnPR, &templates.Approval{Approved: true, Approvers: a.Approvers}),
 				StartRun{Mode: ModePhases}}
@@ -197,14 +197,14 @@ var table = []Row{
 		when: func(_ State, ev Event) bool { return ev.(Approve).Auto },
 		apply: func(s *State, _ Event) []Effect {
 			s.mode, s.step = ModePhases, StepFinished
-			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: "approved by auto-implement: running the phases"}},
+			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "auto-approved"}}},
 				UpdatePR{}, StartRun{Mode: ModePhases}}
 		}},
 	{Event: "run_phases", From: phaseable, Run: idle, RunTo: Running,
 		Does: "take a failed phase's buttons off, run the phases (at most the limit)",
 		apply: func(s *State, ev Event) []Effect {
 			s.mode, s.step = ModePhases, StepFinished
-			return []Effect{ButtonsOff{}, SetCheck{Check{Status: "in_progress", Title: "running the phases"}},
+			return []Effect{ButtonsOff{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}},
 				StartRun{Mode: ModePhases, Limit: ev.(RunPhases).Limit}}
 		}},
 	{Event: "skip", From: phaseable, Run: idle, Guard: "the caller skipped the phase",
@@ -323,13 +323,13 @@ var table = []Row{
 		Does: "check run neutral, label, say where the run stopped",
 		when: func(s State, ev Event) bool { return ev.(Stopped).Stop == StopCancel && forgeMode(s, ev) },
 		apply: func(_ *State, ev Event) []Effect {
-			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "cancelled"}}, SyncLabel{}}, stopReply(ev)...)
+			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "cancelled"}}}, SyncLabel{}}, stopReply(ev)...)
 		}},
 	{Event: "stopped", From: phaseable, Run: running, Guard: "asked to cancel a phase run", RunTo: Idle,
 		Does: "check run neutral, say where the run stopped",
 		when: stopIs(StopCancel),
 		apply: func(_ *State, ev Event) []Effect {
-			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "phase run cancelled"}}}, stopReply(ev)...)
+			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phase-run-cancelled"}}}}, stopReply(ev)...)
 		}},
 	{Event: "stopped", From: []Status{Draft, Review, Approved, Implementing, Auditing}, Run: running, Guard: "asked to close",
 		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label",
@@ -344,7 +344,7 @@ var table = []Row{
 	{Event: "phases_started", From: []Status{Approved}, Run: running, To: Implementing,
 		Does: "label, plan file status, check run in progress",
 		apply: func(*State, Event) []Effect {
-			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: "running the phases"}}}
+			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}}
 		}},
 	{Event: "phases_started", From: []Status{Implementing, Auditing}, Run: running,
 		Does: "nothing: the run that started them set all that"},
@@ -371,17 +371,17 @@ var table = []Row{
 	{Event: "run_paused", From: phaseable, Run: running, RunTo: Idle,
 		Does: "check run neutral, say how many phases remain",
 		apply: func(_ *State, ev Event) []Effect {
-			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: "phases remain"}}, ev.(RunPaused).Reply}
+			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phases-remain"}}}, ev.(RunPaused).Reply}
 		}},
 	{Event: "phases_stale", From: phaseable, Run: running, RunTo: Idle,
 		Does: "check run action required, say to regenerate the phases",
 		apply: func(_ *State, ev Event) []Effect {
-			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: "the phases are stale"}}, ev.(PhasesStaleStop).Reply}
+			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "phases-stale"}}}, ev.(PhasesStaleStop).Reply}
 		}},
 	{Event: "phases_done", From: []Status{Implementing, Auditing}, Run: running, To: Done, RunTo: Idle,
 		Does: "plan file status, PR body and ready for review, check run success, label, answer",
 		apply: func(_ *State, ev Event) []Effect {
-			return []Effect{StatusLine{}, UpdatePR{Ready: true}, SetCheck{Check{Status: "completed", Conclusion: "success", Title: "done: ready for review"}},
+			return []Effect{StatusLine{}, UpdatePR{Ready: true}, SetCheck{Check{Status: "completed", Conclusion: "success", Title: templates.CheckTitle{Event: "done"}}},
 				SyncLabel{}, ev.(PhasesDone).Reply}
 		}},
 }
