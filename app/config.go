@@ -17,7 +17,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/forge-dev/forge/app/agents"
-	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"gopkg.in/yaml.v3"
 )
 
@@ -37,8 +37,8 @@ type Config struct {
 	Agents agents.Config `yaml:"agents"`
 	// Policy bounds what repositories may set in .github/forge.yml, by
 	// organisation or repository pattern, first match wins; without it the
-	// default policy holds (pipeline.DefaultPolicyRule).
-	Policy []pipeline.PolicyRule `yaml:"policy"`
+	// default policy holds (repoconfig.DefaultRule).
+	Policy []repoconfig.Rule `yaml:"policy"`
 	// Retention bounds how long deliveries and agent sessions are kept.
 	Retention RetentionConfig `yaml:"retention"`
 }
@@ -344,14 +344,14 @@ func within(p, dir string) bool {
 // RepoPolicy is the operator's policy over repository configurations, with
 // the names of the runtimes a repository may choose among; refused when a
 // rule is malformed or names a runtime the server does not define.
-func (c Config) RepoPolicy() (pipeline.Policy, error) {
-	p := pipeline.Policy{Rules: c.Policy}
+func (c Config) RepoPolicy() (repoconfig.Policy, error) {
+	p := repoconfig.Policy{Rules: c.Policy}
 	for name := range c.Agents.Runtimes {
 		p.Runtimes = append(p.Runtimes, name)
 	}
 	sort.Strings(p.Runtimes)
 	if err := p.Validate(); err != nil {
-		return pipeline.Policy{}, err
+		return repoconfig.Policy{}, err
 	}
 	return p, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
-	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 const forgeWait = 60 * time.Second
@@ -63,7 +63,7 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
 		apptest.ScriptAgents(c, timeout, o.override)
 		allow := true
-		c.Policy = []pipeline.PolicyRule{{Match: "octo", AutoImplement: &allow}}
+		c.Policy = []repoconfig.Rule{{Match: "octo", AutoImplement: &allow}}
 		if o.configure != nil {
 			o.configure(c)
 		}
@@ -1040,7 +1040,7 @@ func TestReconcilerCatchesMissedChecks(t *testing.T) {
 	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
 		apptest.ScriptAgents(c, 30*time.Second, nil)
 		allow := true
-		c.Policy = []pipeline.PolicyRule{{Match: "octo", AutoImplement: &allow}}
+		c.Policy = []repoconfig.Rule{{Match: "octo", AutoImplement: &allow}}
 		c.Queue.LeaseTTL = 1500 * time.Millisecond
 	}})
 	w.command(t, "alice", "/forge add a greeting page")

@@ -14,14 +14,14 @@ import (
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
-	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 // newPolicyWorlds starts one Forge with script agents under the operator's
 // policy, over repositories of the installation "octo", each with a person
 // with write access and an issue. repos maps a repository to its
 // .github/forge.yml ("" for none).
-func newPolicyWorlds(t *testing.T, policy []pipeline.PolicyRule, repos map[string]string) map[string]*world {
+func newPolicyWorlds(t *testing.T, policy []repoconfig.Rule, repos map[string]string) map[string]*world {
 	t.Helper()
 	gh := apptest.GitHub(t)
 	inst := gh.AddInstallation("octo")
@@ -134,16 +134,16 @@ func TestPolicyDefaultAutoImplementOff(t *testing.T) {
 // accepted and the plan is approved by Forge and implemented.
 func TestPolicyFirstMatchWins(t *testing.T) {
 	allow := true
-	policy := []pipeline.PolicyRule{
+	policy := []repoconfig.Rule{
 		{
 			Match:             "octo/strict",
-			RequiredApprovals: &pipeline.PolicyFloor{Min: 2},
-			Agents:            map[string]pipeline.PolicyAgent{"implementer": {Runtimes: []string{"implementer"}}},
+			RequiredApprovals: &repoconfig.Floor{Min: 2},
+			Agents:            map[string]repoconfig.AgentRule{"implementer": {Runtimes: []string{"implementer"}}},
 		},
 		{
 			Match:             "OCTO",
-			MinPermission:     &pipeline.PermissionFloor{Min: "read"},
-			MaxConcurrentRuns: &pipeline.PolicyCeiling{Max: 100},
+			MinPermission:     &repoconfig.PermissionFloor{Min: "read"},
+			MaxConcurrentRuns: &repoconfig.Ceiling{Max: 100},
 			AutoImplement:     &allow,
 		},
 	}
@@ -210,7 +210,7 @@ func TestPolicyRefusedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	cfg := app.Config{DataDir: dir}
 	cfg.Database.URL = filepath.Join(dir, "forge.db")
-	cfg.Policy = []pipeline.PolicyRule{{Match: "acme", Agents: map[string]pipeline.PolicyAgent{"auditor": {Runtimes: []string{"codex"}}}}}
+	cfg.Policy = []repoconfig.Rule{{Match: "acme", Agents: map[string]repoconfig.AgentRule{"auditor": {Runtimes: []string{"codex"}}}}}
 	if _, err := app.New(context.Background(), cfg, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), `no runtime named "codex"`) {
 		t.Errorf("app.New = %v, want the policy refused", err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
-	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 // heist is what an attacking agent goes for: Forge's secrets on the host
@@ -236,7 +236,7 @@ func newSandboxWorld(t *testing.T, gh *ghdouble.Server, h *heist, override map[s
 	w.forge = apptest.Start(t, gh, apptest.Options{DataDir: h.dataDir, Configure: func(c *app.Config) {
 		apptest.ScriptAgents(c, forgeWait/2, override)
 		allow := true
-		c.Policy = []pipeline.PolicyRule{{Match: "octo", AutoImplement: &allow}}
+		c.Policy = []repoconfig.Rule{{Match: "octo", AutoImplement: &allow}}
 		if configure != nil {
 			configure(c)
 		}

@@ -10,8 +10,10 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/pipeline/gate"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -201,11 +203,11 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		return err
 	}
 	cfg, err := f.readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
-	var ce *ConfigError
+	var ce *repoconfig.Error
 	if errors.As(err, &ce) {
 		// A retry would read the same file: said on the pull request,
 		// where the approval was asked for.
-		return f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "config-error", cause.Trigger), PlanID(p.Number), ce.reply(p.DefaultBranch))
+		return f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "config-error", cause.Trigger), PlanID(p.Number), configErrorReply(ce, p.DefaultBranch))
 	}
 	if err != nil {
 		return err
@@ -220,9 +222,9 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	if err != nil {
 		return err
 	}
-	in := GateInput{Status: p.State.Status(), HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Config: cfg.Approval}
+	in := gate.Input{Status: p.State.Status(), HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Rules: cfg.Approval}
 	for _, rv := range reviews {
-		in.Reviews = append(in.Reviews, GateReview{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
+		in.Reviews = append(in.Reviews, gate.Review{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
 		if _, ok := in.Permissions[rv.Author]; !ok && !rv.AuthorBot && (rv.State == "APPROVED" || rv.State == "CHANGES_REQUESTED") {
 			perm, err := f.permission(ctx, gh, p.InstallationID, p.Repo, rv.Author)
 			if err != nil {
@@ -240,7 +242,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 			return err
 		}
 		for _, r := range runs {
-			in.Checks = append(in.Checks, GateCheck{Name: r.Name, Status: r.Status, Conclusion: r.Conclusion})
+			in.Checks = append(in.Checks, gate.Check{Name: r.Name, Status: r.Status, Conclusion: r.Conclusion})
 		}
 		// A required check may be a commit status context (Jenkins and
 		// other CI that reports through the Statuses API).
@@ -248,9 +250,11 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		if err != nil {
 			return fmt.Errorf("read the commit statuses of %s: %w", shortSHA(head), err)
 		}
-		in.Checks = append(in.Checks, StatusChecks(statuses)...)
+		for _, st := range statuses {
+			in.Checks = append(in.Checks, gate.FromStatus(st.Context, st.State))
+		}
 	}
-	res := EvaluateGate(in)
+	res := gate.Evaluate(in)
 	if res.Approved {
 		return f.apply(ctx, gh, p, plan.Approve{Cause: cause, Approvers: res.Approvers})
 	}
@@ -282,7 +286,7 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 	st := refused.State
 	switch refused.Event {
 	case "approve":
-		return &templates.Approval{Missing: []string{notApprovable(st.Status(), st.Run() != RunIdle)}}
+		return &templates.Approval{Missing: []templates.Reason{gate.NotApprovable(st.Status(), st.Run() != RunIdle)}}
 	case "run_phases":
 		if st.Run() != RunIdle {
 			return &templates.AlreadyRunning{}

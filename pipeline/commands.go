@@ -15,6 +15,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -69,7 +70,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		}
 		cfg, err := f.readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
 		if err != nil {
-			var ce *ConfigError
+			var ce *repoconfig.Error
 			if errors.As(err, &ce) {
 				return c.configError(ctx, ce)
 			}
@@ -105,7 +106,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		}
 		cfg, err := f.readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
 		if err != nil {
-			var ce *ConfigError
+			var ce *repoconfig.Error
 			if errors.As(err, &ce) {
 				return c.configError(ctx, ce)
 			}
@@ -156,7 +157,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		}
 		cfg, err := c.f.readRepoConfig(ctx, ws, p.Repo, p.DefaultBranch)
 		if err != nil {
-			var ce *ConfigError
+			var ce *repoconfig.Error
 			if errors.As(err, &ce) {
 				return c.configError(ctx, ce)
 			}
@@ -289,12 +290,12 @@ func (c *commandCtx) help(ctx context.Context) error {
 	return c.reply(ctx, &templates.Help{TriggerLabel: label})
 }
 
-func (c *commandCtx) configError(ctx context.Context, ce *ConfigError) error {
-	return c.reply(ctx, ce.reply(c.a.DefaultBranch))
+func (c *commandCtx) configError(ctx context.Context, ce *repoconfig.Error) error {
+	return c.reply(ctx, configErrorReply(ce, c.a.DefaultBranch))
 }
 
 // start creates a plan and starts (or queues) its forge.
-func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg RepoConfig) error {
+func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repoconfig.Config) error {
 	f, a := c.f, c.a
 	// The title goes into the plan file, the branch and the PR: no
 	// invisible characters from GitHub's text.

@@ -8,9 +8,8 @@
 // runs, PR body, the plan file's status line, jobs), each idempotently.
 // The rest of the package is what those steps need:
 //
-//   - commands.go, approval.go, checks.go, gate.go: the
-//     handlers' jobs (commands, reviews, buttons, PR events, CI) and the
-//     approval gate;
+//   - commands.go, approval.go, checks.go: the handlers' jobs (commands,
+//     reviews, buttons, PR events, CI) and what the approval gate is given;
 //   - run.go, rounds.go, runagent.go: the forge job (draft, audit rounds,
 //     revisions, completion) and how it calls agents; phaserun.go,
 //     phasechecks.go, phaseaudit.go: the phase run (implement, wait for CI,
@@ -18,13 +17,14 @@
 //     branch, merged with a person's push, and the refusals they meet;
 //   - planfile.go, merge.go: the plan file and the three-way merge of a
 //     person's push;
-//   - policy.go, repoconfig.go, permission.go, secrets.go, safefile.go,
-//     sanitize.go: the operator's policy, the repository's configuration,
-//     who may steer, and what may reach GitHub or an agent.
+//   - permission.go, secrets.go, safefile.go, sanitize.go: who may steer,
+//     and what may reach GitHub or an agent.
 //
 // What needs no I/O lives in packages of its own: plan (state and table),
 // command (the parser), audit (pre-flight and verdicts), phases
-// (decomposition and the phases file) and markdown (reading Markdown).
+// (decomposition and the phases file), gate (the approval gate),
+// repoconfig (.github/forge.yml and the operator's policy) and markdown
+// (reading Markdown).
 // Every text is a template of package templates, filled from its typed
 // data.
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -34,7 +35,7 @@ type Forge struct {
 	AppID func() int64
 	// Policy bounds what a repository's .github/forge.yml may set; the
 	// zero value is the default policy.
-	Policy Policy
+	Policy repoconfig.Policy
 	// RateLimited is told of each new pause of an installation's work by
 	// GitHub's rate limit (for metrics); nil is fine.
 	RateLimited func(installation int64, p RateLimitPause)
@@ -46,7 +47,7 @@ type Forge struct {
 // AgentSource resolves a role to a runtime and a model: the repository's
 // choice when it made one, else the server's default.
 type AgentSource interface {
-	Runtime(role agent.Role, choice RepoAgent) (agent.Runtime, string, error)
+	Runtime(role agent.Role, choice repoconfig.Agent) (agent.Runtime, string, error)
 	// Cost prices usage of a model from the server's price table; false
 	// when the model has no price.
 	Cost(model string, u agent.Usage) (float64, bool)
@@ -310,7 +311,7 @@ func (f *Forge) startQueued(ctx context.Context, installationID int64, limit int
 		}
 		lim := limit
 		if lim <= 0 {
-			lim = DefaultMaxConcurrentRuns
+			lim = repoconfig.DefaultMaxConcurrentRuns
 		}
 		n, err := f.Plans.CountRunning(ctx, installationID)
 		if err != nil {
@@ -329,32 +330,28 @@ func (f *Forge) startQueued(ctx context.Context, installationID int64, limit int
 	}
 }
 
-// DefaultMaxConcurrentRuns is limits.max_concurrent_runs's default.
-const DefaultMaxConcurrentRuns = 3
-
 // readRepoConfig reads .github/forge.yml from the default branch and holds
 // it to the operator's policy; a missing file means the defaults, within
-// the policy. A file the policy refuses is a *ConfigError like a malformed
+// the policy. A file the policy refuses is a *repoconfig.Error like a malformed
 // one, so it is answered where the file was used and nothing runs.
-func (f *Forge) readRepoConfig(ctx context.Context, ws Workspace, repo Repo, branch string) (RepoConfig, error) {
-	data, err := ws.ReadFile(ctx, repo, branch, RepoConfigPath)
+func (f *Forge) readRepoConfig(ctx context.Context, ws Workspace, repo Repo, branch string) (repoconfig.Config, error) {
+	data, err := ws.ReadFile(ctx, repo, branch, repoconfig.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		data, err = nil, nil
 	}
 	if nr, ok := unsafeFile(err); ok {
-		return RepoConfig{}, &ConfigError{Problems: []ConfigProblem{{Message: nr.Error() + ": Forge reads its configuration only from a regular file"}}}
+		return repoconfig.Config{}, &repoconfig.Error{Problems: []repoconfig.Problem{{Message: nr.Error() + ": Forge reads its configuration only from a regular file"}}}
 	}
 	if err != nil {
-		return RepoConfig{}, fmt.Errorf("read %s: %w", RepoConfigPath, err)
+		return repoconfig.Config{}, fmt.Errorf("read %s: %w", repoconfig.Path, err)
 	}
-	cfg, set, err := parseRepoConfig(data)
-	if err != nil {
-		return RepoConfig{}, err
-	}
-	if problems := f.Policy.Apply(repo, &cfg, set); len(problems) > 0 {
-		return RepoConfig{}, &ConfigError{Problems: problems}
-	}
-	return cfg, nil
+	return f.Policy.Parse(repo, data)
+}
+
+// configErrorReply is the config-error answer: the file, the branch it was
+// read from and each problem with its line.
+func configErrorReply(ce *repoconfig.Error, branch string) *templates.ConfigError {
+	return &templates.ConfigError{Path: repoconfig.Path, Branch: branch, Problems: ce.Lines()}
 }
 
 // permissionCache keeps collaborator permissions briefly: a burst of
@@ -394,12 +391,4 @@ func (f *Forge) permission(ctx context.Context, gh GitHub, installationID int64,
 	f.perms.m[key] = permEntry{perm: perm, exp: now.Add(permissionTTL)}
 	f.perms.mu.Unlock()
 	return perm, nil
-}
-
-var permissionRank = map[string]int{"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
-
-// AtLeast reports whether permission have reaches need.
-func AtLeast(have, need string) bool {
-	h, ok := permissionRank[have]
-	return ok && h >= permissionRank[need]
 }

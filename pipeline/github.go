@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // ErrInstallationGone reports that GitHub refused the installation itself
@@ -126,12 +128,7 @@ type DiffFile struct {
 }
 
 // Repo names a repository.
-type Repo struct {
-	Owner string `json:"owner"`
-	Name  string `json:"name"`
-}
-
-func (r Repo) String() string { return r.Owner + "/" + r.Name }
+type Repo = plan.Repo
 
 type Comment struct {
 	ID        int64

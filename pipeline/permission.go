@@ -7,12 +7,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
-
-// DefaultMinPermission is approval.min_permission when a repository's
-// configuration cannot say otherwise (DESIGN §10).
-const DefaultMinPermission = "write"
 
 // steerPermission is the permission a person needs to steer a plan of repo
 // (a command, the trigger label, a review, a button): approval.min_permission
@@ -25,7 +22,7 @@ func (f *Forge) steerPermission(ctx context.Context, installationID int64, repo 
 		return "", err
 	}
 	cfg, err := f.readRepoConfig(ctx, ws, repo, branch)
-	var ce *ConfigError
+	var ce *repoconfig.Error
 	if errors.As(err, &ce) {
 		return f.permissionFloor(repo), nil
 	}
@@ -35,7 +32,7 @@ func (f *Forge) steerPermission(ctx context.Context, installationID int64, repo 
 		zerolog.Ctx(ctx).Warn().Err(err).Str("repo", repo.String()).Msg("read who may steer plans: the policy's minimum permission holds")
 		return f.permissionFloor(repo), nil
 	}
-	return minPermission(cfg.Approval), nil
+	return cfg.Approval.Permission(), nil
 }
 
 // permissionFloor is the least permission the operator's policy lets a
@@ -43,7 +40,7 @@ func (f *Forge) steerPermission(ctx context.Context, installationID int64, repo 
 // configuration cannot be read.
 func (f *Forge) permissionFloor(repo Repo) string {
 	rule, _ := f.Policy.For(repo)
-	return minPermission(RepoApproval{MinPermission: rule.MinPermission.Min})
+	return repoconfig.Approval{MinPermission: rule.MinPermission.Min}.Permission()
 }
 
 // refuseOnce answers a person below the repository's minimum permission
@@ -54,14 +51,6 @@ func (f *Forge) refuseOnce(ctx context.Context, gh GitHub, repo Repo, number int
 	return f.answer(ctx, gh, repo, number, marker, "", &templates.Refusal{User: user, Need: need})
 }
 
-// minPermission is approval.min_permission, the default when unset.
-func minPermission(a RepoApproval) string {
-	if a.MinPermission == "" {
-		return DefaultMinPermission
-	}
-	return a.MinPermission
-}
-
 // steers reports whether user's role on repo reaches need. Someone below it
 // starts nothing; the log keeps who tried.
 func (f *Forge) steers(ctx context.Context, gh GitHub, installationID int64, repo Repo, user, need, what string) (bool, error) {
@@ -69,7 +58,7 @@ func (f *Forge) steers(ctx context.Context, gh GitHub, installationID int64, rep
 	if err != nil {
 		return false, err
 	}
-	if AtLeast(perm, need) {
+	if repoconfig.AtLeast(perm, need) {
 		return true, nil
 	}
 	zerolog.Ctx(ctx).Info().Str("user", user).Str("permission", perm).Str("need", need).Str("repo", repo.String()).

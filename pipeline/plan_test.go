@@ -117,18 +117,3 @@ func TestSanitizeAndFence(t *testing.T) {
 		t.Errorf("an unclosed HTML comment: %q", got)
 	}
 }
-
-func TestAtLeast(t *testing.T) {
-	for _, c := range []struct {
-		have, need string
-		want       bool
-	}{
-		{"admin", "write", true}, {"maintain", "write", true}, {"write", "write", true},
-		{"triage", "write", false}, {"read", "write", false}, {"none", "write", false}, {"", "write", false},
-		{"bogus", "read", false},
-	} {
-		if got := AtLeast(c.have, c.need); got != c.want {
-			t.Errorf("AtLeast(%q, %q) = %v", c.have, c.need, got)
-		}
-	}
-}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 // editCounter is a GitHub whose only call here, UpdateComment, records the
@@ -29,7 +31,7 @@ func TestProgressThrottle(t *testing.T) {
 		f:   &Forge{Now: func() time.Time { return now }},
 		p:   &Plan{Number: 1, ProgressID: 7},
 		gh:  gh,
-		cfg: RepoConfig{ProgressThrottle: 3 * time.Second},
+		cfg: repoconfig.Config{ProgressThrottle: 3 * time.Second},
 		// The progress comment was just posted, as ensureProgress leaves it.
 		progressLine: "Drafting", progressAt: t0,
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -335,25 +336,25 @@ func (r *run) completionLine(capReached, auto bool) string {
 // autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
 // and a clean context (no human commit on the branch, no open
 // changes-requested review). It returns why not when it says no.
-func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bool) (bool, []string, error) {
+func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bool) (bool, []templates.Reason, error) {
 	p := r.p
-	var reasons []string
+	var reasons []templates.Reason
 	if !r.cfg.AutoImplement {
-		reasons = append(reasons, "auto_implement is off for this repository")
+		reasons = append(reasons, templates.Reason{Event: "auto-off"})
 	}
 	if p.State.Mode() != ModeForge && p.State.Mode() != ModeRevise {
-		reasons = append(reasons, "this was a standalone audit")
+		reasons = append(reasons, templates.Reason{Event: "standalone-audit"})
 	}
 	if capReached {
-		reasons = append(reasons, "the round cap was reached")
+		reasons = append(reasons, templates.Reason{Event: "cap"})
 	}
 	if last.Verdict == audit.SeverityBlocking {
-		reasons = append(reasons, "blocking findings remain")
+		reasons = append(reasons, templates.Reason{Event: "blocking"})
 	}
 	if last.Preflight {
-		reasons = append(reasons, "the structural pre-flight found problems, so the AI auditor did not review the plan")
+		reasons = append(reasons, templates.Reason{Event: "preflight"})
 	} else if last.Verdict == audit.SeverityNone {
-		reasons = append(reasons, "the auditor's answer carried no severity markers")
+		reasons = append(reasons, templates.Reason{Event: "no-markers"})
 	}
 	if len(reasons) > 0 {
 		return false, reasons, nil
@@ -363,7 +364,7 @@ func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bo
 		return false, nil, err
 	}
 	if r.humanChange || head != p.HeadSHA {
-		reasons = append(reasons, "someone else pushed to the plan branch")
+		reasons = append(reasons, templates.Reason{Event: "pushed"})
 	}
 	reviews, err := r.gh.ListReviews(ctx, p.Repo, p.PR)
 	if err != nil {
@@ -376,7 +377,7 @@ func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bo
 		}
 		latest[rv.Author] = rv.State
 	}
-	need := minPermission(r.cfg.Approval)
+	need := r.cfg.Approval.Permission()
 	for author, st := range latest {
 		if st != "CHANGES_REQUESTED" {
 			continue
@@ -387,7 +388,7 @@ func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bo
 			return false, nil, err
 		}
 		if ok {
-			reasons = append(reasons, "a review requests changes")
+			reasons = append(reasons, templates.Reason{Event: "changes-pending"})
 			break
 		}
 	}
@@ -449,7 +450,7 @@ func (r *run) finish(ctx context.Context, err error) error {
 		return err // snoozed until the reset; the next run resumes from the saved step
 	}
 	var fail *agent.Failure
-	var ce *ConfigError
+	var ce *repoconfig.Error
 	if !errors.As(err, &fail) && !errors.As(err, &ce) && isTransient(err) && r.attempt < maxTransientAttempts {
 		return err // River retries; the next attempt resumes from the saved step
 	}
@@ -480,9 +481,9 @@ func (r *run) failureReply(err error, phaseID string) plan.Reply {
 	if key, data, ok := r.refusal(err, phaseID); ok {
 		return plan.Reply{On: plan.OnPR, Key: key, Data: data}
 	}
-	var ce *ConfigError
+	var ce *repoconfig.Error
 	if errors.As(err, &ce) {
-		return plan.Reply{On: plan.OnIssue, Key: r.failureKey(), Data: ce.reply(p.DefaultBranch)}
+		return plan.Reply{On: plan.OnIssue, Key: r.failureKey(), Data: configErrorReply(ce, p.DefaultBranch)}
 	}
 	tail := ""
 	var fail *agent.Failure

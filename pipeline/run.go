@@ -15,6 +15,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -122,7 +123,7 @@ type run struct {
 	p       *Plan
 	gh      GitHub
 	ws      Workspace
-	cfg     RepoConfig
+	cfg     repoconfig.Config
 	log     zerolog.Logger
 	started time.Time
 	resumed bool
@@ -159,7 +160,7 @@ func (r *run) step(ctx context.Context, to Step) error {
 
 func (r *run) execute(ctx context.Context) error {
 	p := r.p
-	r.doing = "reading " + RepoConfigPath
+	r.doing = "reading " + repoconfig.Path
 	cfg, err := r.f.readRepoConfig(ctx, r.ws, p.Repo, p.DefaultBranch)
 	if err != nil {
 		return err
@@ -437,7 +438,7 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 		return err
 	}
 	var human []string
-	need := minPermission(r.cfg.Approval)
+	need := r.cfg.Approval.Permission()
 	for _, rv := range reviews {
 		// A change request already taken into a revision (or into these
 		// notes) is not repeated.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/forge-dev/forge/pipeline/gate"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -34,9 +35,9 @@ func TestPlanObjective(t *testing.T) {
 func TestApprovalRefusalWording(t *testing.T) {
 	p := &Plan{Number: 1, State: plan.FromLegacy(plan.Legacy{Status: StatusDraft, Run: RunIdle})}
 	data := refusal(&plan.RefusedError{State: p.State, Event: plan.Approve{}.Name()}).(*templates.Approval)
-	gate := EvaluateGate(GateInput{Status: StatusDraft})
-	if got := data.Missing[0]; got != gate.Missing[0] {
-		t.Errorf("refusal %q, gate %q", got, gate.Missing[0])
+	res := gate.Evaluate(gate.Input{Status: StatusDraft})
+	if got, want := templates.Line(data.Missing[0]), res.Lines()[0]; got != want {
+		t.Errorf("refusal %q, gate %q", got, want)
 	}
 }
 

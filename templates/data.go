@@ -76,7 +76,7 @@ type (
 		Head
 		Approved  bool
 		Approvers []string
-		Missing   []string
+		Missing   []Reason
 		// NotPhaseable refuses /forge run on a plan in Status.
 		NotPhaseable bool
 		Status       string
@@ -145,7 +145,7 @@ type (
 		Closed        bool
 		Revising      bool
 		AutoImplement bool
-		ManualReasons []string
+		ManualReasons []Reason
 		Findings      []audit.Finding
 	}
 	// ConfigError: .github/forge.yml could not be used.
@@ -282,6 +282,26 @@ type (
 		Step, Status     string
 		Round, MaxRounds int
 	}
+	// Reason is one reason a plan is not approved, or that Forge did not
+	// approve it itself; Event says which (text/reason.md lists them).
+	Reason struct {
+		Event string
+		// The plan's status, and whether a run is going on it.
+		Status  string
+		Running bool
+		// Approvals counted and required, and the permission they need.
+		Count, Required int
+		Permission      string
+		// A person, the permission they have, the people of a list.
+		User  string
+		Have  string
+		Users []string
+		// Commit is the one a review was made on, or the one Forge last
+		// audited; Head is the branch's head.
+		Commit, Head string
+		// A required check and its status or conclusion, as people read it.
+		Check, State string
+	}
 	// Queued: the forge waits for a free slot.
 	Queued struct {
 		Head
@@ -400,6 +420,7 @@ func (PRBody) Template() string           { return "pr-body" }
 func (Progress) Template() string         { return "progress" }
 func (ProgressLine) Template() string     { return "progress-line" }
 func (Queued) Template() string           { return "queued" }
+func (Reason) Template() string           { return "reason" }
 func (Refusal) Template() string          { return "refusal" }
 func (Review) Template() string           { return "review" }
 func (SecretRefused) Template() string    { return "secret-refused" }

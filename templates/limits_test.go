@@ -8,6 +8,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -51,11 +52,11 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 	}
 	var problems []string
 	for i := 0; i < 200; i++ {
-		problems = append(problems, pipeline.ConfigProblem{Line: i + 1, Key: fmt.Sprintf("agents.roles.role%d", i), Message: "unknown key"}.String())
+		problems = append(problems, repoconfig.Problem{Line: i + 1, Key: fmt.Sprintf("agents.roles.role%d", i), Message: "unknown key"}.String())
 	}
 	complete, err := templates.Text(templates.Complete{Head: templates.Head{PlanID: planID},
 		Rounds: 5, Elapsed: "29m59s", CapReached: true, Findings: findings,
-		ManualReasons: []string{"the round cap was reached", "blocking findings remain", "someone else pushed to the plan branch"},
+		ManualReasons: []templates.Reason{{Event: "cap"}, {Event: "blocking"}, {Event: "pushed"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,13 +64,13 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 
 	tests := []textCase{
 		{"review of 200 findings", templates.Review{Marker: pipeline.Marker(planNumber, "audit", 5), Round: 5, MaxRounds: 5, Verdict: "blocking", Loop: true, Preflight: false, Findings: findings, Inline: 200}},
-		{"completion with 200 findings", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 5, Elapsed: "29m59s", CapReached: true, Findings: findings, ManualReasons: []string{"the round cap was reached", "blocking findings remain"}}},
+		{"completion with 200 findings", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 5, Elapsed: "29m59s", CapReached: true, Findings: findings, ManualReasons: []templates.Reason{{Event: "cap"}, {Event: "blocking"}}}},
 		{"progress holding that completion", templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: "Forge finished plan-018: round cap reached, review needed.", PRURL: "#42", Complete: complete}},
 		{"inline comment of one long finding", templates.Inline{Finding: audit.Finding{
 			Severity: audit.SeverityBlocking, Description: strings.Repeat(findings[0].Description+"\n", 20),
 			Recommendation: strings.Repeat(findings[0].Recommendation+" ", 20)}}},
 		{"check output of 200 rounds", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusReview), Rounds: 200, MaxRounds: 5, Usage: int64(987654321), Audits: rounds}},
-		{"config error with 200 problems", templates.ConfigError{Path: pipeline.RepoConfigPath, Branch: "main", Problems: problems}},
+		{"config error with 200 problems", templates.ConfigError{Path: repoconfig.Path, Branch: "main", Problems: problems}},
 		{"forge error with a full tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 5), PlanID: planID}, Failure: templates.Failure{Step: "revising after audit round 4", Branch: branch}, Error: "reviser agent: agent exited with status 1: " + strings.Repeat("exit status 1; ", 100), Tail: strings.Join(tail, "\n")}},
 		{"status with a long title and error", templates.Status{Head: templates.Head{PlanID: planID}, Title: long, Status: string(pipeline.StatusDraft), Queued: false, Running: "audit round 5", PRURL: "#42", Round: 204, LastVerdict: "blocking", Error: strings.Repeat("commit \"plan-018: revision 4\": ", 60)}},
 		{"PR body with a long title", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: long, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusReview), Rounds: 200, LastVerdict: "blocking", Issue: issue, RequestedBy: "octocat"}},

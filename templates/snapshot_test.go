@@ -16,6 +16,7 @@ import (
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/command"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -241,14 +242,33 @@ func textCases(t *testing.T) []textCase {
 		{"check-summary/skipped", templates.CheckSummary{Event: "skipped"}},
 		{"check-summary/cancelled", templates.CheckSummary{Event: "cancelled"}},
 		{"check-summary/waiting", templates.CheckSummary{Event: "waiting"}},
+		{"reason/not-approvable", templates.Reason{Event: "not-approvable", Status: "DRAFT"}},
+		{"reason/not-approvable, running", templates.Reason{Event: "not-approvable", Status: "REVIEW", Running: true}},
+		{"reason/approvals", templates.Reason{Event: "approvals", Count: 1, Required: 2, Permission: "maintain"}},
+		{"reason/bot", templates.Reason{Event: "bot", User: "renovate[bot]"}},
+		{"reason/permission", templates.Reason{Event: "permission", User: "carol", Have: "read", Permission: "write"}},
+		{"reason/older-commit", templates.Reason{Event: "older-commit", User: "alice", Commit: "0bad000", Head: "c0ffee0"}},
+		{"reason/changes-requested", templates.Reason{Event: "changes-requested", Users: []string{"bob", "dave"}}},
+		{"reason/moved", templates.Reason{Event: "moved", Head: "c0ffee0", Commit: "0bad000"}},
+		{"reason/check-pending", templates.Reason{Event: "check-pending", Check: "ci", State: "in progress"}},
+		{"reason/check-failed", templates.Reason{Event: "check-failed", Check: "ci", State: "timed out"}},
+		{"reason/check-missing", templates.Reason{Event: "check-missing", Check: "ci"}},
+		{"reason/auto-off", templates.Reason{Event: "auto-off"}},
+		{"reason/standalone-audit", templates.Reason{Event: "standalone-audit"}},
+		{"reason/cap", templates.Reason{Event: "cap"}},
+		{"reason/blocking", templates.Reason{Event: "blocking"}},
+		{"reason/preflight", templates.Reason{Event: "preflight"}},
+		{"reason/no-markers", templates.Reason{Event: "no-markers"}},
+		{"reason/pushed", templates.Reason{Event: "pushed"}},
+		{"reason/changes-pending", templates.Reason{Event: "changes-pending"}},
 		{"progress/revising", progress("Forging plan-018... Audit round 1 found blocking concerns. Revising...", "")},
 		{"progress/complete", progress("Forge finished plan-018: APPROVED.", completed)},
 
 		{"complete/normal with findings, auto-implement", complete(templates.Complete{Findings: []audit.Finding{medium, minor, suggestion}, AutoImplement: true})},
 		{"complete/normal one round, no findings, auto-implement", complete(templates.Complete{Rounds: 1, Elapsed: "41s", AutoImplement: true})},
-		{"complete/manual with reasons", complete(templates.Complete{Findings: []audit.Finding{minor}, ManualReasons: []string{"auto_implement is off for this repository", "someone else pushed to the plan branch"}})},
-		{"complete/manual, auditor gave no markers", complete(templates.Complete{Rounds: 1, ManualReasons: []string{"the auditor's answer carried no severity markers"}})},
-		{"complete/cap reached", complete(templates.Complete{Rounds: 5, Elapsed: "6m12s", CapReached: true, Findings: []audit.Finding{blocking, medium}, ManualReasons: []string{"the round cap was reached", "blocking findings remain"}})},
+		{"complete/manual with reasons", complete(templates.Complete{Findings: []audit.Finding{minor}, ManualReasons: []templates.Reason{{Event: "auto-off"}, {Event: "pushed"}}})},
+		{"complete/manual, auditor gave no markers", complete(templates.Complete{Rounds: 1, ManualReasons: []templates.Reason{{Event: "no-markers"}}})},
+		{"complete/cap reached", complete(templates.Complete{Rounds: 5, Elapsed: "6m12s", CapReached: true, Findings: []audit.Finding{blocking, medium}, ManualReasons: []templates.Reason{{Event: "cap"}, {Event: "blocking"}}})},
 		{"complete/cancelled after one round", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 1, Cancelled: true}},
 		{"complete/cancelled before any round", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 0, Cancelled: true}},
 
@@ -283,9 +303,9 @@ func textCases(t *testing.T) []textCase {
 		{"queued/one running", templates.Queued{Head: templates.Head{Marker: pipeline.Marker(planNumber, "queued"), PlanID: planID}, Running: 1, Limit: 1}},
 		{"queued/three running", templates.Queued{Head: templates.Head{Marker: pipeline.Marker(planNumber, "queued"), PlanID: planID}, Running: 3, Limit: 3}},
 
-		{"config-error", templates.ConfigError{Path: pipeline.RepoConfigPath, Branch: "main", Problems: []string{
-			pipeline.ConfigProblem{Line: 3, Key: "max_audit_round", Message: "unknown key"}.String(),
-			pipeline.ConfigProblem{Line: 7, Key: "progress_throttle", Message: `"fast" is not a duration`}.String(),
+		{"config-error", templates.ConfigError{Path: repoconfig.Path, Branch: "main", Problems: []string{
+			repoconfig.Problem{Line: 3, Key: "max_audit_round", Message: "unknown key"}.String(),
+			repoconfig.Problem{Line: 7, Key: "progress_throttle", Message: `"fast" is not a duration`}.String(),
 		}}},
 
 		{"truncated", templates.Truncated{Removed: 123456}},
@@ -330,7 +350,7 @@ func textCases(t *testing.T) []textCase {
 		{"usage-error/unexpected argument", templates.UsageError{Problem: `unexpected argument "now"`, Usage: command.Cancel.Usage()}},
 
 		{"approval/approved", templates.Approval{Head: templates.Head{PlanID: planID}, Approved: true, Approvers: []string{"alice", "bob"}}},
-		{"approval/missing", templates.Approval{Head: templates.Head{PlanID: planID}, Missing: []string{"1 more approval from someone with write permission", "required check ci has not passed"}}},
+		{"approval/missing", templates.Approval{Head: templates.Head{PlanID: planID}, Missing: []templates.Reason{{Event: "approvals", Count: 0, Required: 1, Permission: "write"}, {Event: "check-failed", Check: "ci", State: "failure"}}}},
 		{"phases-list", templates.PhasesList{Head: templates.Head{PlanID: planID}, Hash: "0123456789abcdef", Phases: phaseItems}},
 		{"checklist/every status", templates.Checklist{
 			{ID: "phase-1", Title: "Read the codebase", Kind: "read", Status: "done"},

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 // fakeModel is an OpenAI-compatible chat-completions server over real HTTP
@@ -687,7 +687,7 @@ func TestRegistryBuildsOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, model, err := reg.Runtime(agent.Implementer, pipeline.RepoAgent{})
+	rt, model, err := reg.Runtime(agent.Implementer, repoconfig.Agent{})
 	if err != nil || model != "small" {
 		t.Fatalf("Runtime = %v, %q", err, model)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 // Config is the server's `agents` section (DESIGN §7): named runtimes and
@@ -132,7 +133,7 @@ func (r *Registry) Sandbox() *ProcessSandbox { return r.sandbox }
 
 // Runtime picks the repository's runtime for the role when it chose one,
 // else the server's role default, else the server's default.
-func (r *Registry) Runtime(role agent.Role, choice pipeline.RepoAgent) (agent.Runtime, string, error) {
+func (r *Registry) Runtime(role agent.Role, choice repoconfig.Agent) (agent.Runtime, string, error) {
 	name := choice.Runtime
 	if name == "" {
 		name = r.roles[string(role)]

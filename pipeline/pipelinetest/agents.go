@@ -8,6 +8,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 // Agent plays a role: it answers a request as that role's agent would.
@@ -17,7 +18,7 @@ type Agent func(req agent.Request) (agent.Result, error)
 // with none plays the scripted default below.
 type Agents map[agent.Role]Agent
 
-func (a Agents) Runtime(role agent.Role, _ pipeline.RepoAgent) (agent.Runtime, string, error) {
+func (a Agents) Runtime(role agent.Role, _ repoconfig.Agent) (agent.Runtime, string, error) {
 	if f, ok := a[role]; ok {
 		return runtime(f), "scripted", nil
 	}

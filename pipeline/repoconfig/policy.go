@@ -1,4 +1,4 @@
-package pipeline
+package repoconfig
 
 import (
 	"fmt"
@@ -9,22 +9,23 @@ import (
 	"strings"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // Policy is the operator's policy over repository configurations (the
 // server configuration's `policy:`, DESIGN §8): a repository's
 // .github/forge.yml may only set what the first matching rule allows. A
-// repository no rule matches is held to DefaultPolicyRule.
+// repository no rule matches is held to DefaultRule.
 type Policy struct {
-	Rules []PolicyRule
+	Rules []Rule
 	// Runtimes are the names of the server's agent runtimes: a repository
 	// may choose only among them.
 	Runtimes []string
 }
 
-// PolicyRule is one entry of `policy:`. A field left out keeps the default
+// Rule is one entry of `policy:`. A field left out keeps the default
 // policy's value, so a rule loosens only what it names.
-type PolicyRule struct {
+type Rule struct {
 	// Match is "owner/name" as a path.Match glob ("acme/*"), or an
 	// organisation alone ("acme", "*" for every one). Case-insensitive,
 	// as GitHub's names are.
@@ -32,24 +33,24 @@ type PolicyRule struct {
 	// AllowedKeys are the keys a repository may set, top-level ("approval")
 	// or dotted ("approval.required_checks"); absent means all.
 	AllowedKeys       []string         `yaml:"allowed_keys"`
-	RequiredApprovals *PolicyFloor     `yaml:"required_approvals"`
+	RequiredApprovals *Floor           `yaml:"required_approvals"`
 	MinPermission     *PermissionFloor `yaml:"min_permission"`
-	MaxConcurrentRuns *PolicyCeiling   `yaml:"max_concurrent_runs"`
-	MaxTokensPerPlan  *PolicyCeiling   `yaml:"max_tokens_per_plan"`
+	MaxConcurrentRuns *Ceiling         `yaml:"max_concurrent_runs"`
+	MaxTokensPerPlan  *Ceiling         `yaml:"max_tokens_per_plan"`
 	// AutoImplement says whether a repository may turn auto_implement on.
 	AutoImplement *bool `yaml:"auto_implement"`
 	// Agents maps a role, or "default" for the roles not named, to the
 	// runtimes and models a repository may choose for it.
-	Agents map[string]PolicyAgent `yaml:"agents"`
+	Agents map[string]AgentRule `yaml:"agents"`
 }
 
-// PolicyFloor is the least value a repository may set.
-type PolicyFloor struct {
+// Floor is the least value a repository may set.
+type Floor struct {
 	Min int `yaml:"min"`
 }
 
-// PolicyCeiling is the greatest value a repository may set.
-type PolicyCeiling struct {
+// Ceiling is the greatest value a repository may set.
+type Ceiling struct {
 	Max int `yaml:"max"`
 }
 
@@ -59,24 +60,24 @@ type PermissionFloor struct {
 	Min string `yaml:"min"`
 }
 
-// PolicyAgent lists what a repository may choose for a role: runtime names
+// AgentRule lists what a repository may choose for a role: runtime names
 // of the server, and model globs where "*" matches anything. Absent means
 // any; an empty list means the repository may not choose (the server's
 // default for the role holds).
-type PolicyAgent struct {
+type AgentRule struct {
 	Runtimes []string `yaml:"runtimes"`
 	Models   []string `yaml:"models"`
 }
 
-// DefaultPolicyRule is the shipped default: auto-implement off, at least one
+// DefaultRule is the shipped default: auto-implement off, at least one
 // approval by a writer, at most DefaultMaxConcurrentRuns forges at once,
 // and any runtime and model the server defines.
-func DefaultPolicyRule() PolicyRule {
+func DefaultRule() Rule {
 	no := false
-	return PolicyRule{
-		RequiredApprovals: &PolicyFloor{Min: 1},
+	return Rule{
+		RequiredApprovals: &Floor{Min: 1},
 		MinPermission:     &PermissionFloor{Min: "write"},
-		MaxConcurrentRuns: &PolicyCeiling{Max: DefaultMaxConcurrentRuns},
+		MaxConcurrentRuns: &Ceiling{Max: DefaultMaxConcurrentRuns},
 		AutoImplement:     &no,
 	}
 }
@@ -132,7 +133,7 @@ func (p Policy) Validate() error {
 		}
 		for _, k := range r.AllowedKeys {
 			if !known[k] {
-				bad("allowed_keys: %q is not a key of %s", k, RepoConfigPath)
+				bad("allowed_keys: %q is not a key of %s", k, Path)
 			}
 		}
 		if f := r.RequiredApprovals; f != nil && (f.Min < 1 || f.Min > 100) {
@@ -175,10 +176,24 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// Parse reads repo's .github/forge.yml and holds it to the policy: the
+// configuration Forge runs the repository with, or an *Error naming every
+// problem of the file and every key the policy refuses.
+func (p Policy) Parse(repo plan.Repo, data []byte) (Config, error) {
+	cfg, set, err := parse(data)
+	if err != nil {
+		return Config{}, err
+	}
+	if problems := p.Apply(repo, &cfg, set); len(problems) > 0 {
+		return Config{}, &Error{Problems: problems}
+	}
+	return cfg, nil
+}
+
 // For returns the rule for a repository, with every field its rule left out
 // taken from the default policy, and a name for it in messages.
-func (p Policy) For(repo Repo) (PolicyRule, string) {
-	def := DefaultPolicyRule()
+func (p Policy) For(repo plan.Repo) (Rule, string) {
+	def := DefaultRule()
 	for _, r := range p.Rules {
 		if !policyMatches(r.Match, repo) {
 			continue
@@ -200,7 +215,7 @@ func (p Policy) For(repo Repo) (PolicyRule, string) {
 	return def, "the default policy"
 }
 
-func policyMatches(pattern string, repo Repo) bool {
+func policyMatches(pattern string, repo plan.Repo) bool {
 	pattern = strings.ToLower(pattern)
 	name := strings.ToLower(repo.Owner)
 	if strings.Contains(pattern, "/") {
@@ -211,12 +226,12 @@ func policyMatches(pattern string, repo Repo) bool {
 }
 
 // Apply checks a parsed configuration against the repository's rule. set
-// holds the keys the file set with their lines (parseRepoConfig): only
+// holds the keys the file set with their lines (parse): only
 // those are refused, each with its line and the rule it breaks; what the
 // file left at its default is brought inside the rule's bounds instead.
-func (p Policy) Apply(repo Repo, cfg *RepoConfig, set map[string]int) []ConfigProblem {
+func (p Policy) Apply(repo plan.Repo, cfg *Config, set map[string]int) []Problem {
 	rule, name := p.For(repo)
-	var problems []ConfigProblem
+	var problems []Problem
 	// A key refused outright is not judged on its value as well.
 	refused := map[string]bool{}
 	refuse := func(key string, format string, args ...any) {
@@ -224,7 +239,7 @@ func (p Policy) Apply(repo Repo, cfg *RepoConfig, set map[string]int) []ConfigPr
 			return
 		}
 		refused[key] = true
-		problems = append(problems, ConfigProblem{Line: set[key], Key: key, Message: fmt.Sprintf(format, args...)})
+		problems = append(problems, Problem{Line: set[key], Key: key, Message: fmt.Sprintf(format, args...)})
 	}
 
 	if rule.AllowedKeys != nil {
@@ -286,7 +301,7 @@ func (p Policy) Apply(repo Repo, cfg *RepoConfig, set map[string]int) []ConfigPr
 // checkAgent holds a repository's runtime and model choice for a role to
 // the server's runtimes and the rule's lists. Only a choice the file made
 // is judged: the server's own defaults are the operator's.
-func (p Policy) checkAgent(rule PolicyRule, name, role string, cfg *RepoConfig, set map[string]int) []ConfigProblem {
+func (p Policy) checkAgent(rule Rule, name, role string, cfg *Config, set map[string]int) []Problem {
 	choice, _ := cfg.Agents.ForRole(role)
 	allowed, ok := rule.Agents[role]
 	listed := "agents." + role
@@ -301,21 +316,21 @@ func (p Policy) checkAgent(rule PolicyRule, name, role string, cfg *RepoConfig, 
 		}
 		return "agents." + role // the short form "role: runtime"
 	}
-	var problems []ConfigProblem
+	var problems []Problem
 	if choice.Runtime != "" {
 		key := at("runtime")
 		switch {
 		case !slices.Contains(p.Runtimes, choice.Runtime):
-			problems = append(problems, ConfigProblem{Line: set[key], Key: key,
+			problems = append(problems, Problem{Line: set[key], Key: key,
 				Message: fmt.Sprintf("%q is not a runtime of this server (runtimes: %s)", choice.Runtime, policyList(p.Runtimes))})
 		case ok && allowed.Runtimes != nil && !slices.Contains(allowed.Runtimes, choice.Runtime) && !slices.Contains(allowed.Runtimes, "*"):
-			problems = append(problems, ConfigProblem{Line: set[key], Key: key,
+			problems = append(problems, Problem{Line: set[key], Key: key,
 				Message: fmt.Sprintf("runtime %q is not allowed for the %s by %s (%s.runtimes: %s)", choice.Runtime, role, name, listed, policyList(allowed.Runtimes))})
 		}
 	}
 	if choice.Model != "" && ok && allowed.Models != nil && !modelAllowed(allowed.Models, choice.Model) {
 		key := "agents." + role + ".model"
-		problems = append(problems, ConfigProblem{Line: set[key], Key: key,
+		problems = append(problems, Problem{Line: set[key], Key: key,
 			Message: fmt.Sprintf("model %q is not allowed for the %s by %s (%s.models: %s)", choice.Model, role, name, listed, policyList(allowed.Models))})
 	}
 	return problems

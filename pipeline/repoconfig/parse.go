@@ -1,4 +1,4 @@
-package pipeline
+package repoconfig
 
 import (
 	"bytes"
@@ -12,204 +12,43 @@ import (
 	"strings"
 	"time"
 
-	"github.com/forge-dev/forge/templates"
 	"gopkg.in/yaml.v3"
 )
 
-// RepoConfigPath is where a repository keeps its Forge settings, on its
-// default branch.
-const RepoConfigPath = ".github/forge.yml"
-
-// RepoConfig is a repository's .github/forge.yml with defaults applied
-// (DESIGN §8).
-type RepoConfig struct {
-	// Version is the file format; only 1 exists.
-	Version          int
-	MaxAuditRounds   int
-	ProgressThrottle time.Duration
-	AutoImplement    bool
-	// PlansDir is cleaned and relative to the repository root.
-	PlansDir string
-	Labels   RepoLabels
-	Approval RepoApproval
-	Limits   RepoLimits
-	Phases   RepoPhases
-	Agents   RepoAgents
-}
-
-// RepoLabels names the labels Forge reacts to.
-type RepoLabels struct {
-	// Trigger on an issue starts a forge with its title and body.
-	Trigger string
-}
-
-// RepoApproval is the approval gate of DESIGN §5.
-type RepoApproval struct {
-	RequiredApprovals int
-	// MinPermission is one of read, triage, write, maintain, admin.
-	MinPermission  string
-	RequiredChecks []string
-}
-
-// RepoLimits bounds what one repository may run at once.
-type RepoLimits struct {
-	MaxConcurrentRuns int
-	// MaxTokensPerPlan stops a plan whose agents have used more tokens
-	// (input and output, all roles); 0 means no limit.
-	MaxTokensPerPlan int
-}
-
-// RepoPhases configures phase runs (DESIGN §6).
-type RepoPhases struct {
-	Timeout         time.Duration
-	MaxContextFiles int
-	AuditFixMax     int
-	MaxRun          int
-	WaitForChecks   bool
-	ChecksGrace     time.Duration
-	// ChecksTimeout ends a phase's wait for its checks: CI that never
-	// finishes fails the phase instead of holding the run for good.
-	ChecksTimeout time.Duration
-}
-
-// RepoAgents is the per-role choice of runtime and model. An empty field
-// falls back to the server's default for the role.
-type RepoAgents struct {
-	Timeout      time.Duration
-	Drafter      RepoAgent
-	Auditor      RepoAgent
-	Reviser      RepoAgent
-	Implementer  RepoAgent
-	PhaseAuditor RepoAgent
-}
-
-// RepoAgent names one of the server's runtimes and a model: a repository
-// chooses among runtimes, it never defines one.
-type RepoAgent struct {
-	Runtime string
-	Model   string
-}
-
-// ForRole returns the choice for a role by its config name (drafter,
-// auditor, reviser, implementer, phase_auditor).
-func (a RepoAgents) ForRole(role string) (RepoAgent, bool) {
-	switch role {
-	case "drafter":
-		return a.Drafter, true
-	case "auditor":
-		return a.Auditor, true
-	case "reviser":
-		return a.Reviser, true
-	case "implementer":
-		return a.Implementer, true
-	case "phase_auditor":
-		return a.PhaseAuditor, true
-	}
-	return RepoAgent{}, false
-}
-
-// DefaultRepoConfig is the configuration of a repository without a
-// .github/forge.yml: the seed's defaults.
-func DefaultRepoConfig() RepoConfig {
-	return RepoConfig{
-		Version:          1,
-		MaxAuditRounds:   5,
-		ProgressThrottle: 3 * time.Second,
-		AutoImplement:    false,
-		PlansDir:         "docs/plans",
-		Labels:           RepoLabels{Trigger: "forge"},
-		Approval:         RepoApproval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
-		Limits:           RepoLimits{MaxConcurrentRuns: 3},
-		Phases: RepoPhases{
-			Timeout:         30 * time.Minute,
-			MaxContextFiles: 5,
-			AuditFixMax:     2,
-			MaxRun:          50,
-			WaitForChecks:   true,
-			ChecksGrace:     2 * time.Minute,
-			ChecksTimeout:   2 * time.Hour,
-		},
-		Agents: RepoAgents{Timeout: 30 * time.Minute},
-	}
-}
-
-// ConfigProblem is one thing wrong in a configuration file.
-type ConfigProblem struct {
-	Line    int    // 1-based; 0 when unknown
-	Key     string // dotted key path, e.g. "phases.timeout"; empty for syntax errors
-	Message string
-}
-
-func (p ConfigProblem) String() string {
-	var b strings.Builder
-	if p.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", p.Line)
-	}
-	if p.Key != "" {
-		b.WriteString(p.Key + ": ")
-	}
-	b.WriteString(p.Message)
-	return b.String()
-}
-
-// ConfigError lists every problem found in a configuration file, in line
-// order, so one answer on the issue can name them all.
-type ConfigError struct {
-	Problems []ConfigProblem
-}
-
-func (e *ConfigError) Error() string {
-	return strings.Join(e.lines(), "\n")
-}
-
-func (e *ConfigError) lines() []string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return lines
-}
-
-// reply is the config-error answer: the file, the branch it was read
-// from and each problem with its line.
-func (e *ConfigError) reply(branch string) *templates.ConfigError {
-	return &templates.ConfigError{Path: RepoConfigPath, Branch: branch, Problems: e.lines()}
-}
-
 var cfgYAMLLineRe = regexp.MustCompile(`line (\d+)`)
 
-// ParseRepoConfig reads .github/forge.yml. An empty file (or one holding
+// Parse reads .github/forge.yml. An empty file (or one holding
 // only comments) gives the defaults; keys left out keep theirs, and so does
 // a key with an empty value. Unknown keys, values of the wrong type or out
 // of range, duplicate keys, a second YAML document and syntax errors are
-// returned together as a *ConfigError.
-func ParseRepoConfig(data []byte) (RepoConfig, error) {
-	cfg, _, err := parseRepoConfig(data)
+// returned together as a *Error.
+func Parse(data []byte) (Config, error) {
+	cfg, _, err := parse(data)
 	return cfg, err
 }
 
-// parseRepoConfig is ParseRepoConfig that also returns the keys the file
+// parse is Parse that also returns the keys the file
 // set, by dotted path, with the line of each: the operator's policy judges
 // what a repository asked for, not the defaults it kept.
-func parseRepoConfig(data []byte) (RepoConfig, map[string]int, error) {
-	cfg := DefaultRepoConfig()
+func parse(data []byte) (Config, map[string]int, error) {
+	cfg := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return cfg, nil, nil
 		}
-		return RepoConfig{}, nil, &ConfigError{Problems: []ConfigProblem{cfgSyntaxProblem(err)}}
+		return Config{}, nil, &Error{Problems: []Problem{cfgSyntaxProblem(err)}}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		p := ConfigProblem{Message: "only one YAML document is allowed"}
+		p := Problem{Message: "only one YAML document is allowed"}
 		if err != nil {
 			p = cfgSyntaxProblem(err)
 		} else {
 			p.Line = extra.Line
 		}
-		return RepoConfig{}, nil, &ConfigError{Problems: []ConfigProblem{p}}
+		return Config{}, nil, &Error{Problems: []Problem{p}}
 	}
 
 	d := &cfgDecoder{set: map[string]int{}}
@@ -222,14 +61,14 @@ func parseRepoConfig(data []byte) (RepoConfig, map[string]int, error) {
 	}
 	if len(d.problems) > 0 {
 		sort.SliceStable(d.problems, func(i, j int) bool { return d.problems[i].Line < d.problems[j].Line })
-		return RepoConfig{}, nil, &ConfigError{Problems: d.problems}
+		return Config{}, nil, &Error{Problems: d.problems}
 	}
 	return cfg, d.set, nil
 }
 
-func cfgSyntaxProblem(err error) ConfigProblem {
+func cfgSyntaxProblem(err error) Problem {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	p := ConfigProblem{Message: msg}
+	p := Problem{Message: msg}
 	if m := cfgYAMLLineRe.FindStringSubmatchIndex(msg); m != nil {
 		p.Line, _ = strconv.Atoi(msg[m[2]:m[3]])
 		p.Message = strings.TrimLeft(msg[:m[0]]+msg[m[1]:], ": ")
@@ -240,13 +79,13 @@ func cfgSyntaxProblem(err error) ConfigProblem {
 // cfgDecoder walks the YAML tree and collects problems instead of stopping
 // at the first.
 type cfgDecoder struct {
-	problems []ConfigProblem
+	problems []Problem
 	// set maps each leaf key the file gave a value to its line.
 	set map[string]int
 }
 
 func (d *cfgDecoder) fail(n *yaml.Node, key, format string, args ...any) {
-	d.problems = append(d.problems, ConfigProblem{Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)})
+	d.problems = append(d.problems, Problem{Line: n.Line, Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
 // cfgField decodes the value of one key; path is the dotted key path.
@@ -293,7 +132,7 @@ func (d *cfgDecoder) mapping(n *yaml.Node, at string, fields map[string]cfgField
 	}
 }
 
-func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *RepoConfig) {
+func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 	d.mapping(n, "", map[string]cfgField{
 		"version":           d.intField(&cfg.Version, 1, 1),
 		"max_audit_rounds":  d.intField(&cfg.MaxAuditRounds, 1, 20),
@@ -410,7 +249,7 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *RepoConfig) {
 
 var cfgRuntimeNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-func (d *cfgDecoder) agentField(dst *RepoAgent) cfgField {
+func (d *cfgDecoder) agentField(dst *Agent) cfgField {
 	const serverOnly = "a repository may not define a runtime (command, endpoint or key); it chooses one of the server configuration's runtimes by name"
 	runtime := func(at string, v *yaml.Node) {
 		var s string

@@ -1,14 +1,17 @@
-package pipeline
+package gate
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
+	"github.com/forge-dev/forge/templates"
 )
 
-// GateReview is one pull request review as the approval gate reads it.
-type GateReview struct {
+// Review is one pull request review as the approval gate reads it.
+type Review struct {
 	User      string
 	State     string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED (others are ignored)
 	CommitID  string // the commit the review was made on
@@ -16,22 +19,22 @@ type GateReview struct {
 	Submitted time.Time
 }
 
-// GateCheck is one check run on the PR head.
-type GateCheck struct {
+// Check is one check run on the PR head.
+type Check struct {
 	Name       string
 	Status     string // queued, in_progress, completed
 	Conclusion string // when completed
 }
 
-// GateInput is everything the approval gate looks at.
-type GateInput struct {
-	Status Status
+// Input is everything the approval gate looks at.
+type Input struct {
+	Status plan.Status
 	// HeadSHA is the live head of the plan branch, where approvals count.
 	HeadSHA string
 	// AuditedSHA is the head Forge last worked on; when set and not the
 	// live head, someone pushed a plan Forge has not audited.
 	AuditedSHA string
-	Reviews    []GateReview
+	Reviews    []Review
 	// Permissions maps a login to its repository permission (read, triage,
 	// write, maintain, admin); a login missing here has none.
 	Permissions map[string]string
@@ -40,27 +43,27 @@ type GateInput struct {
 	CommandApprovals []string
 	// Checks are the check runs on HeadSHA, the latest run of each name (as
 	// GitHub's filter=latest lists them), and its commit statuses (see
-	// StatusChecks).
-	Checks []GateCheck
-	Config RepoApproval
+	// FromStatus).
+	Checks []Check
+	Rules  repoconfig.Approval
 }
 
-// GateResult is the gate's answer: Approved, or what is missing.
-type GateResult struct {
+// Result is the gate's answer: Approved, or what is missing.
+type Result struct {
 	Approved bool
 	// Approvers are the people whose approval counted, sorted.
 	Approvers []string
 	// Missing says, for people, why the plan is not approved yet.
-	Missing []string
+	Missing []templates.Reason
 	// ChangesRequested are the people whose latest review requests changes.
 	ChangesRequested []string
 }
 
-// gatePassing are the check conclusions that satisfy a required check: as
+// passing are the check conclusions that satisfy a required check: as
 // on GitHub's branch protection, neutral and skipped pass too.
-var gatePassing = map[string]bool{"success": true, "neutral": true, "skipped": true}
+var passing = map[string]bool{"success": true, "neutral": true, "skipped": true}
 
-// EvaluateGate decides whether a plan in REVIEW is approved (DESIGN §5):
+// Evaluate decides whether a plan in REVIEW is approved (DESIGN §5):
 //   - each person's latest review counts, in order of Submitted: APPROVED
 //     and CHANGES_REQUESTED set it, COMMENTED leaves it as it was (as on
 //     GitHub), DISMISSED clears it; /forge approve and Approve & run are
@@ -78,13 +81,13 @@ var gatePassing = map[string]bool{"success": true, "neutral": true, "skipped": t
 //   - at least approval.required_approvals approvals, no changes requested;
 //   - every check in approval.required_checks completed on the head with
 //     success, neutral or skipped, every run of that name.
-func EvaluateGate(in GateInput) GateResult {
-	var res GateResult
-	if in.Status != StatusReview {
-		res.Missing = append(res.Missing, notApprovable(in.Status, false))
+func Evaluate(in Input) Result {
+	var res Result
+	if in.Status != plan.Review {
+		res.Missing = append(res.Missing, NotApprovable(in.Status, false))
 	}
 
-	minPerm := in.Config.MinPermission
+	minPerm := in.Rules.MinPermission
 	if minPerm == "" {
 		minPerm = "write"
 	}
@@ -98,8 +101,8 @@ func EvaluateGate(in GateInput) GateResult {
 		command             bool
 	}
 	byUser := map[string]latest{}
-	var notes []string
-	reviews := append([]GateReview(nil), in.Reviews...)
+	var notes []templates.Reason
+	reviews := append([]Review(nil), in.Reviews...)
 	sort.SliceStable(reviews, func(i, j int) bool { return reviews[i].Submitted.Before(reviews[j].Submitted) })
 	botNoted := map[string]bool{}
 	for _, r := range reviews {
@@ -108,7 +111,7 @@ func EvaluateGate(in GateInput) GateResult {
 		if r.Bot {
 			if state == "APPROVED" && !botNoted[key] {
 				botNoted[key] = true
-				notes = append(notes, fmt.Sprintf("%s is a bot: its approval does not count", r.User))
+				notes = append(notes, templates.Reason{Event: "bot", User: r.User})
 			}
 			continue
 		}
@@ -131,12 +134,12 @@ func EvaluateGate(in GateInput) GateResult {
 	for _, k := range keys {
 		l := byUser[k]
 		if !l.command {
-			if perm := perms[k]; !AtLeast(perm, minPerm) {
+			if perm := perms[k]; !repoconfig.AtLeast(perm, minPerm) {
 				if l.state == "APPROVED" {
 					if perm == "" {
 						perm = "none"
 					}
-					notes = append(notes, fmt.Sprintf("%s's approval does not count: permission %s, %s needed", l.user, perm, minPerm))
+					notes = append(notes, templates.Reason{Event: "permission", User: l.user, Have: perm, Permission: minPerm})
 				}
 				continue
 			}
@@ -144,7 +147,7 @@ func EvaluateGate(in GateInput) GateResult {
 		switch l.state {
 		case "APPROVED":
 			if in.HeadSHA == "" || !strings.EqualFold(l.commit, in.HeadSHA) {
-				notes = append(notes, fmt.Sprintf("%s approved an older commit (%s), not the head (%s): an approval counts on the plan as it is now", l.user, gateShort(l.commit), gateShort(in.HeadSHA)))
+				notes = append(notes, templates.Reason{Event: "older-commit", User: l.user, Commit: short(l.commit), Head: short(in.HeadSHA)})
 				continue
 			}
 			res.Approvers = append(res.Approvers, l.user)
@@ -153,25 +156,25 @@ func EvaluateGate(in GateInput) GateResult {
 		}
 	}
 
-	if n, need := len(res.Approvers), in.Config.RequiredApprovals; n < need {
-		res.Missing = append(res.Missing, fmt.Sprintf("%d of %d required approvals from people with %s permission (an approving review, /forge approve or Approve & run)", n, need, minPerm))
+	if n, need := len(res.Approvers), in.Rules.RequiredApprovals; n < need {
+		res.Missing = append(res.Missing, templates.Reason{Event: "approvals", Count: n, Required: need, Permission: minPerm})
 		res.Missing = append(res.Missing, notes...)
 	}
 	if len(res.ChangesRequested) > 0 {
-		res.Missing = append(res.Missing, "changes requested by "+strings.Join(res.ChangesRequested, ", "))
+		res.Missing = append(res.Missing, templates.Reason{Event: "changes-requested", Users: res.ChangesRequested})
 	}
 
 	if in.AuditedSHA != "" && in.HeadSHA != "" && !strings.EqualFold(in.AuditedSHA, in.HeadSHA) {
-		res.Missing = append(res.Missing, fmt.Sprintf("the plan branch moved to %s after Forge last audited it at %s: Forge audits the new head now; approve again once that audit is done", gateShort(in.HeadSHA), gateShort(in.AuditedSHA)))
+		res.Missing = append(res.Missing, templates.Reason{Event: "moved", Head: short(in.HeadSHA), Commit: short(in.AuditedSHA)})
 	}
 
 	seen := map[string]bool{}
-	for _, name := range in.Config.RequiredChecks {
+	for _, name := range in.Rules.RequiredChecks {
 		if seen[name] {
 			continue
 		}
 		seen[name] = true
-		if problem := gateCheck(name, in.Checks); problem != "" {
+		if problem, ok := checkProblem(name, in.Checks); ok {
 			res.Missing = append(res.Missing, problem)
 		}
 	}
@@ -180,23 +183,18 @@ func EvaluateGate(in GateInput) GateResult {
 	return res
 }
 
-// StatusChecks are commit statuses as the gate reads check runs: a
-// pending context is not completed yet, the others are completed with their
-// state as conclusion (success passes; error and failure do not).
-func StatusChecks(statuses []CommitStatus) []GateCheck {
-	out := make([]GateCheck, 0, len(statuses))
-	for _, st := range statuses {
-		c := GateCheck{Name: st.Context, Status: "completed", Conclusion: st.State}
-		if st.State == "pending" {
-			c.Status, c.Conclusion = "pending", ""
-		}
-		out = append(out, c)
+// FromStatus is a commit status as the gate reads check runs: a pending
+// context is not completed yet, the others are completed with their state
+// as conclusion (success passes; error and failure do not).
+func FromStatus(context, state string) Check {
+	if state == "pending" {
+		return Check{Name: context, Status: "pending"}
 	}
-	return out
+	return Check{Name: context, Status: "completed", Conclusion: state}
 }
 
-// gateCheck says what keeps a required check from passing, or "".
-func gateCheck(name string, checks []GateCheck) string {
+// checkProblem says what keeps a required check from passing, if anything.
+func checkProblem(name string, checks []Check) (templates.Reason, bool) {
 	found := false
 	for _, c := range checks {
 		if c.Name != name {
@@ -209,23 +207,23 @@ func gateCheck(name string, checks []GateCheck) string {
 			if status == "" {
 				status = "pending"
 			}
-			return fmt.Sprintf("required check %s is %s", name, strings.ReplaceAll(status, "_", " "))
-		case !gatePassing[c.Conclusion]:
+			return templates.Reason{Event: "check-pending", Check: name, State: strings.ReplaceAll(status, "_", " ")}, true
+		case !passing[c.Conclusion]:
 			conclusion := c.Conclusion
 			if conclusion == "" {
 				conclusion = "without a conclusion"
 			}
-			return fmt.Sprintf("required check %s concluded %s", name, strings.ReplaceAll(conclusion, "_", " "))
+			return templates.Reason{Event: "check-failed", Check: name, State: strings.ReplaceAll(conclusion, "_", " ")}, true
 		}
 	}
 	if !found {
-		return fmt.Sprintf("required check %s has not run on the head", name)
+		return templates.Reason{Event: "check-missing", Check: name}, true
 	}
-	return ""
+	return templates.Reason{}, false
 }
 
-// gateShort is a SHA as people read it.
-func gateShort(sha string) string {
+// short is a SHA as people read it.
+func short(sha string) string {
 	if sha == "" {
 		return "unknown"
 	}
@@ -235,11 +233,17 @@ func gateShort(sha string) string {
 	return sha
 }
 
-// notApprovable says why a plan cannot be approved now: the one wording
+// NotApprovable says why a plan cannot be approved now: the one wording
 // for the gate, the /forge approve command and the Approve button.
-func notApprovable(status Status, running bool) string {
-	if running {
-		return fmt.Sprintf("the plan is %s and a run is going on it: only a plan in REVIEW with nothing running can be approved", status)
+func NotApprovable(status plan.Status, running bool) templates.Reason {
+	return templates.Reason{Event: "not-approvable", Status: string(status), Running: running}
+}
+
+// Lines are the reasons of Missing as people read them.
+func (r Result) Lines() []string {
+	lines := make([]string, len(r.Missing))
+	for i, m := range r.Missing {
+		lines[i] = templates.Line(m)
 	}
-	return fmt.Sprintf("the plan is %s: only a plan in REVIEW with nothing running can be approved", status)
+	return lines
 }

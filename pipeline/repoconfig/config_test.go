@@ -1,4 +1,4 @@
-package pipeline
+package repoconfig
 
 import (
 	"errors"
@@ -9,27 +9,27 @@ import (
 	"time"
 )
 
-func TestDefaultRepoConfig(t *testing.T) {
+func TestDefault(t *testing.T) {
 	// DESIGN §8 and the brief's defaults, spelled out once more so a changed
 	// default is a deliberate edit in two places.
-	want := RepoConfig{
+	want := Config{
 		Version:          1,
 		MaxAuditRounds:   5,
 		ProgressThrottle: 3 * time.Second,
 		AutoImplement:    false,
 		PlansDir:         "docs/plans",
-		Labels:           RepoLabels{Trigger: "forge"},
-		Approval:         RepoApproval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
-		Limits:           RepoLimits{MaxConcurrentRuns: 3},
-		Phases:           RepoPhases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, WaitForChecks: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
-		Agents:           RepoAgents{Timeout: 30 * time.Minute},
+		Labels:           Labels{Trigger: "forge"},
+		Approval:         Approval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
+		Limits:           Limits{MaxConcurrentRuns: 3},
+		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, WaitForChecks: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
+		Agents:           Agents{Timeout: 30 * time.Minute},
 	}
-	if got := DefaultRepoConfig(); !reflect.DeepEqual(got, want) {
-		t.Errorf("DefaultRepoConfig() =\n%+v\nwant\n%+v", got, want)
+	if got := Default(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Default() =\n%+v\nwant\n%+v", got, want)
 	}
 }
 
-func TestParseRepoConfig(t *testing.T) {
+func TestParse(t *testing.T) {
 	full, err := os.ReadFile("testdata/forge.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestParseRepoConfig(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		want func(*RepoConfig)
+		want func(*Config)
 	}{
 		{name: "empty", yaml: ""},
 		{name: "whitespace", yaml: "\n  \n"},
@@ -48,29 +48,29 @@ func TestParseRepoConfig(t *testing.T) {
 		{
 			name: "some keys",
 			yaml: "max_audit_rounds: 3\nphases:\n  timeout: 1h\n",
-			want: func(c *RepoConfig) { c.MaxAuditRounds = 3; c.Phases.Timeout = time.Hour },
+			want: func(c *Config) { c.MaxAuditRounds = 3; c.Phases.Timeout = time.Hour },
 		},
 		{
 			name: "full file",
 			yaml: string(full),
-			want: func(c *RepoConfig) {
-				*c = RepoConfig{
+			want: func(c *Config) {
+				*c = Config{
 					Version:          1,
 					MaxAuditRounds:   7,
 					ProgressThrottle: 5 * time.Second,
 					AutoImplement:    true,
 					PlansDir:         "plans",
-					Labels:           RepoLabels{Trigger: "forge-me"},
-					Approval:         RepoApproval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
-					Limits:           RepoLimits{MaxConcurrentRuns: 1},
-					Phases:           RepoPhases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, WaitForChecks: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
-					Agents: RepoAgents{
+					Labels:           Labels{Trigger: "forge-me"},
+					Approval:         Approval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
+					Limits:           Limits{MaxConcurrentRuns: 1},
+					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, WaitForChecks: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
+					Agents: Agents{
 						Timeout:      20 * time.Minute,
-						Drafter:      RepoAgent{Runtime: "claude", Model: "opus"},
-						Auditor:      RepoAgent{Runtime: "local", Model: "llama3.3"},
-						Reviser:      RepoAgent{Runtime: "claude"},
-						Implementer:  RepoAgent{Model: "sonnet"},
-						PhaseAuditor: RepoAgent{Runtime: "local"},
+						Drafter:      Agent{Runtime: "claude", Model: "opus"},
+						Auditor:      Agent{Runtime: "local", Model: "llama3.3"},
+						Reviser:      Agent{Runtime: "claude"},
+						Implementer:  Agent{Model: "sonnet"},
+						PhaseAuditor: Agent{Runtime: "local"},
 					},
 				}
 			},
@@ -82,24 +82,24 @@ func TestParseRepoConfig(t *testing.T) {
 		{
 			name: "plans_dir may be the root",
 			yaml: "plans_dir: .\n",
-			want: func(c *RepoConfig) { c.PlansDir = "." },
+			want: func(c *Config) { c.PlansDir = "." },
 		},
 		{
 			name: "permission case-insensitive",
 			yaml: "approval:\n  min_permission: Admin\n",
-			want: func(c *RepoConfig) { c.Approval.MinPermission = "admin" },
+			want: func(c *Config) { c.Approval.MinPermission = "admin" },
 		},
 		{
 			name: "yaml 1.1 booleans",
 			yaml: "auto_implement: yes\nphases:\n  wait_for_checks: off\n",
-			want: func(c *RepoConfig) { c.AutoImplement = true; c.Phases.WaitForChecks = false },
+			want: func(c *Config) { c.AutoImplement = true; c.Phases.WaitForChecks = false },
 		},
 		{
 			name: "anchors and aliases",
 			yaml: "agents:\n  drafter: &claude {runtime: claude, model: opus}\n  reviser: *claude\n",
-			want: func(c *RepoConfig) {
-				c.Agents.Drafter = RepoAgent{Runtime: "claude", Model: "opus"}
-				c.Agents.Reviser = RepoAgent{Runtime: "claude", Model: "opus"}
+			want: func(c *Config) {
+				c.Agents.Drafter = Agent{Runtime: "claude", Model: "opus"}
+				c.Agents.Reviser = Agent{Runtime: "claude", Model: "opus"}
 			},
 		},
 		{
@@ -109,7 +109,7 @@ func TestParseRepoConfig(t *testing.T) {
 		{
 			name: "range edges",
 			yaml: "max_audit_rounds: 20\nphases:\n  max_run: 50\n  audit_fix_max: 0\n  max_context_files: 1\n",
-			want: func(c *RepoConfig) { c.MaxAuditRounds = 20; c.Phases.MaxContextFiles = 1; c.Phases.AuditFixMax = 0 },
+			want: func(c *Config) { c.MaxAuditRounds = 20; c.Phases.MaxContextFiles = 1; c.Phases.AuditFixMax = 0 },
 		},
 		{
 			name: "version 1",
@@ -118,16 +118,16 @@ func TestParseRepoConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseRepoConfig([]byte(tt.yaml))
+			got, err := Parse([]byte(tt.yaml))
 			if err != nil {
-				t.Fatalf("ParseRepoConfig: %v", err)
+				t.Fatalf("Parse: %v", err)
 			}
-			want := DefaultRepoConfig()
+			want := Default()
 			if tt.want != nil {
 				tt.want(&want)
 			}
 			if !reflect.DeepEqual(got, want) {
-				t.Errorf("ParseRepoConfig =\n%+v\nwant\n%+v", got, want)
+				t.Errorf("Parse =\n%+v\nwant\n%+v", got, want)
 			}
 		})
 	}
@@ -137,7 +137,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		want []string // each problem as ConfigProblem.String()
+		want []string // each problem as Problem.String()
 	}{
 		{
 			name: "bad duration, the brief's example",
@@ -322,12 +322,12 @@ func TestParseRepoConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseRepoConfig([]byte(tt.yaml))
-			var ce *ConfigError
+			got, err := Parse([]byte(tt.yaml))
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("ParseRepoConfig(%q) error = %v, want a *ConfigError", tt.yaml, err)
+				t.Fatalf("Parse(%q) error = %v, want a *Error", tt.yaml, err)
 			}
-			if !reflect.DeepEqual(got, RepoConfig{}) {
+			if !reflect.DeepEqual(got, Config{}) {
 				t.Errorf("config returned with the error: %+v", got)
 			}
 			var problems []string
@@ -345,9 +345,9 @@ func TestParseRepoConfigErrors(t *testing.T) {
 }
 
 func TestRepoAgentsForRole(t *testing.T) {
-	a := RepoAgents{
-		Drafter: RepoAgent{Runtime: "d"}, Auditor: RepoAgent{Runtime: "a"}, Reviser: RepoAgent{Runtime: "r"},
-		Implementer: RepoAgent{Runtime: "i"}, PhaseAuditor: RepoAgent{Runtime: "p"},
+	a := Agents{
+		Drafter: Agent{Runtime: "d"}, Auditor: Agent{Runtime: "a"}, Reviser: Agent{Runtime: "r"},
+		Implementer: Agent{Runtime: "i"}, PhaseAuditor: Agent{Runtime: "p"},
 	}
 	for role, want := range map[string]string{"drafter": "d", "auditor": "a", "reviser": "r", "implementer": "i", "phase_auditor": "p"} {
 		got, ok := a.ForRole(role)

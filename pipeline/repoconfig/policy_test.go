@@ -1,25 +1,27 @@
-package pipeline
+package repoconfig
 
 import (
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 func boolPtr(b bool) *bool { return &b }
 
 // applyPolicy parses yaml as .github/forge.yml of repo and holds it to p,
 // returning the problems as they read on GitHub.
-func applyPolicy(t *testing.T, p Policy, repo, yaml string) (RepoConfig, []string) {
+func applyPolicy(t *testing.T, p Policy, repo, yaml string) (Config, []string) {
 	t.Helper()
-	cfg, set, err := parseRepoConfig([]byte(yaml))
+	cfg, set, err := parse([]byte(yaml))
 	if err != nil {
 		t.Fatalf("parse %q: %v", yaml, err)
 	}
 	owner, name, _ := strings.Cut(repo, "/")
 	var out []string
-	for _, pr := range p.Apply(Repo{Owner: owner, Name: name}, &cfg, set) {
+	for _, pr := range p.Apply(plan.Repo{Owner: owner, Name: name}, &cfg, set) {
 		out = append(out, pr.String())
 	}
 	return cfg, out
@@ -28,22 +30,22 @@ func applyPolicy(t *testing.T, p Policy, repo, yaml string) (RepoConfig, []strin
 func TestPolicyApply(t *testing.T) {
 	runtimes := []string{"claude", "codex", "local"}
 	def := Policy{Runtimes: runtimes}
-	loose := Policy{Runtimes: runtimes, Rules: []PolicyRule{{
+	loose := Policy{Runtimes: runtimes, Rules: []Rule{{
 		Match:             "acme",
-		RequiredApprovals: &PolicyFloor{Min: 1},
+		RequiredApprovals: &Floor{Min: 1},
 		MinPermission:     &PermissionFloor{Min: "read"},
-		MaxConcurrentRuns: &PolicyCeiling{Max: 100},
+		MaxConcurrentRuns: &Ceiling{Max: 100},
 		AutoImplement:     boolPtr(true),
 	}}}
-	strict := Policy{Runtimes: runtimes, Rules: []PolicyRule{
+	strict := Policy{Runtimes: runtimes, Rules: []Rule{
 		{
 			Match:             "acme/secret*",
 			AllowedKeys:       []string{"max_audit_rounds", "approval.required_checks", "agents"},
-			RequiredApprovals: &PolicyFloor{Min: 2},
+			RequiredApprovals: &Floor{Min: 2},
 			MinPermission:     &PermissionFloor{Min: "maintain"},
-			MaxConcurrentRuns: &PolicyCeiling{Max: 1},
-			MaxTokensPerPlan:  &PolicyCeiling{Max: 500000},
-			Agents: map[string]PolicyAgent{
+			MaxConcurrentRuns: &Ceiling{Max: 1},
+			MaxTokensPerPlan:  &Ceiling{Max: 500000},
+			Agents: map[string]AgentRule{
 				"default":     {Runtimes: []string{"claude", "local"}, Models: []string{"*"}},
 				"implementer": {Runtimes: []string{"claude"}, Models: []string{"claude-sonnet-*"}},
 				"auditor":     {Runtimes: []string{}},
@@ -60,10 +62,10 @@ func TestPolicyApply(t *testing.T) {
 		want   []string
 		// check inspects the configuration after the policy when no
 		// problem is expected.
-		check func(t *testing.T, c RepoConfig)
+		check func(t *testing.T, c Config)
 	}{
 		{name: "default: no file", policy: def, repo: "octo/hello", yaml: "",
-			check: func(t *testing.T, c RepoConfig) {
+			check: func(t *testing.T, c Config) {
 				if c.AutoImplement || c.Approval.RequiredApprovals != 1 || c.Approval.MinPermission != "write" || c.Limits.MaxConcurrentRuns != 3 {
 					t.Errorf("defaults under the default policy: %+v", c)
 				}
@@ -97,7 +99,7 @@ func TestPolicyApply(t *testing.T) {
 			}},
 		{name: "looser org rule lets it through", policy: loose, repo: "ACME/Tools",
 			yaml: "auto_implement: true\napproval:\n  min_permission: read\nlimits:\n  max_concurrent_runs: 100\n",
-			check: func(t *testing.T, c RepoConfig) {
+			check: func(t *testing.T, c Config) {
 				if !c.AutoImplement || c.Approval.MinPermission != "read" || c.Limits.MaxConcurrentRuns != 100 {
 					t.Errorf("the loose rule's values were not kept: %+v", c)
 				}
@@ -112,7 +114,7 @@ func TestPolicyApply(t *testing.T) {
 			yaml: "auto_implement: true\n"},
 		{name: "strict: floors and ceilings hold for what the file left out", policy: strict, repo: "acme/secret",
 			yaml: "max_audit_rounds: 2\napproval:\n  required_checks: [build]\n",
-			check: func(t *testing.T, c RepoConfig) {
+			check: func(t *testing.T, c Config) {
 				if c.Approval.RequiredApprovals != 2 || c.Approval.MinPermission != "maintain" || c.Limits.MaxConcurrentRuns != 1 || c.Limits.MaxTokensPerPlan != 500000 {
 					t.Errorf("bounds not applied to defaults: %+v %+v", c.Approval, c.Limits)
 				}
@@ -140,15 +142,15 @@ func TestPolicyApply(t *testing.T) {
 			yaml: "agents:\n  implementer: {runtime: claude, model: claude-sonnet-4-5}\n  drafter: local\n"},
 		{name: "strict: the token ceiling replaces no limit", policy: strict, repo: "acme/secret",
 			yaml: "agents:\n  drafter: local\n",
-			check: func(t *testing.T, c RepoConfig) {
+			check: func(t *testing.T, c Config) {
 				if c.Limits.MaxTokensPerPlan != 500000 {
 					t.Errorf("max_tokens_per_plan = %d, want the ceiling", c.Limits.MaxTokensPerPlan)
 				}
 			}},
-		{name: "token ceiling against an explicit 0", policy: Policy{Runtimes: runtimes, Rules: []PolicyRule{{Match: "*", MaxTokensPerPlan: &PolicyCeiling{Max: 1000}}}},
+		{name: "token ceiling against an explicit 0", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "*", MaxTokensPerPlan: &Ceiling{Max: 1000}}}},
 			repo: "any/one", yaml: "limits:\n  max_tokens_per_plan: 0\n",
 			want: []string{`line 2: limits.max_tokens_per_plan: 0 (no limit) is above the maximum of 1000 set by the operator's policy for "*" (max_tokens_per_plan.max)`}},
-		{name: "a rule's omitted fields keep the default policy's", policy: Policy{Runtimes: runtimes, Rules: []PolicyRule{{Match: "*/*", MaxConcurrentRuns: &PolicyCeiling{Max: 10}}}},
+		{name: "a rule's omitted fields keep the default policy's", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "*/*", MaxConcurrentRuns: &Ceiling{Max: 10}}}},
 			repo: "any/one", yaml: "limits: {max_concurrent_runs: 10}\nauto_implement: true\n",
 			want: []string{`line 2: auto_implement: the operator's policy for "*/*" does not let a repository turn auto_implement on (auto_implement: false); approve plans with a review, /forge approve or the Approve & run button`}},
 	}
@@ -169,29 +171,29 @@ func TestPolicyValidate(t *testing.T) {
 	runtimes := []string{"claude", "local"}
 	tests := []struct {
 		name string
-		rule PolicyRule
+		rule Rule
 		want string // "" when valid
 	}{
-		{name: "full rule", rule: PolicyRule{Match: "acme/*", AllowedKeys: []string{"approval", "agents.implementer.model", "phases"},
-			RequiredApprovals: &PolicyFloor{Min: 2}, MinPermission: &PermissionFloor{Min: "maintain"},
-			MaxConcurrentRuns: &PolicyCeiling{Max: 5}, MaxTokensPerPlan: &PolicyCeiling{Max: 2000000}, AutoImplement: boolPtr(true),
-			Agents: map[string]PolicyAgent{"default": {Runtimes: []string{"claude", "local"}, Models: []string{"*"}}, "implementer": {Runtimes: []string{"*"}}}}},
-		{name: "organisation", rule: PolicyRule{Match: "acme"}},
-		{name: "no match", rule: PolicyRule{}, want: "policy[0]: match is required"},
-		{name: "bad pattern", rule: PolicyRule{Match: "acme/[x"}, want: `policy[0] (match "acme/[x"): match "acme/[x" is not a valid pattern`},
-		{name: "two slashes", rule: PolicyRule{Match: "acme/a/b"}, want: "has more than one /"},
-		{name: "unknown key", rule: PolicyRule{Match: "acme", AllowedKeys: []string{"approvals"}}, want: `allowed_keys: "approvals" is not a key of .github/forge.yml`},
-		{name: "no approvals", rule: PolicyRule{Match: "acme", RequiredApprovals: &PolicyFloor{Min: 0}}, want: "required_approvals.min 0 is out of range (1 to 100)"},
-		{name: "bad permission", rule: PolicyRule{Match: "acme", MinPermission: &PermissionFloor{Min: "writer"}}, want: `min_permission.min "writer" is not a permission`},
-		{name: "concurrency", rule: PolicyRule{Match: "acme", MaxConcurrentRuns: &PolicyCeiling{Max: 0}}, want: "max_concurrent_runs.max 0 is out of range"},
-		{name: "tokens", rule: PolicyRule{Match: "acme", MaxTokensPerPlan: &PolicyCeiling{Max: -1}}, want: "max_tokens_per_plan.max -1 must be at least 1"},
-		{name: "unknown role", rule: PolicyRule{Match: "acme", Agents: map[string]PolicyAgent{"planner": {}}}, want: `agents: unknown role "planner"`},
-		{name: "unknown runtime", rule: PolicyRule{Match: "acme", Agents: map[string]PolicyAgent{"auditor": {Runtimes: []string{"gpt"}}}}, want: `agents.auditor.runtimes: no runtime named "gpt" in agents.runtimes`},
-		{name: "empty model", rule: PolicyRule{Match: "acme", Agents: map[string]PolicyAgent{"default": {Models: []string{" "}}}}, want: "agents.default.models: a model pattern may not be empty"},
+		{name: "full rule", rule: Rule{Match: "acme/*", AllowedKeys: []string{"approval", "agents.implementer.model", "phases"},
+			RequiredApprovals: &Floor{Min: 2}, MinPermission: &PermissionFloor{Min: "maintain"},
+			MaxConcurrentRuns: &Ceiling{Max: 5}, MaxTokensPerPlan: &Ceiling{Max: 2000000}, AutoImplement: boolPtr(true),
+			Agents: map[string]AgentRule{"default": {Runtimes: []string{"claude", "local"}, Models: []string{"*"}}, "implementer": {Runtimes: []string{"*"}}}}},
+		{name: "organisation", rule: Rule{Match: "acme"}},
+		{name: "no match", rule: Rule{}, want: "policy[0]: match is required"},
+		{name: "bad pattern", rule: Rule{Match: "acme/[x"}, want: `policy[0] (match "acme/[x"): match "acme/[x" is not a valid pattern`},
+		{name: "two slashes", rule: Rule{Match: "acme/a/b"}, want: "has more than one /"},
+		{name: "unknown key", rule: Rule{Match: "acme", AllowedKeys: []string{"approvals"}}, want: `allowed_keys: "approvals" is not a key of .github/forge.yml`},
+		{name: "no approvals", rule: Rule{Match: "acme", RequiredApprovals: &Floor{Min: 0}}, want: "required_approvals.min 0 is out of range (1 to 100)"},
+		{name: "bad permission", rule: Rule{Match: "acme", MinPermission: &PermissionFloor{Min: "writer"}}, want: `min_permission.min "writer" is not a permission`},
+		{name: "concurrency", rule: Rule{Match: "acme", MaxConcurrentRuns: &Ceiling{Max: 0}}, want: "max_concurrent_runs.max 0 is out of range"},
+		{name: "tokens", rule: Rule{Match: "acme", MaxTokensPerPlan: &Ceiling{Max: -1}}, want: "max_tokens_per_plan.max -1 must be at least 1"},
+		{name: "unknown role", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"planner": {}}}, want: `agents: unknown role "planner"`},
+		{name: "unknown runtime", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"auditor": {Runtimes: []string{"gpt"}}}}, want: `agents.auditor.runtimes: no runtime named "gpt" in agents.runtimes`},
+		{name: "empty model", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"default": {Models: []string{" "}}}}, want: "agents.default.models: a model pattern may not be empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Policy{Rules: []PolicyRule{tt.rule}, Runtimes: runtimes}.Validate()
+			err := Policy{Rules: []Rule{tt.rule}, Runtimes: runtimes}.Validate()
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("Validate: %v", err)
@@ -210,7 +212,7 @@ func TestPolicyKnowsEveryRepoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, set, err := parseRepoConfig(full)
+	_, set, err := parse(full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +222,7 @@ func TestPolicyKnowsEveryRepoKey(t *testing.T) {
 	}
 	for k := range set {
 		if !known[k] {
-			t.Errorf("%s sets %q, which allowed_keys cannot name", RepoConfigPath, k)
+			t.Errorf("%s sets %q, which allowed_keys cannot name", Path, k)
 		}
 	}
 	for _, k := range repoConfigKeys {
@@ -234,7 +236,7 @@ func TestPolicyKnowsEveryRepoKey(t *testing.T) {
 			}
 		}
 		b.WriteString(" ~\n")
-		if _, err := ParseRepoConfig([]byte(b.String())); err != nil {
+		if _, err := Parse([]byte(b.String())); err != nil {
 			t.Errorf("allowed_keys knows %q, which the parser refuses: %v", k, err)
 		}
 	}

@@ -1,0 +1,7 @@
+// Package gate is the approval gate of DESIGN §5: given a plan's status,
+// the reviews on its pull request, the people's permissions, the commands
+// that approved it and the required checks, Evaluate says whether the plan
+// is approved and, when it is not, every reason, as template data
+// (text/reason.md) so a review, the command and the button answer in one
+// wording.
+package gate
