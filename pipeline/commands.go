@@ -90,7 +90,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		if errors.As(cmd.Err, &ue) {
 			return c.reply(ctx, &templates.UsageError{Problem: ue.Problem, Usage: ue.Kind.Usage()})
 		}
-		return c.reply(ctx, &templates.UsageError{Problem: "the command could not be read", Usage: cmd.Kind.Usage()})
+		return c.reply(ctx, &templates.UsageError{Problem: templates.UsageProblem{Event: "unreadable"}, Usage: cmd.Kind.Usage()})
 	}
 	if !cmd.Kind.AllowedOn(a.IsPR) {
 		return c.reply(ctx, &templates.WrongPlace{Usage: cmd.Kind.Usage(), OnPR: !a.IsPR})
@@ -170,7 +170,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		text, err := ws.ReadFile(ctx, p.Repo, head, p.PlanPath)
 		if nr, ok := unsafeFile(err); ok {
 			return c.reply(ctx, &templates.UnsafeFile{Head: templates.Head{PlanID: PlanID(p.Number)},
-				Failure: templates.Failure{Step: "making the phases", Branch: p.Branch}, Path: nr.Path, Kind: nr.Kind, Command: "/forge phases"})
+				Failure: templates.Failure{Step: templates.Step{Event: "making-phases"}, Branch: p.Branch}, Path: nr.Path, Kind: nr.Kind, Command: "/forge phases"})
 		}
 		if err != nil {
 			return fmt.Errorf("read the plan file: %w", err)
@@ -301,7 +301,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 	// invisible characters from GitHub's text.
 	title := oneLine(Sanitize(cmd.Description))
 	if title == "" {
-		return c.reply(ctx, &templates.UsageError{Problem: "A description is needed", Usage: cmd.Kind.Usage()})
+		return c.reply(ctx, &templates.UsageError{Problem: templates.UsageProblem{Event: "no-description"}, Usage: cmd.Kind.Usage()})
 	}
 	if existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber); err == nil && existing.State.Run() != RunIdle {
 		if existing.Trigger == c.trigger() {
@@ -477,31 +477,31 @@ func planObjective(text, title string) string {
 
 // runningWhat says what the running job does now: during phases, the
 // phase it runs or whose checks it waits for.
-func runningWhat(p *Plan) string {
+func runningWhat(p *Plan) templates.Step {
 	switch {
 	case p.State.Mode() == ModePlan:
-		return "creating the plan"
+		return templates.Step{Event: "creating-plan"}
 	case p.State.Step() < StepDrafted && p.State.Mode() == ModeForge:
-		return "drafting"
+		return templates.Step{Event: "drafting"}
 	case p.State.Mode() == ModePhases:
 		return phaseWhat(p)
 	default:
-		return fmt.Sprintf("audit round %d", p.Round-p.RunStartRound+1)
+		return templates.Step{Event: "audit-round", Round: p.Round - p.RunStartRound + 1}
 	}
 }
 
-func phaseWhat(p *Plan) string {
+func phaseWhat(p *Plan) templates.Step {
 	if a := p.State.Await(); a != nil {
-		return fmt.Sprintf("%s waits for the checks on %s", a.PhaseID, shortSHA(a.SHA))
+		return templates.Step{Event: "phase-waits", PhaseID: a.PhaseID, SHA: shortSHA(a.SHA)}
 	}
 	if p.Phases != nil {
 		for _, ph := range p.Phases.Phases {
 			if ph.Status == phases.InProgress {
-				return fmt.Sprintf("%s (%s)", ph.ID, ph.Title)
+				return templates.Step{Event: "phase", PhaseID: ph.ID, Title: ph.Title}
 			}
 		}
 	}
-	return "the phases"
+	return templates.Step{Event: "phases"}
 }
 
 func (c *commandCtx) cancel(ctx context.Context, cmd command.Command) error {

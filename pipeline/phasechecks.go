@@ -100,15 +100,12 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			}
 		}
 		why = append(why, ci.FailedStatuses...)
-		ph.Status, ph.Error = phases.Failed, "checks failed: "+strings.Join(why, "; ")
+		ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
 		data := &templates.PhaseStopped{PhaseID: ph.ID, Total: len(p.Phases.Phases)}
 		check.Conclusion = "failure"
 		if timedOut {
 			waited := elapsed(now.Sub(since))
-			ph.Error = fmt.Sprintf("checks still pending after %s (phases.checks_timeout %s): %s", waited, r.cfg.Phases.ChecksTimeout, strings.Join(ci.Pending, ", "))
-			if len(why) > 0 {
-				ph.Error += "; failed: " + strings.Join(why, "; ")
-			}
+			ph.Error = templates.Line(templates.PhaseError{Event: "checks-timeout", Waited: waited, Timeout: r.cfg.Phases.ChecksTimeout.String(), Pending: ci.Pending, Failed: why})
 			check.Conclusion = "timed_out"
 			var pending []string
 			for _, s := range ci.Pending {

@@ -25,7 +25,7 @@ var ErrStalePhases = errors.New("Plan file has changed since phases were generat
 // where a person asks it to (cancel, close, skip the phase).
 func (r *run) runPhases(ctx context.Context) error {
 	p := r.p
-	r.doing = "preparing the phases"
+	r.doing = templates.Step{Event: "preparing-phases"}
 	text, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath)
 	if err != nil {
 		return fmt.Errorf("read the plan file: %w", err)
@@ -187,7 +187,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 	case plan.StopCancel:
 		data := &templates.PhaseStopped{Cancelled: true}
 		if ph != nil {
-			ph.Status, ph.Error = phases.Failed, "cancelled by /forge cancel"
+			ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "cancelled"})
 			data.PhaseID = ph.ID
 			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "failure",
 				Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "cancelled"}), ExternalID: PlanID(p.Number) + "/" + ph.ID, Actions: phaseFailureActions}
@@ -211,7 +211,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		return true, r.stopped(ctx, stop, &reply)
 	}
 	if ph != nil {
-		ph.Status, ph.Error = phases.Failed, "stopped: the plan was closed"
+		ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "closed"})
 	}
 	return true, r.stopped(ctx, stop, nil)
 }
@@ -233,7 +233,7 @@ func (r *run) generatePhases(ctx context.Context, plan string) error {
 // runPhase runs one phase under its own check run, forge/phase-K.
 func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	p := r.p
-	r.doing = "running " + ph.ID
+	r.doing = templates.Step{Event: "running-phase", PhaseID: ph.ID}
 	name := "forge/" + ph.ID
 	pctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Phases.Timeout, context.DeadlineExceeded)
 	defer cancel()
@@ -487,7 +487,7 @@ func (r *run) readPhase(ctx context.Context, ph *phases.Phase) error {
 // with Closes #N, the forge check a success.
 func (r *run) done(ctx context.Context) error {
 	p := r.p
-	r.doing = "handing the pull request over"
+	r.doing = templates.Step{Event: "handing-over"}
 	// The phases file on the branch ends with every phase's final status.
 	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
 	final := []FileChange{{Path: PhasesFile(r.cfg.PlansDir, p.Number), Content: []byte(phases.Serialize(*p.Phases))}}

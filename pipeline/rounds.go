@@ -31,7 +31,7 @@ func (r *run) rounds(ctx context.Context) error {
 	for {
 		if p.State.ReviseNext() {
 			last := p.Audits[len(p.Audits)-1]
-			r.doing = fmt.Sprintf("revising after audit round %d", last.Round)
+			r.doing = templates.Step{Event: "revising", Round: last.Round}
 			if err := r.progress(ctx, r.line(templates.ProgressLine{Event: "revising", Round: last.Round - p.RunStartRound}), false, ""); err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ func (r *run) audit(ctx context.Context) error {
 	p := r.p
 	round := p.Round + 1
 	inRun := round - p.RunStartRound
-	r.doing = fmt.Sprintf("auditing (round %d)", inRun)
+	r.doing = templates.Step{Event: "auditing", Round: inRun}
 	wc, text, err := r.checkout(ctx)
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func (r *run) roundsOfRun() int {
 // next revision instead: one revision for all of them.
 func (r *run) complete(ctx context.Context, capReached bool) error {
 	p := r.p
-	r.doing = "completing the forge"
+	r.doing = templates.Step{Event: "completing"}
 	if p.State.Step() != StepFinished {
 		p.CapReached = capReached
 		if err := r.step(ctx, StepFinished); err != nil {
@@ -409,7 +409,7 @@ func (r *run) stopRequested(ctx context.Context) (plan.Stop, error) {
 // when set, says where a phase run stopped.
 func (r *run) stopped(ctx context.Context, stop plan.Stop, reply *plan.Reply) error {
 	p := r.p
-	r.doing = "stopping"
+	r.doing = templates.Step{Event: "stopping"}
 	p.Pending = nil
 	if err := r.apply(ctx, plan.Stopped{Stop: stop, Reply: reply}); err != nil {
 		return err
@@ -457,10 +457,10 @@ func (r *run) finish(ctx context.Context, err error) error {
 	if p.State.Run() != RunRunning {
 		// The run had ended (its outcome is on GitHub) when what came after
 		// failed: there is no run left to fail.
-		r.log.Warn().Err(err).Str("doing", r.doing).Msg("after the run ended")
+		r.log.Warn().Err(err).Stringer("doing", r.doing).Msg("after the run ended")
 		return nil
 	}
-	r.log.Error().Err(err).Str("doing", r.doing).Msg("forge failed")
+	r.log.Error().Err(err).Stringer("doing", r.doing).Msg("forge failed")
 	p.Error, p.Pending = err.Error(), nil
 	failed := plan.Failed{Reply: r.failureReply(err, ""),
 		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "failed", Step: r.doing}}}

@@ -129,7 +129,7 @@ type run struct {
 	resumed bool
 	attempt int
 	// what the run is doing, for the error report
-	doing string
+	doing templates.Step
 	// humanChange is set when a person pushed to the plan branch meanwhile.
 	humanChange bool
 
@@ -160,7 +160,7 @@ func (r *run) step(ctx context.Context, to Step) error {
 
 func (r *run) execute(ctx context.Context) error {
 	p := r.p
-	r.doing = "reading " + repoconfig.Path
+	r.doing = templates.Step{Event: "reading-config", Path: repoconfig.Path}
 	cfg, err := r.f.readRepoConfig(ctx, r.ws, p.Repo, p.DefaultBranch)
 	if err != nil {
 		return err
@@ -213,7 +213,7 @@ func (r *run) execute(ctx context.Context) error {
 
 func (r *run) ensureBranch(ctx context.Context) error {
 	p := r.p
-	r.doing = "creating the branch " + p.Branch
+	r.doing = templates.Step{Event: "creating-branch", Branch: p.Branch}
 	base, err := r.gh.BranchHead(ctx, p.Repo, p.DefaultBranch)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", p.DefaultBranch, err)
@@ -234,7 +234,7 @@ func (r *run) ensureBranch(ctx context.Context) error {
 
 func (r *run) ensureFile(ctx context.Context) error {
 	p := r.p
-	r.doing = "writing the plan file"
+	r.doing = templates.Step{Event: "writing-plan-file"}
 	// A resumed run may find the file already committed.
 	if r.resumed {
 		if _, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath); err == nil {
@@ -259,7 +259,7 @@ func (r *run) ensureFile(ctx context.Context) error {
 
 func (r *run) ensurePR(ctx context.Context) error {
 	p := r.p
-	r.doing = "opening the pull request"
+	r.doing = templates.Step{Event: "opening-pr"}
 	body, err := prBody(p)
 	if err != nil {
 		return err
@@ -366,7 +366,7 @@ func (r *run) alreadyCommitted(ctx context.Context, message string) (bool, error
 
 func (r *run) draft(ctx context.Context) error {
 	p := r.p
-	r.doing = "drafting"
+	r.doing = templates.Step{Event: "drafting"}
 	msg := PlanID(p.Number) + ": draft"
 	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
 		if done {
@@ -431,7 +431,7 @@ func (r *run) commitPlan(ctx context.Context, message, text string, capReached b
 
 func (r *run) reviseWithNotes(ctx context.Context) error {
 	p := r.p
-	r.doing = "revising with the review notes"
+	r.doing = templates.Step{Event: "revising-notes"}
 	notes := p.Notes
 	reviews, err := r.gh.ListReviews(ctx, p.Repo, p.PR)
 	if err != nil {

@@ -41,6 +41,13 @@ func Line(d Data) string {
 	return strings.TrimSpace(out)
 }
 
+// String is the step as people read it, so a template prints it with
+// {{.Step}} and a log with its value.
+func (s Step) String() string { return Line(s) }
+
+// String is the problem as people read it.
+func (p UsageProblem) String() string { return Line(p) }
+
 // Fill sets a reply's marker and, unless the reply names one, its plan id.
 func Fill(r Reply, marker, planID string) {
 	h := r.head()
@@ -54,7 +61,7 @@ func Fill(r Reply, marker, planID string) {
 // step, the plan branch, the command that retries, and whether phases
 // were running (then the plan keeps Status, and PhaseID names the phase).
 type Failure struct {
-	Step    string
+	Step    Step
 	Branch  string
 	Retry   string
 	Phases  bool
@@ -109,7 +116,7 @@ type (
 		Event   string
 		PhaseID string
 		Verdict string
-		Step    string
+		Step    Step
 	}
 	// CheckSummary is a check run's summary line.
 	CheckSummary struct {
@@ -204,6 +211,13 @@ type (
 		Findings []audit.Finding
 		Inline   int
 	}
+	// PhaseError is why a phase failed, as the phases file keeps it;
+	// Event says which (text/phase-error.md lists them).
+	PhaseError struct {
+		Event           string
+		Waited, Timeout string
+		Pending, Failed []string
+	}
 	// PhaseRunDone ends a phase run, complete or paused.
 	PhaseRunDone struct {
 		Head
@@ -279,7 +293,8 @@ type (
 	ProgressLine struct {
 		Event            string
 		PlanID, Title    string
-		Step, Status     string
+		Step             Step
+		Status           string
 		Round, MaxRounds int
 	}
 	// Reason is one reason a plan is not approved, or that Forge did not
@@ -337,7 +352,7 @@ type (
 		Head
 		Title       string
 		Status      string
-		Running     string
+		Running     Step
 		Queued      bool
 		PRURL       string
 		Objective   string
@@ -358,6 +373,17 @@ type (
 	}
 	// Checklist is the seed's phases list (text/checklist.md).
 	Checklist []PhaseItem
+	// Step is what a run is doing; Event says which (text/step.md lists
+	// them). A text that names a step renders it as `{{.Step}}`.
+	Step struct {
+		Event   string
+		Round   int
+		PhaseID string
+		Title   string
+		SHA     string
+		Branch  string
+		Path    string
+	}
 	// Truncated ends a text GitHub's limits cut.
 	Truncated struct{ Removed int }
 	// UnsafeFile: a file Forge reads is not a regular file.
@@ -371,8 +397,15 @@ type (
 	// UsageError: a command's arguments are wrong.
 	UsageError struct {
 		Head
-		Problem string
+		Problem UsageProblem
 		Usage   string
+	}
+	// UsageProblem is what is wrong with a command's arguments; Event
+	// says which (text/usage-problem.md lists them). Arg and Other are
+	// the person's words.
+	UsageProblem struct {
+		Event      string
+		Arg, Other string
 	}
 	// WorkflowsRefused: GitHub refuses workflow files without the
 	// workflows permission.
@@ -411,6 +444,7 @@ func (MergeConflict) Template() string    { return "merge-conflict" }
 func (NoPlan) Template() string           { return "no-plan" }
 func (NoPlanHere) Template() string       { return "no-plan-here" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
+func (PhaseError) Template() string       { return "phase-error" }
 func (PhaseRunDone) Template() string     { return "phase-run-done" }
 func (PhaseSkipped) Template() string     { return "phase-skipped" }
 func (PhaseStopped) Template() string     { return "phase-stopped" }
@@ -425,9 +459,11 @@ func (Refusal) Template() string          { return "refusal" }
 func (Review) Template() string           { return "review" }
 func (SecretRefused) Template() string    { return "secret-refused" }
 func (Status) Template() string           { return "status" }
+func (Step) Template() string             { return "step" }
 func (Truncated) Template() string        { return "truncated" }
 func (UnsafeFile) Template() string       { return "unsafe-file" }
 func (UsageError) Template() string       { return "usage-error" }
+func (UsageProblem) Template() string     { return "usage-problem" }
 func (WorkflowsRefused) Template() string { return "workflows-refused" }
 func (WrongPlace) Template() string       { return "wrong-place" }
 

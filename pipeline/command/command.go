@@ -7,6 +7,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
 )
 
 // Kind names what a /forge or /plan comment asks for. The values are
@@ -92,7 +93,7 @@ type Command struct {
 // UsageError says which argument of a reserved subcommand was wrong.
 type UsageError struct {
 	Kind    Kind
-	Problem string
+	Problem templates.UsageProblem
 }
 
 func (e *UsageError) Error() string {
@@ -190,7 +191,7 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 				cmd.PlanID = first
 				notes = strings.TrimSpace(afterSub[len(args[0]):])
 			case like:
-				cmd.Err = &UsageError{Kind: Revise, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", args[0])}
+				cmd.Err = &UsageError{Kind: Revise, Problem: templates.UsageProblem{Event: "not-plan-id", Arg: args[0]}}
 			}
 		}
 		cmd.Notes = cmdJoinLines(append([]string{notes}, following...))
@@ -221,13 +222,13 @@ func cmdParseArgs(kind Kind, args []string) (planID string, regenerate bool, err
 			regenerate = true
 		case is:
 			if planID != "" && planID != lower {
-				return "", false, &UsageError{Kind: kind, Problem: fmt.Sprintf("two plan ids given (%s and %s)", planID, lower)}
+				return "", false, &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "two-plan-ids", Arg: planID, Other: lower}}
 			}
 			planID = lower
 		case like:
-			return "", false, &UsageError{Kind: kind, Problem: fmt.Sprintf("%q is not a plan id (plan-NNN)", a)}
+			return "", false, &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "not-plan-id", Arg: a}}
 		default:
-			return "", false, &UsageError{Kind: kind, Problem: fmt.Sprintf("unexpected argument %q", a)}
+			return "", false, &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: a}}
 		}
 	}
 	return planID, regenerate, nil
