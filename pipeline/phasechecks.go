@@ -73,13 +73,11 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	}
 	// Past the timeout, what still runs fails the phase.
 	timedOut := len(ci.Pending) > 0
-	check := CheckRun{ID: w.CheckRunID, Name: "forge/" + ph.ID, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "passed"})}
+	summary := templates.CheckSummary{Event: "passed", Wait: r.cfg.Phases.ChecksGrace.String(), Ignored: ci.Ignored}
 	if ci.Counted == 0 {
-		check.Summary = templates.Line(templates.CheckSummary{Event: "no-checks", Wait: r.cfg.Phases.ChecksGrace.String()})
+		summary.Event = "no-checks"
 	}
-	if len(ci.Ignored) > 0 {
-		check.Summary += fmt.Sprintf(" Not waited for: %s (no check run started within %s).", strings.Join(ci.Ignored, ", "), r.cfg.Phases.ChecksGrace)
-	}
+	check := CheckRun{ID: w.CheckRunID, Name: "forge/" + ph.ID, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: templates.Line(summary)}
 	if timedOut || len(ci.FailedSuites) > 0 || len(ci.FailedStatuses) > 0 {
 		var why []string
 		if len(ci.FailedSuites) > 0 {

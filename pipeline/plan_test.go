@@ -83,6 +83,16 @@ func TestWithAuditLog(t *testing.T) {
 	if again != got {
 		t.Errorf("rebuilding the log is not stable:\n%s\n---\n%s", got, again)
 	}
+	// A plan written with CRLF keeps its line endings: the whole file, not
+	// only the lines Forge did not touch, or every audit round would show
+	// as a rewrite of the file in the pull request's diff.
+	crlf, err := WithAuditLog(strings.ReplaceAll(plan, "\n", "\r\n"), rounds, true, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.ReplaceAll(got, "\n", "\r\n"); crlf != want {
+		t.Errorf("a CRLF plan's audit log:\n%q\nwant\n%q", crlf, want)
+	}
 	noLog, _ := WithAuditLog("# Plan: y\n\n## Testing\n\nt\n", rounds[:1], false, day)
 	if !strings.Contains(noLog, "## Audit Log") || !strings.Contains(noLog, "### Review 1") {
 		t.Errorf("a dropped audit log section is not restored:\n%s", noLog)

@@ -84,6 +84,10 @@ func WithAuditLog(plan string, rounds []audit.Round, capReached bool, date time.
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
+	if strings.Contains(plan, "\r\n") {
+		// The plan's line endings, on the lines Forge wrote too.
+		text = strings.ReplaceAll(text, "\n", "\r\n")
+	}
 	return text, nil
 }
 

@@ -124,6 +124,9 @@ type (
 		PlanID string
 		Status string
 		Wait   string
+		// Ignored are the suites a phase did not wait for: none of their
+		// runs started within Wait.
+		Ignored []string
 	}
 	// CheckOutput is the forge check run's text.
 	CheckOutput struct {

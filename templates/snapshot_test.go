@@ -239,6 +239,7 @@ func textCases(t *testing.T) []textCase {
 		{"check-summary/superseded", templates.CheckSummary{Event: "superseded"}},
 		{"check-summary/passed", templates.CheckSummary{Event: "passed"}},
 		{"check-summary/no-checks", templates.CheckSummary{Event: "no-checks", Wait: "2m0s"}},
+		{"check-summary/passed, some not waited for", templates.CheckSummary{Event: "passed", Wait: "2m0s", Ignored: []string{"Stale App", "Docs preview"}}},
 		{"check-summary/skipped", templates.CheckSummary{Event: "skipped"}},
 		{"check-summary/cancelled", templates.CheckSummary{Event: "cancelled"}},
 		{"check-summary/waiting", templates.CheckSummary{Event: "waiting"}},

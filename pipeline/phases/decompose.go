@@ -20,7 +20,8 @@ var planHashRuleRe = regexp.MustCompile(`^ {0,3}[-*_](?:[ \t]*[-*_]){2,}[ \t]*$`
 // PlanHash is the 16 hex characters of the SHA-256 of the plan's content,
 // taken over the text a person writes, so that Forge's own edits never make
 // phases stale while a person's edit to the plan does. Left out:
-//   - the **Status:** line, which Forge rewrites on every status change;
+//   - the plan's status line (plan.FindStatusLine), which Forge rewrites
+//     on every status change (a later **Status:** line is prose, hashed);
 //   - the ## Audit Log section (to the next heading of its level or above),
 //     which Forge rebuilds on every audit round, and ## Implementation
 //     Notes, which the implementer may write into while phases run;
@@ -31,6 +32,7 @@ var planHashRuleRe = regexp.MustCompile(`^ {0,3}[-*_](?:[ \t]*[-*_]){2,}[ \t]*$`
 func PlanHash(text string) string {
 	var b strings.Builder
 	skipLevel := 0 // the level of the skipped section we are in, or 0
+	status := plan.FindStatusLine(text)
 	for _, l := range markdown.Scan(text) {
 		if level, title, ok := l.Heading(); ok {
 			if skipLevel > 0 && level <= skipLevel {
@@ -44,7 +46,7 @@ func PlanHash(text string) string {
 			continue
 		}
 		t := strings.TrimRightFunc(l.Text, unicode.IsSpace)
-		if strings.TrimSpace(t) == "" || plan.IsStatusLine(t) || (!l.Code && planHashRuleRe.MatchString(t)) {
+		if strings.TrimSpace(t) == "" || l.Number == status || (!l.Code && planHashRuleRe.MatchString(t)) {
 			continue
 		}
 		b.WriteString(t)
