@@ -129,7 +129,7 @@ func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
 	case "approved":
 		return f.tryApprove(ctx, gh, p, "", false, cause)
 	case "changes_requested":
-		if p.State.Status() != StatusReview || p.State.Run() != RunIdle {
+		if p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
 			// A running run takes the pending change requests when it ends.
 			return nil
 		}
@@ -192,7 +192,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	if p.State.Applied(cause.Trigger) {
 		return f.apply(ctx, gh, p, plan.Approve{Cause: cause})
 	}
-	if p.State.Status() != StatusReview || p.State.Run() != RunIdle {
+	if p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
 		if !answer {
 			return nil
 		}
@@ -286,17 +286,17 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 	st := refused.State
 	switch refused.Event {
 	case "approve":
-		return &templates.Approval{Missing: []templates.Reason{gate.NotApprovable(st.Status(), st.Run() != RunIdle)}}
+		return &templates.Approval{Missing: []templates.Reason{gate.NotApprovable(st.Status(), st.Run() != plan.Idle)}}
 	case "run_phases":
-		if st.Run() != RunIdle {
+		if st.Run() != plan.Idle {
 			return &templates.AlreadyRunning{}
 		}
 		return &templates.Approval{NotPhaseable: true, Status: string(st.Status())}
 	case "cancel":
 		return &templates.NoPlan{}
 	}
-	if st.Run() != RunIdle && st.Status() != StatusClosed {
-		if refused.Event == "close" && st.Run() == RunRunning {
+	if st.Run() != plan.Idle && st.Status() != plan.Closed {
+		if refused.Event == "close" && st.Run() == plan.Running {
 			return &templates.Closed{Refused: true, Status: string(st.Status())}
 		}
 		return &templates.AlreadyRunning{}
@@ -415,7 +415,7 @@ func (f *Forge) humanPush(ctx context.Context, gh GitHub, p *Plan, after string)
 	if after == "" || after == p.HeadSHA {
 		return nil
 	}
-	if p.State.Run() == RunRunning {
+	if p.State.Run() == plan.Running {
 		return nil // the running step finds the moved branch when it commits
 	}
 	p.HeadSHA = after
@@ -433,7 +433,7 @@ func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action stri
 	case "retry":
 		return f.press(ctx, gh, p, action, plan.RunPhases{Cause: cause, Limit: phases.MaxPerRun})
 	case "skip":
-		if p.State.Run() != RunIdle || !phaseable(p.State.Status()) {
+		if p.State.Run() != plan.Idle || !phaseable(p.State.Status()) {
 			// The job skips a running phase; a plan past its phases refuses.
 			return f.press(ctx, gh, p, action, plan.Skip{Cause: cause})
 		}
@@ -449,6 +449,6 @@ func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action stri
 }
 
 // phaseable says whether a plan in status may run or skip phases.
-func phaseable(s Status) bool {
-	return s == StatusApproved || s == StatusImplementing || s == StatusAuditing
+func phaseable(s plan.Status) bool {
+	return s == plan.Approved || s == plan.Implementing || s == plan.Auditing
 }

@@ -82,7 +82,7 @@ func (f *Forge) HandleChecks(ctx context.Context, a ChecksArgs) error {
 		}
 	}
 	for _, p := range candidates {
-		if !p.State.Parked() || p.State.Await() == nil || p.State.Await().SHA != a.SHA || p.State.Run() != RunRunning {
+		if !p.State.Parked() || p.State.Await() == nil || p.State.Await().SHA != a.SHA || p.State.Run() != plan.Running {
 			continue
 		}
 		gh, err := f.Installations.GitHub(ctx, p.InstallationID)

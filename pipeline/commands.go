@@ -148,7 +148,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		return err
 	}
 	if p.Phases == nil || cmd.Regenerate {
-		if p.State.Run() != RunIdle {
+		if p.State.Run() != plan.Idle {
 			return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(p.Number)}})
 		}
 		ws, err := c.f.Installations.Workspace(ctx, p.InstallationID)
@@ -213,7 +213,7 @@ func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 	if p.Phases == nil {
 		return c.reply(ctx, &templates.PhaseSkipped{Head: templates.Head{PlanID: PlanID(p.Number)}})
 	}
-	if p.State.Run() != RunIdle || !phaseable(p.State.Status()) {
+	if p.State.Run() != plan.Idle || !phaseable(p.State.Status()) {
 		// The job skips a running phase; a plan past its phases refuses.
 		return c.apply(ctx, p, plan.Skip{Cause: c.cause()})
 	}
@@ -303,7 +303,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 	if title == "" {
 		return c.reply(ctx, &templates.UsageError{Problem: templates.UsageProblem{Event: "no-description"}, Usage: cmd.Kind.Usage()})
 	}
-	if existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber); err == nil && existing.State.Run() != RunIdle {
+	if existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber); err == nil && existing.State.Run() != plan.Idle {
 		if existing.Trigger == c.trigger() {
 			return nil // this very command, run again
 		}
@@ -413,8 +413,8 @@ func (c *commandCtx) status(ctx context.Context, cmd command.Command) error {
 		return c.reply(ctx, &templates.NoPlan{Hint: "Start one with `/forge <description>` on an issue."})
 	}
 	v := &templates.Status{Head: templates.Head{PlanID: PlanID(p.Number)},
-		Title: p.Title, Status: string(p.State.Status()), Queued: p.State.Run() == RunQueued, Error: p.Error}
-	if p.State.Run() == RunRunning {
+		Title: p.Title, Status: string(p.State.Status()), Queued: p.State.Run() == plan.Queued, Error: p.Error}
+	if p.State.Run() == plan.Running {
 		v.Running = runningWhat(p)
 	}
 	if p.PR != 0 {
@@ -479,11 +479,11 @@ func planObjective(text, title string) string {
 // phase it runs or whose checks it waits for.
 func runningWhat(p *Plan) templates.Step {
 	switch {
-	case p.State.Mode() == ModePlan:
+	case p.State.Mode() == plan.ModePlan:
 		return templates.Step{Event: "creating-plan"}
-	case p.State.Step() < StepDrafted && p.State.Mode() == ModeForge:
+	case p.State.Step() < plan.StepDrafted && p.State.Mode() == plan.ModeForge:
 		return templates.Step{Event: "drafting"}
-	case p.State.Mode() == ModePhases:
+	case p.State.Mode() == plan.ModePhases:
 		return phaseWhat(p)
 	default:
 		return templates.Step{Event: "audit-round", Round: p.Round - p.RunStartRound + 1}
@@ -509,7 +509,7 @@ func (c *commandCtx) cancel(ctx context.Context, cmd command.Command) error {
 	if err != nil {
 		return err
 	}
-	if p == nil || p.State.Run() == RunIdle {
+	if p == nil || p.State.Run() == plan.Idle {
 		return c.reply(ctx, &templates.NoPlan{})
 	}
 	return c.apply(ctx, p, plan.Cancel{Cause: c.cause()})

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -147,12 +148,12 @@ func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error)
 func (r *run) refusal(err error, phaseID string) (key string, data templates.Reply, ok bool) {
 	p := r.p
 	retry := "/forge revise"
-	if p.State.Mode() == ModePhases {
+	if p.State.Mode() == plan.ModePhases {
 		retry = "/forge run"
 	}
 	fail := templates.Failure{
 		Step: r.doing, Branch: p.Branch, Retry: retry,
-		Phases: p.State.Mode() == ModePhases, Status: string(p.State.Status()), PhaseID: phaseID,
+		Phases: p.State.Mode() == plan.ModePhases, Status: string(p.State.Status()), PhaseID: phaseID,
 	}
 	var secret *SecretError
 	var conflict *MergeConflictError

@@ -70,7 +70,7 @@ func (r *run) runPhases(ctx context.Context) error {
 		// A retry tells the agent why the last attempt failed.
 		r.prevError = ph.Error
 		ph.Status, ph.Error = phases.InProgress, ""
-		if ph.Kind == phases.Audit && p.State.Status() == StatusImplementing {
+		if ph.Kind == phases.Audit && p.State.Status() == plan.Implementing {
 			if err := r.apply(ctx, plan.AuditPhaseStarted{}); err != nil {
 				return err
 			}
@@ -393,7 +393,7 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 		// What this attempt wrote, for a retry that must undo it.
 		ph.FailureHashes = hashes
 		now := r.f.now()
-		r.await = &CheckWait{SHA: p.HeadSHA, Parent: parent, PhaseID: ph.ID, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
+		r.await = &plan.Await{SHA: p.HeadSHA, Parent: parent, PhaseID: ph.ID, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
 	}
 	return nil
 }

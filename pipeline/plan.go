@@ -12,45 +12,6 @@ import (
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
-// The lifecycle's types live in package plan, which alone moves a plan
-// from one state to another; the pipeline names them as it always has.
-type (
-	Status    = plan.Status
-	RunState  = plan.RunState
-	RunMode   = plan.Mode
-	Step      = plan.Step
-	CheckWait = plan.Await
-)
-
-const (
-	StatusDraft        = plan.Draft
-	StatusReview       = plan.Review
-	StatusApproved     = plan.Approved
-	StatusImplementing = plan.Implementing
-	StatusAuditing     = plan.Auditing
-	StatusDone         = plan.Done
-	StatusClosed       = plan.Closed
-	StatusCancelled    = plan.Cancelled
-
-	RunIdle    = plan.Idle
-	RunQueued  = plan.Queued
-	RunRunning = plan.Running
-
-	ModeForge  = plan.ModeForge
-	ModeRevise = plan.ModeRevise
-	ModeAudit  = plan.ModeAudit
-	ModePlan   = plan.ModePlan
-	ModePhases = plan.ModePhases
-
-	StepNew      = plan.StepNew
-	StepBranch   = plan.StepBranch
-	StepFile     = plan.StepFile
-	StepPR       = plan.StepPR
-	StepDrafted  = plan.StepDrafted
-	StepRounds   = plan.StepRounds
-	StepFinished = plan.StepFinished
-)
-
 // PlanID formats a plan number as plan-NNN.
 func PlanID(n int) string { return plan.PlanID(n) }
 

@@ -28,7 +28,7 @@ func FillTemplate(tmpl string, v TemplateValues) string {
 		"{{DATE}}", v.Date.UTC().Format("2006-01-02"),
 		"{{PROJECT}}", v.Project,
 	)
-	return plan.SetStatusLine(r.Replace(tmpl), StatusDraft)
+	return plan.SetStatusLine(r.Replace(tmpl), plan.Draft)
 }
 
 // WithAuditLog rebuilds the plan's ## Audit Log section from the rounds

@@ -43,11 +43,11 @@ func TestPlanHash(t *testing.T) {
 		stale bool
 	}{
 		{"unchanged", base, false},
-		{"status set by Forge", plan.SetStatusLine(base, StatusImplementing), false},
+		{"status set by Forge", plan.SetStatusLine(base, plan.Implementing), false},
 		{"audit rounds appended by Forge", withLog, false},
 		{"audit log dropped and restored by Forge", restored, false},
 		{"CRLF line endings", strings.ReplaceAll(base, "\n", "\r\n"), false},
-		{"CRLF, status set by Forge", plan.SetStatusLine(strings.ReplaceAll(base, "\n", "\r\n"), StatusDone), false},
+		{"CRLF, status set by Forge", plan.SetStatusLine(strings.ReplaceAll(base, "\n", "\r\n"), plan.Done), false},
 		{"a **Status:** line of the prose written", strings.Replace(base, "## Risks\n", "## Risks\n\n**Status:** of the rollout: unknown\n", 1), true},
 		{"trailing spaces and blank lines", strings.ReplaceAll(base, "\n\n", " \n\n\n"), false},
 		{"implementation notes written", base + "\nPhase 1 used a token bucket.\n", false},

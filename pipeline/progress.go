@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -17,9 +18,9 @@ func (r *run) ensureProgress(ctx context.Context) error {
 	}
 	marker := Marker(p.Number, "progress")
 	line := r.line(templates.ProgressLine{Event: "starting", Title: oneLine(p.Title)})
-	if p.State.Mode() == ModeRevise {
+	if p.State.Mode() == plan.ModeRevise {
 		line = r.line(templates.ProgressLine{Event: "revising-start"})
-	} else if p.State.Mode() == ModeAudit {
+	} else if p.State.Mode() == plan.ModeAudit {
 		line = r.line(templates.ProgressLine{Event: "auditing-start"})
 	}
 	body, err := r.progressBody(line, "")
@@ -36,7 +37,7 @@ func (r *run) ensureProgress(ctx context.Context) error {
 		for _, c := range comments {
 			if c.AuthorBot && HasMarker(c.Body, marker) {
 				p.ProgressID = c.ID
-				if p.State.Mode() != ModeForge {
+				if p.State.Mode() != plan.ModeForge {
 					if err := r.gh.UpdateComment(ctx, p.Repo, c.ID, body); err != nil {
 						return fmt.Errorf("update progress comment: %w", err)
 					}

@@ -22,10 +22,10 @@ import (
 func (r *run) rounds(ctx context.Context) error {
 	p := r.p
 	max := r.cfg.MaxAuditRounds
-	if p.State.Mode() == ModeAudit {
+	if p.State.Mode() == plan.ModeAudit {
 		max = 1
 	}
-	if p.State.Step() == StepFinished {
+	if p.State.Step() == plan.StepFinished {
 		return r.complete(ctx, p.CapReached) // resumed while completing
 	}
 	for {
@@ -198,7 +198,7 @@ func (r *run) createReview(ctx context.Context, commitID string, inline []Review
 }
 
 func (r *run) roundsOfRun() int {
-	if r.p.State.Mode() == ModeAudit {
+	if r.p.State.Mode() == plan.ModeAudit {
 		return 1
 	}
 	return r.cfg.MaxAuditRounds
@@ -212,9 +212,9 @@ func (r *run) roundsOfRun() int {
 func (r *run) complete(ctx context.Context, capReached bool) error {
 	p := r.p
 	r.doing = templates.Step{Event: "completing"}
-	if p.State.Step() != StepFinished {
+	if p.State.Step() != plan.StepFinished {
 		p.CapReached = capReached
-		if err := r.step(ctx, StepFinished); err != nil {
+		if err := r.step(ctx, plan.StepFinished); err != nil {
 			return err
 		}
 	}
@@ -306,7 +306,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 // was ending: their handler found the plan running and left them to it.
 func (r *run) lateChangeRequests(ctx context.Context) error {
 	p := r.p
-	if p.State.Status() != StatusReview || p.State.Run() != RunIdle {
+	if p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
 		return nil
 	}
 	notes, taken, err := r.f.pendingChangeRequests(ctx, r.gh, p)
@@ -326,9 +326,9 @@ func (r *run) completionLine(capReached, auto bool) string {
 	if capReached {
 		return r.line(templates.ProgressLine{Event: "cap"})
 	}
-	status := StatusReview
+	status := plan.Review
 	if auto {
-		status = StatusApproved
+		status = plan.Approved
 	}
 	return r.line(templates.ProgressLine{Event: "finished", Status: string(status)})
 }
@@ -342,7 +342,7 @@ func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bo
 	if !r.cfg.AutoImplement {
 		reasons = append(reasons, templates.Reason{Event: "auto-off"})
 	}
-	if p.State.Mode() != ModeForge && p.State.Mode() != ModeRevise {
+	if p.State.Mode() != plan.ModeForge && p.State.Mode() != plan.ModeRevise {
 		reasons = append(reasons, templates.Reason{Event: "standalone-audit"})
 	}
 	if capReached {
@@ -414,7 +414,7 @@ func (r *run) stopped(ctx context.Context, stop plan.Stop, reply *plan.Reply) er
 	if err := r.apply(ctx, plan.Stopped{Stop: stop, Reply: reply}); err != nil {
 		return err
 	}
-	if p.State.Mode() == ModePhases {
+	if p.State.Mode() == plan.ModePhases {
 		return nil
 	}
 	complete, err := templates.Text(templates.Complete{Head: templates.Head{PlanID: PlanID(p.Number)},
@@ -454,7 +454,7 @@ func (r *run) finish(ctx context.Context, err error) error {
 	if !errors.As(err, &fail) && !errors.As(err, &ce) && isTransient(err) && r.attempt < maxTransientAttempts {
 		return err // River retries; the next attempt resumes from the saved step
 	}
-	if p.State.Run() != RunRunning {
+	if p.State.Run() != plan.Running {
 		// The run had ended (its outcome is on GitHub) when what came after
 		// failed: there is no run left to fail.
 		r.log.Warn().Err(err).Stringer("doing", r.doing).Msg("after the run ended")
@@ -467,7 +467,7 @@ func (r *run) finish(ctx context.Context, err error) error {
 	if aerr := r.apply(ctx, failed); aerr != nil {
 		return aerr
 	}
-	if p.State.Mode() != ModePhases && p.State.Mode() != ModePlan {
+	if p.State.Mode() != plan.ModePhases && p.State.Mode() != plan.ModePlan {
 		_ = r.progress(ctx, r.line(templates.ProgressLine{Event: "failed", Step: r.doing}), true, "")
 	}
 	return r.f.startQueued(context.WithoutCancel(ctx), p.InstallationID, r.cfg.Limits.MaxConcurrentRuns)
@@ -496,7 +496,7 @@ func (r *run) failureReply(err error, phaseID string) plan.Reply {
 				Done: len(p.Phases.Phases) - phases.Remaining(*p.Phases), Total: len(p.Phases.Phases)}}
 	}
 	return plan.Reply{On: plan.OnIssue, Key: r.failureKey(), Data: &templates.ForgeError{
-		Failure: templates.Failure{Step: r.doing, Branch: p.Branch, Phases: p.State.Mode() == ModePhases, Status: string(p.State.Status())},
+		Failure: templates.Failure{Step: r.doing, Branch: p.Branch, Phases: p.State.Mode() == plan.ModePhases, Status: string(p.State.Status())},
 		Error:   err.Error(), Tail: tail,
 	}}
 }

@@ -35,7 +35,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if p.Generation != args.Generation {
 		return nil // replaced by a newer job
 	}
-	if p.State.Run() != RunRunning {
+	if p.State.Run() != plan.Running {
 		if len(p.Outbox) == 0 {
 			return nil // finished, or cancelled while queued
 		}
@@ -90,7 +90,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if err != nil {
 		return err
 	}
-	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.State.Step() > StepNew || p.Generation > 1,
+	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.State.Step() > plan.StepNew || p.Generation > 1,
 		log: zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
 	err = r.finish(ctx, r.execute(ctx))
 	if errors.As(err, &limited) && limited.Installation == 0 {
@@ -143,7 +143,7 @@ type run struct {
 	current map[string]WorkingCopy
 	// await is the checks wait the phase just committed starts, raised
 	// once its check run exists.
-	await *CheckWait
+	await *plan.Await
 }
 
 func (r *run) save(ctx context.Context) error {
@@ -154,7 +154,7 @@ func (r *run) save(ctx context.Context) error {
 }
 
 // step records that the run has come to step to.
-func (r *run) step(ctx context.Context, to Step) error {
+func (r *run) step(ctx context.Context, to plan.Step) error {
 	return r.apply(ctx, plan.StepDone{To: to})
 }
 
@@ -171,25 +171,25 @@ func (r *run) execute(ctx context.Context) error {
 		p.Branch = Branch(p.Number, p.Slug)
 		p.RunStartRound = p.Round
 	}
-	if p.State.Step() < StepBranch {
+	if p.State.Step() < plan.StepBranch {
 		if err := r.ensureBranch(ctx); err != nil {
 			return err
 		}
 	}
-	if p.State.Step() < StepFile {
+	if p.State.Step() < plan.StepFile {
 		if err := r.ensureFile(ctx); err != nil {
 			return err
 		}
 	}
-	if p.State.Step() < StepPR {
+	if p.State.Step() < plan.StepPR {
 		if err := r.ensurePR(ctx); err != nil {
 			return err
 		}
 	}
-	if p.State.Mode() == ModePlan {
+	if p.State.Mode() == plan.ModePlan {
 		return nil
 	}
-	if p.State.Mode() == ModePhases {
+	if p.State.Mode() == plan.ModePhases {
 		return r.runPhases(ctx)
 	}
 	if err := r.ensureProgress(ctx); err != nil {
@@ -198,12 +198,12 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.ensureCheck(ctx); err != nil {
 		return err
 	}
-	if p.State.Mode() == ModeForge && p.State.Step() < StepDrafted {
+	if p.State.Mode() == plan.ModeForge && p.State.Step() < plan.StepDrafted {
 		if err := r.draft(ctx); err != nil {
 			return err
 		}
 	}
-	if p.State.Mode() == ModeRevise && p.State.Step() < StepRounds {
+	if p.State.Mode() == plan.ModeRevise && p.State.Step() < plan.StepRounds {
 		if err := r.reviseWithNotes(ctx); err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func (r *run) ensureBranch(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("create branch %s: %w", p.Branch, err)
 	}
-	return r.step(ctx, StepBranch)
+	return r.step(ctx, plan.StepBranch)
 }
 
 func (r *run) ensureFile(ctx context.Context) error {
@@ -238,7 +238,7 @@ func (r *run) ensureFile(ctx context.Context) error {
 	// A resumed run may find the file already committed.
 	if r.resumed {
 		if _, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath); err == nil {
-			return r.step(ctx, StepFile)
+			return r.step(ctx, plan.StepFile)
 		}
 	}
 	tmpl := templates.DefaultPlanTemplate()
@@ -254,7 +254,7 @@ func (r *run) ensureFile(ctx context.Context) error {
 	if err := r.commit(ctx, PlanID(p.Number)+": create plan from template", text); err != nil {
 		return err
 	}
-	return r.step(ctx, StepFile)
+	return r.step(ctx, plan.StepFile)
 }
 
 func (r *run) ensurePR(ctx context.Context) error {
@@ -297,11 +297,11 @@ func (r *run) ensurePR(ctx context.Context) error {
 		return fmt.Errorf("open pull request for %s: %w", p.Branch, err)
 	}
 	p.PR, p.PRNodeID = pr.Number, pr.NodeID
-	if p.State.Mode() == ModePlan {
+	if p.State.Mode() == plan.ModePlan {
 		return r.apply(ctx, plan.PlanCreated{Reply: plan.Reply{On: plan.OnIssue, Key: "g1",
 			Data: &templates.PlanCreated{Path: p.PlanPath, Branch: p.Branch, Title: p.Title, PRURL: "#" + strconv.Itoa(p.PR)}}})
 	}
-	return r.step(ctx, StepPR)
+	return r.step(ctx, plan.StepPR)
 }
 
 func (r *run) ensureCheck(ctx context.Context) error {
@@ -370,7 +370,7 @@ func (r *run) draft(ctx context.Context) error {
 	msg := PlanID(p.Number) + ": draft"
 	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
 		if done {
-			return r.step(ctx, StepDrafted)
+			return r.step(ctx, plan.StepDrafted)
 		}
 		return err
 	}
@@ -401,7 +401,7 @@ func (r *run) draft(ctx context.Context) error {
 	if err := r.commitPlan(ctx, msg, draft, false); err != nil {
 		return err
 	}
-	if err := r.step(ctx, StepDrafted); err != nil {
+	if err := r.step(ctx, plan.StepDrafted); err != nil {
 		return err
 	}
 	return r.progress(ctx, r.line(templates.ProgressLine{Event: "drafted", MaxRounds: r.cfg.MaxAuditRounds}), false, "")
@@ -418,8 +418,8 @@ func fenceIf(s string) string {
 // status line; a forge's last commit says the status it ends in.
 func (r *run) commitPlan(ctx context.Context, message, text string, capReached bool) error {
 	status := r.p.State.Status()
-	if r.p.State.Step() == StepFinished {
-		status = StatusReview
+	if r.p.State.Step() == plan.StepFinished {
+		status = plan.Review
 	}
 	text = plan.SetStatusLine(text, status)
 	text, err := WithAuditLog(text, r.p.Audits, capReached, r.f.now())
@@ -467,7 +467,7 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 		return err
 	}
 	p.Notes = ""
-	return r.step(ctx, StepRounds)
+	return r.step(ctx, plan.StepRounds)
 }
 
 // revise runs the reviser and commits its plan as the next revision.

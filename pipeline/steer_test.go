@@ -33,9 +33,9 @@ func TestPlanObjective(t *testing.T) {
 // TestApprovalRefusalWording: a plan that cannot be approved is told so
 // in the gate's words, whether a review, the command or the button asked.
 func TestApprovalRefusalWording(t *testing.T) {
-	p := &Plan{Number: 1, State: plan.FromLegacy(plan.Legacy{Status: StatusDraft, Run: RunIdle})}
+	p := &Plan{Number: 1, State: plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Idle})}
 	data := refusal(&plan.RefusedError{State: p.State, Event: plan.Approve{}.Name()}).(*templates.Approval)
-	res := gate.Evaluate(gate.Input{Status: StatusDraft})
+	res := gate.Evaluate(gate.Input{Status: plan.Draft})
 	if got, want := templates.Line(data.Missing[0]), res.Lines()[0]; got != want {
 		t.Errorf("refusal %q, gate %q", got, want)
 	}
@@ -44,8 +44,8 @@ func TestApprovalRefusalWording(t *testing.T) {
 // TestRunPhasesRefusedWhenClosed: /forge run on a closed or cancelled plan
 // is refused by the table and answered, not run.
 func TestRunPhasesRefusedWhenClosed(t *testing.T) {
-	for _, st := range []Status{StatusClosed, StatusCancelled} {
-		s := plan.FromLegacy(plan.Legacy{Status: st, Run: RunIdle})
+	for _, st := range []plan.Status{plan.Closed, plan.Cancelled} {
+		s := plan.FromLegacy(plan.Legacy{Status: st, Run: plan.Idle})
 		_, effects, err := s.Apply(plan.RunPhases{Cause: plan.Cause{Trigger: "c1"}, Limit: 1})
 		var refused *plan.RefusedError
 		if !errors.As(err, &refused) || len(effects) != 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
@@ -69,11 +70,11 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 		{"inline comment of one long finding", templates.Inline{Finding: audit.Finding{
 			Severity: audit.SeverityBlocking, Description: strings.Repeat(findings[0].Description+"\n", 20),
 			Recommendation: strings.Repeat(findings[0].Recommendation+" ", 20)}}},
-		{"check output of 200 rounds", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusReview), Rounds: 200, MaxRounds: 5, Usage: int64(987654321), Audits: rounds}},
+		{"check output of 200 rounds", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: 200, MaxRounds: 5, Usage: int64(987654321), Audits: rounds}},
 		{"config error with 200 problems", templates.ConfigError{Path: repoconfig.Path, Branch: "main", Problems: problems}},
 		{"forge error with a full tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 5), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "revising", Round: 4}, Branch: branch}, Error: "reviser agent: agent exited with status 1: " + strings.Repeat("exit status 1; ", 100), Tail: strings.Join(tail, "\n")}},
-		{"status with a long title and error", templates.Status{Head: templates.Head{PlanID: planID}, Title: long, Status: string(pipeline.StatusDraft), Queued: false, Running: templates.Step{Event: "audit-round", Round: 5}, PRURL: "#42", Round: 204, LastVerdict: "blocking", Error: strings.Repeat("commit \"plan-018: revision 4\": ", 60)}},
-		{"PR body with a long title", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: long, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusReview), Rounds: 200, LastVerdict: "blocking", Issue: issue, RequestedBy: "octocat"}},
+		{"status with a long title and error", templates.Status{Head: templates.Head{PlanID: planID}, Title: long, Status: string(plan.Draft), Queued: false, Running: templates.Step{Event: "audit-round", Round: 5}, PRURL: "#42", Round: 204, LastVerdict: "blocking", Error: strings.Repeat("commit \"plan-018: revision 4\": ", 60)}},
+		{"PR body with a long title", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: long, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(plan.Review), Rounds: 200, LastVerdict: "blocking", Issue: issue, RequestedBy: "octocat"}},
 		{"plan created with a long title", templates.PlanCreated{Head: templates.Head{Marker: pipeline.Marker(planNumber, "created"), PlanID: planID}, Path: planPath, Branch: branch, Title: long, PRURL: "#42"}},
 	}
 	for _, tc := range tests {

@@ -16,6 +16,7 @@ import (
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/command"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
@@ -188,7 +189,7 @@ func textCases(t *testing.T) []textCase {
 	status := func(d templates.Status) templates.Status {
 		d.PlanID, d.Title = planID, title
 		if d.Status == "" {
-			d.Status = string(pipeline.StatusDraft)
+			d.Status = string(plan.Draft)
 		}
 		return d
 	}
@@ -308,8 +309,8 @@ func textCases(t *testing.T) []textCase {
 
 		{"status/running", status(templates.Status{Running: templates.Step{Event: "audit-round", Round: 2}, PRURL: "#42", Round: 1, LastVerdict: "blocking"})},
 		{"status/queued", status(templates.Status{Queued: true})},
-		{"status/phases", status(templates.Status{Status: string(pipeline.StatusImplementing), Running: templates.Step{Event: "phase-waits", PhaseID: "phase-2", SHA: "1a2b3c4"}, PRURL: "#42", Round: 3, LastVerdict: "minor", Objective: "Retry webhook deliveries that fail, with backoff.", Phases: phaseItems})},
-		{"status/review", status(templates.Status{Status: string(pipeline.StatusReview), PRURL: "#42", Round: 3, LastVerdict: "minor"})},
+		{"status/phases", status(templates.Status{Status: string(plan.Implementing), Running: templates.Step{Event: "phase-waits", PhaseID: "phase-2", SHA: "1a2b3c4"}, PRURL: "#42", Round: 3, LastVerdict: "minor", Objective: "Retry webhook deliveries that fail, with backoff.", Phases: phaseItems})},
+		{"status/review", status(templates.Status{Status: string(plan.Review), PRURL: "#42", Round: 3, LastVerdict: "minor"})},
 		{"status/after an error", status(templates.Status{PRURL: "#42", Round: 1, LastVerdict: "blocking", Error: "reviser agent: agent exited with status 2:\nexit status 2"})},
 		{"status/after a rate-limit pause", status(templates.Status{Running: templates.Step{Event: "drafting"}, PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 19:57:16 UTC"})},
 		{"status/rate limit holding", status(templates.Status{PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 20:57:12 UTC", PauseHolds: true})},
@@ -332,7 +333,7 @@ func textCases(t *testing.T) []textCase {
 		{"job-failed", templates.JobFailed{Head: templates.Head{Marker: "<!-- forge:job:42:gave-up -->"}, What: "the command", Attempts: 8, Error: "react to comment 7: GET https://api.github.com/x: 502 Bad Gateway\nmore"}},
 		{"forge-error/with tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 0, 1), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "drafting"}, Branch: branch}, Error: "drafter agent: agent exited with status 1: exit status 1", Tail: "Reading src/webhook.ts\nError: rate limit exceeded for model claude-sonnet\n    at request (client.js:41)"}},
 		{"forge-error/without tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 0, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "auditing", Round: 2}, Branch: branch}, Error: "post audit round 2 review: 422 Validation Failed", Tail: ""}},
-		{"forge-error/phase run", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Phases: true, Status: string(pipeline.StatusImplementing)}, Error: "read the plan file: transient failure: 502 Bad Gateway", Tail: ""}},
+		{"forge-error/phase run", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Phases: true, Status: string(plan.Implementing)}, Error: "read the plan file: transient failure: 502 Bad Gateway", Tail: ""}},
 		{"secret-refused/drafting", templates.SecretRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "secret", 0, 1), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "drafting"}, Branch: branch}, Path: planPath, What: "the webhook secret"}},
 		{"secret-refused/phase run", templates.SecretRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "secret", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Phases: true, PhaseID: "phase-2"}, Path: "internal/webhook/limit.go", What: "a GitHub token"}},
 
@@ -344,21 +345,21 @@ func textCases(t *testing.T) []textCase {
 		{"change-too-large/total", templates.ChangeTooLarge{Head: templates.Head{Marker: pipeline.Marker(planNumber, "too-large", 3, 0), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Retry: "/forge run"}, Path: "assets/video.bin", Total: true, Size: "61 MiB", Limit: "50 MiB"}},
 		{"change-too-large/file", templates.ChangeTooLarge{Head: templates.Head{Marker: pipeline.Marker(planNumber, "too-large", 3, 0), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Retry: "/forge run"}, Path: "assets/video.bin", Total: false, Size: "120 MiB", Limit: "100 MiB"}},
 
-		{"workflows-refused/phase run", templates.WorkflowsRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "workflows", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Phases: true, PhaseID: "phase-2", Status: string(pipeline.StatusImplementing)}, Paths: []string{".github/workflows/ci.yml", ".github/workflows/release.yml"}}},
+		{"workflows-refused/phase run", templates.WorkflowsRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "workflows", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Phases: true, PhaseID: "phase-2", Status: string(plan.Implementing)}, Paths: []string{".github/workflows/ci.yml", ".github/workflows/release.yml"}}},
 		{"workflows-refused/revision", templates.WorkflowsRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "workflows", 1, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "revising-notes"}, Branch: branch}, Paths: []string{".github/workflows/plan-018.md"}}},
 
 		{"unsafe-file/plan file is a link", templates.UnsafeFile{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 0, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "auditing", Round: 2}, Branch: branch}, Path: planPath, Kind: "a symbolic link"}},
-		{"unsafe-file/phase run", templates.UnsafeFile{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "preparing-phases"}, Branch: branch, Phases: true, Status: string(pipeline.StatusImplementing)}, Path: planPath, Kind: "a symbolic link"}},
+		{"unsafe-file/phase run", templates.UnsafeFile{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "preparing-phases"}, Branch: branch, Phases: true, Status: string(plan.Implementing)}, Path: planPath, Kind: "a symbolic link"}},
 		{"unsafe-file/command", templates.UnsafeFile{Head: templates.Head{PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "making-phases"}, Branch: branch}, Path: planPath, Kind: "a symbolic link", Command: "/forge phases"}},
 
 		{"cancel/queued", templates.Cancel{Head: templates.Head{PlanID: planID}, Queued: true}},
 		{"cancel/running", templates.Cancel{Head: templates.Head{PlanID: planID}}},
 
 		{"closed/closed", templates.Closed{Head: templates.Head{PlanID: planID}}},
-		{"closed/refused while implementing", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(pipeline.StatusImplementing)}},
-		{"closed/refused while a forge runs", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(pipeline.StatusDraft)}},
-		{"closed/refused revise of an approved plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(pipeline.StatusApproved)}},
-		{"closed/refused audit of a cancelled plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(pipeline.StatusCancelled)}},
+		{"closed/refused while implementing", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Implementing)}},
+		{"closed/refused while a forge runs", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Draft)}},
+		{"closed/refused revise of an approved plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Approved)}},
+		{"closed/refused audit of a cancelled plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Cancelled)}},
 
 		{"plan-created", templates.PlanCreated{Head: templates.Head{Marker: pipeline.Marker(planNumber, "created"), PlanID: planID}, Path: planPath, Branch: branch, Title: title, PRURL: "#42"}},
 
@@ -410,14 +411,14 @@ func textCases(t *testing.T) []textCase {
 		{"no-plan-here/issue", templates.NoPlanHere{Head: templates.Head{PlanID: ""}, OnPR: false}},
 		{"no-plan-here/pull request with plan id", templates.NoPlanHere{Head: templates.Head{PlanID: "plan-099"}, OnPR: true}},
 
-		{"pr-body/new", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusDraft), Rounds: 0, LastVerdict: "", Issue: issue, RequestedBy: "octocat"}},
-		{"pr-body/not a draft", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusDraft), Rounds: 0, LastVerdict: "", Issue: issue, RequestedBy: "octocat", NotDraft: true}},
-		{"pr-body/audited", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(pipeline.StatusReview), Rounds: 3, LastVerdict: "minor", Issue: issue, RequestedBy: "octocat"}},
+		{"pr-body/new", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(plan.Draft), Rounds: 0, LastVerdict: "", Issue: issue, RequestedBy: "octocat"}},
+		{"pr-body/not a draft", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(plan.Draft), Rounds: 0, LastVerdict: "", Issue: issue, RequestedBy: "octocat", NotDraft: true}},
+		{"pr-body/audited", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(plan.Review), Rounds: 3, LastVerdict: "minor", Issue: issue, RequestedBy: "octocat"}},
 
-		{"check-output/audits and usage", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusReview), Rounds: len(rounds), MaxRounds: 5, Usage: int64(48213), Cost: "$0.42", Audits: rounds}},
-		{"check-output/cap reached", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusReview), Rounds: 2, MaxRounds: 2, Usage: int64(9120), Audits: []audit.Round{rounds[0], {
+		{"check-output/audits and usage", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: len(rounds), MaxRounds: 5, Usage: int64(48213), Cost: "$0.42", Audits: rounds}},
+		{"check-output/cap reached", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: 2, MaxRounds: 2, Usage: int64(9120), Audits: []audit.Round{rounds[0], {
 			Round: 2, Verdict: audit.SeverityBlocking, Loop: true, CapNote: true, Findings: []audit.Finding{blocking}}}}},
-		{"check-output/no audit yet", templates.CheckOutput{PlanID: planID, Status: string(pipeline.StatusDraft), Rounds: 0, MaxRounds: 5, Usage: int64(0), Audits: []audit.Round(nil)}},
+		{"check-output/no audit yet", templates.CheckOutput{PlanID: planID, Status: string(plan.Draft), Rounds: 0, MaxRounds: 5, Usage: int64(0), Audits: []audit.Round(nil)}},
 	}
 }
 

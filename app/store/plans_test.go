@@ -17,7 +17,7 @@ import (
 
 var testRepo = pipeline.Repo{Owner: "octo", Name: "hello"}
 
-func newPlan(trigger string, issue int, run pipeline.RunState) *pipeline.Plan {
+func newPlan(trigger string, issue int, run plan.RunState) *pipeline.Plan {
 	return &pipeline.Plan{InstallationID: 1, Repo: testRepo, Issue: issue, Trigger: trigger, Title: "t",
 		State: plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: run, Mode: plan.ModeForge})}
 }
@@ -47,7 +47,7 @@ func TestPlanNumbersAreReservedAtomically(t *testing.T) {
 				if i%2 == 1 {
 					s = s2
 				}
-				p := newPlan("comment:"+string(rune('a'+i%26))+string(rune('a'+i/26)), 100+i, pipeline.RunIdle)
+				p := newPlan("comment:"+string(rune('a'+i%26))+string(rune('a'+i/26)), 100+i, plan.Idle)
 				for {
 					created, err := s.Plans().CreatePlan(ctx, p)
 					if err != nil && isBusy(err) {
@@ -97,19 +97,19 @@ func TestPlanStore(t *testing.T) {
 	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
 		ctx := context.Background()
 
-		p := newPlan("comment:1", 7, pipeline.RunRunning)
+		p := newPlan("comment:1", 7, plan.Running)
 		p.Audits = []audit.Round{{Round: 1, Verdict: audit.SeverityBlocking, Findings: []audit.Finding{{Severity: audit.SeverityBlocking, Description: "x"}}}}
 		created, err := ps.CreatePlan(ctx, p)
 		if err != nil || !created || p.Number != 1 || p.ID == 0 {
 			t.Fatalf("CreatePlan: %v %v %+v", created, err, p)
 		}
 		// The same trigger again is the same plan.
-		again := newPlan("comment:1", 7, pipeline.RunRunning)
+		again := newPlan("comment:1", 7, plan.Running)
 		if created, err := ps.CreatePlan(ctx, again); err != nil || created || again.ID != p.ID {
 			t.Fatalf("same trigger: created %v, %v, id %d want %d", created, err, again.ID, p.ID)
 		}
 		// One active forge per issue.
-		if _, err := ps.CreatePlan(ctx, newPlan("comment:2", 7, pipeline.RunRunning)); !errors.Is(err, pipeline.ErrForgeRunning) {
+		if _, err := ps.CreatePlan(ctx, newPlan("comment:2", 7, plan.Running)); !errors.Is(err, pipeline.ErrForgeRunning) {
 			t.Fatalf("second active forge on the issue: %v, want ErrForgeRunning", err)
 		}
 		got, err := ps.Plan(ctx, p.ID)
@@ -182,8 +182,8 @@ func TestPlanStore(t *testing.T) {
 		}
 
 		// Queue: running counts per installation, oldest queued first.
-		q1 := newPlan("comment:3", 9, pipeline.RunQueued)
-		q2 := newPlan("comment:4", 10, pipeline.RunQueued)
+		q1 := newPlan("comment:3", 9, plan.Queued)
+		q2 := newPlan("comment:4", 10, plan.Queued)
 		ps.CreatePlan(ctx, q1)
 		ps.CreatePlan(ctx, q2)
 		if n, _ := ps.CountRunning(ctx, 1); n != 0 {
