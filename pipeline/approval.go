@@ -117,11 +117,7 @@ func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
 	if err != nil {
 		return err
 	}
-	need, err := f.steerPermission(ctx, a.InstallationID, a.Repo, p.DefaultBranch)
-	if err != nil {
-		return err
-	}
-	if ok, err := f.steers(ctx, gh, a.InstallationID, a.Repo, a.Author, need, "review "+state); err != nil || !ok {
+	if _, ok, err := f.maySteer(ctx, gh, a.InstallationID, a.Repo, p.DefaultBranch, a.Author, "review "+state); err != nil || !ok {
 		return err
 	}
 	cause := plan.Cause{Trigger: "review:" + strconv.FormatInt(a.ReviewID, 10), On: a.PR}
@@ -324,11 +320,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	if err != nil {
 		return err
 	}
-	need, err := f.steerPermission(ctx, a.InstallationID, a.Repo, p.DefaultBranch)
-	if err != nil {
-		return err
-	}
-	if ok, err := f.steers(ctx, gh, a.InstallationID, a.Repo, a.Author, need, "button "+a.Identifier); err != nil || !ok {
+	if need, ok, err := f.maySteer(ctx, gh, a.InstallationID, a.Repo, p.DefaultBranch, a.Author, "button "+a.Identifier); err != nil || !ok {
 		if err != nil {
 			return err
 		}

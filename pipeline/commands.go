@@ -51,11 +51,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		}
 	}
 
-	need, err := f.steerPermission(ctx, a.InstallationID, a.Repo, a.DefaultBranch)
-	if err != nil {
-		return err
-	}
-	if ok, err := f.steers(ctx, gh, a.InstallationID, a.Repo, a.Author, need, "command"); err != nil || !ok {
+	if need, ok, err := f.maySteer(ctx, gh, a.InstallationID, a.Repo, a.DefaultBranch, a.Author, "command"); err != nil || !ok {
 		if err != nil {
 			return err
 		}
@@ -64,16 +60,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 
 	if a.Label != "" {
 		// The label only counts when it is the repository's trigger label.
-		ws, err := f.Installations.Workspace(ctx, a.InstallationID)
-		if err != nil {
-			return err
-		}
-		cfg, err := f.readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
-		if err != nil {
-			var ce *repoconfig.Error
-			if errors.As(err, &ce) {
-				return c.configError(ctx, ce)
-			}
+		cfg, ok, err := c.config(ctx)
+		if !ok {
 			return err
 		}
 		if !strings.EqualFold(a.Label, cfg.Labels.Trigger) {
@@ -100,16 +88,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 	case command.Help:
 		return c.help(ctx)
 	case command.Start, command.Plan:
-		ws, err := f.Installations.Workspace(ctx, a.InstallationID)
-		if err != nil {
-			return err
-		}
-		cfg, err := f.readRepoConfig(ctx, ws, a.Repo, a.DefaultBranch)
-		if err != nil {
-			var ce *repoconfig.Error
-			if errors.As(err, &ce) {
-				return c.configError(ctx, ce)
-			}
+		cfg, ok, err := c.config(ctx)
+		if !ok {
 			return err
 		}
 		return c.start(ctx, cmd, cfg)
@@ -267,6 +247,22 @@ func withPlan(d templates.Reply, p *Plan) templates.Reply {
 // cause is the command as the plan's events carry it.
 func (c *commandCtx) cause() plan.Cause {
 	return plan.Cause{Trigger: c.trigger(), On: c.a.IssueNumber}
+}
+
+// config reads the repository's configuration from the default branch.
+// When it cannot be used, the person is told why (configError) and ok is
+// false; err is an error to retry.
+func (c *commandCtx) config(ctx context.Context) (cfg repoconfig.Config, ok bool, err error) {
+	ws, err := c.f.Installations.Workspace(ctx, c.a.InstallationID)
+	if err != nil {
+		return cfg, false, err
+	}
+	cfg, err = c.f.readRepoConfig(ctx, ws, c.a.Repo, c.a.DefaultBranch)
+	var ce *repoconfig.Error
+	if errors.As(err, &ce) {
+		return cfg, false, c.configError(ctx, ce)
+	}
+	return cfg, err == nil, err
 }
 
 // apply raises ev on p and answers a refusal: what the plan's state does

@@ -51,6 +51,18 @@ func (f *Forge) refuseOnce(ctx context.Context, gh GitHub, repo Repo, number int
 	return f.answer(ctx, gh, repo, number, marker, "", &templates.Refusal{User: user, Need: need})
 }
 
+// maySteer reports whether user may steer the plans of repo, whose
+// configuration is read from branch (steerPermission, then steers); need
+// is the permission that takes, for a refusal to name.
+func (f *Forge) maySteer(ctx context.Context, gh GitHub, installationID int64, repo Repo, branch, user, what string) (need string, ok bool, err error) {
+	need, err = f.steerPermission(ctx, installationID, repo, branch)
+	if err != nil {
+		return "", false, err
+	}
+	ok, err = f.steers(ctx, gh, installationID, repo, user, need, what)
+	return need, ok, err
+}
+
 // steers reports whether user's role on repo reaches need. Someone below it
 // starts nothing; the log keeps who tried.
 func (f *Forge) steers(ctx context.Context, gh GitHub, installationID int64, repo Repo, user, need, what string) (bool, error) {
