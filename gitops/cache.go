@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // CacheOptions tune a Cache.
@@ -216,7 +217,18 @@ func (c *Cache) fetchLocked(ctx context.Context, st *repoState, r Remote, names 
 	if err := c.ensureMirror(st); err != nil {
 		return err
 	}
-	if err := fetchInto(ctx, st.path, r, names); err != nil {
+	err := fetchInto(ctx, st.path, r, names)
+	if errors.Is(err, dotgit.ErrEmptyRefFile) {
+		// go-git writes a ref by truncating its file, then writing it: a
+		// process killed in between (SIGKILL, a crash, the machine going
+		// down) leaves the file empty, and every later fetch stops on it.
+		// An empty ref holds nothing to keep: drop it and fetch again.
+		if n, derr := dropEmptyRefs(st.path); derr != nil || n == 0 {
+			return errors.Join(err, derr)
+		}
+		err = fetchInto(ctx, st.path, r, names)
+	}
+	if err != nil {
 		return err
 	}
 	// Housekeeping is best effort: the fetch succeeded, the mirror is
@@ -259,6 +271,27 @@ func fetchInto(ctx context.Context, path string, r Remote, names []plumbing.Refe
 	default:
 		return fmt.Errorf("fetch %s from %s: %w", refList(names), r.URL, err)
 	}
+}
+
+// dropEmptyRefs removes the empty files under a mirror's refs directory,
+// which an interrupted ref write leaves, and says how many it removed.
+func dropEmptyRefs(mirror string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(filepath.Join(mirror, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil || fi.Size() > 0 {
+			return err
+		}
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+		n++
+		return nil
+	})
+	return n, err
 }
 
 func refList(names []plumbing.ReferenceName) string {

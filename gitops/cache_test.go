@@ -496,3 +496,39 @@ func TestManyPacksAreCompactedWhenIdle(t *testing.T) {
 		t.Errorf("after compaction ReadFile = %q, %v", got, err)
 	}
 }
+
+// TestFetchRepairsARefLeftEmpty: a process killed while go-git wrote a ref
+// leaves the ref's file empty (go-git truncates, then writes). The next
+// fetch must not stop on it for good: Forge's SIGKILL resume found
+// "ref file is empty" on every retry.
+func TestFetchRepairsARefLeftEmpty(t *testing.T) {
+	srv := newGitServer(t)
+	r := srv.createRepo("acme/widgets")
+	srv.push("acme/widgets", "main", map[string]string{"README.md": "hello\n"})
+	plan := srv.push("acme/widgets", "plan-001/add-x", map[string]string{"x.go": "package x\n"})
+	c := newTestCache(t, CacheOptions{})
+	ctx := context.Background()
+	if err := c.Fetch(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	mirror := mirrorPath(t, c, r)
+	ref := filepath.Join(mirror, "refs", "heads", "plan-001", "add-x")
+	if err := os.WriteFile(ref, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := srv.push("acme/widgets", "main", map[string]string{"README.md": "hello again\n"})
+	for _, refs := range [][]string{{"refs/heads/main"}, nil} {
+		if err := c.Fetch(ctx, r, refs...); err != nil {
+			t.Fatalf("fetch %v with an empty ref file in the mirror: %v", refs, err)
+		}
+	}
+	if got := srv.git(mirror, "rev-parse", "refs/heads/main"); got != second {
+		t.Errorf("main = %s, want %s", got, second)
+	}
+	if got := srv.git(mirror, "rev-parse", "refs/heads/plan-001/add-x"); got != plan {
+		t.Errorf("the emptied branch = %s, want %s again", got, plan)
+	}
+	if data, err := c.ReadFile(ctx, r, "plan-001/add-x", "x.go"); err != nil || string(data) != "package x\n" {
+		t.Errorf("read from the repaired branch: %q, %v", data, err)
+	}
+}
