@@ -36,7 +36,7 @@ func (h *Head) head() *Head { return h }
 func Line(d Data) string {
 	out, err := Text(d)
 	if err != nil {
-		return fmt.Sprintf("%+v", d)
+		return fmt.Sprintf("%#v", d) // not %v: Step and UsageProblem print through Line
 	}
 	return strings.TrimSpace(out)
 }

@@ -33,9 +33,13 @@ type GitHub struct {
 	mu       sync.Mutex
 	next     int64
 	failures map[string][]error
+	after    map[string][]func()
 
-	Perms     map[string]string // user → permission
-	Comments  map[int][]pipeline.Comment
+	Perms    map[string]string // user → permission
+	Comments map[int][]pipeline.Comment
+	// Written is every comment body Forge wrote, edits included, in order:
+	// an edited comment shows only its last body.
+	Written   []string
 	Reactions int
 	Labels    map[int][]string
 	Branches  map[string]string // branch → head commit
@@ -58,7 +62,7 @@ type Commit struct {
 
 // NewGitHub is a repository whose default branch main holds files.
 func NewGitHub(files map[string]string) *GitHub {
-	g := &GitHub{next: 1000, failures: map[string][]error{}, Perms: map[string]string{}, Comments: map[int][]pipeline.Comment{},
+	g := &GitHub{next: 1000, failures: map[string][]error{}, after: map[string][]func(){}, Perms: map[string]string{}, Comments: map[int][]pipeline.Comment{},
 		Labels: map[int][]string{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
 		Reviews: map[int][]pipeline.Review{}, Inline: map[int64][]pipeline.ReviewComment{}, Suites: map[string][]pipeline.CheckSuite{},
 		Statuses: map[string][]pipeline.CommitStatus{}, Calls: map[string]int{}}
@@ -76,6 +80,29 @@ func (g *GitHub) FailNext(method string, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.failures[method] = append(g.failures[method], err)
+}
+
+// AfterNext runs fn once the next call of method has returned its answer,
+// as if a person acted at that moment (only ListReviews takes it): a
+// review submitted just after the pipeline listed the reviews.
+func (g *GitHub) AfterNext(method string, fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.after[method] = append(g.after[method], fn)
+}
+
+// runAfter runs the hook queued for method, if any; the caller does not
+// hold the lock.
+func (g *GitHub) runAfter(method string) {
+	g.mu.Lock()
+	q := g.after[method]
+	if len(q) > 0 {
+		g.after[method] = q[1:]
+	}
+	g.mu.Unlock()
+	if len(q) > 0 {
+		q[0]()
+	}
 }
 
 // call counts a call of method and returns the failure queued for it.
@@ -181,6 +208,7 @@ func (g *GitHub) CreateComment(_ context.Context, _ pipeline.Repo, issue int, bo
 	}
 	id := g.id()
 	g.Comments[issue] = append(g.Comments[issue], pipeline.Comment{ID: id, Body: body, Author: "forge[bot]", AuthorBot: true})
+	g.Written = append(g.Written, body)
 	return id, nil
 }
 
@@ -194,6 +222,7 @@ func (g *GitHub) UpdateComment(_ context.Context, _ pipeline.Repo, id int64, bod
 		for i := range cs {
 			if cs[i].ID == id {
 				g.Comments[n][i].Body = body
+				g.Written = append(g.Written, body)
 				return nil
 			}
 		}
@@ -436,6 +465,7 @@ func (g *GitHub) Compare(_ context.Context, _ pipeline.Repo, base, head string) 
 }
 
 func (g *GitHub) ListReviews(_ context.Context, _ pipeline.Repo, pr int) ([]pipeline.Review, error) {
+	defer g.runAfter("ListReviews")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.call("ListReviews"); err != nil {

@@ -223,8 +223,9 @@ func review(t *testing.T, w *pipelinetest.World, pr int, state, body string) {
 }
 
 // TestChangeRequestsDuringARevision: a change request starts a revision;
-// one submitted while it runs is kept, and revised when the run ends; no
-// review's words reach the reviser twice.
+// those submitted while it runs are kept, and revised together when the
+// run ends (one revision per batch, not one per review); no review's words
+// reach the reviser twice.
 func TestChangeRequestsDuringARevision(t *testing.T) {
 	w, p := reviewWorld(t)
 	var prompts []string
@@ -232,6 +233,7 @@ func TestChangeRequestsDuringARevision(t *testing.T) {
 		prompts = append(prompts, req.Prompt)
 		if len(prompts) == 1 {
 			review(t, w, p.PR, "changes_requested", "Second: link the page from the README.")
+			review(t, w, p.PR, "changes_requested", "Third: add a test.")
 		}
 		return agent.Result{Output: pipelinetest.Plan(req.PlanID)}, nil
 	}
@@ -242,12 +244,56 @@ func TestChangeRequestsDuringARevision(t *testing.T) {
 	if len(prompts) != 2 {
 		t.Fatalf("%d reviser calls, want 2 (one per batch of change requests)", len(prompts))
 	}
-	for i, want := range []string{"First: name", "Second: link"} {
+	for _, c := range []struct {
+		want   string
+		prompt int
+	}{{"First: name", 0}, {"Second: link", 1}, {"Third: add", 1}} {
 		for j, p := range prompts {
-			if n := strings.Count(p, want); (i == j) != (n == 1) || n > 1 {
-				t.Errorf("prompt %d holds %q %d times", j+1, want, n)
+			if n := strings.Count(p, c.want); (c.prompt == j) != (n == 1) || n > 1 {
+				t.Errorf("prompt %d holds %q %d times", j+1, c.want, n)
 			}
 		}
+	}
+	// The first run ended saying so: it revises again, it does not wait
+	// for an approval.
+	if n := count(w.GitHub.Written, "Change requests arrived during the run"); n != 1 {
+		t.Errorf("%d completions that revise again, want 1: %q", n, w.GitHub.Written)
+	}
+	if p := planOf(t, w); p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
+		t.Errorf("after both revisions: %s", p.State)
+	}
+}
+
+// TestChangeRequestAsTheRunEnds: a change request submitted just after the
+// ending run looked for pending ones, while the plan still runs, finds
+// its handler leaving it to the run: the run takes it when it has ended,
+// and revises.
+func TestChangeRequestAsTheRunEnds(t *testing.T) {
+	w, p := reviewWorld(t)
+	var prompts []string
+	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
+		prompts = append(prompts, req.Prompt)
+		if len(prompts) == 1 {
+			// The run's last look at the reviews is the one it makes
+			// once it has finished its rounds.
+			var late func()
+			late = func() {
+				if planOf(t, w).State.Step() != plan.StepFinished {
+					w.GitHub.AfterNext("ListReviews", late)
+					return
+				}
+				review(t, w, p.PR, "changes_requested", "Late: say who owns it.")
+			}
+			w.GitHub.AfterNext("ListReviews", late)
+		}
+		return agent.Result{Output: pipelinetest.Plan(req.PlanID)}, nil
+	}
+	review(t, w, p.PR, "changes_requested", "First: name the page's owner.")
+	if err := w.RunJobs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(prompts) != 2 || !strings.Contains(prompts[1], "Late: say who") {
+		t.Fatalf("%d reviser calls, want 2, the second with the late review", len(prompts))
 	}
 	if p := planOf(t, w); p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
 		t.Errorf("after both revisions: %s", p.State)
