@@ -198,6 +198,9 @@ func (s *Server) appRoutes() []Route {
 		{Method: "GET", Path: "/app/installations/{installation_id}", Auth: AuthApp, Handler: s.getInstallation},
 		{Method: "POST", Path: "/app/installations/{installation_id}/access_tokens", Auth: AuthApp, Handler: s.createToken},
 		{Method: "GET", Path: "/repos/{owner}/{repo}/installation", Auth: AuthApp, Handler: s.getRepoInstallation},
+		{Method: "GET", Path: "/app/hook/deliveries", Auth: AuthApp, Handler: s.listHookDeliveries},
+		{Method: "GET", Path: "/app/hook/deliveries/{delivery_id}", Auth: AuthApp, Handler: s.getHookDelivery},
+		{Method: "POST", Path: "/app/hook/deliveries/{delivery_id}/attempts", Auth: AuthApp, Handler: s.redeliverHookDelivery},
 	}
 }
 

@@ -45,6 +45,8 @@ type Server struct {
 	manifestCodes map[string]*manifestCode
 	lastManifest  map[string]any
 	deliveries    map[string]*delivery
+	hookAttempts  []*hookAttempt // every attempt to deliver, oldest first
+	redeliveries  int            // the App's requests to redeliver
 }
 
 // Option configures a Server in New.

@@ -29,6 +29,9 @@ type deliveryConfig struct {
 	signature *string // X-Hub-Signature-256 as given; X-Hub-Signature is then left out
 	omit      bool
 	corrupt   bool
+	// redelivery: an attempt GitHub makes again (Redeliver, or the App's
+	// POST /app/hook/deliveries/{id}/attempts).
+	redelivery bool
 }
 
 // WithDeliveryID reuses a delivery id, as GitHub does when it redelivers.
@@ -55,6 +58,10 @@ type delivery struct {
 	event   string
 	payload []byte
 }
+
+// redelivery marks a Deliver that sends an earlier delivery again, for the
+// App's list of deliveries.
+func redelivery() DeliveryOption { return func(c *deliveryConfig) { c.redelivery = true } }
 
 // Deliver sends a webhook as GitHub does for the App: the X-GitHub-* headers, a
 // fresh delivery id (see WithDeliveryID), both HMAC signatures with the App's
@@ -105,7 +112,9 @@ func (s *Server) Deliver(url, event string, payload []byte, opts ...DeliveryOpti
 		// GitHub does not follow redirects for webhooks.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	start := time.Now()
 	resp, err := client.Do(req)
+	s.recordAttempt(cfg, event, payload, start, resp, err)
 	if err != nil {
 		return nil, cfg.id, fmt.Errorf("deliver %s %s to %s: %w", event, cfg.id, url, err)
 	}
@@ -127,7 +136,7 @@ func (s *Server) Redeliver(deliveryID string, opts ...DeliveryOption) (*http.Res
 	if d == nil {
 		return nil, fmt.Errorf("redeliver %s: no such delivery", deliveryID)
 	}
-	resp, _, err := s.Deliver(d.url, d.event, d.payload, append(opts, WithDeliveryID(deliveryID))...)
+	resp, _, err := s.Deliver(d.url, d.event, d.payload, append(opts, WithDeliveryID(deliveryID), redelivery())...)
 	return resp, err
 }
 
