@@ -41,6 +41,8 @@ type Config struct {
 	Policy []repoconfig.Rule `yaml:"policy"`
 	// Retention bounds how long deliveries and agent sessions are kept.
 	Retention RetentionConfig `yaml:"retention"`
+	// Redelivery catches up on webhooks GitHub could not deliver.
+	Redelivery RedeliveryConfig `yaml:"redelivery"`
 }
 
 // ServerConfig uses go-baseapp's keys for the listen address.
@@ -217,6 +219,7 @@ func (c *Config) applyDefaults() {
 		c.Git.WorkDir = DefaultWorkDir()
 	}
 	c.Retention.applyDefaults()
+	c.Redelivery.applyDefaults()
 }
 
 func (c *Config) validate() error {
@@ -224,6 +227,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("server.port %d is out of range", c.Server.Port)
 	}
 	if err := c.Server.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.Redelivery.validate(); err != nil {
 		return err
 	}
 	if err := c.Retention.validate(); err != nil {

@@ -223,6 +223,52 @@ func (w *world) waitProgressFor(t *testing.T, d time.Duration, what string, cond
 }
 
 // TestSIGTERM: on SIGTERM Forge stops accepting at once, lets the running
+// TestDowntimeCatchUp: GitHub does not send a webhook again that failed
+// while Forge was down. When Forge starts, its leader lists the App's
+// deliveries and asks GitHub to redeliver the ones no attempt delivered:
+// the command sent during the downtime is worked, once, and a delivery
+// Forge answered is not asked for again.
+func TestDowntimeCatchUp(t *testing.T) {
+	w, agents := processWorld(t)
+	data, port := t.TempDir(), freePort(t)
+	config := writeConfig(t, w.gh, data, port, agents, 10*time.Second)
+	p := startProcess(t, config, port)
+	// A delivery Forge answers while it runs.
+	_, hello := w.comment(t, "bob", "Thanks, looks good.")
+	res, answered, err := w.gh.Deliver(p.url+"/api/github/hook", "issue_comment", hello)
+	if err != nil || res.StatusCode != http.StatusAccepted {
+		t.Fatalf("deliver while up: %v %v", res, err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-p.done; err != nil {
+		t.Fatalf("forge did not stop cleanly: %v", err)
+	}
+	p.done <- nil // for the cleanup
+
+	_, payload := w.comment(t, "alice", "/forge add rate limiting")
+	_, missed, err := w.gh.Deliver(p.url+"/api/github/hook", "issue_comment", payload)
+	if err == nil {
+		t.Fatal("a delivery to a stopped Forge succeeded")
+	}
+
+	startProcess(t, config, port)
+	w.waitProgressFor(t, 90*time.Second, "the command sent during the downtime to be worked", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	if n, re := w.gh.HookAttempts(missed); n != 2 || re != 1 {
+		t.Errorf("the missed delivery: %d attempts, %d redeliveries; want 2, 1", n, re)
+	}
+	if n, re := w.gh.HookAttempts(answered); n != 1 || re != 0 {
+		t.Errorf("the answered delivery: %d attempts, %d redeliveries; want 1, 0", n, re)
+	}
+	if n := w.gh.RedeliveryRequests(); n != 1 {
+		t.Errorf("%d requests to redeliver, want 1", n)
+	}
+	if n := len(w.pulls(t)); n != 1 {
+		t.Errorf("pull requests: %d, want 1", n)
+	}
+}
+
 // forge finish within the grace period, and exits cleanly.
 func TestSIGTERM(t *testing.T) {
 	w, agents := processWorld(t)

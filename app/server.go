@@ -162,11 +162,14 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	river.AddWorker(workers, &pipeline.CheckActionWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.PullRequestWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.ChecksWorker{Forge: a.forge})
-	prune := a.retention(workers)
+	periodic := []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Queue.LeaseTTL/3),
+		func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true}), a.retention(workers)}
+	if redeliver := a.redelivery(workers); redeliver != nil {
+		periodic = append(periodic, redeliver)
+	}
 	rc, err := river.NewClient(st.Driver(), &river.Config{
-		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Queue.LeaseTTL/3),
-			func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
-			&river.PeriodicJobOpts{RunOnStart: true}), prune},
+		PeriodicJobs:      periodic,
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.cfg.Queue.Workers}},
 		Workers:           workers,
 		MaxAttempts:       a.cfg.Queue.MaxAttempts,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -257,4 +258,39 @@ func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int64, e
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}
 	return n, nil
+}
+
+// KnownDeliveries says which of the delivery ids (X-GitHub-Delivery)
+// Forge has recorded: those it answered, and will not work again.
+func (s *Store) KnownDeliveries(ctx context.Context, ids []string) (map[string]bool, error) {
+	known := map[string]bool{}
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), 100)]
+		ids = ids[len(batch):]
+		marks := make([]string, len(batch))
+		args := make([]any, len(batch))
+		for i, id := range batch {
+			marks[i] = fmt.Sprintf("$%d", i+1)
+			args[i] = id
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT delivery_id FROM deliveries WHERE delivery_id IN (`+strings.Join(marks, ", ")+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("look up deliveries: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("look up deliveries: %w", err)
+			}
+			known[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("look up deliveries: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("look up deliveries: %w", err)
+		}
+	}
+	return known, nil
 }
