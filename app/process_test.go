@@ -269,6 +269,37 @@ func TestDowntimeCatchUp(t *testing.T) {
 	}
 }
 
+// TestSecondServerOnSQLite: SQLite serves one process; a second forge
+// serve on the same database is refused at start, saying so, and the
+// first keeps serving.
+func TestSecondServerOnSQLite(t *testing.T) {
+	w, agents := processWorld(t)
+	data := t.TempDir()
+	port := freePort(t)
+	p := startProcess(t, writeConfig(t, w.gh, data, port, agents, 10*time.Second), port)
+	second := exec.Command(forgeBinary(t), "serve", "--config", writeConfig(t, w.gh, data, freePort(t), agents, 10*time.Second))
+	second.Env = append(os.Environ(), "FORGE_CONFIG=")
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = second.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		second.Process.Kill()
+		<-done
+		t.Fatalf("a second forge serve on one SQLite file kept running:\n%s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "another forge serve uses this SQLite database") || !strings.Contains(string(out), "PostgreSQL") {
+		t.Errorf("second forge serve: %v\n%s", err, out)
+	}
+	res, err := http.Get(p.url + "/readyz")
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the first server after the second was refused: %v %v", res, err)
+	}
+	res.Body.Close()
+}
+
 // forge finish within the grace period, and exits cleanly.
 func TestSIGTERM(t *testing.T) {
 	w, agents := processWorld(t)

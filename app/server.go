@@ -104,6 +104,10 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	a.store = st
+	if err := st.ClaimServe(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if err := st.Migrate(ctx); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("migrate database: %w", err)

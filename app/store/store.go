@@ -37,6 +37,10 @@ type Store struct {
 	db      *sql.DB
 	dialect string
 	driver  riverdriver.Driver[*sql.Tx]
+	// path is the SQLite file; empty on PostgreSQL.
+	path string
+	// served holds the SQLite file for one forge serve (ClaimServe).
+	served *os.File
 }
 
 // Open connects to the database named by url and checks that it answers. url
@@ -115,7 +119,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	// failing with SQLITE_BUSY.
 	db.SetMaxOpenConns(1)
 
-	s := &Store{db: db, dialect: DialectSQLite, driver: riversqlite.New(db)}
+	s := &Store{db: db, dialect: DialectSQLite, driver: riversqlite.New(db), path: path}
 	if err := s.Ping(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -172,6 +176,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes the pool. River clients and ingesters using the Store must be
 // stopped first.
 func (s *Store) Close() error {
+	if s.served != nil {
+		s.served.Close() // closing the file releases its lock
+		s.served = nil
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close %s database: %w", s.dialect, err)
 	}

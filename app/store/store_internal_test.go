@@ -1,6 +1,12 @@
 package store
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +73,34 @@ func TestMigrationsMatchAcrossDialects(t *testing.T) {
 			t.Errorf("migration %d: sqlite %04d_%s, postgres %04d_%s", i,
 				sqlite[i].version, sqlite[i].name, postgres[i].version, postgres[i].name)
 		}
+	}
+}
+
+// TestClaimServe: a second server on one SQLite file is refused, saying
+// why and who has it; the claim ends with the store.
+func TestClaimServe(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "forge.db")
+	first, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.ClaimServe(); err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	second, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	err = second.ClaimServe()
+	if !errors.Is(err, ErrServedElsewhere) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), "PostgreSQL") {
+		t.Fatalf("second claim: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.ClaimServe(); err != nil {
+		t.Errorf("a claim after the first server closed: %v", err)
 	}
 }
