@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -137,7 +138,7 @@ func (w *redeliverWorker) catchUp(ctx context.Context, gh hookDeliveries, now ti
 				events[d.GetGUID()] = e
 				order = append(order, d.GetGUID())
 			}
-			if code := d.GetStatusCode(); code >= 200 && code < 500 {
+			if answered(d.GetStatusCode()) {
 				e.answered = true
 			}
 		}
@@ -200,6 +201,15 @@ func (w *redeliverWorker) catchUp(ctx context.Context, gh hookDeliveries, now ti
 		}
 	}
 	return nil
+}
+
+// answered says whether an attempt's status code ends the event: a 2xx or
+// 3xx delivered it, and a 4xx is Forge refusing it on purpose (a bad
+// signature, a body over the limit), which a redelivery would meet again;
+// but 408 (a body cut short) and 429 are worth another attempt, like no
+// answer at all (0) and a 5xx.
+func answered(code int) bool {
+	return code >= 200 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
 }
 
 func (w *redeliverWorker) askedLately(guid string, now time.Time) bool {
