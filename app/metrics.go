@@ -36,6 +36,9 @@ type Metrics struct {
 	// limit imposes on an installation's jobs.
 	RateLimitPauses  *prometheus.CounterVec
 	RateLimitedUntil *prometheus.GaugeVec
+	// Redeliveries counts the missed webhooks Forge asked GitHub to send
+	// again, by outcome (asked, refused).
+	Redeliveries *prometheus.CounterVec
 
 	// clientRegistry holds go-githubapp's per-installation client gauges,
 	// read by forge_github_rate_remaining.
@@ -81,9 +84,13 @@ func NewMetrics() *Metrics {
 			Name: "forge_github_rate_limited_until_seconds",
 			Help: "Unix time the latest rate-limit pause of an installation ends.",
 		}, []string{"installation"}),
+		Redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "forge_webhook_redeliveries_total",
+			Help: "Missed webhooks Forge asked GitHub to redeliver (asked), or whose request GitHub refused (refused).",
+		}, []string{"outcome"}),
 		clientRegistry: gometrics.NewRegistry(),
 	}
-	reg.MustRegister(m.RateLimitPauses, m.RateLimitedUntil, newRateRemaining(m.clientRegistry))
+	reg.MustRegister(m.RateLimitPauses, m.RateLimitedUntil, m.Redeliveries, newRateRemaining(m.clientRegistry))
 	reg.MustRegister(m.Deliveries, m.DeliveryDuration, m.Jobs, m.JobDuration, m.GitHubCalls, m.GitHubDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

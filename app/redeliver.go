@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
@@ -72,7 +73,9 @@ type redeliverWorker struct {
 	app    *App
 	store  *store.Store
 	perRun int
-	log    zerolog.Logger
+	// counted counts each request by outcome (asked, refused); nil is fine.
+	counted *prometheus.CounterVec
+	log     zerolog.Logger
 
 	mu sync.Mutex
 	// seen is the newest delivery attempt a finished look went through:
@@ -180,10 +183,12 @@ func (w *redeliverWorker) catchUp(ctx context.Context, gh hookDeliveries, now ti
 		var accepted *github.AcceptedError
 		if err != nil && !errors.As(err, &accepted) {
 			w.log.Warn().Err(err).Str("delivery", guid).Str("event", d.GetEvent()).Msg("ask GitHub to redeliver a missed webhook")
+			w.count("refused")
 			complete = false
 			continue
 		}
 		asked++
+		w.count("asked")
 		w.mu.Lock()
 		w.asked[guid] = now
 		w.mu.Unlock()
@@ -201,6 +206,12 @@ func (w *redeliverWorker) catchUp(ctx context.Context, gh hookDeliveries, now ti
 		}
 	}
 	return nil
+}
+
+func (w *redeliverWorker) count(outcome string) {
+	if w.counted != nil {
+		w.counted.WithLabelValues(outcome).Inc()
+	}
 }
 
 // answered says whether an attempt's status code ends the event: a 2xx or
@@ -226,7 +237,7 @@ func (a *App) redelivery(workers *river.Workers) *river.PeriodicJob {
 	if perRun <= 0 {
 		perRun = DefaultRedeliveryPerRun
 	}
-	river.AddWorker(workers, &redeliverWorker{app: a, store: a.store, perRun: perRun, log: a.log, asked: map[string]time.Time{}})
+	river.AddWorker(workers, &redeliverWorker{app: a, store: a.store, perRun: perRun, counted: a.metrics.Redeliveries, log: a.log, asked: map[string]time.Time{}})
 	if a.cfg.Redelivery.Interval <= 0 {
 		// Off, or a configuration built in code (which has no defaults).
 		return nil

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/app/store"
@@ -52,12 +52,7 @@ func TestCatchUpBounds(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer up.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + l.Addr().String()
-	l.Close()
+	down := ghdouble.UnreachableURL(t)
 
 	payload := []byte(`{"action":"created"}`)
 	deliver := func(url string, opts ...ghdouble.DeliveryOption) string {
@@ -85,11 +80,7 @@ func TestCatchUpBounds(t *testing.T) {
 		t.Fatalf("%d deliveries refused with 401, want 1", n)
 	}
 
-	cc, err := githubapp.NewDefaultCachingClientCreator(githubapp.Config{V3APIURL: gh.URL(), App: struct {
-		IntegrationID int64  `yaml:"integration_id" json:"integrationId"`
-		WebhookSecret string `yaml:"webhook_secret" json:"webhookSecret"`
-		PrivateKey    string `yaml:"private_key" json:"privateKey"`
-	}{IntegrationID: gh.AppID(), WebhookSecret: gh.WebhookSecret(), PrivateKey: string(gh.PrivateKeyPEM())}})
+	cc, err := githubapp.NewDefaultCachingClientCreator(gh.GithubappConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +88,8 @@ func TestCatchUpBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &redeliverWorker{store: st, perRun: 2, log: zerolog.Nop(), asked: map[string]time.Time{}}
+	m := NewMetrics()
+	w := &redeliverWorker{store: st, perRun: 2, counted: m.Redeliveries, log: zerolog.Nop(), asked: map[string]time.Time{}}
 
 	// Three days on, every delivery is past GitHub's window.
 	if err := w.catchUp(ctx, client.Apps, time.Now().Add(72*time.Hour)); err != nil {
@@ -131,6 +123,13 @@ func TestCatchUpBounds(t *testing.T) {
 	}
 	if n := gh.RedeliveryRequests(); n != 6 {
 		t.Errorf("a look after all were asked for: %d requests, want 6", n)
+	}
+	var asked dto.Metric
+	if err := m.Redeliveries.WithLabelValues("asked").Write(&asked); err != nil {
+		t.Fatal(err)
+	}
+	if got := asked.GetCounter().GetValue(); got != 6 {
+		t.Errorf("forge_webhook_redeliveries_total{outcome=asked} = %v, want 6", got)
 	}
 	// Past its patience, a redelivery that failed again is asked for again.
 	if err := w.catchUp(ctx, client.Apps, time.Now().Add(redeliveryPatience+time.Minute)); err != nil {

@@ -9,11 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
 )
 
 // App is the GitHub App the double knows: the one New configures, or the one the
@@ -209,4 +213,30 @@ func (s *Server) getApp(c *Call) (int, any) {
 	a := *s.app
 	s.mu.Unlock()
 	return 200, s.appJSON(&a)
+}
+
+// GithubappConfig is the App's configuration as go-githubapp takes it,
+// pointed at this double: its client creator makes App (JWT) and
+// installation clients that talk to the double.
+func (s *Server) GithubappConfig() githubapp.Config {
+	var c githubapp.Config
+	c.V3APIURL = s.URL()
+	c.V4APIURL = s.GraphQLURL()
+	c.App.IntegrationID = s.AppID()
+	c.App.WebhookSecret = s.WebhookSecret()
+	c.App.PrivateKey = string(s.PrivateKeyPEM())
+	return c
+}
+
+// UnreachableURL is an http URL on which nothing listens, for an App that
+// is down: a delivery to it fails to connect, as GitHub's would.
+func UnreachableURL(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	return url
 }

@@ -2,7 +2,6 @@ package ghdouble
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -25,12 +24,7 @@ func TestHookDeliveries(t *testing.T) {
 	}))
 	defer app.Close()
 	// An address nothing listens on: the App is down.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + l.Addr().String()
-	l.Close()
+	down := UnreachableURL(t)
 
 	payload := []byte(`{"action":"created","installation":{"id":7},"repository":{"id":9}}`)
 	var lost []string
@@ -45,11 +39,7 @@ func TestHookDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cc, err := githubapp.NewDefaultCachingClientCreator(githubapp.Config{V3APIURL: f.s.URL(), App: struct {
-		IntegrationID int64  `yaml:"integration_id" json:"integrationId"`
-		WebhookSecret string `yaml:"webhook_secret" json:"webhookSecret"`
-		PrivateKey    string `yaml:"private_key" json:"privateKey"`
-	}{IntegrationID: f.s.AppID(), WebhookSecret: f.s.WebhookSecret(), PrivateKey: string(f.s.PrivateKeyPEM())}})
+	cc, err := githubapp.NewDefaultCachingClientCreator(f.s.GithubappConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
