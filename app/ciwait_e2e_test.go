@@ -42,10 +42,16 @@ func (w *world) phaseCommit(t *testing.T, pr ghdouble.Pull, id string) string {
 }
 
 // phaseRun is Forge's check run forge/<id> on sha.
-func (w *world) phaseRun(sha, id string) ghdouble.CheckRun {
+func (w *world) phaseRun(sha, id string) ghdouble.CheckRun { return w.ownRun(sha, "forge/"+id) }
+
+// forgeRun is Forge's forge check run on sha: the plan's own.
+func (w *world) forgeRun(sha string) ghdouble.CheckRun { return w.ownRun(sha, "forge") }
+
+// ownRun is Forge's check run of that name on sha.
+func (w *world) ownRun(sha, name string) ghdouble.CheckRun {
 	var out ghdouble.CheckRun
 	for _, c := range w.gh.CheckRuns(w.repo, sha) {
-		if c.Name == "forge/"+id && c.AppID == w.gh.AppID() {
+		if c.Name == name && c.AppID == w.gh.AppID() {
 			out = c
 		}
 	}
@@ -114,6 +120,10 @@ func TestStatusOnlyCI(t *testing.T) {
 	}
 	if run := w.phaseRun(sha, "phase-1"); run.Conclusion != "failure" || !slices.Contains(identifiers(run.Actions), "retry") {
 		t.Errorf("forge/phase-1: %s %v", run.Conclusion, run.Actions)
+	}
+	// The plan's own check run fails with its phase.
+	if run := w.forgeRun(sha); run.Conclusion != "failure" || !strings.Contains(run.Output.Title, "phase-1 failed its checks") {
+		t.Errorf("forge check run after the phase's checks failed: %s/%s %q", run.Status, run.Conclusion, run.Output.Title)
 	}
 }
 

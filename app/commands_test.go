@@ -448,18 +448,8 @@ func TestPhaseFailureAndRetry(t *testing.T) {
 		t.Fatalf("forge/phase-1 check run: %s with %d actions", run.Conclusion, len(run.Actions))
 	}
 	// The plan's own check run says the run failed, not that it still runs.
-	forge := w.gh.CheckRuns(w.repo, head)
-	found := false
-	for _, c := range forge {
-		if c.Name == "forge" {
-			found = true
-			if c.Status != "completed" || c.Conclusion != "failure" || !strings.Contains(c.Output.Title, "phase-1 failed") {
-				t.Errorf("forge check run after the phase failed: %s/%s %q", c.Status, c.Conclusion, c.Output.Title)
-			}
-		}
-	}
-	if !found {
-		t.Error("no forge check run on the plan branch's head")
+	if c := w.forgeRun(head); c.Status != "completed" || c.Conclusion != "failure" || !strings.Contains(c.Output.Title, "phase-1 failed") {
+		t.Errorf("forge check run after the phase failed: %s/%s %q", c.Status, c.Conclusion, c.Output.Title)
 	}
 	w.commandOn(t, pr, "alice", "/forge phases")
 	list := w.waitReply(t, pr, "**Phases for plan-001**")
