@@ -86,6 +86,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if err != nil {
 		return err
 	}
+	gh = fencedGitHub{GitHub: gh, fence: f.lease(p.ID, owner, cancel)}
 	ws, err := f.Installations.Workspace(ctx, p.InstallationID)
 	if err != nil {
 		return err
@@ -93,6 +94,12 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.State.Step() > plan.StepNew || p.Generation > 1,
 		log: zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
 	err = r.finish(ctx, r.execute(ctx))
+	if errors.Is(context.Cause(ctx), errLeaseLost) || errors.Is(err, ErrStalePlan) {
+		// Another job adopted the plan (this one stalled past its lease):
+		// the adopter carries the step on; this one wrote nothing since.
+		r.log.Warn().Err(err).Msg("the plan was adopted by another job; this one stops")
+		return nil
+	}
 	if errors.As(err, &limited) && limited.Installation == 0 {
 		limited.Installation = p.InstallationID
 	}

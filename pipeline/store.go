@@ -102,6 +102,10 @@ type Plan struct {
 // ErrPlanNotFound is a plan the store does not have.
 var ErrPlanNotFound = errors.New("plan not found")
 
+// ErrStalePlan is a save refused because the stored plan has a newer
+// generation: another job adopted it since this copy was read.
+var ErrStalePlan = errors.New("the plan was adopted by a newer job since it was read")
+
 // PlanStore keeps plans, their numbers and their leases.
 type PlanStore interface {
 	// CreatePlan reserves the repository's next plan number atomically
@@ -114,6 +118,8 @@ type PlanStore interface {
 	// PlanForPR is the plan whose pull request this is.
 	PlanForPR(ctx context.Context, repo Repo, pr int) (*Plan, error)
 	PlanByNumber(ctx context.Context, repo Repo, number int) (*Plan, error)
+	// SavePlan writes p; ErrStalePlan when the stored plan's Generation
+	// is newer than p's (a stale job never overwrites its adopter's work).
 	SavePlan(ctx context.Context, p *Plan) error
 	// RequestStop records what a person asks of the plan's running job
 	// (cancel, close, skip its phase), in a column of its own that the

@@ -167,8 +167,9 @@ func (ps planStore) PlanByNumber(ctx context.Context, repo pipeline.Repo, number
 	return ps.one(ctx, `repository = $1 AND number = $2`, repo.String(), number)
 }
 
-// SavePlan writes the plan. It never lowers the generation (a stale worker
-// cannot undo an adoption) and never touches the lease. The stop column is
+// SavePlan writes the plan unless the stored one has a newer generation (a
+// stale worker cannot undo an adoption: ErrStalePlan), and never touches
+// the lease. The stop column is
 // never written from the plan's copy, which may predate a person's request:
 // a request survives every save until the plan goes idle.
 func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
@@ -181,14 +182,21 @@ func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	cols := p.State.Columns()
 	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET pr = $2, run = $3, status = $4,
 		stop = CASE WHEN $3 = 'idle' THEN '' ELSE stop END,
-		generation = CASE WHEN generation > $5 THEN generation ELSE $5 END,
-		data = $6, updated_ms = $7 WHERE id = $1`,
+		generation = $5, data = $6, updated_ms = $7 WHERE id = $1 AND generation <= $5`,
 		p.ID, p.PR, string(cols.Run), string(cols.Status), p.Generation, data, nowMS(now))
 	if err != nil {
 		return fmt.Errorf("save plan %d: %w", p.ID, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return pipeline.ErrPlanNotFound
+		var gen int
+		err := ps.s.db.QueryRowContext(ctx, `SELECT generation FROM plans WHERE id = $1`, p.ID).Scan(&gen)
+		if errors.Is(err, sql.ErrNoRows) {
+			return pipeline.ErrPlanNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("save plan %d: %w", p.ID, err)
+		}
+		return fmt.Errorf("save plan %d of generation %d over %d: %w", p.ID, p.Generation, gen, pipeline.ErrStalePlan)
 	}
 	return nil
 }

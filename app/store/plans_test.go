@@ -149,10 +149,10 @@ func TestPlanStore(t *testing.T) {
 		if ok, _ := ps.AcquireLease(ctx, p.ID, "b", time.Minute); !ok {
 			t.Fatal("b could not take the adopted plan")
 		}
-		// A stale save never lowers the generation.
+		// A stale save is refused and never lowers the generation.
 		got.Generation = 0
-		if err := ps.SavePlan(ctx, got); err != nil {
-			t.Fatal(err)
+		if err := ps.SavePlan(ctx, got); !errors.Is(err, pipeline.ErrStalePlan) {
+			t.Fatalf("stale save: %v, want ErrStalePlan", err)
 		}
 		if cur, _ := ps.Plan(ctx, p.ID); cur.Generation != 1 {
 			t.Fatalf("generation lowered to %d", cur.Generation)
@@ -239,6 +239,46 @@ func TestSavePlanKeepsStopRequest(t *testing.T) {
 		}
 		if cur, _ := ps.Plan(ctx, p.ID); cur.State.Stop() != plan.StopNone {
 			t.Fatalf("withdrawn request still %q", cur.State.Stop())
+		}
+	})
+}
+
+// TestStaleSaveRefused: a job that stalled past its lease holds a copy of
+// its plan from before another replica adopted it; saving that copy would
+// undo the adopter's progress, so it is refused.
+func TestStaleSaveRefused(t *testing.T) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
+		ctx := context.Background()
+		p := newPlan("comment:1", 7, plan.Running)
+		p.Generation = 1
+		if _, err := ps.CreatePlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := ps.AcquireLease(ctx, p.ID, "stalled", time.Millisecond); !ok || err != nil {
+			t.Fatalf("acquire: %v %v", ok, err)
+		}
+		stale, err := ps.Plan(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		adopted, err := ps.AdoptOrphans(ctx, time.Hour)
+		if err != nil || len(adopted) != 1 || adopted[0].Generation != 2 {
+			t.Fatalf("adopt: %d plans, %v", len(adopted), err)
+		}
+		adopted[0].Round = 3
+		if err := ps.SavePlan(ctx, adopted[0]); err != nil {
+			t.Fatalf("the adopter's save: %v", err)
+		}
+		stale.Round = 1
+		if err := ps.SavePlan(ctx, stale); !errors.Is(err, pipeline.ErrStalePlan) {
+			t.Errorf("the stalled job's save: %v, want ErrStalePlan", err)
+		}
+		if ok, _ := ps.RenewLease(ctx, p.ID, "stalled", time.Minute); ok {
+			t.Error("the stalled job renewed a lease it lost")
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); cur.Round != 3 || cur.Generation != 2 {
+			t.Errorf("after both saves: round %d generation %d, want the adopter's 3, 2", cur.Round, cur.Generation)
 		}
 	})
 }

@@ -16,7 +16,7 @@ import (
 
 // Plans is pipeline.PlanStore in memory, with the SQL store's rules: one
 // number per repository in turn, one plan per trigger, one active forge
-// per issue, saves that never lower the generation nor overwrite a stop
+// per issue, saves refused below the stored generation nor overwriting a stop
 // request, leases. Plans are kept as the JSON the SQL store keeps, so a
 // caller's copy is never shared.
 type Plans struct {
@@ -107,6 +107,9 @@ func (s *Plans) write(p *pipeline.Plan, created bool) error {
 	if r == nil {
 		return pipeline.ErrPlanNotFound
 	}
+	if p.Generation < r.generation {
+		return pipeline.ErrStalePlan
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -116,7 +119,7 @@ func (s *Plans) write(p *pipeline.Plan, created bool) error {
 	if cols.Run == plan.Idle || created {
 		r.stop = plan.StopNone
 	}
-	r.generation = max(r.generation, p.Generation)
+	r.generation = p.Generation
 	return nil
 }
 

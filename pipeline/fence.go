@@ -1,0 +1,141 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+)
+
+// fencedGitHub is a forge job's GitHub: before each write it renews the
+// job's lease on the plan, and writes nothing once the lease is gone. A
+// replica that stalled past its lease (a long GC pause, a frozen VM, a
+// network cut from the database) while another adopted the plan then
+// stops at its next write instead of doing the adopter's step a second
+// time. GitHub cannot check a fencing token, so this is the check nearest
+// the write: the lease it renews outlives the write by the lease's TTL.
+// Reads go straight through.
+type fencedGitHub struct {
+	GitHub
+	fence func(context.Context) error
+}
+
+// lease is the fence of a job holding owner's lease on plan id: a lease
+// found lost cancels the job's context with errLeaseLost, as the heartbeat
+// does, so nothing after it writes either.
+func (f *Forge) lease(id int64, owner string, cancel context.CancelCauseFunc) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ok, err := f.Plans.RenewLease(ctx, id, owner, f.leaseTTL())
+		if err != nil {
+			return fmt.Errorf("check the lease before writing to GitHub: %w", err)
+		}
+		if !ok {
+			cancel(errLeaseLost)
+			return errLeaseLost
+		}
+		return nil
+	}
+}
+
+func (g fencedGitHub) ReactToComment(ctx context.Context, repo Repo, commentID int64, content string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.ReactToComment(ctx, repo, commentID, content)
+}
+
+func (g fencedGitHub) CreateComment(ctx context.Context, repo Repo, issue int, body string) (int64, error) {
+	if err := g.fence(ctx); err != nil {
+		return 0, err
+	}
+	return g.GitHub.CreateComment(ctx, repo, issue, body)
+}
+
+func (g fencedGitHub) UpdateComment(ctx context.Context, repo Repo, commentID int64, body string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.UpdateComment(ctx, repo, commentID, body)
+}
+
+func (g fencedGitHub) AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.AddLabels(ctx, repo, issue, labels...)
+}
+
+func (g fencedGitHub) RemoveLabel(ctx context.Context, repo Repo, issue int, label string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.RemoveLabel(ctx, repo, issue, label)
+}
+
+func (g fencedGitHub) DeleteBranch(ctx context.Context, repo Repo, branch string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.DeleteBranch(ctx, repo, branch)
+}
+
+func (g fencedGitHub) CreateBranch(ctx context.Context, repo Repo, branch, sha string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.CreateBranch(ctx, repo, branch, sha)
+}
+
+func (g fencedGitHub) CommitFiles(ctx context.Context, repo Repo, branch, parent, message string, files []FileChange) (string, error) {
+	if err := g.fence(ctx); err != nil {
+		return "", err
+	}
+	return g.GitHub.CommitFiles(ctx, repo, branch, parent, message, files)
+}
+
+func (g fencedGitHub) CreatePullRequest(ctx context.Context, repo Repo, pr NewPullRequest) (PullRequest, error) {
+	if err := g.fence(ctx); err != nil {
+		return PullRequest{}, err
+	}
+	return g.GitHub.CreatePullRequest(ctx, repo, pr)
+}
+
+func (g fencedGitHub) UpdatePullRequest(ctx context.Context, repo Repo, number int, title, body string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.UpdatePullRequest(ctx, repo, number, title, body)
+}
+
+func (g fencedGitHub) MarkReadyForReview(ctx context.Context, repo Repo, nodeID string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.MarkReadyForReview(ctx, repo, nodeID)
+}
+
+func (g fencedGitHub) CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error) {
+	if err := g.fence(ctx); err != nil {
+		return 0, err
+	}
+	return g.GitHub.CreateReview(ctx, repo, pr, r)
+}
+
+func (g fencedGitHub) MinimizeComment(ctx context.Context, nodeID string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.MinimizeComment(ctx, nodeID)
+}
+
+func (g fencedGitHub) CreateCheckRun(ctx context.Context, repo Repo, c CheckRun) (int64, error) {
+	if err := g.fence(ctx); err != nil {
+		return 0, err
+	}
+	return g.GitHub.CreateCheckRun(ctx, repo, c)
+}
+
+func (g fencedGitHub) UpdateCheckRun(ctx context.Context, repo Repo, c CheckRun) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.UpdateCheckRun(ctx, repo, c)
+}

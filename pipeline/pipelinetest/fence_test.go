@@ -1,0 +1,91 @@
+package pipelinetest_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/pipelinetest"
+	"github.com/forge-dev/forge/pipeline/plan"
+)
+
+// githubWrites are the pipeline.GitHub methods that change GitHub.
+var githubWrites = []string{"ReactToComment", "CreateComment", "UpdateComment", "AddLabels", "RemoveLabel", "DeleteBranch",
+	"CreateBranch", "CommitFiles", "CreatePullRequest", "UpdatePullRequest", "MarkReadyForReview", "CreateReview",
+	"MinimizeComment", "CreateCheckRun", "UpdateCheckRun"}
+
+func writes(g *pipelinetest.GitHub) int {
+	n := 0
+	for _, m := range githubWrites {
+		n += g.Calls[m]
+	}
+	return n
+}
+
+// TestStalledJobWritesNothingAfterAdoption: a forge job stalls past its
+// lease while its drafter runs (a GC pause, a frozen VM), and the
+// reconciler hands the plan to a new job. The stalled job, waking, writes
+// nothing more to GitHub and saves nothing over the adopter's plan: the
+// adopter drafts, commits and opens the PR once.
+func TestStalledJobWritesNothingAfterAdoption(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: false\nphases: {wait_for_checks: false}\n"})
+	ctx := context.Background()
+	var (
+		mu        sync.Mutex
+		offset    time.Duration
+		drafts    int
+		afterAdop = -1
+	)
+	w.Plans.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(offset) }
+	w.Agents[agent.Drafter] = func(req agent.Request) (agent.Result, error) {
+		drafts++
+		if drafts == 1 {
+			// The job stalls: its lease runs out, and the reconciler
+			// (another replica's) adopts the plan.
+			mu.Lock()
+			offset = 3 * time.Minute
+			mu.Unlock()
+			if err := w.Forge.Reconcile(ctx); err != nil {
+				t.Errorf("reconcile: %v", err)
+			}
+			if p := planOf(t, w); p.Generation <= 1 {
+				t.Errorf("after adoption: generation %d, want a newer one than the stalled job's 1", p.Generation)
+			}
+			afterAdop = writes(w.GitHub)
+		}
+		return agent.Result{Output: pipelinetest.Plan(req.PlanID)}, nil
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	first := w.Queue.Of("forge")[0].(pipeline.ForgeArgs)
+	if err := w.Forge.RunPlan(ctx, first, 1, 1); err != nil {
+		t.Fatalf("the stalled job: %v", err)
+	}
+	if afterAdop < 0 {
+		t.Fatal("the drafter never ran")
+	}
+	if got := writes(w.GitHub); got != afterAdop {
+		t.Errorf("the stalled job wrote %d times to GitHub after the plan was adopted", got-afterAdop)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if p.State.Status() != plan.Review || p.State.Run() != plan.Idle || len(w.GitHub.Pulls) != 1 {
+		t.Fatalf("after the adopter's job: %s, %d PRs", p.State, len(w.GitHub.Pulls))
+	}
+	draftCommits := 0
+	for sha := w.GitHub.Branches[p.Branch]; sha != ""; sha = w.GitHub.Commits[sha].Parent {
+		if strings.HasPrefix(w.GitHub.Commits[sha].Message, "plan-001: draft") {
+			draftCommits++
+		}
+	}
+	if draftCommits != 1 || drafts != 2 {
+		t.Errorf("%d draft commits from %d drafter calls, want 1 from 2", draftCommits, drafts)
+	}
+}
