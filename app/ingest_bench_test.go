@@ -10,7 +10,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -32,7 +31,6 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/google/uuid"
 	"github.com/palantir/go-githubapp/githubapp"
-	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 	_ "modernc.org/sqlite" // the durability check reads Forge's database
 
@@ -107,7 +105,7 @@ func BenchmarkIngest(b *testing.B) {
 	// inherit them): go tool pprof -tagfocus bench=forge.
 	var forge *apptest.Server
 	labelled("forge", func() { forge = apptest.Start(b, gh, apptest.Options{}) })
-	pauseQueue(b, forge)
+	forge.PauseQueue(b)
 	var base *baseline
 	labelled("baseline", func() { base = startBaseline(b, secret) })
 	forgeRun := &target{name: "forge", load: newLoad(b, forge.HookURL(), payload, secret, http.StatusAccepted)}
@@ -142,33 +140,6 @@ func BenchmarkIngest(b *testing.B) {
 
 func labelled(part string, fn func()) {
 	pprof.Do(context.Background(), pprof.Labels("bench", part), func(context.Context) { fn() })
-}
-
-// pauseQueue stops River from running the command jobs during the
-// measurement. River registers the queue once its producer starts, which may
-// be a moment after the server answers.
-func pauseQueue(b *testing.B, s *apptest.Server) {
-	b.Helper()
-	ctx := context.Background()
-	q := s.App.Queue()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := q.QueuePause(ctx, river.QueueDefault, nil)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, river.ErrNotFound) || time.Now().After(deadline) {
-			b.Fatalf("pause River's default queue: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	got, err := q.QueueGet(ctx, river.QueueDefault)
-	if err != nil {
-		b.Fatalf("read River's default queue: %v", err)
-	}
-	if got.PausedAt == nil {
-		b.Fatalf("River's default queue is not paused")
-	}
 }
 
 // baseline is go-githubapp's dispatcher with its asynchronous in-memory

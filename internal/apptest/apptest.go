@@ -5,6 +5,7 @@ package apptest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"hash/fnv"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/app"
@@ -175,6 +177,41 @@ func (s *Server) waitReady(t testing.TB) {
 
 // HookURL is where GitHub sends webhooks.
 func (s *Server) HookURL() string { return s.URL + "/api/github/hook" }
+
+// PauseQueue stops River from starting jobs: what is enqueued stays in the
+// queue until ResumeQueue. River registers the queue once its producer
+// starts, which may be a moment after the server answers.
+func (s *Server) PauseQueue(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	q := s.App.Queue()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := q.QueuePause(ctx, river.QueueDefault, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, river.ErrNotFound) || time.Now().After(deadline) {
+			t.Fatalf("pause River's default queue: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got, err := q.QueueGet(ctx, river.QueueDefault)
+	if err != nil {
+		t.Fatalf("read River's default queue: %v", err)
+	}
+	if got.PausedAt == nil {
+		t.Fatalf("River's default queue is not paused")
+	}
+}
+
+// ResumeQueue lets River start jobs again after PauseQueue.
+func (s *Server) ResumeQueue(t testing.TB) {
+	t.Helper()
+	if err := s.App.Queue().QueueResume(context.Background(), river.QueueDefault, nil); err != nil {
+		t.Fatalf("resume River's default queue: %v", err)
+	}
+}
 
 // Eventually polls cond until it holds or the timeout passes.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
