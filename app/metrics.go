@@ -41,7 +41,7 @@ type Metrics struct {
 	Redeliveries *prometheus.CounterVec
 
 	// clientRegistry holds go-githubapp's per-installation client gauges,
-	// read by forge_github_rate_remaining.
+	// read by forge_github_rate_remaining and forge_github_rate_limit.
 	clientRegistry gometrics.Registry
 }
 
@@ -90,7 +90,7 @@ func NewMetrics() *Metrics {
 		}, []string{"outcome"}),
 		clientRegistry: gometrics.NewRegistry(),
 	}
-	reg.MustRegister(m.RateLimitPauses, m.RateLimitedUntil, m.Redeliveries, newRateRemaining(m.clientRegistry))
+	reg.MustRegister(m.RateLimitPauses, m.RateLimitedUntil, m.Redeliveries, newRateGauges(m.clientRegistry))
 	reg.MustRegister(m.Deliveries, m.DeliveryDuration, m.Jobs, m.JobDuration, m.GitHubCalls, m.GitHubDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

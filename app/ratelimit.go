@@ -11,6 +11,7 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
 	"github.com/gregjones/httpcache"
+	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rcrowley/go-metrics"
 
@@ -61,32 +62,52 @@ func rateLimitError(err error, now time.Time) *pipeline.RateLimitError {
 	return nil
 }
 
-// rateRemaining exports forge_github_rate_remaining{installation} from the
-// gauges go-githubapp's ClientMetrics keeps per installation (it alone knows
-// a request's installation): each answer's x-ratelimit-remaining.
-type rateRemaining struct {
-	registry metrics.Registry
-	desc     *prometheus.Desc
+// rateGauges exports forge_github_rate_remaining{installation} and
+// forge_github_rate_limit{installation} from the gauges go-githubapp's
+// ClientMetrics keeps per installation (it alone knows a request's
+// installation): each answer's x-ratelimit-remaining and x-ratelimit-limit,
+// so an alert can compare the one to the other.
+type rateGauges struct {
+	registry         metrics.Registry
+	remaining, limit *prometheus.Desc
 }
 
-const rateRemainingPrefix = "github.rate.remaining[installation:"
+const (
+	rateRemainingPrefix = githubapp.MetricsKeyRateLimitRemaining + "[installation:"
+	rateLimitPrefix     = githubapp.MetricsKeyRateLimit + "[installation:"
+)
 
-func newRateRemaining(r metrics.Registry) *rateRemaining {
-	return &rateRemaining{registry: r, desc: prometheus.NewDesc("forge_github_rate_remaining",
-		"Requests left in GitHub's primary rate limit window, from the latest answer, by installation (0: the App itself).",
-		[]string{"installation"}, nil)}
+func newRateGauges(r metrics.Registry) *rateGauges {
+	return &rateGauges{registry: r,
+		remaining: prometheus.NewDesc("forge_github_rate_remaining",
+			"Requests left in GitHub's primary rate limit window, from the latest answer, by installation (0: the App itself).",
+			[]string{"installation"}, nil),
+		limit: prometheus.NewDesc("forge_github_rate_limit",
+			"Requests GitHub's primary rate limit window allows, from the latest answer, by installation (0: the App itself).",
+			[]string{"installation"}, nil),
+	}
 }
 
-func (c *rateRemaining) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *rateGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.remaining
+	ch <- c.limit
+}
 
-func (c *rateRemaining) Collect(ch chan<- prometheus.Metric) {
+func (c *rateGauges) Collect(ch chan<- prometheus.Metric) {
 	c.registry.Each(func(name string, v any) {
-		id, ok := strings.CutPrefix(name, rateRemainingPrefix)
 		g, isGauge := v.(metrics.Gauge)
-		if !ok || !isGauge {
+		if !isGauge {
 			return
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(g.Value()), strings.TrimSuffix(id, "]"))
+		desc := c.remaining
+		id, ok := strings.CutPrefix(name, rateRemainingPrefix)
+		if !ok {
+			desc = c.limit
+			if id, ok = strings.CutPrefix(name, rateLimitPrefix); !ok {
+				return
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(g.Value()), strings.TrimSuffix(id, "]"))
 	})
 }
 
