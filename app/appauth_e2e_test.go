@@ -49,7 +49,7 @@ func TestClockOffIsRetriedNotForgotten(t *testing.T) {
 		t.Fatal("the installation was forgotten")
 	}
 	status, body := readyz(t, w)
-	if status != http.StatusOK || !strings.HasPrefix(body, "ready\ngithub: the App's JWT is refused: ") || !cause.MatchString(body) {
+	if status != http.StatusOK || !strings.HasPrefix(body, "status: ready\n") || !strings.Contains(body, "\ngithub: the App's JWT is refused: ") || !cause.MatchString(body) {
 		t.Errorf("/readyz while refused: %d %q", status, body)
 	}
 	metrics := w.forge.Metrics(t)
@@ -64,7 +64,7 @@ func TestClockOffIsRetriedNotForgotten(t *testing.T) {
 	skew.Store(0)
 	w.waitReply(t, w.issue, "Plan created: **plan-001**")
 	w.waitReply(t, w.issue, "**Forge commands**")
-	if status, body := readyz(t, w); status != http.StatusOK || body != "ready\n" {
+	if status, body := readyz(t, w); status != http.StatusOK || !strings.HasSuffix(body, "\ngithub: configured\n") {
 		t.Errorf("/readyz once GitHub takes the App: %d %q", status, body)
 	}
 	metrics = w.forge.Metrics(t)
@@ -87,7 +87,7 @@ func TestSuspendedInstallationIsForgotten(t *testing.T) {
 	if !strings.Contains(w.forge.Logs.String(), "installation gone; job dropped") {
 		t.Error("the log does not say the job was dropped")
 	}
-	if status, body := readyz(t, w); status != http.StatusOK || body != "ready\n" {
+	if status, body := readyz(t, w); status != http.StatusOK || !strings.HasSuffix(body, "\ngithub: configured\n") {
 		t.Errorf("/readyz: %d %q", status, body)
 	}
 	if metrics := w.forge.Metrics(t); !strings.Contains(metrics, "\nforge_github_app_auth_ok 1\n") {

@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/app/store"
 	"github.com/forge-dev/forge/pipeline"
 )
 
@@ -196,4 +197,39 @@ func (m *Metrics) RateLimited(installation int64, p pipeline.RateLimitPause) {
 	id := strconv.FormatInt(installation, 10)
 	m.RateLimitPauses.WithLabelValues(id).Inc()
 	m.RateLimitedUntil.WithLabelValues(id).Set(float64(p.Until.Unix()))
+}
+
+// backlogGauges reads the queue's backlog at each scrape, so every replica
+// shows the one queue they share as it is, not as it was at some event.
+type backlogGauges struct {
+	store     *store.Store
+	jobs, age *prometheus.Desc
+}
+
+func newBacklogGauges(st *store.Store) *backlogGauges {
+	return &backlogGauges{
+		store: st,
+		jobs: prometheus.NewDesc("forge_queue_backlog",
+			"Jobs due and not running: available, or scheduled and retryable whose time has come.", nil, nil),
+		age: prometheus.NewDesc("forge_queue_backlog_age_seconds",
+			"How long the job due the longest has been waiting; 0 with no backlog.", nil, nil),
+	}
+}
+
+func (g *backlogGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.jobs
+	ch <- g.age
+}
+
+// Collect leaves both series out when the database does not answer in
+// time: an error would fail the whole scrape, and /readyz says why.
+func (g *backlogGauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	b, err := g.store.Backlog(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(g.jobs, prometheus.GaugeValue, float64(b.Jobs))
+	ch <- prometheus.MustNewConstMetric(g.age, prometheus.GaugeValue, b.OldestAge.Seconds())
 }

@@ -112,6 +112,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		st.Close()
 		return nil, fmt.Errorf("migrate database: %w", err)
 	}
+	a.metrics.Registry.MustRegister(newBacklogGauges(st))
 
 	// openai runtimes keep drafter and auditor conversations here.
 	a.cfg.Agents.Sessions = st.Sessions()
@@ -244,24 +245,48 @@ func (a *App) routes() http.Handler {
 	return mux
 }
 
+// readyz says whether this replica should be sent webhooks, and what an
+// operator looks at first, one "key: value" line each: the database, the
+// queue's backlog and the App's credentials. Only a database this replica
+// cannot use makes it 503: a long backlog or credentials GitHub refuses are
+// shown but stay 200, since deliveries are still stored and worked once that
+// passes, while a 503 would have a load balancer turn them away, and GitHub
+// does not redeliver by itself.
 func (a *App) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	notReady := func(key, value string) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "status: not ready\n%s: %s\n", key, value)
+	}
 	if err := a.store.Ping(ctx); err != nil {
-		http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+		notReady("database", printable(err.Error(), 300))
 		return
 	}
 	ok, err := a.store.MigrationsApplied(ctx)
-	if err != nil || !ok {
-		http.Error(w, "migrations not applied", http.StatusServiceUnavailable)
+	switch {
+	case err != nil:
+		notReady("migrations", printable(err.Error(), 300))
+		return
+	case !ok:
+		notReady("migrations", "not applied (run forge migrate, or a forge serve of this version)")
 		return
 	}
-	io.WriteString(w, "ready\n")
-	if p := a.auth.Problem(); p != "" {
-		// Still ready: deliveries are stored and worked once GitHub takes the
-		// App again, while a 503 would have a load balancer turn them away,
-		// and GitHub does not redeliver by itself.
+	io.WriteString(w, "status: ready\ndatabase: ok\nmigrations: ok\n")
+	if b, err := a.store.Backlog(ctx); err != nil {
+		fmt.Fprintf(w, "backlog: %s\n", printable(err.Error(), 300))
+	} else {
+		fmt.Fprintf(w, "backlog: %d\nbacklog_age: %s\n", b.Jobs, b.OldestAge.Truncate(time.Second))
+	}
+	switch p := a.auth.Problem(); {
+	case a.github.Load() == nil:
+		io.WriteString(w, "github: not configured (register the App through the setup link in the log, or set github.app)\n")
+	case p != "":
 		fmt.Fprintf(w, "github: %s\n", p)
+	default:
+		io.WriteString(w, "github: configured\n")
 	}
 }
 
