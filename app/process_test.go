@@ -66,7 +66,9 @@ type process struct {
 	done   chan error
 }
 
-func writeConfig(t *testing.T, gh *ghdouble.Server, dataDir string, port int, agents map[string]string, grace time.Duration) string {
+// writeConfig writes a forge.yml for a process; extra is more YAML, e.g.
+// the database and the queue of a replica.
+func writeConfig(t *testing.T, gh *ghdouble.Server, dataDir string, port int, agents map[string]string, grace time.Duration, extra ...string) string {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  address: 127.0.0.1\n  port: %d\n  shutdown_grace: %s\n", port, grace)
@@ -81,6 +83,9 @@ func writeConfig(t *testing.T, gh *ghdouble.Server, dataDir string, port int, ag
 	b.WriteString("  roles:\n")
 	for role := range agents {
 		fmt.Fprintf(&b, "    %s: %s\n", role, role)
+	}
+	for _, e := range extra {
+		b.WriteString(e)
 	}
 	p := filepath.Join(t.TempDir(), "forge.yml")
 	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
@@ -104,6 +109,11 @@ func startProcess(t *testing.T, config string, port int) *process {
 		<-p.done
 		if t.Failed() {
 			t.Logf("forge log:\n%s", tail(p.log.String(), 60))
+		}
+		if dir := os.Getenv("FORGE_TEST_LOG_DIR"); dir != "" {
+			// The whole log, for a failure the tail does not explain.
+			name := fmt.Sprintf("%s-%d-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), port, time.Now().UnixNano())
+			os.WriteFile(filepath.Join(dir, name), []byte(p.log.String()), 0o644)
 		}
 	})
 	apptest.Eventually(t, 30*time.Second, "forge to be ready", func() bool {

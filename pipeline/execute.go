@@ -98,6 +98,13 @@ type executor struct {
 }
 
 func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) error {
+	if !x.owner {
+		release, err := f.hold(ctx, x)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	p := x.p
 	busy := !x.owner && p.State.Run() == plan.Running && !p.State.Parked()
 	if busy && p.State.Applied(causeOf(ev).Trigger) && len(p.Outbox) > 0 {

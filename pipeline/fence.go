@@ -2,7 +2,14 @@ package pipeline
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/rs/zerolog"
+
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // fencedGitHub is a forge job's GitHub: before each write it renews the
@@ -18,6 +25,49 @@ type fencedGitHub struct {
 	fence func(context.Context) error
 }
 
+// hold makes a handler (a command, a review, a wake) the plan's one actor
+// for a transition, as a forge job is for its run: it takes the plan's
+// lease and fences the executor's GitHub writes. Two actors that carried
+// out one outbox at once would each post its replies. A plan whose job
+// runs is not held: the transition only asks the job (a stop request) or
+// answers, and saves nothing. Any other holder (a job settling its run's
+// end, another handler) is waited for, and so is a save since the handler
+// read the plan: the handler is snoozed and reads the plan afresh.
+func (f *Forge) hold(ctx context.Context, x *executor) (release func(), err error) {
+	id := x.p.ID
+	owner := fmt.Sprintf("%s/handler-%s", f.Owner, rand.Text()[:12])
+	ok, err := f.Plans.AcquireLease(ctx, id, owner, f.leaseTTL())
+	if err != nil {
+		return nil, err
+	}
+	release = func() {
+		if !ok {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := f.Plans.ReleaseLease(rctx, id, owner); err != nil {
+			zerolog.Ctx(ctx).Warn().Err(err).Int64("plan", id).Msg("release plan lease")
+		}
+	}
+	fresh, err := f.Plans.Plan(ctx, id)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	switch {
+	case !ok && fresh.State.Run() == plan.Running && !fresh.State.Parked():
+		return release, nil // its job holds it: the busy path
+	case !ok:
+		return nil, river.JobSnooze(time.Second)
+	case fresh.UpdatedAt.UnixMilli() != x.p.UpdatedAt.UnixMilli():
+		release()
+		return nil, river.JobSnooze(time.Second)
+	}
+	x.gh = fencedGitHub{GitHub: x.gh, fence: f.lease(id, owner, nil)}
+	return release, nil
+}
+
 // lease is the fence of a job holding owner's lease on plan id: a lease
 // found lost cancels the job's context with errLeaseLost, as the heartbeat
 // does, so nothing after it writes either.
@@ -28,7 +78,9 @@ func (f *Forge) lease(id int64, owner string, cancel context.CancelCauseFunc) fu
 			return fmt.Errorf("check the lease before writing to GitHub: %w", err)
 		}
 		if !ok {
-			cancel(errLeaseLost)
+			if cancel != nil {
+				cancel(errLeaseLost)
+			}
 			return errLeaseLost
 		}
 		return nil

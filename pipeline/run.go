@@ -32,12 +32,46 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if err != nil {
 		return err
 	}
-	if p.Generation != args.Generation {
-		return nil // replaced by a newer job
+	if p.Generation != args.Generation || (p.State.Run() != plan.Running && len(p.Outbox) == 0) {
+		return nil // replaced by a newer job; finished, or cancelled while queued
 	}
-	if p.State.Run() != plan.Running {
-		if len(p.Outbox) == 0 {
-			return nil // finished, or cancelled while queued
+	owner := fmt.Sprintf("%s/job-%d", f.Owner, jobID)
+	ok, err := f.Plans.AcquireLease(ctx, p.ID, owner, f.leaseTTL())
+	// The handler that started this job holds the plan until its
+	// transition returns, a moment after the job was enqueued.
+	for try := 0; err == nil && !ok && try < 5; try++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		ok, err = f.Plans.AcquireLease(ctx, p.ID, owner, f.leaseTTL())
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// The previous run of this plan is still letting go (a run that
+		// starts the next one, e.g. phases after auto-implement), or a
+		// handler is in a transition: try again shortly. A stale job
+		// stops at the generation check.
+		return river.JobSnooze(time.Second)
+	}
+	// Read again under the lease: the first read may predate the save of
+	// the actor that held the plan till now.
+	if p, err = f.Plans.Plan(ctx, args.PlanID); err != nil || p.Generation != args.Generation || p.State.Run() != plan.Running {
+		defer func() {
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer rcancel()
+			if err := f.Plans.ReleaseLease(rctx, args.PlanID, owner); err != nil {
+				zerolog.Ctx(ctx).Warn().Err(err).Msg("release plan lease")
+			}
+		}()
+		if errors.Is(err, ErrPlanNotFound) || (err == nil && (p.Generation != args.Generation || len(p.Outbox) == 0)) {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 		// The run ended, and its job stopped before carrying out what the
 		// end does (a rate limit, GitHub down): that is done now.
@@ -45,18 +79,8 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 		if err != nil {
 			return err
 		}
+		gh = fencedGitHub{GitHub: gh, fence: f.lease(p.ID, owner, nil)}
 		return (&executor{f: f, gh: gh, p: p, owner: true}).settle(ctx)
-	}
-	owner := fmt.Sprintf("%s/job-%d", f.Owner, jobID)
-	ok, err := f.Plans.AcquireLease(ctx, p.ID, owner, f.leaseTTL())
-	if err != nil {
-		return err
-	}
-	if !ok {
-		// The previous run of this plan is still letting go (a run that
-		// starts the next one, e.g. phases after auto-implement): try
-		// again shortly. A stale job stops at the generation check.
-		return river.JobSnooze(time.Second)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

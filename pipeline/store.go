@@ -131,8 +131,9 @@ type PlanStore interface {
 	// NextQueued is the oldest queued plan of an installation, nil if none.
 	NextQueued(ctx context.Context, installationID int64) (*Plan, error)
 
-	// AcquireLease lets one worker own a running plan; it fails while
-	// another owner's lease is current.
+	// AcquireLease makes owner the plan's one actor (a forge job for its
+	// run, a handler for a transition); it fails while another owner's
+	// lease is current.
 	AcquireLease(ctx context.Context, id int64, owner string, ttl time.Duration) (bool, error)
 	RenewLease(ctx context.Context, id int64, owner string, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, id int64, owner string) error

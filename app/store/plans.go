@@ -247,7 +247,7 @@ func (ps planStore) InstallationsWithQueued(ctx context.Context) ([]int64, error
 func (ps planStore) AcquireLease(ctx context.Context, id int64, owner string, ttl time.Duration) (bool, error) {
 	now := time.Now()
 	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET lease_owner = $2, lease_until_ms = $3
-		WHERE id = $1 AND run = 'running' AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < $4)`,
+		WHERE id = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until_ms < $4)`,
 		id, owner, nowMS(now.Add(ttl)), nowMS(now))
 	if err != nil {
 		return false, fmt.Errorf("acquire lease on plan %d: %w", id, err)

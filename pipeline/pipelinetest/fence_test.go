@@ -2,6 +2,7 @@ package pipelinetest_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/pipelinetest"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/riverqueue/river"
 )
 
 // githubWrites are the pipeline.GitHub methods that change GitHub.
@@ -87,5 +89,39 @@ func TestStalledJobWritesNothingAfterAdoption(t *testing.T) {
 	}
 	if draftCommits != 1 || drafts != 2 {
 		t.Errorf("%d draft commits from %d drafter calls, want 1 from 2", draftCommits, drafts)
+	}
+}
+
+// TestHandlerWaitsForThePlansHolder: a command on a plan another actor
+// holds (a job carrying out its run's end, another replica's handler) is
+// snoozed, touching nothing, and carried out once the holder let go: two
+// actors never carry out one plan's effects at once.
+func TestHandlerWaitsForThePlansHolder(t *testing.T) {
+	w, p := reviewWorld(t)
+	ctx := context.Background()
+	if ok, err := w.Plans.AcquireLease(ctx, p.ID, "another-replica/handler", time.Minute); !ok || err != nil {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	before := writes(w.GitHub)
+	var snooze *river.JobSnoozeError
+	cmd := command(w, p.PR, true, "/forge approve")
+	if err := w.Forge.HandleCommand(ctx, cmd); !errors.As(err, &snooze) {
+		t.Fatalf("approve while another actor holds the plan: %v, want a snooze", err)
+	}
+	if got := planOf(t, w); got.State.Status() != plan.Review {
+		t.Errorf("the snoozed approval moved the plan: %s", got.State)
+	}
+	// Only the command's reaction, which precedes the transition.
+	if n := writes(w.GitHub) - before; n > 1 {
+		t.Errorf("the snoozed approval wrote %d times to GitHub", n)
+	}
+	if err := w.Plans.ReleaseLease(ctx, p.ID, "another-replica/handler"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Forge.HandleCommand(ctx, cmd); err != nil {
+		t.Fatalf("approve once the holder let go: %v", err)
+	}
+	if got := planOf(t, w); got.State.Status() != plan.Approved {
+		t.Errorf("after the approval: %s", got.State)
 	}
 }

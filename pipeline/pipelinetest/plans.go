@@ -216,7 +216,7 @@ func (s *Plans) AcquireLease(_ context.Context, id int64, owner string, ttl time
 	defer s.mu.Unlock()
 	r := s.rows[id]
 	now := s.Now()
-	if r == nil || r.run != plan.Running || (r.leaseOwner != "" && r.leaseOwner != owner && !r.leaseUntil.Before(now)) {
+	if r == nil || (r.leaseOwner != "" && r.leaseOwner != owner && !r.leaseUntil.Before(now)) {
 		return false, nil
 	}
 	r.leaseOwner, r.leaseUntil = owner, now.Add(ttl)

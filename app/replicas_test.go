@@ -1,0 +1,263 @@
+package app_test
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/forge-dev/forge/app/store/storetest"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
+)
+
+// balancer plays the load balancer in front of the replicas: each request
+// goes to the next replica in turn, and to the one after when a replica
+// does not answer (nginx's proxy_next_upstream error): a killed replica
+// costs no delivery.
+type balancer struct {
+	backends []string
+	next     atomic.Uint64
+}
+
+func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	start := int(b.next.Add(1))
+	for i := range b.backends {
+		target := b.backends[(start+i)%len(b.backends)]
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		req.Header = r.Header.Clone()
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue // down: the next replica
+		}
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+		res.Body.Close()
+		return
+	}
+	http.Error(w, "no replica answered", http.StatusBadGateway)
+}
+
+var markerRe = regexp.MustCompile(`<!-- forge:[^>]*-->`)
+
+// TestReplicasOnPostgres: three forge serve processes share one PostgreSQL
+// database behind a load balancer. Twenty /forge commands over five
+// repositories; one replica is SIGKILLed while they run and started again.
+// Every plan reaches the approval gate, half of them are approved and
+// reach DONE, and GitHub holds each write once: one PR per command with
+// its own plan number, no commit, review, comment or reaction twice.
+func TestReplicasOnPostgres(t *testing.T) {
+	dbURL := storetest.PostgresURL(t)
+	gh := apptest.GitHub(t)
+	const repos, perRepo = 5, 4
+	type target struct {
+		repo   string
+		inst   int64
+		issues []int
+	}
+	var targets []target
+	for i := range repos {
+		owner := fmt.Sprintf("team%d", i+1)
+		tg := target{repo: owner + "/service", inst: gh.AddInstallation(owner)}
+		gh.AddRepo(tg.inst, tg.repo).Seed(map[string]string{"README.md": "# service\n",
+			".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"}, "initial commit")
+		gh.SetPermission(tg.repo, "alice", "write")
+		for j := range perRepo {
+			tg.issues = append(tg.issues, gh.AddIssue(tg.repo, ghdouble.IssueSpec{Title: fmt.Sprintf("Feature %d", j+1), Author: "alice"}))
+		}
+		targets = append(targets, tg)
+	}
+	dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
+	agents := map[string]string{}
+	for _, role := range []string{"drafter", "auditor", "reviser", "implementer", "phase_auditor"} {
+		agents[role] = filepath.Join(dir, role+".sh")
+	}
+	extra := fmt.Sprintf("database:\n  url: %q\nqueue:\n  lease_ttl: 3s\n", dbURL)
+	var replicas []*process
+	var configs []string
+	var ports []int
+	lb := &balancer{}
+	for range 3 {
+		port := freePort(t)
+		config := writeConfig(t, gh, t.TempDir(), port, agents, 10*time.Second, extra)
+		replicas = append(replicas, startProcess(t, config, port))
+		configs, ports = append(configs, config), append(ports, port)
+		lb.backends = append(lb.backends, fmt.Sprintf("http://127.0.0.1:%d", port))
+	}
+	front := httptest.NewServer(lb)
+	t.Cleanup(front.Close)
+	deliver := func(event string, payload []byte) {
+		t.Helper()
+		res, _, err := gh.Deliver(front.URL+"/api/github/hook", event, payload)
+		if err != nil || res.StatusCode != http.StatusAccepted {
+			t.Fatalf("deliver %s through the balancer: %v %v", event, res, err)
+		}
+	}
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	statuses := func() map[string]int {
+		rows, err := db.Query(`SELECT status || '/' || run FROM plans`)
+		if err != nil {
+			t.Fatalf("read the plans: %v", err)
+		}
+		defer rows.Close()
+		out := map[string]int{}
+		for rows.Next() {
+			var s string
+			rows.Scan(&s)
+			out[s]++
+		}
+		return out
+	}
+
+	start := time.Now()
+	var commands []struct {
+		repo string
+		id   int64
+	}
+	var wg sync.WaitGroup
+	for i := range perRepo {
+		for _, tg := range targets {
+			issue := tg.issues[i]
+			id := gh.AddComment(tg.repo, issue, "alice", "/forge add feature "+fmt.Sprint(i+1))
+			commands = append(commands, struct {
+				repo string
+				id   int64
+			}{tg.repo, id})
+			payload := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "issue_comment/created"),
+				gh.InstallationEdit(tg.inst), gh.RepositoryEdit(tg.repo), gh.SenderEdit("alice"),
+				gh.IssueEdit(tg.repo, issue), gh.CommentEdit(tg.repo, id))
+			wg.Add(1)
+			go func() { defer wg.Done(); deliver("issue_comment", payload) }()
+		}
+	}
+	wg.Wait()
+	total := repos * perRepo
+
+	// One replica dies mid-way, with plans in its hands, and comes back.
+	apptest.Eventually(t, 2*time.Minute, "a quarter of the plans at the approval gate", func() bool {
+		return statuses()["REVIEW/idle"] >= total/4
+	})
+	victim := replicas[1]
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.done
+	victim.done <- nil
+	t.Logf("replica 2 killed after %s with %v", time.Since(start).Round(time.Millisecond), statuses())
+	time.Sleep(2 * time.Second)
+	replicas[1] = startProcess(t, configs[1], ports[1])
+
+	apptest.Eventually(t, 2*time.Minute, "every plan at the approval gate", func() bool {
+		return statuses()["REVIEW/idle"] == total
+	})
+	t.Logf("%d plans at the approval gate after %s", total, time.Since(start).Round(time.Millisecond))
+
+	// Half of them are approved and run to DONE.
+	approved := 0
+	for _, tg := range targets {
+		for _, pr := range gh.Pulls(tg.repo)[:perRepo/2] {
+			id := gh.AddReview(tg.repo, pr.Number, "alice", "APPROVED", "", nil)
+			payload := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "pull_request_review/submitted"),
+				gh.InstallationEdit(tg.inst), gh.RepositoryEdit(tg.repo), gh.PullEdit(tg.repo, pr.Number), ghdouble.Set("number", pr.Number),
+				gh.ReviewEdit(tg.repo, id), gh.SenderEdit("alice"))
+			deliver("pull_request_review", payload)
+			approved++
+		}
+	}
+	apptest.Eventually(t, 2*time.Minute, "the approved plans at DONE", func() bool {
+		s := statuses()
+		return s["DONE/idle"] == approved && s["REVIEW/idle"] == total-approved
+	})
+	t.Logf("%d plans DONE after %s", approved, time.Since(start).Round(time.Millisecond))
+
+	// GitHub holds each write once.
+	for _, tg := range targets {
+		pulls := gh.Pulls(tg.repo)
+		if len(pulls) != perRepo {
+			t.Errorf("%s: %d pull requests, want %d", tg.repo, len(pulls), perRepo)
+		}
+		numbers := map[string]bool{}
+		for _, pr := range pulls {
+			number := strings.SplitN(pr.Head, "/", 2)[0]
+			if numbers[number] {
+				t.Errorf("%s: plan number %s twice", tg.repo, number)
+			}
+			numbers[number] = true
+			seen := map[string]int{}
+			for _, c := range gh.Repo(tg.repo).Commits(pr.Head) {
+				seen[c.Message]++
+			}
+			for msg, n := range seen {
+				if n > 1 {
+					t.Errorf("%s#%d: commit %q %d times", tg.repo, pr.Number, msg, n)
+				}
+			}
+			reviews := map[string]int{}
+			for _, rv := range gh.Reviews(tg.repo, pr.Number) {
+				if rv.User == gh.BotLogin() {
+					reviews[markerRe.FindString(rv.Body)]++
+				}
+			}
+			for m, n := range reviews {
+				if n > 1 || m == "" {
+					t.Errorf("%s#%d: review %q %d times", tg.repo, pr.Number, m, n)
+				}
+			}
+		}
+		for _, number := range append(append([]int{}, tg.issues...), prNumbers(pulls)...) {
+			markers := map[string]int{}
+			for _, c := range gh.Comments(tg.repo, number) {
+				if c.Author == gh.BotLogin() {
+					markers[strings.Join(markerRe.FindAllString(c.Body, -1), "")]++
+				}
+			}
+			for m, n := range markers {
+				if n > 1 || m == "" {
+					t.Errorf("%s#%d: comment %q %d times", tg.repo, number, m, n)
+				}
+			}
+		}
+	}
+	for _, c := range commands {
+		if n := eyes(gh, c.repo, c.id); n != 1 {
+			t.Errorf("%s comment %d: %d reactions, want 1", c.repo, c.id, n)
+		}
+	}
+	if t.Failed() {
+		t.Logf("plan states: %v", statuses())
+	}
+}
+
+func prNumbers(pulls []ghdouble.Pull) []int {
+	var out []int
+	for _, p := range pulls {
+		out = append(out, p.Number)
+	}
+	return out
+}
