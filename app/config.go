@@ -43,6 +43,8 @@ type Config struct {
 	Retention RetentionConfig `yaml:"retention"`
 	// Redelivery catches up on webhooks GitHub could not deliver.
 	Redelivery RedeliveryConfig `yaml:"redelivery"`
+	// Resync acts on what a webhook that never came would have told.
+	Resync ResyncConfig `yaml:"resync"`
 }
 
 // ServerConfig uses go-baseapp's keys for the listen address.
@@ -220,6 +222,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.Retention.applyDefaults()
 	c.Redelivery.applyDefaults()
+	c.Resync.applyDefaults()
 }
 
 func (c *Config) validate() error {
@@ -230,6 +233,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Redelivery.validate(); err != nil {
+		return err
+	}
+	if err := c.Resync.validate(); err != nil {
 		return err
 	}
 	if err := c.Retention.validate(); err != nil {

@@ -173,6 +173,9 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	if redeliver := a.redelivery(workers); redeliver != nil {
 		periodic = append(periodic, redeliver)
 	}
+	if resync := a.resync(workers); resync != nil {
+		periodic = append(periodic, resync)
+	}
 	rc, err := river.NewClient(st.Driver(), &river.Config{
 		PeriodicJobs:      periodic,
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.cfg.Queue.Workers}},

@@ -32,7 +32,8 @@ type fencedGitHub struct {
 // runs is not held: the transition only asks the job (a stop request) or
 // answers, and saves nothing. Any other holder (a job settling its run's
 // end, another handler) is waited for, and so is a save since the handler
-// read the plan: the handler is snoozed and reads the plan afresh.
+// read the plan, or a job started since: the handler is snoozed and
+// decides again on the plan as it is then.
 func (f *Forge) hold(ctx context.Context, x *executor) (release func(), err error) {
 	id := x.p.ID
 	owner := fmt.Sprintf("%s/handler-%s", f.Owner, rand.Text()[:12])
@@ -55,8 +56,9 @@ func (f *Forge) hold(ctx context.Context, x *executor) (release func(), err erro
 		release()
 		return nil, err
 	}
+	busy := func(p *Plan) bool { return p.State.Run() == plan.Running && !p.State.Parked() }
 	switch {
-	case !ok && fresh.State.Run() == plan.Running && !fresh.State.Parked():
+	case !ok && busy(fresh) && busy(x.p):
 		return release, nil // its job holds it: the busy path
 	case !ok:
 		return nil, river.JobSnooze(time.Second)

@@ -144,4 +144,10 @@ type PlanStore interface {
 	AdoptOrphans(ctx context.Context, grace time.Duration) ([]*Plan, error)
 	// InstallationsWithQueued lists installations that have queued plans.
 	InstallationsWithQueued(ctx context.Context) ([]int64, error)
+	// QuietPlans are at most limit idle plans with a pull request, neither
+	// closed nor cancelled, that neither changed nor were looked at since
+	// before: the least recently looked at first.
+	QuietPlans(ctx context.Context, before time.Time, limit int) ([]*Plan, error)
+	// Looked records that the reconciler asked GitHub about the plan now.
+	Looked(ctx context.Context, id int64) error
 }

@@ -311,3 +311,27 @@ func (ps planStore) AdoptOrphans(ctx context.Context, grace time.Duration) ([]*p
 	}
 	return out, nil
 }
+
+func (ps planStore) QuietPlans(ctx context.Context, before time.Time, limit int) ([]*pipeline.Plan, error) {
+	rows, err := ps.s.db.QueryContext(ctx, `SELECT `+planColumns+` FROM plans
+		WHERE run = 'idle' AND pr <> 0 AND status NOT IN ('CLOSED', 'CANCELLED') AND updated_ms < $1 AND looked_ms < $1
+		ORDER BY looked_ms, updated_ms LIMIT $2`, nowMS(before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("find quiet plans: %w", err)
+	}
+	defer rows.Close()
+	var out []*pipeline.Plan
+	for rows.Next() {
+		p, err := scanPlan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func (ps planStore) Looked(ctx context.Context, id int64) error {
+	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET looked_ms = $2 WHERE id = $1`, id, nowMS(time.Now()))
+	return err
+}

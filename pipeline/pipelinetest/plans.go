@@ -36,6 +36,7 @@ type row struct {
 	leaseOwner string
 	leaseUntil time.Time
 	updated    time.Time
+	looked     time.Time
 }
 
 // NewPlans is an empty store.
@@ -300,3 +301,40 @@ var (
 	_ pipeline.PlanStore = (*Plans)(nil)
 	_ pipeline.Enqueuer  = (*Queue)(nil)
 )
+
+func (s *Plans) QuietPlans(_ context.Context, before time.Time, limit int) ([]*pipeline.Plan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for id, r := range s.rows {
+		if r.run == plan.Idle && r.status != plan.Closed && r.status != plan.Cancelled && r.updated.Before(before) && r.looked.Before(before) {
+			if p, err := s.load(id); err == nil && p.PR != 0 {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.SortFunc(ids, func(a, b int64) int {
+		if c := s.rows[a].looked.Compare(s.rows[b].looked); c != 0 {
+			return c
+		}
+		return s.rows[a].updated.Compare(s.rows[b].updated)
+	})
+	var out []*pipeline.Plan
+	for _, id := range ids[:min(limit, len(ids))] {
+		p, err := s.load(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (s *Plans) Looked(_ context.Context, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rows[id]; r != nil {
+		r.looked = s.Now()
+	}
+	return nil
+}
