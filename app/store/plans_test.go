@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strings"
 	"sync"
@@ -279,6 +280,59 @@ func TestStaleSaveRefused(t *testing.T) {
 		}
 		if cur, _ := ps.Plan(ctx, p.ID); cur.Round != 3 || cur.Generation != 2 {
 			t.Errorf("after both saves: round %d generation %d, want the adopter's 3, 2", cur.Round, cur.Generation)
+		}
+	})
+}
+
+// TestQuietPlans: the resync looks at idle plans with an open pull request,
+// the least recently looked at first, each once a period.
+func TestQuietPlans(t *testing.T) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
+		ctx := context.Background()
+		var ids []int64
+		for i, st := range []plan.Status{plan.Review, plan.Done, plan.Closed, plan.Review} {
+			p := newPlan(fmt.Sprintf("comment:%d", i), 10+i, plan.Idle)
+			p.State = plan.FromLegacy(plan.Legacy{Status: st, Run: plan.Idle, Mode: plan.ModeForge})
+			if _, err := ps.CreatePlan(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if i < 3 {
+				p.PR = 100 + i // the last has no pull request
+			}
+			if err := ps.SavePlan(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, p.ID)
+		}
+		quiet := func(before time.Time) []int64 {
+			t.Helper()
+			plans, err := ps.QuietPlans(ctx, before, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []int64
+			for _, p := range plans {
+				out = append(out, p.ID)
+			}
+			return out
+		}
+		if got := quiet(time.Now().Add(-time.Hour)); len(got) != 0 {
+			t.Errorf("plans quiet for an hour: %v, want none", got)
+		}
+		later := time.Now().Add(time.Second)
+		if got := quiet(later); len(got) != 2 || got[0] != ids[0] || got[1] != ids[1] {
+			t.Errorf("quiet plans: %v, want the REVIEW and DONE ones with a PR, %v", got, ids[:2])
+		}
+		time.Sleep(5 * time.Millisecond)
+		mark := time.Now()
+		if err := ps.Looked(ctx, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		if got := quiet(mark); len(got) != 1 || got[0] != ids[1] {
+			t.Errorf("quiet since before the look: %v, want only the one not looked at, %d", got, ids[1])
+		}
+		if got := quiet(time.Now().Add(time.Second)); len(got) != 2 || got[0] != ids[1] {
+			t.Errorf("the one looked at comes last: %v", got)
 		}
 	})
 }
