@@ -65,8 +65,9 @@ var markerRe = regexp.MustCompile(`<!-- forge:[^>]*-->`)
 // TestReplicasOnPostgres: three forge serve processes share one PostgreSQL
 // database behind a load balancer. Twenty /forge commands over five
 // repositories; one replica is SIGKILLed while they run and started again.
-// Every plan reaches the approval gate, half of them are approved and
-// reach DONE, and GitHub holds each write once: one PR per command with
+// Every plan reaches the approval gate; half of them are approved during a
+// rolling restart (each replica SIGTERMed and started again in turn) and
+// reach DONE; and GitHub holds each write once: one PR per command with
 // its own plan number, no commit, review, comment or reaction twice.
 func TestReplicasOnPostgres(t *testing.T) {
 	dbURL := storetest.PostgresURL(t)
@@ -101,7 +102,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 	lb := &balancer{}
 	for range 3 {
 		port := freePort(t)
-		config := writeConfig(t, gh, t.TempDir(), port, agents, 10*time.Second, extra)
+		config := writeConfig(t, gh, t.TempDir(), port, agents, 3*time.Second, extra)
 		replicas = append(replicas, startProcess(t, config, port))
 		configs, ports = append(configs, config), append(ports, port)
 		lb.backends = append(lb.backends, fmt.Sprintf("http://127.0.0.1:%d", port))
@@ -112,7 +113,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 		t.Helper()
 		res, _, err := gh.Deliver(front.URL+"/api/github/hook", event, payload)
 		if err != nil || res.StatusCode != http.StatusAccepted {
-			t.Fatalf("deliver %s through the balancer: %v %v", event, res, err)
+			t.Errorf("deliver %s through the balancer: %v %v", event, res, err) // also from other goroutines
 		}
 	}
 	db, err := sql.Open("pgx", dbURL)
@@ -178,18 +179,42 @@ func TestReplicasOnPostgres(t *testing.T) {
 	})
 	t.Logf("%d plans at the approval gate after %s", total, time.Since(start).Round(time.Millisecond))
 
-	// Half of them are approved and run to DONE.
-	approved := 0
+	// Half of them are approved and run to DONE, the approvals delivered
+	// during a rolling restart: each replica SIGTERMed and started again in
+	// turn. Every delivery is answered 202 (deliver checks).
+	var approvals []func()
 	for _, tg := range targets {
 		for _, pr := range gh.Pulls(tg.repo)[:perRepo/2] {
-			id := gh.AddReview(tg.repo, pr.Number, "alice", "APPROVED", "", nil)
-			payload := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "pull_request_review/submitted"),
-				gh.InstallationEdit(tg.inst), gh.RepositoryEdit(tg.repo), gh.PullEdit(tg.repo, pr.Number), ghdouble.Set("number", pr.Number),
-				gh.ReviewEdit(tg.repo, id), gh.SenderEdit("alice"))
-			deliver("pull_request_review", payload)
-			approved++
+			approvals = append(approvals, func() {
+				id := gh.AddReview(tg.repo, pr.Number, "alice", "APPROVED", "", nil)
+				payload := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "pull_request_review/submitted"),
+					gh.InstallationEdit(tg.inst), gh.RepositoryEdit(tg.repo), gh.PullEdit(tg.repo, pr.Number), ghdouble.Set("number", pr.Number),
+					gh.ReviewEdit(tg.repo, id), gh.SenderEdit("alice"))
+				deliver("pull_request_review", payload)
+			})
 		}
 	}
+	approved := len(approvals)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for _, approve := range approvals {
+			approve()
+			time.Sleep(400 * time.Millisecond)
+		}
+	}()
+	for i, r := range replicas {
+		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-r.done; err != nil {
+			t.Errorf("replica %d after SIGTERM: %v", i+1, err)
+		}
+		r.done <- nil
+		replicas[i] = startProcess(t, configs[i], ports[i])
+	}
+	<-sent
+	t.Logf("rolling restart done after %s", time.Since(start).Round(time.Millisecond))
 	apptest.Eventually(t, 2*time.Minute, "the approved plans at DONE", func() bool {
 		s := statuses()
 		return s["DONE/idle"] == approved && s["REVIEW/idle"] == total-approved
