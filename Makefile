@@ -29,9 +29,14 @@ lint:
 # Benchmarks are not tests: long, and their figures need a quiet machine.
 # `make test` runs none of them (no -bench). BenchmarkIngest runs fixed
 # phases (~2 min) whatever b.N is; the store's benchmarks scale with b.N, and
-# the paced one sends b.N deliveries at 500/s.
+# the paced one sends b.N deliveries at 500/s. BenchmarkLoad runs
+# FORGE_LOAD_PLANS (100) forges to DONE on SQLite and on PostgreSQL with 1
+# and 3 replicas (PostgreSQL from FORGE_TEST_POSTGRES_URL, skipped without);
+# BenchmarkSoak takes a forge every FORGE_SOAK_EVERY (4s) for FORGE_SOAK (10m).
 bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1x -timeout 30m ./app/
 	$(GO) test -run '^$$' -bench '^BenchmarkAccept$$' -benchtime 3s -timeout 10m ./app/store/
 	$(GO) test -run '^$$' -bench '^BenchmarkAcceptPaced$$' -benchtime 2000x -timeout 10m ./app/store/
 	$(GO) test -run '^$$' -bench '^BenchmarkWorkingCopyVsGit$$' -benchtime 1x -timeout 30m ./gitops/
+	$(GO) test -run '^$$' -bench '^BenchmarkLoad$$' -benchtime 1x -timeout 90m ./app/
+	$(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 30m ./app/

@@ -808,7 +808,7 @@ func TestAuditFixRounds(t *testing.T) {
 
 // twoFileDrafter answers a plan whose Changes name files in two folders:
 // two implement phases and the audit.
-func twoFileDrafter(t *testing.T) []string {
+func twoFileDrafter(t testing.TB) []string {
 	t.Helper()
 	return drafterScript(t, "Greet new users in the docs and in the code.", "A page and a function; nothing else.",
 		"- `docs/hello.md` (new) — the greeting page.\n- `src/greet.go` (new) — the greeting function.",
@@ -817,7 +817,7 @@ func twoFileDrafter(t *testing.T) []string {
 
 // drafterScript is a drafter agent that writes a plan of the given
 // sections under the heading of the plan file Forge prepared.
-func drafterScript(t *testing.T, objective, scope, changes, risks, tests string) []string {
+func drafterScript(t testing.TB, objective, scope, changes, risks, tests string) []string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "drafter.sh")
 	script := `#!/bin/sh

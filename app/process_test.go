@@ -26,7 +26,7 @@ var (
 
 // forgeBinary builds cmd/forge once per test run: these tests signal and
 // kill a real process.
-func forgeBinary(t *testing.T) string {
+func forgeBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "forge-bin-")
@@ -47,7 +47,7 @@ func forgeBinary(t *testing.T) string {
 	return binary
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -68,7 +68,7 @@ type process struct {
 
 // writeConfig writes a forge.yml for a process; extra is more YAML, e.g.
 // the database and the queue of a replica.
-func writeConfig(t *testing.T, gh *ghdouble.Server, dataDir string, port int, agents map[string]string, grace time.Duration, extra ...string) string {
+func writeConfig(t testing.TB, gh *ghdouble.Server, dataDir string, port int, agents map[string]string, grace time.Duration, extra ...string) string {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "server:\n  address: 127.0.0.1\n  port: %d\n  shutdown_grace: %s\n", port, grace)
@@ -77,8 +77,13 @@ func writeConfig(t *testing.T, gh *ghdouble.Server, dataDir string, port int, ag
 	fmt.Fprintf(&b, "data_dir: %q\nlogging:\n  level: debug\n", dataDir)
 	b.WriteString("agents:\n  timeout: 60s\n  runtimes:\n")
 	for role, cmd := range agents {
-		// The sandbox shows the test agents a script may run.
-		fmt.Fprintf(&b, "    %s: {type: exec, command: [%q], read_paths: [%q]}\n", role, cmd, filepath.Join(apptest.RepoRoot(), "testdata", "agents"))
+		// The sandbox shows the test agents a script may run, and the
+		// script's own folder.
+		shown := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
+		if dir := filepath.Dir(cmd); dir != shown {
+			shown += `", "` + dir
+		}
+		fmt.Fprintf(&b, "    %s: {type: exec, command: [%q], read_paths: [\"%s\"]}\n", role, cmd, shown)
 	}
 	b.WriteString("  roles:\n")
 	for role := range agents {
@@ -94,7 +99,7 @@ func writeConfig(t *testing.T, gh *ghdouble.Server, dataDir string, port int, ag
 	return p
 }
 
-func startProcess(t *testing.T, config string, port int) *process {
+func startProcess(t testing.TB, config string, port int) *process {
 	t.Helper()
 	p := &process{url: fmt.Sprintf("http://127.0.0.1:%d", port), config: config, log: &apptest.SyncBuffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(forgeBinary(t), "serve", "--config", config)

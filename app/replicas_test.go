@@ -1,17 +1,11 @@
 package app_test
 
 import (
-	"bytes"
-	"database/sql"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,45 +14,6 @@ import (
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
 )
-
-// balancer plays the load balancer in front of the replicas: each request
-// goes to the next replica in turn, and to the one after when a replica
-// does not answer (nginx's proxy_next_upstream error): a killed replica
-// costs no delivery.
-type balancer struct {
-	backends []string
-	next     atomic.Uint64
-}
-
-func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	start := int(b.next.Add(1))
-	for i := range b.backends {
-		target := b.backends[(start+i)%len(b.backends)]
-		req, err := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		req.Header = r.Header.Clone()
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			continue // down: the next replica
-		}
-		for k, v := range res.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(res.StatusCode)
-		io.Copy(w, res.Body)
-		res.Body.Close()
-		return
-	}
-	http.Error(w, "no replica answered", http.StatusBadGateway)
-}
 
 var markerRe = regexp.MustCompile(`<!-- forge:[^>]*-->`)
 
@@ -70,72 +25,16 @@ var markerRe = regexp.MustCompile(`<!-- forge:[^>]*-->`)
 // reach DONE; and GitHub holds each write once: one PR per command with
 // its own plan number, no commit, review, comment or reaction twice.
 func TestReplicasOnPostgres(t *testing.T) {
-	dbURL := storetest.PostgresURL(t)
-	gh := apptest.GitHub(t)
 	const repos, perRepo = 5, 4
-	type target struct {
-		repo   string
-		inst   int64
-		issues []int
-	}
-	var targets []target
-	for i := range repos {
-		owner := fmt.Sprintf("team%d", i+1)
-		tg := target{repo: owner + "/service", inst: gh.AddInstallation(owner)}
-		gh.AddRepo(tg.inst, tg.repo).Seed(map[string]string{"README.md": "# service\n",
-			".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"}, "initial commit")
-		gh.SetPermission(tg.repo, "alice", "write")
-		for j := range perRepo {
-			tg.issues = append(tg.issues, gh.AddIssue(tg.repo, ghdouble.IssueSpec{Title: fmt.Sprintf("Feature %d", j+1), Author: "alice"}))
-		}
-		targets = append(targets, tg)
-	}
 	dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
 	agents := map[string]string{}
 	for _, role := range []string{"drafter", "auditor", "reviser", "implementer", "phase_auditor"} {
 		agents[role] = filepath.Join(dir, role+".sh")
 	}
-	extra := fmt.Sprintf("database:\n  url: %q\nqueue:\n  lease_ttl: 3s\n", dbURL)
-	var replicas []*process
-	var configs []string
-	var ports []int
-	lb := &balancer{}
-	for range 3 {
-		port := freePort(t)
-		config := writeConfig(t, gh, t.TempDir(), port, agents, 3*time.Second, extra)
-		replicas = append(replicas, startProcess(t, config, port))
-		configs, ports = append(configs, config), append(ports, port)
-		lb.backends = append(lb.backends, fmt.Sprintf("http://127.0.0.1:%d", port))
-	}
-	front := httptest.NewServer(lb)
-	t.Cleanup(front.Close)
-	deliver := func(event string, payload []byte) {
-		t.Helper()
-		res, _, err := gh.Deliver(front.URL+"/api/github/hook", event, payload)
-		if err != nil || res.StatusCode != http.StatusAccepted {
-			t.Errorf("deliver %s through the balancer: %v %v", event, res, err) // also from other goroutines
-		}
-	}
-	db, err := sql.Open("pgx", dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	statuses := func() map[string]int {
-		rows, err := db.Query(`SELECT status || '/' || run FROM plans`)
-		if err != nil {
-			t.Fatalf("read the plans: %v", err)
-		}
-		defer rows.Close()
-		out := map[string]int{}
-		for rows.Next() {
-			var s string
-			rows.Scan(&s)
-			out[s]++
-		}
-		return out
-	}
-
+	c := newCluster(t, clusterOptions{dbURL: storetest.PostgresURL(t), replicas: 3, repos: repos, perRepo: perRepo,
+		forgeYML: "auto_implement: false\nphases:\n  checks_grace: 1s\n", agents: agents, grace: 3 * time.Second,
+		extra: "queue:\n  lease_ttl: 3s\n"})
+	gh, targets, replicas, statuses := c.gh, c.repos, c.replicas, c.statuses
 	start := time.Now()
 	var commands []struct {
 		repo string
@@ -145,16 +44,13 @@ func TestReplicasOnPostgres(t *testing.T) {
 	for i := range perRepo {
 		for _, tg := range targets {
 			issue := tg.issues[i]
-			id := gh.AddComment(tg.repo, issue, "alice", "/forge add feature "+fmt.Sprint(i+1))
+			id, payload := c.command(tg, issue, "/forge add feature "+fmt.Sprint(i+1))
 			commands = append(commands, struct {
 				repo string
 				id   int64
 			}{tg.repo, id})
-			payload := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "issue_comment/created"),
-				gh.InstallationEdit(tg.inst), gh.RepositoryEdit(tg.repo), gh.SenderEdit("alice"),
-				gh.IssueEdit(tg.repo, issue), gh.CommentEdit(tg.repo, id))
 			wg.Add(1)
-			go func() { defer wg.Done(); deliver("issue_comment", payload) }()
+			go func() { defer wg.Done(); c.deliver("issue_comment", payload) }()
 		}
 	}
 	wg.Wait()
@@ -172,7 +68,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 	victim.done <- nil
 	t.Logf("replica 2 killed after %s with %v", time.Since(start).Round(time.Millisecond), statuses())
 	time.Sleep(2 * time.Second)
-	replicas[1] = startProcess(t, configs[1], ports[1])
+	replicas[1] = startProcess(t, c.configs[1], c.ports[1])
 
 	apptest.Eventually(t, 2*time.Minute, "every plan at the approval gate", func() bool {
 		return statuses()["REVIEW/idle"] == total
@@ -185,13 +81,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 	var approvals []func()
 	for _, tg := range targets {
 		for _, pr := range gh.Pulls(tg.repo)[:perRepo/2] {
-			approvals = append(approvals, func() {
-				id := gh.AddReview(tg.repo, pr.Number, "alice", "APPROVED", "", nil)
-				payload := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "pull_request_review/submitted"),
-					gh.InstallationEdit(tg.inst), gh.RepositoryEdit(tg.repo), gh.PullEdit(tg.repo, pr.Number), ghdouble.Set("number", pr.Number),
-					gh.ReviewEdit(tg.repo, id), gh.SenderEdit("alice"))
-				deliver("pull_request_review", payload)
-			})
+			approvals = append(approvals, func() { c.deliver("pull_request_review", c.approval(tg, pr.Number)) })
 		}
 	}
 	approved := len(approvals)
@@ -211,7 +101,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 			t.Errorf("replica %d after SIGTERM: %v", i+1, err)
 		}
 		r.done <- nil
-		replicas[i] = startProcess(t, configs[i], ports[i])
+		replicas[i] = startProcess(t, c.configs[i], c.ports[i])
 	}
 	<-sent
 	t.Logf("rolling restart done after %s", time.Since(start).Round(time.Millisecond))

@@ -1,0 +1,222 @@
+package app_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/forge-dev/forge/app/store/storetest"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
+)
+
+// The load benchmarks run Forge as its own processes (forge serve) against
+// the GitHub double, with script agents in the bubblewrap sandbox: a
+// drafter of a three-phase plan, an auditor whose first round blocks, a
+// reviser, an implementer and a phase auditor, each a shell script that
+// answers at once. Repositories turn auto_implement on and do not wait
+// for CI, so a /forge runs to DONE unattended: draft, two audit rounds and
+// a revision, three phases and their audits. What is measured is Forge's
+// own overhead around instant agents.
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func loadAgents(tb testing.TB) map[string]string {
+	dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
+	agents := map[string]string{"drafter": twoFileDrafter(tb)[0]}
+	for _, role := range []string{"auditor", "reviser", "implementer", "phase_auditor"} {
+		agents[role] = filepath.Join(dir, role+".sh")
+	}
+	return agents
+}
+
+const loadForgeYML = "auto_implement: true\nphases:\n  wait_for_checks: false\n"
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// BenchmarkLoad: FORGE_LOAD_PLANS (100) forges at once over
+// FORGE_LOAD_REPOS (20) repositories, each repository an installation of
+// its own, on SQLite (one process) and on PostgreSQL (one replica, and
+// three behind a balancer). It reports plans per minute, the latency of a
+// command's first GitHub write (the 👀 reaction) after its delivery, the
+// time from /forge to DONE, GitHub REST calls per plan and the largest
+// peak RSS of a replica.
+func BenchmarkLoad(b *testing.B) {
+	plans, repos := envInt("FORGE_LOAD_PLANS", 100), envInt("FORGE_LOAD_REPOS", 20)
+	for _, c := range []struct {
+		name     string
+		postgres bool
+		replicas int
+	}{{"sqlite-1", false, 1}, {"postgres-1", true, 1}, {"postgres-3", true, 3}} {
+		b.Run(c.name, func(b *testing.B) {
+			dbURL := ""
+			if c.postgres {
+				dbURL = storetest.PostgresURL(b)
+			}
+			runLoad(b, dbURL, c.replicas, plans, repos)
+		})
+	}
+}
+
+func runLoad(b *testing.B, dbURL string, replicas, plans, repos int) {
+	perRepo := (plans + repos - 1) / repos
+	c := newCluster(b, clusterOptions{dbURL: dbURL, replicas: replicas, repos: repos, perRepo: perRepo,
+		forgeYML: loadForgeYML, agents: loadAgents(b), grace: 10 * time.Second, logLevel: os.Getenv("FORGE_LOAD_LOG_LEVEL"), allowAutoImplement: true})
+	type sent struct {
+		repo    string
+		comment int64
+		at      time.Time
+	}
+	var (
+		mu   sync.Mutex
+		cmds = map[string]sent{} // repo#issue → its command
+		wg   sync.WaitGroup
+		gate = make(chan struct{}, 16)
+	)
+	start := time.Now()
+	n := 0
+	for i := 0; i < perRepo && n < plans; i++ {
+		for _, r := range c.repos {
+			if n == plans {
+				break
+			}
+			n++
+			issue := r.issues[i]
+			id, payload := c.command(r, issue, "/forge add feature "+strconv.Itoa(i+1))
+			wg.Add(1)
+			gate <- struct{}{}
+			go func() {
+				defer func() { <-gate; wg.Done() }()
+				at := time.Now()
+				c.deliver("issue_comment", payload)
+				mu.Lock()
+				cmds[fmt.Sprintf("%s#%d", r.repo, issue)] = sent{repo: r.repo, comment: id, at: at}
+				mu.Unlock()
+			}()
+		}
+	}
+	wg.Wait()
+
+	// When each plan is DONE, seen by polling the database.
+	done := map[string]time.Time{}
+	deadline := time.Now().Add(20 * time.Minute)
+	for len(done) < plans && time.Now().Before(deadline) {
+		rows, err := c.db.Query(`SELECT repository, issue FROM plans WHERE status = 'DONE' AND run = 'idle'`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := time.Now()
+		for rows.Next() {
+			var repo string
+			var issue int
+			rows.Scan(&repo, &issue)
+			key := fmt.Sprintf("%s#%d", repo, issue)
+			if _, ok := done[key]; !ok {
+				done[key] = now
+			}
+		}
+		rows.Close()
+		time.Sleep(100 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	if len(done) < plans {
+		b.Fatalf("%d of %d plans DONE after %s: %v", len(done), plans, elapsed.Round(time.Second), c.statuses())
+	}
+	var firstWrite, toDone []time.Duration
+	for key, s := range cmds {
+		for _, r := range c.gh.Reactions(s.repo, s.comment) {
+			if r.User == c.gh.BotLogin() && r.Content == "eyes" {
+				firstWrite = append(firstWrite, r.CreatedAt.Sub(s.at))
+			}
+		}
+		toDone = append(toDone, done[key].Sub(s.at))
+	}
+	var peakRSS int64
+	for _, p := range c.replicas {
+		peakRSS = max(peakRSS, procStatus(p.cmd.Process.Pid, "VmHWM"))
+	}
+	calls := float64(c.gh.TotalCalls(true)) / float64(plans)
+	b.ReportMetric(float64(plans)/elapsed.Minutes(), "plans/min")
+	b.ReportMetric(float64(percentile(firstWrite, 0.5).Milliseconds()), "first-write-p50-ms")
+	b.ReportMetric(float64(percentile(firstWrite, 0.99).Milliseconds()), "first-write-p99-ms")
+	b.ReportMetric(percentile(toDone, 0.5).Seconds(), "to-done-p50-s")
+	b.ReportMetric(percentile(toDone, 0.99).Seconds(), "to-done-p99-s")
+	b.ReportMetric(calls, "rest-calls/plan")
+	b.ReportMetric(float64(peakRSS)/1024, "peak-rss-MB")
+	b.Logf("%d plans on %d replica(s) in %s", plans, replicas, elapsed.Round(time.Millisecond))
+}
+
+// BenchmarkSoak: one forge serve on SQLite takes a /forge every
+// FORGE_SOAK_EVERY (4s) for FORGE_SOAK (10m), over 5 repositories. Its RSS
+// and open file descriptors, sampled every 5 s, must grow less than 10%
+// past their level at the end of the first minute.
+func BenchmarkSoak(b *testing.B) {
+	soak, err := time.ParseDuration(os.Getenv("FORGE_SOAK"))
+	if err != nil || soak <= 0 {
+		soak = 10 * time.Minute
+	}
+	every, err := time.ParseDuration(os.Getenv("FORGE_SOAK_EVERY"))
+	if err != nil || every <= 0 {
+		every = 4 * time.Second
+	}
+	warm := min(time.Minute, soak/3)
+	c := newCluster(b, clusterOptions{replicas: 1, repos: 5, perRepo: 0,
+		forgeYML: loadForgeYML, agents: loadAgents(b), grace: 10 * time.Second, logLevel: "info", allowAutoImplement: true})
+	pid := c.replicas[0].cmd.Process.Pid
+	var baseRSS int64
+	var baseFDs, sent int
+	var maxRSS int64
+	var maxFDs int
+	start := time.Now()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	sample := time.NewTicker(5 * time.Second)
+	defer sample.Stop()
+	for time.Since(start) < soak {
+		select {
+		case <-tick.C:
+			r := c.repos[sent%len(c.repos)]
+			issue := c.gh.AddIssue(r.repo, ghdouble.IssueSpec{Title: fmt.Sprintf("Feature %d", sent), Author: "alice"})
+			_, payload := c.command(r, issue, "/forge add feature "+strconv.Itoa(sent))
+			go c.deliver("issue_comment", payload)
+			sent++
+		case <-sample.C:
+			rss, fds := procStatus(pid, "VmRSS"), openFDs(pid)
+			if time.Since(start) < warm {
+				baseRSS, baseFDs = rss, fds
+				continue
+			}
+			maxRSS, maxFDs = max(maxRSS, rss), max(maxFDs, fds)
+		}
+	}
+	st := c.statuses()
+	rssGrowth := 100 * float64(maxRSS-baseRSS) / float64(baseRSS)
+	fdGrowth := 100 * float64(maxFDs-baseFDs) / float64(baseFDs)
+	b.ReportMetric(float64(baseRSS)/1024, "rss-at-warm-MB")
+	b.ReportMetric(float64(maxRSS)/1024, "rss-max-after-MB")
+	b.ReportMetric(rssGrowth, "rss-growth-%")
+	b.ReportMetric(float64(baseFDs), "fds-at-warm")
+	b.ReportMetric(float64(maxFDs), "fds-max-after")
+	b.ReportMetric(fdGrowth, "fd-growth-%")
+	b.Logf("%d forges sent in %s; plans: %v", sent, soak, st)
+	if rssGrowth >= 10 || fdGrowth >= 10 {
+		b.Errorf("past the first %s, RSS grew %.1f%% and open files %.1f%%: want under 10%%", warm, rssGrowth, fdGrowth)
+	}
+}
