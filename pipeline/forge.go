@@ -156,6 +156,10 @@ func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTar
 	if errors.As(err, &rl) {
 		return f.snooze(ctx, t.Installation, rl)
 	}
+	var snooze *river.JobSnoozeError
+	if errors.As(err, &snooze) {
+		return err // another actor holds the plan: no attempt is spent, nothing failed
+	}
 	if errors.Is(err, ErrAppRefused) {
 		// The server's clock or key, which the server logs once: no attempt
 		// is spent and nothing is forgotten; the job runs again until
