@@ -35,6 +35,20 @@ func TestReplicasOnPostgres(t *testing.T) {
 		forgeYML: "auto_implement: false\nphases:\n  checks_grace: 1s\n", agents: agents, grace: 3 * time.Second,
 		extra: "queue:\n  lease_ttl: 3s\n"})
 	gh, targets, replicas, statuses := c.gh, c.repos, c.replicas, c.statuses
+	// The periodic jobs are enqueued by River's elected leader only: one
+	// retention job started with the cluster, not one per replica.
+	retention := func() int {
+		var n int
+		if err := c.db.QueryRow(`SELECT count(*) FROM river_job WHERE kind = 'prune'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	apptest.Eventually(t, 30*time.Second, "the leader's retention job", func() bool { return retention() > 0 })
+	time.Sleep(2 * time.Second) // not a check: the time the others would take to enqueue theirs
+	if n := retention(); n != 1 {
+		t.Errorf("%d prune jobs from 3 replicas started together, want 1 (the leader's)", n)
+	}
 	start := time.Now()
 	var commands []struct {
 		repo string
@@ -70,7 +84,10 @@ func TestReplicasOnPostgres(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	replicas[1] = startProcess(t, c.configs[1], c.ports[1])
 
-	apptest.Eventually(t, 2*time.Minute, "every plan at the approval gate", func() bool {
+	// The killed replica's plans are adopted once their leases expire
+	// (twice queue.lease_ttl, 3s here) and resumed: every plan is at the
+	// gate within 60 seconds.
+	apptest.Eventually(t, 60*time.Second, "every plan at the approval gate", func() bool {
 		return statuses()["REVIEW/idle"] == total
 	})
 	t.Logf("%d plans at the approval gate after %s", total, time.Since(start).Round(time.Millisecond))

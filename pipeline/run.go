@@ -39,7 +39,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	ok, err := f.Plans.AcquireLease(ctx, p.ID, owner, f.leaseTTL())
 	// The handler that started this job holds the plan until its
 	// transition returns, a moment after the job was enqueued.
-	for try := 0; err == nil && !ok && try < 5; try++ {
+	for try := 0; err == nil && !ok && try < 20; try++ {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
