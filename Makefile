@@ -11,15 +11,17 @@ run:
 build:
 	$(GO) build -o bin/forge ./cmd/forge
 
+# .ci/test runs go test -race, the app package's end-to-end tests in two
+# shards at once beside the other packages.
 test: lint
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	GO=$(GO) bash .ci/test $(PKGS)
 
 # The end-to-end tests (package app) run against the GitHub double in the
 # layout FORGE_TEST_GITHUB_LAYOUT names (enterprise, dotcom); unset, as in
 # `make test`, each test gets one by a hash of its name, and flip gives each
 # the other: `make test` then `make test-layouts` runs each in both (CI).
 test-layouts:
-	FORGE_TEST_GITHUB_LAYOUT=flip $(GO) test -race -count=1 -timeout 20m ./app/
+	FORGE_TEST_GITHUB_LAYOUT=flip GO=$(GO) TEST_TIMEOUT=20m bash .ci/test ./app/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
