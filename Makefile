@@ -34,7 +34,8 @@ lint:
 # the paced one sends b.N deliveries at 500/s. BenchmarkLoad runs
 # FORGE_LOAD_PLANS (100) forges to DONE on SQLite and on PostgreSQL with 1
 # and 3 replicas (PostgreSQL from FORGE_TEST_POSTGRES_URL, skipped without);
-# BenchmarkSoak takes a forge every FORGE_SOAK_EVERY (4s) for FORGE_SOAK (10m).
+# BenchmarkSoak takes a forge every FORGE_SOAK_EVERY (10s, below what this
+# 2-core machine works: about one every 6s) for FORGE_SOAK (10m).
 bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1x -timeout 30m ./app/
 	$(GO) test -run '^$$' -bench '^BenchmarkAccept$$' -benchtime 3s -timeout 10m ./app/store/
