@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"time"
+
+	"github.com/riverqueue/river"
 
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -98,16 +101,24 @@ type executor struct {
 }
 
 func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) error {
+	held := x.owner
 	if !x.owner {
-		release, err := f.hold(ctx, x)
+		release, ok, err := f.hold(ctx, x)
 		if err != nil {
 			return err
 		}
 		defer release()
+		held = ok
 	}
 	p := x.p
 	busy := !x.owner && p.State.Run() == plan.Running && !p.State.Parked()
 	if busy && p.State.Applied(causeOf(ev).Trigger) && len(p.Outbox) > 0 {
+		if !held {
+			// Another actor carries this very event's outbox out now
+			// (the same review from its webhook and the resync): it is
+			// left to it, and looked at again once it let go.
+			return river.JobSnooze(time.Second)
+		}
 		// This very event started the run and its handler stopped before
 		// the outbox was carried out (the job is its last effect): no job
 		// holds the plan yet, so the retried handler finishes the outbox.

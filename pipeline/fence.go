@@ -33,13 +33,14 @@ type fencedGitHub struct {
 // answers, and saves nothing. Any other holder (a job settling its run's
 // end, another handler) is waited for, and so is a save since the handler
 // read the plan, or a job started since: the handler is snoozed and
-// decides again on the plan as it is then.
-func (f *Forge) hold(ctx context.Context, x *executor) (release func(), err error) {
+// decides again on the plan as it is then. held says whether the handler
+// holds the lease: on the busy path it does not.
+func (f *Forge) hold(ctx context.Context, x *executor) (release func(), held bool, err error) {
 	id := x.p.ID
 	owner := fmt.Sprintf("%s/handler-%s", f.Owner, rand.Text()[:12])
 	ok, err := f.Plans.AcquireLease(ctx, id, owner, f.leaseTTL())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	release = func() {
 		if !ok {
@@ -54,20 +55,20 @@ func (f *Forge) hold(ctx context.Context, x *executor) (release func(), err erro
 	fresh, err := f.Plans.Plan(ctx, id)
 	if err != nil {
 		release()
-		return nil, err
+		return nil, false, err
 	}
 	busy := func(p *Plan) bool { return p.State.Run() == plan.Running && !p.State.Parked() }
 	switch {
 	case !ok && busy(fresh) && busy(x.p):
-		return release, nil // its job holds it: the busy path
+		return release, false, nil // its job holds it: the busy path
 	case !ok:
-		return nil, river.JobSnooze(time.Second)
+		return nil, false, river.JobSnooze(time.Second)
 	case fresh.UpdatedAt.UnixMilli() != x.p.UpdatedAt.UnixMilli():
 		release()
-		return nil, river.JobSnooze(time.Second)
+		return nil, false, river.JobSnooze(time.Second)
 	}
 	x.gh = fencedGitHub{GitHub: x.gh, fence: f.lease(id, owner, nil)}
-	return release, nil
+	return release, true, nil
 }
 
 // lease is the fence of a job holding owner's lease on plan id: a lease

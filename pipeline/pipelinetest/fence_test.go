@@ -125,3 +125,46 @@ func TestHandlerWaitsForThePlansHolder(t *testing.T) {
 		t.Errorf("after the approval: %s", got.State)
 	}
 }
+
+// TestSameApprovalTwiceAtOnce: one approval reaches two handlers at once
+// (its webhook and the resync that found it, or a redelivery). The second
+// finds the first carrying out the approval's outbox and leaves it to it:
+// one answer on the PR, one forge job. Before, the second took the applied
+// trigger and the waiting outbox for a handler that had died half way and
+// carried the outbox out beside the first, posting the answer twice.
+func TestSameApprovalTwiceAtOnce(t *testing.T) {
+	w, p := reviewWorld(t)
+	ctx := context.Background()
+	id := w.GitHub.AddReview(p.PR, "alice", "APPROVED", "")
+	args := pipeline.ReviewArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo, PR: p.PR, ReviewID: id, State: "approved", Author: "alice"}
+	jobs := len(w.Queue.Of("forge"))
+	var second error
+	w.GitHub.BeforeNext("CreateComment", func() {
+		// The first handler saved the approval and is about to post its
+		// answer: the same review arrives again.
+		a := args
+		a.DeliveryID = "resync"
+		second = w.Forge.HandleReview(ctx, a)
+	})
+	args.DeliveryID = "webhook"
+	if err := w.Forge.HandleReview(ctx, args); err != nil {
+		t.Fatal(err)
+	}
+	var snooze *river.JobSnoozeError
+	if second != nil && !errors.As(second, &snooze) {
+		t.Errorf("the second handler: %v, want nil or a snooze", second)
+	}
+	if n := count(w.GitHub.BotComments(p.PR), "approved for implementation"); n != 1 {
+		t.Errorf("the approval answered %d times, want once: %q", n, w.GitHub.BotComments(p.PR))
+	}
+	if n := len(w.Queue.Of("forge")) - jobs; n != 1 {
+		t.Errorf("%d forge jobs enqueued, want 1", n)
+	}
+	// The second handler, retried after its snooze, changes nothing.
+	if err := w.Forge.HandleReview(ctx, args); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(w.GitHub.BotComments(p.PR), "approved for implementation"); n != 1 {
+		t.Errorf("after the retry: the approval answered %d times", n)
+	}
+}

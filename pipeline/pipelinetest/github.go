@@ -88,6 +88,13 @@ func (g *GitHub) AfterNext(method string, fn func()) {
 	g.after[method] = append(g.after[method], fn)
 }
 
+// BeforeNext runs fn when method is next called, before the call does
+// anything (only CreateComment takes it): another actor acting while this
+// one is in the middle of a write.
+func (g *GitHub) BeforeNext(method string, fn func()) {
+	g.AfterNext("before "+method, fn)
+}
+
 // runAfter runs the hook queued for method, if any; the caller does not
 // hold the lock.
 func (g *GitHub) runAfter(method string) {
@@ -198,6 +205,7 @@ func (g *GitHub) Permission(_ context.Context, _ pipeline.Repo, user string) (st
 }
 
 func (g *GitHub) CreateComment(_ context.Context, _ pipeline.Repo, issue int, body string) (int64, error) {
+	g.runAfter("before CreateComment")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.call("CreateComment"); err != nil {
