@@ -3,7 +3,7 @@ GO ?= go
 CONFIG ?= $(if $(wildcard forge.yml),forge.yml,)
 PKGS := ./...
 
-.PHONY: run build test test-layouts lint bench tidy
+.PHONY: run build test test-layouts test-deploy lint bench tidy
 
 run:
 	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
@@ -23,10 +23,17 @@ test: lint
 test-layouts:
 	FORGE_TEST_GITHUB_LAYOUT=flip GO=$(GO) TEST_TIMEOUT=20m bash .ci/test ./app/
 
+# deploy/'s image, as far as it can be checked without a Docker engine: its
+# binary built by the Dockerfile's own command (a cold build takes minutes,
+# so not in make test) is static and serves with the image's configuration.
+test-deploy:
+	$(GO) test -tags deploy -count=1 -timeout 15m ./deploy/
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags deploy ./deploy/
 
 # Benchmarks are not tests: long, and their figures need a quiet machine.
 # `make test` runs none of them (no -bench). BenchmarkIngest runs fixed

@@ -1,0 +1,165 @@
+//go:build deploy
+
+package deploy_test
+
+import (
+	"bufio"
+	"debug/elf"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dockerfile is deploy/Dockerfile's instructions, continuation lines
+// joined, by stage: the build stage first.
+func dockerfile(t *testing.T) [][]string {
+	t.Helper()
+	f, err := os.Open("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var stages [][]string
+	var cur string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if cur == "" && (line == "" || strings.HasPrefix(line, "#")) {
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			cur += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		cur += line
+		if strings.HasPrefix(cur, "FROM ") {
+			stages = append(stages, nil)
+		}
+		if len(stages) > 0 {
+			stages[len(stages)-1] = append(stages[len(stages)-1], cur)
+		}
+		cur = ""
+	}
+	if len(stages) != 2 {
+		t.Fatalf("Dockerfile: %d stages, want a build stage and the image", len(stages))
+	}
+	return stages
+}
+
+// TestImage: the image's binary, built by the Dockerfile's own build
+// command, is static (no interpreter, no shared library: nothing of the
+// base image's libc is needed), and starts on SQLite with the image's
+// configuration: /healthz and /readyz answer, and SIGTERM stops it. The
+// image installs git and bubblewrap and runs as a user of its own. Docker
+// itself cannot run here; this is the part of the image the code decides.
+func TestImage(t *testing.T) {
+	stages := dockerfile(t)
+	var build string
+	for _, in := range stages[0] {
+		if strings.HasPrefix(in, "RUN ") && strings.Contains(in, "go build") {
+			build = strings.TrimPrefix(in, "RUN ")
+		}
+	}
+	if !strings.Contains(build, "-o /out/forge") {
+		t.Fatalf("the build stage's go build %q does not write /out/forge", build)
+	}
+	bin := filepath.Join(t.TempDir(), "forge")
+	cmd := exec.Command("sh", "-c", strings.Replace(build, "/out/forge", bin, 1))
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", build, err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("the binary names a dynamic loader: it is not static")
+		}
+	}
+	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
+		t.Errorf("the binary needs shared libraries %v (%v)", libs, err)
+	}
+	f.Close()
+
+	final := strings.Join(stages[1], "\n")
+	for _, want := range []string{"git", "bubblewrap", "ca-certificates"} {
+		if !strings.Contains(final, " "+want) {
+			t.Errorf("the image does not install %s", want)
+		}
+	}
+	if !strings.Contains(final, "\nUSER forge:forge") || !strings.Contains(final, `ENTRYPOINT ["/usr/local/bin/forge", "serve"]`) {
+		t.Errorf("the image must run forge serve as the forge user:\n%s", final)
+	}
+
+	// The image's configuration, its directories moved under a temporary one.
+	dir := t.TempDir()
+	raw, err := os.ReadFile("forge.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.ReplaceAll(string(raw), "/var/cache/forge", filepath.Join(dir, "cache"))
+	conf = strings.ReplaceAll(conf, "/var/lib/forge", filepath.Join(dir, "data"))
+	if err := os.WriteFile(filepath.Join(dir, "forge.yml"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	serve := exec.Command(bin, "serve", "--config", filepath.Join(dir, "forge.yml"))
+	serve.Env = append(os.Environ(), "FORGE_ADDR="+addr, "OPENAI_API_KEY=sk-test")
+	var log strings.Builder
+	serve.Stdout, serve.Stderr = &log, &log
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- serve.Wait() }()
+	defer func() {
+		if serve.ProcessState == nil {
+			serve.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("forge serve's log:\n%s", log.String())
+		}
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for code, _ := get("/healthz"); code != http.StatusOK; code, _ = get("/healthz") {
+		if time.Now().After(deadline) {
+			t.Fatal("forge serve did not answer /healthz within 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK || !strings.Contains(body, "database: ok\nmigrations: ok\n") {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+	serve.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("forge serve after SIGTERM: %v", err)
+		}
+	case <-time.After(45 * time.Second):
+		t.Error("forge serve did not stop within 45s of SIGTERM (the compose file's stop_grace_period)")
+	}
+}
