@@ -30,7 +30,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 
 	var cmd command.Command
 	if a.Label != "" {
-		cmd = command.Command{Kind: command.Start, Description: strings.TrimSpace(a.Title), Context: a.IssueBody}
+		// The body reaches the drafter with the rest of the issue's thread.
+		cmd = command.Command{Kind: command.Start, Description: strings.TrimSpace(a.Title)}
 	} else {
 		var ok bool
 		if cmd, ok = command.Parse(a.Body); !ok {
@@ -314,6 +315,15 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		Description: cmd.Description, Context: cmd.Context, Issue: a.IssueNumber,
 		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge, DefaultBranch: a.DefaultBranch,
 		Slug: Slug(title),
+	}
+	if forge {
+		// Taken now, not when the drafter runs: a queued forge must not
+		// read what was said after the command.
+		thread, err := c.thread(ctx)
+		if err != nil {
+			return err
+		}
+		p.Thread = thread
 	}
 	ev := plan.Create{Cause: c.cause(), Forge: forge, Limit: cfg.Limits.MaxConcurrentRuns}
 	if forge {

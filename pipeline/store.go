@@ -24,6 +24,8 @@ type Plan struct {
 	// Context any further lines; both reach agents only as quoted data.
 	Description string
 	Context     string
+	// Thread is the issue the forge was asked on, for the drafter.
+	Thread      *IssueThread `json:",omitempty"`
 	Issue       int
 	RequestedBy string
 	// Trigger identifies what created the plan (comment or delivery id),

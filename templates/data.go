@@ -476,8 +476,23 @@ type (
 	Drafter struct {
 		PlanID, PlanPath string
 		Request, Context string
-		ProjectContext   string
-		Plan             string
+		// Thread is the issue the request was made on; nil for plans
+		// taken before Forge read it.
+		Thread         *Thread
+		ProjectContext string
+		Plan           string
+	}
+	// Thread is an issue as a prompt quotes it: its title and body and
+	// people's comments, oldest first, each fenced as data; Omitted
+	// earlier comments were left out for length.
+	Thread struct {
+		Title, Body string
+		Comments    []ThreadComment
+		Omitted     int
+	}
+	// ThreadComment is one comment of a Thread.
+	ThreadComment struct {
+		Author, Text string
 	}
 	// Auditor audits a round.
 	Auditor struct {

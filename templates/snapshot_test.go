@@ -428,6 +428,9 @@ func promptCases() []textCase {
 	return []textCase{
 		{"drafter/bare", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: "", ProjectContext: "", Plan: plan}},
 		{"drafter/with context and project context", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: pipeline.FenceUntrusted("GitHub retries deliveries, so a 429 must not lose one.\n<!-- hidden note -->\nLimit: 10 a second per installation."), ProjectContext: projectContext, Plan: plan}},
+		{"drafter/with the issue's thread", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: "", ProjectContext: "", Plan: plan,
+			Thread: &templates.Thread{Title: pipeline.FenceUntrusted("Webhook floods"), Body: pipeline.FenceUntrusted("A misconfigured CI sent 40 deliveries a second yesterday."), Omitted: 2,
+				Comments: []templates.ThreadComment{{Author: "octocat", Text: pipeline.FenceUntrusted("Per installation, not per repository.")}, {Author: "hubot", Text: pipeline.FenceUntrusted("A ```fenced``` note.")}}}}},
 		{"auditor/first round", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 5, ProjectContext: "", Previous: "", Plan: plan}},
 		{"auditor/with previous findings", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 2, MaxRounds: 5, ProjectContext: projectContext, Previous: pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), Plan: plan}},
 		{"reviser/with notes", templates.Reviser{PlanID: planID, PlanPath: planPath, Findings: pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), Notes: pipeline.FenceUntrusted("@octocat (CHANGES_REQUESTED): Keep the limit configurable per repository."), ProjectContext: projectContext, Plan: plan}},
