@@ -120,6 +120,9 @@ type PlanStore interface {
 	// PlanForPR is the plan whose pull request this is.
 	PlanForPR(ctx context.Context, repo Repo, pr int) (*Plan, error)
 	PlanByNumber(ctx context.Context, repo Repo, number int) (*Plan, error)
+	// RecentPlans are at most limit of the repository's plans, the most
+	// recently changed first, and how many plans the repository has.
+	RecentPlans(ctx context.Context, repo Repo, limit int) ([]*Plan, int, error)
 	// SavePlan writes p; ErrStalePlan when the stored plan's Generation
 	// is newer than p's (a stale job never overwrites its adopter's work).
 	SavePlan(ctx context.Context, p *Plan) error
