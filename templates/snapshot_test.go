@@ -204,7 +204,16 @@ func textCases(t *testing.T) []textCase {
 	}
 
 	return []textCase{
-		{"help", templates.Help{TriggerLabel: "forge"}},
+		{"help", templates.Help{TriggerLabel: "forge", ListMost: 30}},
+		{"open-plan/forge", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Review), PRURL: "#42", Command: "/forge"}},
+		{"open-plan/plan without a pull request yet", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Draft), PRURL: "", Command: "/plan"}},
+		{"plan-list/every plan", templates.PlanList{Total: 3, Most: 30, Plans: []templates.PlanListItem{
+			{PlanID: planID, Title: title, Status: string(plan.Implementing), Running: true, Queued: false, Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"},
+			{PlanID: "plan-017", Title: "Retry | back off", Status: string(plan.Draft), Running: false, Queued: true, Issue: 11, PR: 0, Activity: "2025-03-13 17:02 UTC"},
+			{PlanID: "plan-016", Title: "Add forge orchestrator", Status: string(plan.Done), Issue: 9, PR: 40, Activity: "2025-03-01 08:00 UTC"}}}},
+		{"plan-list/the most recent of more", templates.PlanList{Total: 42, Most: 1, Plans: []templates.PlanListItem{
+			{PlanID: planID, Title: title, Status: string(plan.Review), Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"}}}},
+		{"plan-list/none", templates.PlanList{Total: 0, Most: 30, Plans: nil}},
 
 		{"progress/starting", templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: "Starting forge: " + title, PRURL: "", Complete: ""}},
 		{"progress-line/starting", templates.ProgressLine{Event: "starting", PlanID: planID, Title: title}},
