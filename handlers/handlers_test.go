@@ -211,7 +211,9 @@ func TestCommandJob(t *testing.T) {
 	raw := payload(t, "issue_comment/created", nil)
 	var m struct {
 		Issue struct {
-			Number int `json:"number"`
+			Number int    `json:"number"`
+			Title  string `json:"title"`
+			Body   string `json:"body"`
 		} `json:"issue"`
 		Comment struct {
 			ID   int64 `json:"id"`
@@ -237,10 +239,12 @@ func TestCommandJob(t *testing.T) {
 		IssueNumber:    m.Issue.Number,
 		CommentID:      m.Comment.ID,
 		Body:           "/forge add limits",
+		Title:          m.Issue.Title,
+		IssueBody:      m.Issue.Body,
 		Author:         m.Comment.User.Login,
 		DeliveryID:     "delivery-1",
 	}
-	if got := d.Jobs[0].Args; got != want || want.DefaultBranch == "" || want.CommentID == 0 {
+	if got := d.Jobs[0].Args; got != want || want.DefaultBranch == "" || want.CommentID == 0 || want.Title == "" {
 		t.Fatalf("job args\n%+v\nwant\n%+v", got, want)
 	}
 	if d.Repository != m.Repository.Owner.Login+"/"+m.Repository.Name || d.Account == "" && d.InstallationID != 7 {
@@ -255,7 +259,16 @@ func TestCommandJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := d.Jobs[0].Args.(pipeline.CommandArgs); !a.IsPR {
+	if a := d.Jobs[0].Args.(pipeline.CommandArgs); !a.IsPR || a.Title != "" || a.IssueBody != "" {
 		t.Fatalf("a comment on a pull request: %+v", a)
+	}
+
+	// Another command needs no issue text.
+	d, err = handle(t, "issue_comment", "issue_comment/created", setComment("/forge status", "User"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := d.Jobs[0].Args.(pipeline.CommandArgs); a.Title != "" || a.IssueBody != "" {
+		t.Fatalf("a status command carries the issue's text: %+v", a)
 	}
 }

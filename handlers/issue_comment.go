@@ -36,9 +36,10 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 	c := e.Comment
 	// A comment whose author's account is gone has user null: nobody's
 	// permission can be checked, so it commands nothing.
+	cmd, isCommand := command.Parse(c.Body)
 	if e.Action == "created" && d.InstallationID != 0 && e.Repository != nil && !e.Sender.bot() && !c.User.bot() &&
-		c.User.Login != "" && command.Has(c.Body) {
-		d.Jobs = append(d.Jobs, job(pipeline.CommandArgs{
+		c.User.Login != "" && isCommand {
+		a := pipeline.CommandArgs{
 			InstallationID: d.InstallationID,
 			Repo:           e.Repository.repo(),
 			DefaultBranch:  e.Repository.DefaultBranch,
@@ -48,7 +49,12 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 			Body:           c.Body,
 			Author:         c.User.Login,
 			DeliveryID:     deliveryID,
-		}))
+		}
+		if cmd.Kind == command.Start && !a.IsPR {
+			// A forge's drafter reads the issue it was asked on.
+			a.Title, a.IssueBody = e.Issue.Title, e.Issue.Body
+		}
+		d.Jobs = append(d.Jobs, job(a))
 		// A comment is created once: its id names the command for good.
 		d.Subject = "comment:" + strconv.FormatInt(c.ID, 10)
 	}

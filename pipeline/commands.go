@@ -30,7 +30,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 
 	var cmd command.Command
 	if a.Label != "" {
-		cmd = command.Command{Kind: command.Start, Description: strings.TrimSpace(a.Title), Context: a.IssueBody}
+		// The body reaches the drafter with the rest of the issue's thread.
+		cmd = command.Command{Kind: command.Start, Description: strings.TrimSpace(a.Title)}
 	} else {
 		var ok bool
 		if cmd, ok = command.Parse(a.Body); !ok {
@@ -87,6 +88,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 	switch cmd.Kind {
 	case command.Help:
 		return c.help(ctx)
+	case command.List:
+		return c.list(ctx)
 	case command.Start, command.Plan:
 		cfg, ok, err := c.config(ctx)
 		if !ok {
@@ -283,7 +286,25 @@ func (c *commandCtx) help(ctx context.Context) error {
 			label = cfg.Labels.Trigger
 		}
 	}
-	return c.reply(ctx, &templates.Help{TriggerLabel: label})
+	return c.reply(ctx, &templates.Help{TriggerLabel: label, ListMost: listMost})
+}
+
+// listMost bounds /forge list: a repository's plans most recently active.
+const listMost = 30
+
+// list answers with the repository's plans, wherever it is asked.
+func (c *commandCtx) list(ctx context.Context) error {
+	plans, total, err := c.f.Plans.RecentPlans(ctx, c.a.Repo, listMost)
+	if err != nil {
+		return err
+	}
+	v := &templates.PlanList{Total: total, Most: listMost}
+	for _, p := range plans {
+		v.Plans = append(v.Plans, templates.PlanListItem{PlanID: PlanID(p.Number), Title: p.Title, Status: string(p.State.Status()),
+			Running: p.State.Run() == plan.Running, Queued: p.State.Run() == plan.Queued, Issue: p.Issue, PR: p.PR,
+			Activity: p.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")})
+	}
+	return c.reply(ctx, v)
 }
 
 func (c *commandCtx) configError(ctx context.Context, ce *repoconfig.Error) error {
@@ -299,13 +320,18 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 	if title == "" {
 		return c.reply(ctx, &templates.UsageError{Problem: templates.UsageProblem{Event: "no-description"}, Usage: cmd.Kind.Usage()})
 	}
-	if existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber); err == nil && existing.State.Run() != plan.Idle {
-		if existing.Trigger == c.trigger() {
-			return nil // this very command, run again
-		}
-		return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(existing.Number)}})
-	} else if err != nil && !errors.Is(err, ErrPlanNotFound) {
+	existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber)
+	switch {
+	case errors.Is(err, ErrPlanNotFound):
+	case err != nil:
 		return err
+	case existing.State.Run() != plan.Idle && existing.Trigger == c.trigger():
+		return nil // this very command, run again
+	case existing.State.Run() != plan.Idle:
+		return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(existing.Number)}})
+	case existing.State.Status().Active() && !cmd.New && existing.Trigger != c.trigger():
+		// The seed's dedup: the issue's open plan, not one more.
+		return c.reply(ctx, openPlan(existing, cmd.Kind))
 	}
 
 	forge := cmd.Kind == command.Start
@@ -315,6 +341,15 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge, DefaultBranch: a.DefaultBranch,
 		Slug: Slug(title),
 	}
+	if forge {
+		// Taken now, not when the drafter runs: a queued forge must not
+		// read what was said after the command.
+		thread, err := c.thread(ctx)
+		if err != nil {
+			return err
+		}
+		p.Thread = thread
+	}
 	ev := plan.Create{Cause: c.cause(), Forge: forge, Limit: cfg.Limits.MaxConcurrentRuns}
 	if forge {
 		n, err := f.Plans.CountRunning(ctx, a.InstallationID)
@@ -323,7 +358,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		}
 		ev.Running, ev.Queued = n, n >= ev.Limit
 	}
-	err := f.create(ctx, c.gh, p, ev)
+	err = f.create(ctx, c.gh, p, ev)
 	if errors.Is(err, ErrForgeRunning) {
 		existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber)
 		if err != nil {
@@ -335,6 +370,18 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		return fmt.Errorf("create plan for %s#%d: %w", a.Repo, a.IssueNumber, err)
 	}
 	return nil
+}
+
+// openPlan is the answer to a start on an issue whose plan is open.
+func openPlan(p *Plan, kind command.Kind) *templates.OpenPlan {
+	v := &templates.OpenPlan{Head: templates.Head{PlanID: PlanID(p.Number)}, Title: p.Title, Status: string(p.State.Status()), Command: "/forge"}
+	if kind == command.Plan {
+		v.Command = "/plan"
+	}
+	if p.PR != 0 {
+		v.PRURL = "#" + strconv.Itoa(p.PR)
+	}
+	return v
 }
 
 func (c *commandCtx) trigger() string {

@@ -94,8 +94,8 @@ type CommandArgs struct {
 	// CommentID is 0 for the label trigger.
 	CommentID int64  `json:"comment_id,omitempty"`
 	Body      string `json:"body,omitempty"`
-	// Label is the label added (label trigger); Title and IssueBody are the
-	// issue's, the description of a labelled forge.
+	// Label is the label added (label trigger). Title and IssueBody are the
+	// issue's, for a forge's drafter (the description of a labelled one).
 	Label      string `json:"label,omitempty"`
 	Title      string `json:"title,omitempty"`
 	IssueBody  string `json:"issue_body,omitempty"`

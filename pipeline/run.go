@@ -415,7 +415,7 @@ func (r *run) draft(ctx context.Context) error {
 	defer wc.Remove()
 	prompt, err := templates.Prompt(templates.Drafter{
 		PlanID: PlanID(p.Number), PlanPath: p.PlanPath,
-		Request: FenceUntrusted(p.Description), Context: fenceIf(p.Context),
+		Request: FenceUntrusted(p.Description), Context: fenceIf(p.Context), Thread: p.Thread.prompt(),
 		ProjectContext: r.projectContext(wc.Dir()), Plan: Fence(text),
 	})
 	if err != nil {

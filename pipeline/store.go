@@ -24,6 +24,8 @@ type Plan struct {
 	// Context any further lines; both reach agents only as quoted data.
 	Description string
 	Context     string
+	// Thread is the issue the forge was asked on, for the drafter.
+	Thread      *IssueThread `json:",omitempty"`
 	Issue       int
 	RequestedBy string
 	// Trigger identifies what created the plan (comment or delivery id),
@@ -118,6 +120,9 @@ type PlanStore interface {
 	// PlanForPR is the plan whose pull request this is.
 	PlanForPR(ctx context.Context, repo Repo, pr int) (*Plan, error)
 	PlanByNumber(ctx context.Context, repo Repo, number int) (*Plan, error)
+	// RecentPlans are at most limit of the repository's plans, the most
+	// recently changed first, and how many plans the repository has.
+	RecentPlans(ctx context.Context, repo Repo, limit int) ([]*Plan, int, error)
 	// SavePlan writes p; ErrStalePlan when the stored plan's Generation
 	// is newer than p's (a stale job never overwrites its adopter's work).
 	SavePlan(ctx context.Context, p *Plan) error

@@ -176,6 +176,8 @@ type (
 	Help struct {
 		Head
 		TriggerLabel string
+		// ListMost is how many plans /forge list shows at most.
+		ListMost int
 	}
 	// Inline is one finding as an inline review comment.
 	Inline struct{ audit.Finding }
@@ -254,6 +256,32 @@ type (
 		Timeout       string
 		Pending       []string
 		Failed        []string
+	}
+	// OpenPlan answers a second /forge or /plan on an issue whose plan is
+	// still open (not DONE, CLOSED nor CANCELLED): that plan, instead of
+	// another. Command is "/forge" or "/plan", as the person typed it.
+	OpenPlan struct {
+		Head
+		Title   string
+		Status  string
+		PRURL   string
+		Command string
+	}
+	// PlanList answers /forge list: at most Most of the repository's
+	// Total plans, the most recently active first.
+	PlanList struct {
+		Head
+		Plans []PlanListItem
+		Total int
+		Most  int
+	}
+	// PlanListItem is one plan of a PlanList; Activity is when it last
+	// changed.
+	PlanListItem struct {
+		PlanID, Title, Status string
+		Running, Queued       bool
+		Issue, PR             int
+		Activity              string
 	}
 	// PhasesList answers /forge phases.
 	PhasesList struct {
@@ -446,6 +474,8 @@ func (JobFailed) Template() string        { return "job-failed" }
 func (MergeConflict) Template() string    { return "merge-conflict" }
 func (NoPlan) Template() string           { return "no-plan" }
 func (NoPlanHere) Template() string       { return "no-plan-here" }
+func (OpenPlan) Template() string         { return "open-plan" }
+func (PlanList) Template() string         { return "plan-list" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
 func (PhaseError) Template() string       { return "phase-error" }
 func (PhaseRunDone) Template() string     { return "phase-run-done" }
@@ -476,8 +506,23 @@ type (
 	Drafter struct {
 		PlanID, PlanPath string
 		Request, Context string
-		ProjectContext   string
-		Plan             string
+		// Thread is the issue the request was made on; nil for plans
+		// taken before Forge read it.
+		Thread         *Thread
+		ProjectContext string
+		Plan           string
+	}
+	// Thread is an issue as a prompt quotes it: its title and body and
+	// people's comments, oldest first, each fenced as data; Omitted
+	// earlier comments were left out for length.
+	Thread struct {
+		Title, Body string
+		Comments    []ThreadComment
+		Omitted     int
+	}
+	// ThreadComment is one comment of a Thread.
+	ThreadComment struct {
+		Author, Text string
 	}
 	// Auditor audits a round.
 	Auditor struct {

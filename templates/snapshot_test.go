@@ -204,7 +204,16 @@ func textCases(t *testing.T) []textCase {
 	}
 
 	return []textCase{
-		{"help", templates.Help{TriggerLabel: "forge"}},
+		{"help", templates.Help{TriggerLabel: "forge", ListMost: 30}},
+		{"open-plan/forge", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Review), PRURL: "#42", Command: "/forge"}},
+		{"open-plan/plan without a pull request yet", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Draft), PRURL: "", Command: "/plan"}},
+		{"plan-list/every plan", templates.PlanList{Total: 3, Most: 30, Plans: []templates.PlanListItem{
+			{PlanID: planID, Title: title, Status: string(plan.Implementing), Running: true, Queued: false, Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"},
+			{PlanID: "plan-017", Title: "Retry | back off", Status: string(plan.Draft), Running: false, Queued: true, Issue: 11, PR: 0, Activity: "2025-03-13 17:02 UTC"},
+			{PlanID: "plan-016", Title: "Add forge orchestrator", Status: string(plan.Done), Issue: 9, PR: 40, Activity: "2025-03-01 08:00 UTC"}}}},
+		{"plan-list/the most recent of more", templates.PlanList{Total: 42, Most: 1, Plans: []templates.PlanListItem{
+			{PlanID: planID, Title: title, Status: string(plan.Review), Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"}}}},
+		{"plan-list/none", templates.PlanList{Total: 0, Most: 30, Plans: nil}},
 
 		{"progress/starting", templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: "Starting forge: " + title, PRURL: "", Complete: ""}},
 		{"progress-line/starting", templates.ProgressLine{Event: "starting", PlanID: planID, Title: title}},
@@ -428,6 +437,9 @@ func promptCases() []textCase {
 	return []textCase{
 		{"drafter/bare", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: "", ProjectContext: "", Plan: plan}},
 		{"drafter/with context and project context", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: pipeline.FenceUntrusted("GitHub retries deliveries, so a 429 must not lose one.\n<!-- hidden note -->\nLimit: 10 a second per installation."), ProjectContext: projectContext, Plan: plan}},
+		{"drafter/with the issue's thread", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: "", ProjectContext: "", Plan: plan,
+			Thread: &templates.Thread{Title: pipeline.FenceUntrusted("Webhook floods"), Body: pipeline.FenceUntrusted("A misconfigured CI sent 40 deliveries a second yesterday."), Omitted: 2,
+				Comments: []templates.ThreadComment{{Author: "octocat", Text: pipeline.FenceUntrusted("Per installation, not per repository.")}, {Author: "hubot", Text: pipeline.FenceUntrusted("A ```fenced``` note.")}}}}},
 		{"auditor/first round", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 5, ProjectContext: "", Previous: "", Plan: plan}},
 		{"auditor/with previous findings", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 2, MaxRounds: 5, ProjectContext: projectContext, Previous: pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), Plan: plan}},
 		{"reviser/with notes", templates.Reviser{PlanID: planID, PlanPath: planPath, Findings: pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), Notes: pipeline.FenceUntrusted("@octocat (CHANGES_REQUESTED): Keep the limit configurable per repository."), ProjectContext: projectContext, Plan: plan}},

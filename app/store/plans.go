@@ -167,6 +167,28 @@ func (ps planStore) PlanByNumber(ctx context.Context, repo pipeline.Repo, number
 	return ps.one(ctx, `repository = $1 AND number = $2`, repo.String(), number)
 }
 
+func (ps planStore) RecentPlans(ctx context.Context, repo pipeline.Repo, limit int) ([]*pipeline.Plan, int, error) {
+	var total int
+	if err := ps.s.db.QueryRowContext(ctx, `SELECT count(*) FROM plans WHERE repository = $1`, repo.String()).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count the plans of %s: %w", repo, err)
+	}
+	rows, err := ps.s.db.QueryContext(ctx, `SELECT `+planColumns+` FROM plans WHERE repository = $1
+		ORDER BY updated_ms DESC, number DESC LIMIT $2`, repo.String(), limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list the plans of %s: %w", repo, err)
+	}
+	defer rows.Close()
+	var out []*pipeline.Plan
+	for rows.Next() {
+		p, err := scanPlan(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, p)
+	}
+	return out, total, rows.Err()
+}
+
 // SavePlan writes the plan unless the stored one has a newer generation (a
 // stale worker cannot undo an adoption: ErrStalePlan), and never touches
 // the lease. The stop column is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -333,6 +334,47 @@ func TestQuietPlans(t *testing.T) {
 		}
 		if got := quiet(time.Now().Add(time.Second)); len(got) != 2 || got[0] != ids[1] {
 			t.Errorf("the one looked at comes last: %v", got)
+		}
+	})
+}
+
+// TestRecentPlans: /forge list reads a repository's plans, the most
+// recently changed first, at most the limit, with how many there are.
+func TestRecentPlans(t *testing.T) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
+		ctx := context.Background()
+		var plans []*pipeline.Plan
+		for i := range 4 {
+			p := newPlan(fmt.Sprintf("comment:%d", i), 10+i, plan.Idle)
+			if _, err := ps.CreatePlan(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			plans = append(plans, p)
+			time.Sleep(3 * time.Millisecond) // updated_ms tells them apart
+		}
+		other := newPlan("comment:9", 1, plan.Idle)
+		other.Repo = pipeline.Repo{Owner: "octo", Name: "other"}
+		if _, err := ps.CreatePlan(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		// The oldest plan is the latest to change.
+		plans[0].PR = 42
+		if err := ps.SavePlan(ctx, plans[0]); err != nil {
+			t.Fatal(err)
+		}
+		got, total, err := ps.RecentPlans(ctx, testRepo, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var numbers []int
+		for _, p := range got {
+			numbers = append(numbers, p.Number)
+		}
+		if total != 4 || !slices.Equal(numbers, []int{1, 4, 3}) || got[0].PR != 42 || got[0].UpdatedAt.Before(got[1].UpdatedAt) {
+			t.Errorf("recent plans %v of %d, want [1 4 3] of 4 (plan 1 with its PR first)", numbers, total)
+		}
+		if got, total, err := ps.RecentPlans(ctx, pipeline.Repo{Owner: "octo", Name: "none"}, 3); err != nil || len(got) != 0 || total != 0 {
+			t.Errorf("a repository without plans: %d plans of %d, %v", len(got), total, err)
 		}
 	})
 }

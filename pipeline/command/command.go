@@ -16,9 +16,10 @@ type Kind string
 
 // The commands of DESIGN §2.
 const (
-	Start   Kind = "start"   // /forge <description>
-	Plan    Kind = "plan"    // /plan <description>
+	Start   Kind = "start"   // /forge [new] <description>
+	Plan    Kind = "plan"    // /plan [new] <description>
 	Help    Kind = "help"    // /forge, /forge help, /plan
+	List    Kind = "list"    // /forge list
 	Status  Kind = "status"  // /forge status [plan-NNN]
 	Cancel  Kind = "cancel"  // /forge cancel [plan-NNN]
 	Approve Kind = "approve" // /forge approve [plan-NNN]
@@ -34,9 +35,10 @@ const (
 // cmdUsage holds the usage line of each command; a subcommand is reserved
 // exactly when it has an entry here (start and plan are not subcommands).
 var cmdUsage = map[Kind]string{
-	Start:   "/forge <description>",
-	Plan:    "/plan <description>",
+	Start:   "/forge [new] <description>",
+	Plan:    "/plan [new] <description>",
 	Help:    "/forge help",
+	List:    "/forge list",
 	Status:  "/forge status [plan-NNN]",
 	Cancel:  "/forge cancel [plan-NNN]",
 	Approve: "/forge approve [plan-NNN]",
@@ -60,7 +62,7 @@ func (k Kind) AllowedOn(isPR bool) bool {
 		return !isPR
 	case Approve, Revise, Audit, Phases, Run, RunOne, Skip:
 		return isPR
-	case Help, Status, Cancel, Close:
+	case Help, List, Status, Cancel, Close:
 		return true
 	}
 	return false
@@ -75,6 +77,9 @@ type Command struct {
 	// Context is, for start and plan, the comment's lines after the command
 	// line (trimmed of blank lines around them): more detail for the drafter.
 	Context string
+	// New is set by /forge new and /plan new: a plan is started even when
+	// the issue has an open one.
+	New bool
 	// Notes is, for revise, the rest of the line after the optional plan id
 	// plus the lines after it: a note usually spans several lines.
 	Notes string
@@ -120,7 +125,8 @@ func cmdPlanID(s string) (is, like bool) {
 // an answer.
 //
 // An unknown first word after /forge starts a forge with the rest of the
-// line as description; /plan does the same for a plan without agent. The
+// line as description; /plan does the same for a plan without agent; after
+// the word new, the rest of the line is the description of one more plan. The
 // reserved subcommands mean the same after either prefix (users of the seed
 // type "!plan approve"). A bare /forge or /plan is help: the description
 // must be on the command line itself.
@@ -180,6 +186,11 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 	switch sub {
 	case "help", "--help", "-h":
 		cmd.Kind = Help
+	case string(List):
+		cmd.Kind = List
+		if len(args) > 0 {
+			cmd.Err = &UsageError{Kind: List, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[0]}}
+		}
 	case string(Revise):
 		cmd.Kind = Revise
 		notes := afterSub
@@ -206,6 +217,12 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 			cmd.Kind = Start
 		}
 		cmd.Description = rest
+		if sub == "new" {
+			cmd.New, cmd.Description = true, afterSub
+			if afterSub == "" {
+				cmd.Err = &UsageError{Kind: cmd.Kind, Problem: templates.UsageProblem{Event: "no-description"}}
+			}
+		}
 		cmd.Context = cmdJoinLines(following)
 	}
 	return cmd

@@ -15,6 +15,7 @@ type cmdResult struct {
 	Description string
 	Context     string
 	Notes       string
+	New         bool
 	PlanID      string
 	Regenerate  bool
 	Err         string
@@ -22,7 +23,7 @@ type cmdResult struct {
 }
 
 func cmdResultOf(c Command) cmdResult {
-	r := cmdResult{Kind: c.Kind, Description: c.Description, Context: c.Context, Notes: c.Notes,
+	r := cmdResult{Kind: c.Kind, Description: c.Description, Context: c.Context, Notes: c.Notes, New: c.New,
 		PlanID: c.PlanID, Regenerate: c.Regenerate, Raw: c.Raw}
 	if c.Err != nil {
 		r.Err = c.Err.Error()
@@ -59,6 +60,20 @@ func TestParseCommand(t *testing.T) {
 		{"start flag-like description", "/forge --verbose mode for the CLI", true,
 			cmdResult{Kind: Start, Description: "--verbose mode for the CLI", Raw: "/forge --verbose mode for the CLI"}},
 
+		// One more plan on an issue that has an open one.
+		{"new", "/forge new Add rate limiting", true,
+			cmdResult{Kind: Start, New: true, Description: "Add rate limiting", Raw: "/forge new Add rate limiting"}},
+		{"NEW keeps the description's spacing", "/forge NEW   Fix  the `Login` page\nmore detail", true,
+			cmdResult{Kind: Start, New: true, Description: "Fix  the `Login` page", Context: "more detail", Raw: "/forge NEW   Fix  the `Login` page"}},
+		{"plan new", "/plan new Add webhooks", true,
+			cmdResult{Kind: Plan, New: true, Description: "Add webhooks", Raw: "/plan new Add webhooks"}},
+		{"new without description", "/forge new", true,
+			cmdResult{Kind: Start, New: true, Err: "a description is needed; usage: /forge [new] <description>", Raw: "/forge new"}},
+		{"new with the description on the next line", "/forge new\nAdd rate limiting", true,
+			cmdResult{Kind: Start, New: true, Context: "Add rate limiting", Err: "a description is needed; usage: /forge [new] <description>", Raw: "/forge new"}},
+		{"newer is a description", "/forge newer limits", true,
+			cmdResult{Kind: Start, Description: "newer limits", Raw: "/forge newer limits"}},
+
 		// /plan.
 		{"plan", "/plan Add webhook support for external notifications", true,
 			cmdResult{Kind: Plan, Description: "Add webhook support for external notifications", Raw: "/plan Add webhook support for external notifications"}},
@@ -81,6 +96,8 @@ func TestParseCommand(t *testing.T) {
 
 		// Subcommands without arguments.
 		{"status", "/forge status", true, cmdResult{Kind: Status, Raw: "/forge status"}},
+		{"list", "/forge list", true, cmdResult{Kind: List, Raw: "/forge list"}},
+		{"plan list", "/plan LIST", true, cmdResult{Kind: List, Raw: "/plan LIST"}},
 		{"Status mixed case", "/forge Status", true, cmdResult{Kind: Status, Raw: "/forge Status"}},
 		{"cancel", "/forge cancel", true, cmdResult{Kind: Cancel, Raw: "/forge cancel"}},
 		{"approve", "/forge approve", true, cmdResult{Kind: Approve, Raw: "/forge approve"}},
@@ -134,6 +151,10 @@ func TestParseCommand(t *testing.T) {
 			cmdResult{Kind: Approve, Err: `unexpected argument "banana"; usage: /forge approve [plan-NNN]`, Raw: "/forge approve banana"}},
 		{"approve short plan id", "/forge approve plan-17", true,
 			cmdResult{Kind: Approve, Err: `"plan-17" is not a plan id (plan-NNN); usage: /forge approve [plan-NNN]`, Raw: "/forge approve plan-17"}},
+		{"list with prose", "/forge list open plans", true,
+			cmdResult{Kind: List, Err: `unexpected argument "open"; usage: /forge list`, Raw: "/forge list open plans"}},
+		{"list with a plan id", "/forge list plan-001", true,
+			cmdResult{Kind: List, Err: `unexpected argument "plan-001"; usage: /forge list`, Raw: "/forge list plan-001"}},
 		{"status with prose", "/forge status of the login page", true,
 			cmdResult{Kind: Status, Err: `unexpected argument "of"; usage: /forge status [plan-NNN]`, Raw: "/forge status of the login page"}},
 		{"regenerate on run", "/forge run --regenerate", true,
@@ -211,9 +232,10 @@ func TestCommandKindAllowedOn(t *testing.T) {
 		onIssue, onPR   bool
 		wantUsagePrefix string
 	}{
-		{Start, true, false, "/forge <"},
-		{Plan, true, false, "/plan <"},
+		{Start, true, false, "/forge [new] <"},
+		{Plan, true, false, "/plan [new] <"},
 		{Help, true, true, "/forge help"},
+		{List, true, true, "/forge list"},
 		{Status, true, true, "/forge status"},
 		{Cancel, true, true, "/forge cancel"},
 		{Close, true, true, "/forge close"},
@@ -264,6 +286,7 @@ func FuzzParseCommand(f *testing.F) {
 		"", "/forge", "/forge help", "/forge add x\nmore", "/plan x", "/forge revise plan-001 a\nb",
 		"/forge phases --regenerate plan-123", "```\n/forge x\n```", "> /forge x", "<!--\n/forge x\n-->",
 		"/forge approve banana", "\u00a0/forge\u00a0x\u00a0", "/forge \xff\xfe", "/Plan status", "/forge\r\n",
+		"/forge list", "/forge new x", "/plan new", "/forge new\u00a0\n",
 	} {
 		f.Add(s)
 	}
@@ -291,8 +314,12 @@ func FuzzParseCommand(f *testing.F) {
 		if strings.ContainsAny(got.Description, "\r\n") || strings.ContainsAny(got.Raw, "\r\n") {
 			t.Fatalf("description %q or raw %q spans lines", got.Description, got.Raw)
 		}
-		if (got.Kind == Start || got.Kind == Plan) != (got.Description != "") {
+		if (got.Kind == Start || got.Kind == Plan) && got.Err == nil && got.Description == "" ||
+			got.Description != "" && got.Kind != Start && got.Kind != Plan {
 			t.Fatalf("kind %s with description %q", got.Kind, got.Description)
+		}
+		if got.New && got.Kind != Start && got.Kind != Plan {
+			t.Fatalf("new on %s", got.Kind)
 		}
 		if got.PlanID != "" && !fuzzPlanIDRe.MatchString(got.PlanID) {
 			t.Fatalf("plan id %q", got.PlanID)

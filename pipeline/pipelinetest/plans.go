@@ -54,7 +54,7 @@ func (s *Plans) load(id int64) (*pipeline.Plan, error) {
 		return nil, err
 	}
 	p.State = p.State.WithColumns(plan.Columns{Status: r.status, Run: r.run, Stop: r.stop})
-	p.Generation = r.generation
+	p.Generation, p.UpdatedAt = r.generation, r.updated
 	return &p, nil
 }
 
@@ -158,6 +158,28 @@ func (s *Plans) PlanByNumber(_ context.Context, repo pipeline.Repo, number int) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.find(func(p *pipeline.Plan) bool { return p.Repo == repo && p.Number == number }, newestFirst)
+}
+
+func (s *Plans) RecentPlans(_ context.Context, repo pipeline.Repo, limit int) ([]*pipeline.Plan, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*pipeline.Plan
+	for id := range s.rows {
+		p, err := s.load(id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if p.Repo == repo {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *pipeline.Plan) int {
+		if c := b.UpdatedAt.Truncate(time.Millisecond).Compare(a.UpdatedAt.Truncate(time.Millisecond)); c != 0 {
+			return c
+		}
+		return newestFirst(a, b)
+	})
+	return out[:min(limit, len(out))], len(out), nil
 }
 
 func (s *Plans) SavePlan(_ context.Context, p *pipeline.Plan) error {
