@@ -151,6 +151,9 @@ type issue struct {
 	Number int    `json:"number"`
 	Title  string `json:"title"`
 	Body   string `json:"body"`
+	// Comments is the issue's count of comments; in an issue_comment
+	// event, the count before the comment the event is about.
+	Comments *int `json:"comments"`
 	// PullRequest is present when the issue is a pull request.
 	PullRequest *struct{} `json:"pull_request"`
 }

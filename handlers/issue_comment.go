@@ -52,7 +52,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 		}
 		if cmd.Kind == command.Start && !a.IsPR {
 			// A forge's drafter reads the issue it was asked on.
-			a.Title, a.IssueBody = e.Issue.Title, e.Issue.Body
+			a.Title, a.IssueBody, a.EarlierComments = e.Issue.Title, e.Issue.Body, e.Issue.Comments
 		}
 		d.Jobs = append(d.Jobs, job(a))
 		// A comment is created once: its id names the command for good.

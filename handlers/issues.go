@@ -30,15 +30,16 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 	if e.Action == "labeled" && d.InstallationID != 0 && e.Repository != nil && !e.Sender.bot() && !e.Issue.isPR() &&
 		e.Label != nil && e.Label.Name != "" {
 		d.Jobs = append(d.Jobs, job(pipeline.CommandArgs{
-			InstallationID: d.InstallationID,
-			Repo:           e.Repository.repo(),
-			DefaultBranch:  e.Repository.DefaultBranch,
-			IssueNumber:    e.Issue.Number,
-			Label:          e.Label.Name,
-			Title:          e.Issue.Title,
-			IssueBody:      e.Issue.Body,
-			Author:         e.Sender.Login,
-			DeliveryID:     deliveryID,
+			InstallationID:  d.InstallationID,
+			Repo:            e.Repository.repo(),
+			DefaultBranch:   e.Repository.DefaultBranch,
+			IssueNumber:     e.Issue.Number,
+			Label:           e.Label.Name,
+			Title:           e.Issue.Title,
+			IssueBody:       e.Issue.Body,
+			EarlierComments: e.Issue.Comments,
+			Author:          e.Sender.Login,
+			DeliveryID:      deliveryID,
 		}))
 	}
 	return h.accept(ctx, d)

@@ -99,6 +99,10 @@ type CommandArgs struct {
 	Label      string `json:"label,omitempty"`
 	Title      string `json:"title,omitempty"`
 	IssueBody  string `json:"issue_body,omitempty"`
+	// EarlierComments is the issue's count of comments before the command
+	// as the webhook gave it, nil when unknown: with none, the thread is
+	// not read (a REST call a forge does not need).
+	EarlierComments *int `json:"earlier_comments,omitempty"`
 	Author     string `json:"author"`
 	DeliveryID string `json:"delivery_id"`
 }

@@ -63,6 +63,9 @@ func issueThread(title, body string, comments []Comment, command int64) *IssueTh
 
 // thread reads the issue's comments and takes its thread for the drafter.
 func (c *commandCtx) thread(ctx context.Context) (*IssueThread, error) {
+	if n := c.a.EarlierComments; n != nil && *n == 0 {
+		return issueThread(c.a.Title, c.a.IssueBody, nil, c.a.CommentID), nil
+	}
 	comments, err := c.gh.ListComments(ctx, c.a.Repo, c.a.IssueNumber)
 	if err != nil {
 		return nil, fmt.Errorf("read the comments of %s#%d: %w", c.a.Repo, c.a.IssueNumber, err)

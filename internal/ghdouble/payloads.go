@@ -195,7 +195,10 @@ func (s *Server) IssueEdit(repo string, number int) Edit {
 	}
 }
 
-// CommentEdit sets "comment" to the double's rendering of the issue comment.
+// CommentEdit sets "comment" to the double's rendering of the issue
+// comment. An "issue" already set counts the comments before this one, as
+// GitHub's issue_comment events do (octokit's recorded payload of a first
+// comment says 0; octobox/octobox#1478 shows a second comment's saying 1).
 func (s *Server) CommentEdit(repo string, commentID int64) Edit {
 	return func(m map[string]any) error {
 		r := s.Repo(repo)
@@ -205,10 +208,19 @@ func (s *Server) CommentEdit(repo string, commentID int64) Edit {
 		r.mu.Lock()
 		cm := r.comments[commentID]
 		var rendered map[string]any
+		before := 0
 		if cm != nil {
 			rendered = s.commentJSONLocked(r, cm)
+			for _, other := range r.comments {
+				if other.Issue == cm.Issue && other.ID < cm.ID {
+					before++
+				}
+			}
 		}
 		r.mu.Unlock()
+		if is, ok := m["issue"].(map[string]any); ok && cm != nil && fmt.Sprint(is["number"]) == fmt.Sprint(cm.Issue) {
+			is["comments"] = before
+		}
 		if rendered == nil {
 			return fmt.Errorf("%s has no issue comment %d", repo, commentID)
 		}

@@ -2,6 +2,7 @@ package ghdouble
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -102,5 +103,25 @@ func TestEditPayloadKeepsTheRest(t *testing.T) {
 	after["issue"].(map[string]any)["title"] = before["issue"].(map[string]any)["title"]
 	if !reflect.DeepEqual(before, after) {
 		t.Error("EditPayload changed more than the edits")
+	}
+}
+
+// TestCommentEventCountsEarlierComments: an issue_comment event's issue
+// counts the comments before the one the event is about, as GitHub's do.
+func TestCommentEventCountsEarlierComments(t *testing.T) {
+	f := newFixture(t)
+	issue := f.s.AddIssue(f.repo, IssueSpec{Title: "t"})
+	var counts []any
+	for range 3 {
+		id := f.s.AddComment(f.repo, issue, "alice", "hi")
+		p := EditPayload(t, LoadPayload(t, "issue_comment/created"), f.s.IssueEdit(f.repo, issue), f.s.CommentEdit(f.repo, id))
+		var m map[string]any
+		if err := json.Unmarshal(p, &m); err != nil {
+			t.Fatal(err)
+		}
+		counts = append(counts, m["issue"].(map[string]any)["comments"])
+	}
+	if fmt.Sprint(counts) != "[0 1 2]" {
+		t.Errorf("issue.comments of three comments' events: %v, want [0 1 2]", counts)
 	}
 }
