@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -211,9 +212,10 @@ func TestCommandJob(t *testing.T) {
 	raw := payload(t, "issue_comment/created", nil)
 	var m struct {
 		Issue struct {
-			Number int    `json:"number"`
-			Title  string `json:"title"`
-			Body   string `json:"body"`
+			Number   int    `json:"number"`
+			Title    string `json:"title"`
+			Body     string `json:"body"`
+			Comments *int   `json:"comments"`
 		} `json:"issue"`
 		Comment struct {
 			ID   int64 `json:"id"`
@@ -241,10 +243,13 @@ func TestCommandJob(t *testing.T) {
 		Body:           "/forge add limits",
 		Title:          m.Issue.Title,
 		IssueBody:      m.Issue.Body,
-		Author:         m.Comment.User.Login,
-		DeliveryID:     "delivery-1",
+		// The comments before the command: the drafter's thread is not
+		// read when there are none.
+		EarlierComments: m.Issue.Comments,
+		Author:          m.Comment.User.Login,
+		DeliveryID:      "delivery-1",
 	}
-	if got := d.Jobs[0].Args; got != want || want.DefaultBranch == "" || want.CommentID == 0 || want.Title == "" {
+	if got := d.Jobs[0].Args; !reflect.DeepEqual(got, want) || want.EarlierComments == nil || want.DefaultBranch == "" || want.CommentID == 0 || want.Title == "" {
 		t.Fatalf("job args\n%+v\nwant\n%+v", got, want)
 	}
 	if d.Repository != m.Repository.Owner.Login+"/"+m.Repository.Name || d.Account == "" && d.InstallationID != 7 {
