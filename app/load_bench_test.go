@@ -1,11 +1,14 @@
 package app_test
 
 import (
+	"bufio"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,6 +191,10 @@ func BenchmarkSoak(b *testing.B) {
 	type peak struct {
 		rss int64
 		fds int
+		// The Go heap in use and the goroutines, from /metrics: flat
+		// while RSS grows, the growth is outside Go's heap (SQLite's page
+		// cache filling as the database grows, the runtime's own).
+		heap, goroutines float64
 	}
 	var early, late peak
 	sent := 0
@@ -208,9 +215,11 @@ func BenchmarkSoak(b *testing.B) {
 			rss, fds := procStatus(pid, "VmRSS"), openFDs(pid)
 			switch at := time.Since(start); {
 			case at >= warm && at < 2*warm:
-				early = peak{max(early.rss, rss), max(early.fds, fds)}
+				heap, goroutines := goMetrics(b, c.replicas[0].url)
+				early = peak{max(early.rss, rss), max(early.fds, fds), max(early.heap, heap), max(early.goroutines, goroutines)}
 			case at >= soak-warm:
-				late = peak{max(late.rss, rss), max(late.fds, fds)}
+				heap, goroutines := goMetrics(b, c.replicas[0].url)
+				late = peak{max(late.rss, rss), max(late.fds, fds), max(late.heap, heap), max(late.goroutines, goroutines)}
 			}
 		}
 	}
@@ -224,8 +233,40 @@ func BenchmarkSoak(b *testing.B) {
 	b.ReportMetric(float64(baseFDs), "fds-peak-minute-2")
 	b.ReportMetric(float64(maxFDs), "fds-peak-last-minute")
 	b.ReportMetric(fdGrowth, "fd-growth-%")
+	b.ReportMetric(early.heap/(1<<20), "heap-peak-minute-2-MB")
+	b.ReportMetric(late.heap/(1<<20), "heap-peak-last-minute-MB")
+	b.ReportMetric(early.goroutines, "goroutines-peak-minute-2")
+	b.ReportMetric(late.goroutines, "goroutines-peak-last-minute")
 	b.Logf("%d forges sent in %s; plans: %v", sent, soak, st)
+	b.Logf("peak RSS %d → %d KiB, open files %d → %d, Go heap in use %.1f → %.1f MiB, goroutines %.0f → %.0f",
+		early.rss, late.rss, early.fds, late.fds, early.heap/(1<<20), late.heap/(1<<20), early.goroutines, late.goroutines)
 	if rssGrowth >= 10 || fdGrowth >= 10 {
 		b.Errorf("from the minute after the first to the last, peak RSS grew %.1f%% and open files %.1f%%: want under 10%%", rssGrowth, fdGrowth)
 	}
+}
+
+// goMetrics reads the Go heap in use and the goroutines from a replica's
+// /metrics (the Prometheus Go collector's).
+func goMetrics(tb testing.TB, url string) (heap, goroutines float64) {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		tb.Logf("read /metrics: %v", err)
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		v, _ := strconv.ParseFloat(value, 64)
+		switch name {
+		case "go_memstats_heap_inuse_bytes":
+			heap = v
+		case "go_goroutines":
+			goroutines = v
+		}
+	}
+	return heap, goroutines
 }
