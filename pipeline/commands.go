@@ -300,7 +300,7 @@ func (c *commandCtx) list(ctx context.Context) error {
 	}
 	v := &templates.PlanList{Total: total, Most: listMost}
 	for _, p := range plans {
-		v.Plans = append(v.Plans, templates.PlanListItem{PlanID: PlanID(p.Number), Title: p.Title, Status: string(p.State.Status()),
+		v.Plans = append(v.Plans, templates.PlanListItem{PlanID: PlanID(p.Number), Title: Untrusted(p.Title, 200), Status: string(p.State.Status()),
 			Running: p.State.Run() == plan.Running, Queued: p.State.Run() == plan.Queued, Issue: p.Issue, PR: p.PR,
 			Activity: p.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")})
 	}
@@ -374,7 +374,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 
 // openPlan is the answer to a start on an issue whose plan is open.
 func openPlan(p *Plan, kind command.Kind) *templates.OpenPlan {
-	v := &templates.OpenPlan{Head: templates.Head{PlanID: PlanID(p.Number)}, Title: p.Title, Status: string(p.State.Status()), Command: "/forge"}
+	v := &templates.OpenPlan{Head: templates.Head{PlanID: PlanID(p.Number)}, Title: Untrusted(p.Title, 200), Status: string(p.State.Status()), Command: "/forge"}
 	if kind == command.Plan {
 		v.Command = "/plan"
 	}
