@@ -104,8 +104,9 @@ func (r *run) audit(ctx context.Context) error {
 				pre[i].Location = fmt.Sprintf("%s:%d", p.PlanPath, pre[i].PlanLine)
 			}
 		}
-		v := audit.Of(pre)
-		ar.Verdict, ar.Loop, ar.Findings, ar.Preflight = v.MaxSeverity, v.ShouldLoop, pre, true
+		// The round loops to the reviser whatever its worst severity: a
+		// run that stopped here would leave a plan no auditor has read.
+		ar.Verdict, ar.Loop, ar.Findings, ar.Preflight = audit.Of(pre).MaxSeverity, true, pre, true
 	} else {
 		var previous string
 		if n := len(p.Audits); n > 0 {
