@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
+	"github.com/forge-dev/forge/pipeline"
 )
 
 // turnsScript is an agent that answers its calls in turn, counting them
@@ -131,4 +133,57 @@ func TestAddressedFindingsAfterAChangeRequest(t *testing.T) {
 	wantThread(t, w, pr.Number, rounds[0], drift, true)
 	wantThread(t, w, pr.Number, rounds[0], readers, false)
 	wantThread(t, w, pr.Number, rounds[1], readers, false)
+}
+
+// TestResolveReviewThreads: the server's GitHub access finds threads past
+// the first page of the pull request's reviewThreads, resolves only those
+// asked for, and says when a comment opened no thread.
+func TestResolveReviewThreads(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{})
+	ctx := t.Context()
+	gh, err := w.forge.App.GitHub(ctx, w.inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, name, _ := strings.Cut(w.repo, "/")
+	repo := pipeline.Repo{Owner: owner, Name: name}
+	base, err := gh.BranchHead(ctx, repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const branch = "plan-009/threads"
+	if err := gh.CreateBranch(ctx, repo, branch, base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gh.CommitFiles(ctx, repo, branch, base, "plan-009: lines", []pipeline.FileChange{
+		{Path: "docs/lines.md", Content: []byte(strings.Repeat("a line\n", 120))}}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := gh.CreatePullRequest(ctx, repo, pipeline.NewPullRequest{Title: "plan-009: threads", Head: branch, Base: "main", Draft: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []ghdouble.ReviewCommentSpec
+	for line := 1; line <= 110; line++ {
+		specs = append(specs, ghdouble.ReviewCommentSpec{Path: "docs/lines.md", Line: line, Body: fmt.Sprintf("on line %d", line)})
+	}
+	review := w.gh.AddReview(w.repo, pr.Number, "alice", "COMMENTED", "", specs)
+	comments, err := gh.ReviewComments(ctx, repo, pr.Number, review)
+	if err != nil || len(comments) != 110 {
+		t.Fatalf("the review's comments: %d, %v", len(comments), err)
+	}
+	if err := gh.ResolveReviewThreads(ctx, repo, pr.Number, comments[2].NodeID, comments[105].NodeID); err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	for _, c := range w.gh.ReviewComments(w.repo, pr.Number) {
+		if want := c.Body == "on line 3" || c.Body == "on line 106"; c.Resolved != want {
+			t.Errorf("%q: resolved %v, want %v", c.Body, c.Resolved, want)
+		}
+	}
+	if err := gh.ResolveReviewThreads(ctx, repo, pr.Number, comments[2].NodeID); err != nil {
+		t.Errorf("resolving a resolved thread again: %v", err)
+	}
+	if err := gh.ResolveReviewThreads(ctx, repo, pr.Number, "PRRC_unknown"); !errors.Is(err, pipeline.ErrNotFound) {
+		t.Errorf("a comment that opened no thread: %v, want ErrNotFound", err)
+	}
 }

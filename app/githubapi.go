@@ -454,15 +454,21 @@ func (g *githubAPI) ResolveReviewThreads(ctx context.Context, repo pipeline.Repo
 }
 
 func (g *githubAPI) ReviewComments(ctx context.Context, repo pipeline.Repo, pr int, reviewID int64) ([]pipeline.ReviewComment, error) {
-	cs, _, err := g.c.PullRequests.ListReviewComments(ctx, repo.Owner, repo.Name, pr, reviewID, &github.ListOptions{PerPage: 100})
-	if err != nil {
-		return nil, apiError(err)
+	var out []pipeline.ReviewComment
+	opt := &github.ListOptions{PerPage: 100}
+	for {
+		cs, resp, err := g.c.PullRequests.ListReviewComments(ctx, repo.Owner, repo.Name, pr, reviewID, opt)
+		if err != nil {
+			return nil, apiError(err)
+		}
+		for _, c := range cs {
+			out = append(out, pipeline.ReviewComment{Path: c.GetPath(), Line: c.GetLine(), Body: c.GetBody(), NodeID: c.GetNodeID()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
 	}
-	out := make([]pipeline.ReviewComment, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, pipeline.ReviewComment{Path: c.GetPath(), Line: c.GetLine(), Body: c.GetBody(), NodeID: c.GetNodeID()})
-	}
-	return out, nil
 }
 
 func (g *githubAPI) CheckSuites(ctx context.Context, repo pipeline.Repo, sha string) ([]pipeline.CheckSuite, error) {
