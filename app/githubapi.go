@@ -385,16 +385,90 @@ func (g *githubAPI) CreateReview(ctx context.Context, repo pipeline.Repo, pr int
 	return rv.GetID(), nil
 }
 
+// ResolveReviewThreads finds each comment's thread in the pull request's
+// reviewThreads (REST has no threads, and a comment does not name its own)
+// by the thread's first comment, then resolves it.
+func (g *githubAPI) ResolveReviewThreads(ctx context.Context, repo pipeline.Repo, pr int, commentNodeIDs ...string) error {
+	want := map[string]bool{}
+	for _, id := range commentNodeIDs {
+		want[id] = true
+	}
+	var q struct {
+		Repository struct {
+			PullRequest struct {
+				ReviewThreads struct {
+					Nodes []struct {
+						ID         githubv4.ID
+						IsResolved bool
+						Comments   struct {
+							Nodes []struct{ ID githubv4.ID }
+						} `graphql:"comments(first: 1)"`
+					}
+					PageInfo struct {
+						HasNextPage bool
+						EndCursor   githubv4.String
+					}
+				} `graphql:"reviewThreads(first: 100, after: $cursor)"`
+			} `graphql:"pullRequest(number: $number)"`
+		} `graphql:"repository(owner: $owner, name: $name)"`
+	}
+	vars := map[string]any{"owner": githubv4.String(repo.Owner), "name": githubv4.String(repo.Name),
+		"number": githubv4.Int(pr), "cursor": (*githubv4.String)(nil)}
+	var open []githubv4.ID
+	for len(want) > 0 {
+		if err := g.v4.Query(ctx, &q, vars); err != nil {
+			return fmt.Errorf("read the review threads of #%d: %w", pr, apiError(err))
+		}
+		threads := q.Repository.PullRequest.ReviewThreads
+		for _, t := range threads.Nodes {
+			if len(t.Comments.Nodes) == 0 {
+				continue
+			}
+			first, _ := t.Comments.Nodes[0].ID.(string)
+			if want[first] {
+				delete(want, first)
+				if !t.IsResolved {
+					open = append(open, t.ID)
+				}
+			}
+		}
+		if !threads.PageInfo.HasNextPage {
+			break
+		}
+		vars["cursor"] = githubv4.NewString(threads.PageInfo.EndCursor)
+	}
+	for _, id := range open {
+		var m struct {
+			ResolveReviewThread struct {
+				Thread struct{ IsResolved bool }
+			} `graphql:"resolveReviewThread(input: $input)"`
+		}
+		if err := g.v4.Mutate(ctx, &m, githubv4.ResolveReviewThreadInput{ThreadID: id}, nil); err != nil {
+			return fmt.Errorf("resolve a review thread of #%d: %w", pr, apiError(err))
+		}
+	}
+	if len(want) > 0 {
+		return fmt.Errorf("resolve the review threads of #%d: %w: %d of the comments opened none", pr, pipeline.ErrNotFound, len(want))
+	}
+	return nil
+}
+
 func (g *githubAPI) ReviewComments(ctx context.Context, repo pipeline.Repo, pr int, reviewID int64) ([]pipeline.ReviewComment, error) {
-	cs, _, err := g.c.PullRequests.ListReviewComments(ctx, repo.Owner, repo.Name, pr, reviewID, &github.ListOptions{PerPage: 100})
-	if err != nil {
-		return nil, apiError(err)
+	var out []pipeline.ReviewComment
+	opt := &github.ListOptions{PerPage: 100}
+	for {
+		cs, resp, err := g.c.PullRequests.ListReviewComments(ctx, repo.Owner, repo.Name, pr, reviewID, opt)
+		if err != nil {
+			return nil, apiError(err)
+		}
+		for _, c := range cs {
+			out = append(out, pipeline.ReviewComment{Path: c.GetPath(), Line: c.GetLine(), Body: c.GetBody(), NodeID: c.GetNodeID()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
 	}
-	out := make([]pipeline.ReviewComment, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, pipeline.ReviewComment{Path: c.GetPath(), Line: c.GetLine(), Body: c.GetBody(), NodeID: c.GetNodeID()})
-	}
-	return out, nil
 }
 
 func (g *githubAPI) CheckSuites(ctx context.Context, repo pipeline.Repo, sha string) ([]pipeline.CheckSuite, error) {

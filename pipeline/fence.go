@@ -181,6 +181,13 @@ func (g fencedGitHub) MinimizeComment(ctx context.Context, nodeID string) error 
 	return g.GitHub.MinimizeComment(ctx, nodeID)
 }
 
+func (g fencedGitHub) ResolveReviewThreads(ctx context.Context, repo Repo, pr int, commentNodeIDs ...string) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.ResolveReviewThreads(ctx, repo, pr, commentNodeIDs...)
+}
+
 func (g fencedGitHub) CreateCheckRun(ctx context.Context, repo Repo, c CheckRun) (int64, error) {
 	if err := g.fence(ctx); err != nil {
 		return 0, err

@@ -73,6 +73,10 @@ type GitHub interface {
 	CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error)
 	// MinimizeComment hides a comment as outdated (GraphQL).
 	MinimizeComment(ctx context.Context, nodeID string) error
+	// ResolveReviewThreads resolves the review threads the inline comments
+	// (by node id) opened on pull request pr (GraphQL); a thread already
+	// resolved is left as it is, ErrNotFound when a comment opened none.
+	ResolveReviewThreads(ctx context.Context, repo Repo, pr int, commentNodeIDs ...string) error
 	// ReviewComments are the inline comments of one review.
 	ReviewComments(ctx context.Context, repo Repo, pr int, reviewID int64) ([]ReviewComment, error)
 

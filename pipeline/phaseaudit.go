@@ -15,17 +15,25 @@ import (
 
 // auditPhase reviews the whole PR diff against the plan; blocking
 // findings get up to phases.audit_fix_max fix rounds by the implementer,
-// each audited again.
+// each audited again. The findings a fix round addressed (the next audit
+// does not report them again) are hidden on the pull request, as between
+// plan rounds.
 func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
+	var audits []audit.Round
 	for fix := 0; ; fix++ {
-		findings, blocking, err := r.auditOnce(ctx, ph, fix)
-		if err != nil || !blocking {
+		done, err := r.auditOnce(ctx, ph, fix)
+		if err != nil {
 			return err
 		}
-		if fix >= r.cfg.Phases.AuditFixMax {
-			return fmt.Errorf("the post-implementation audit found blocking problems after %d fix round(s) (%d findings)", fix, len(findings))
+		r.hideAddressed(ctx, audit.Addressed(audits, done))
+		audits = append(audits, done)
+		if !done.Loop {
+			return nil
 		}
-		if err := r.fixRound(ctx, ph, findings, fix+1); err != nil {
+		if fix >= r.cfg.Phases.AuditFixMax {
+			return fmt.Errorf("the post-implementation audit found blocking problems after %d fix round(s) (%d findings)", fix, len(done.Findings))
+		}
+		if err := r.fixRound(ctx, ph, done.Findings, fix+1); err != nil {
 			return err
 		}
 	}
@@ -70,12 +78,12 @@ func (r *run) fixRound(ctx context.Context, ph *phases.Phase, findings []audit.F
 }
 
 // auditOnce posts one post-implementation audit as a review with inline
-// comments on changed lines.
-func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) ([]audit.Finding, bool, error) {
+// comments on changed lines; fix is the fix rounds before it.
+func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.Round, error) {
 	p := r.p
 	diff, err := r.gh.Compare(ctx, p.Repo, p.DefaultBranch, p.HeadSHA)
 	if err != nil {
-		return nil, false, fmt.Errorf("read the pull request's diff: %w", err)
+		return audit.Round{}, fmt.Errorf("read the pull request's diff: %w", err)
 	}
 	var text strings.Builder
 	right := map[string]map[int]bool{}
@@ -85,13 +93,13 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) ([]audit
 	}
 	wc, plan, err := r.checkout(ctx)
 	if err != nil {
-		return nil, false, err
+		return audit.Round{}, err
 	}
 	defer wc.Remove()
 	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph,
 		&templates.PhaseAuditor{Plan: Fence(plan), Diff: Fence(text.String())})
 	if err != nil {
-		return nil, false, err
+		return audit.Round{}, err
 	}
 	v := audit.ParseVerdict(res.Output)
 	var inline []ReviewComment
@@ -100,21 +108,21 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) ([]audit
 		if ok && right[path][line] {
 			body, err := templates.Text(templates.Inline{Finding: f})
 			if err != nil {
-				return nil, false, err
+				return audit.Round{}, err
 			}
 			inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
 		}
 	}
 	marker := Marker(p.Number, "phase-audit", ph.ID, p.Generation, fix)
-	_, err = r.createReview(ctx, p.HeadSHA, inline, func(n int) (string, error) {
+	id, err := r.createReview(ctx, p.HeadSHA, inline, func(n int) (string, error) {
 		return templates.Text(templates.PhaseAudit{Head: templates.Head{Marker: marker}, PhaseID: ph.ID, Verdict: v.MaxSeverity.String(),
 			Findings: v.Findings, Inline: n})
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("post the post-implementation audit: %w", err)
+		return audit.Round{}, fmt.Errorf("post the post-implementation audit: %w", err)
 	}
 	ph.Output = "verdict " + v.MaxSeverity.String()
-	return v.Findings, v.ShouldLoop, nil
+	return audit.Round{Round: fix + 1, Verdict: v.MaxSeverity, Loop: v.ShouldLoop, Findings: v.Findings, ReviewID: id, CommitID: p.HeadSHA}, nil
 }
 
 var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)

@@ -38,7 +38,6 @@ func (r *run) rounds(ctx context.Context) error {
 			if err := r.revise(ctx, last.Findings, ""); err != nil {
 				return err
 			}
-			r.hideOutdated(ctx, last)
 			if err := r.apply(ctx, plan.Revised{}); err != nil {
 				return err
 			}
@@ -67,6 +66,9 @@ func (r *run) rounds(ctx context.Context) error {
 		if err := r.postReview(ctx, &round); err != nil {
 			return err
 		}
+		// Before the save: a run that dies here judges the rounds again
+		// when it resumes and posts this round.
+		r.hideAddressed(ctx, audit.Addressed(p.Audits, round))
 		p.Audits = append(p.Audits, round)
 		p.Round, p.Pending = round.Round, nil
 		// The revision is recorded as due in the same save, so a run that
@@ -104,8 +106,9 @@ func (r *run) audit(ctx context.Context) error {
 				pre[i].Location = fmt.Sprintf("%s:%d", p.PlanPath, pre[i].PlanLine)
 			}
 		}
-		v := audit.Of(pre)
-		ar.Verdict, ar.Loop, ar.Findings, ar.Preflight = v.MaxSeverity, v.ShouldLoop, pre, true
+		// The round loops to the reviser whatever its worst severity: a
+		// run that stopped here would leave a plan no auditor has read.
+		ar.Verdict, ar.Loop, ar.Findings, ar.Preflight = audit.Of(pre).MaxSeverity, true, pre, true
 	} else {
 		var previous string
 		if n := len(p.Audits); n > 0 {
@@ -530,24 +533,45 @@ func elapsed(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// hideOutdated minimizes a revised round's inline comments as outdated, so
-// the plan PR never drowns in stale findings (DESIGN §10). Best effort: a
-// failure here never stops the forge.
-func (r *run) hideOutdated(ctx context.Context, round audit.Round) {
-	if round.ReviewID == 0 {
-		return
-	}
-	comments, err := r.gh.ReviewComments(ctx, r.p.Repo, r.p.PR, round.ReviewID)
-	if err != nil {
-		r.log.Warn().Err(err).Msg("list the revised round's inline comments")
-		return
-	}
-	for _, c := range comments {
-		if c.NodeID == "" {
+// hideAddressed minimizes as outdated the inline comments of findings a
+// later round no longer reports (see audit.Addressed) and resolves their
+// review threads, so a pull request never drowns in stale findings
+// (DESIGN §10); the findings still open stay as they are. A comment is a
+// finding's when it is on the finding's file with the finding's text.
+// Best effort: a failure here never stops the run.
+func (r *run) hideAddressed(ctx context.Context, addressed []audit.Round) {
+	var threads []string
+	for _, round := range addressed {
+		if round.ReviewID == 0 {
 			continue
 		}
-		if err := r.gh.MinimizeComment(ctx, c.NodeID); err != nil {
-			r.log.Warn().Err(err).Msg("minimize an outdated inline comment")
+		comments, err := r.gh.ReviewComments(ctx, r.p.Repo, r.p.PR, round.ReviewID)
+		if err != nil {
+			r.log.Warn().Err(err).Int("round", round.Round).Msg("list the inline comments of addressed findings")
+			continue
 		}
+		fixed := map[[2]string]bool{}
+		for _, f := range round.Findings {
+			path, _, ok := audit.ParseLocation(f.Location)
+			body, err := templates.Text(templates.Inline{Finding: f})
+			if ok && err == nil {
+				fixed[[2]string{path, strings.TrimSpace(body)}] = true
+			}
+		}
+		for _, c := range comments {
+			if c.NodeID == "" || !fixed[[2]string{c.Path, strings.TrimSpace(c.Body)}] {
+				continue
+			}
+			if err := r.gh.MinimizeComment(ctx, c.NodeID); err != nil {
+				r.log.Warn().Err(err).Msg("minimize an addressed finding's inline comment")
+			}
+			threads = append(threads, c.NodeID)
+		}
+	}
+	if len(threads) == 0 {
+		return
+	}
+	if err := r.gh.ResolveReviewThreads(ctx, r.p.Repo, r.p.PR, threads...); err != nil {
+		r.log.Warn().Err(err).Msg("resolve addressed findings' review threads")
 	}
 }

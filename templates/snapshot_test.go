@@ -155,7 +155,7 @@ var phaseItems = templates.Checklist{
 func textCases(t *testing.T) []textCase {
 	pre := preflightFindings(t)
 	rounds := []audit.Round{
-		{Round: 1, Verdict: worst(pre), Loop: worst(pre) == audit.SeverityBlocking, Preflight: true, Findings: pre},
+		{Round: 1, Verdict: worst(pre), Loop: true, Preflight: true, Findings: pre},
 		{Round: 2, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{blocking, medium}},
 		{Round: 3, Verdict: audit.SeverityMinor, Findings: []audit.Finding{minor, suggestion}},
 	}
@@ -306,7 +306,7 @@ func textCases(t *testing.T) []textCase {
 		{"review/minor", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 3), Round: 3, Verdict: "minor", Loop: false, Findings: []audit.Finding{minor, suggestion}})},
 		{"review/none", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 1), Round: 1, Verdict: "none", Loop: false})},
 		{"review/standalone audit, no findings", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 4), Round: 1, MaxRounds: 1, Verdict: "none", Loop: false, Findings: []audit.Finding{}})},
-		{"review/preflight with inline", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 1), Round: 1, Preflight: true, Verdict: worst(pre).String(), Loop: worst(pre) == audit.SeverityBlocking, Findings: pre, Inline: 5})},
+		{"review/preflight with inline", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 1), Round: 1, Preflight: true, Verdict: worst(pre).String(), Loop: true, Findings: pre, Inline: 5})},
 		{"review/preflight, missing section", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 1), Round: 1, Preflight: true, Verdict: "blocking", Loop: true, Findings: []audit.Finding{missing}, Inline: 0})},
 
 		{"inline/with recommendation", templates.Inline{Finding: blocking}},

@@ -16,9 +16,10 @@ import (
 // The GraphQL API, where the layout puts it (GraphQLURL, github.v4_api_url):
 // POST /api/graphql beside the REST API's /api/v3 on Enterprise Server, POST
 // /graphql on the API host on github.com (ServeHTTP routes that one). It
-// serves the few mutations REST has no equivalent for; it is not validated
-// against an OpenAPI description (there is none for GraphQL), and any other
-// operation is reported and answered with a GraphQL error.
+// serves the few mutations REST has no equivalent for, and the one query
+// that finds what they act on (a pull request's review threads); it is not
+// validated against an OpenAPI description (there is none for GraphQL), and
+// any other operation is reported and answered with a GraphQL error.
 func (s *Server) graphqlWebRoutes() []WebRoute {
 	if s.layout != Enterprise {
 		return nil
@@ -31,17 +32,19 @@ func (s *Server) graphqlWebRoutes() []WebRoute {
 // "http://127.0.0.1:PORT/graphql" on the API host (DotCom).
 func (s *Server) GraphQLURL() string { return s.http.URL + s.layout.graphqlPath() }
 
-// GraphQLCalls is how many times the mutation was asked for at GraphQLURL,
-// the one place the double serves GraphQL, e.g.
-// GraphQLCalls("markPullRequestReadyForReview").
-func (s *Server) GraphQLCalls(mutation string) int {
+// GraphQLCalls is how many times the mutation or query field was asked for
+// at GraphQLURL, the one place the double serves GraphQL, e.g.
+// GraphQLCalls("markPullRequestReadyForReview") or GraphQLCalls("repository").
+func (s *Server) GraphQLCalls(field string) int {
 	s.t.Helper()
-	if _, ok := s.mutations()[mutation]; !ok {
-		s.t.Errorf("ghdouble: %q is not a GraphQL mutation the double serves", mutation)
+	_, mutation := s.mutations()[field]
+	_, query := s.queries()[field]
+	if !mutation && !query {
+		s.t.Errorf("ghdouble: %q is not a GraphQL field the double serves", field)
 	}
 	s.calls.mu.Lock()
 	defer s.calls.mu.Unlock()
-	return s.calls.graphql[mutation]
+	return s.calls.graphql[field]
 }
 
 // gqlError is one entry of a GraphQL answer's "errors".
@@ -79,8 +82,24 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{{Message: err.Error()}}})
 		return
 	}
-	if op.kind != "mutation" {
-		s.reportf("POST %s: the double serves no GraphQL %s (only the mutations %s)", req.URL.Path, op.kind, strings.Join(slices.Sorted(maps.Keys(s.mutations())), ", "))
+	var roots map[string]gqlRoot
+	switch op.kind {
+	case "mutation":
+		roots = map[string]gqlRoot{}
+		for name, m := range s.mutations() {
+			roots[name] = func(tok *Token, args map[string]any) (map[string]any, *gqlError) {
+				input, _ := args["input"].(map[string]any)
+				out, gerr := m(tok, input)
+				if gerr == nil {
+					out["clientMutationId"] = input["clientMutationId"]
+				}
+				return out, gerr
+			}
+		}
+	case "query":
+		roots = s.queries()
+	default:
+		s.reportf("POST %s: the double serves no GraphQL %s", req.URL.Path, op.kind)
 		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{{Message: "The GitHub double serves no GraphQL " + op.kind}}})
 		return
 	}
@@ -89,10 +108,10 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 	for _, f := range op.selections {
 		key := cmpOr(f.alias, f.name)
 		s.calls.addGraphQL(f.name)
-		resolve, known := s.mutations()[f.name]
+		resolve, known := roots[f.name]
 		if !known {
-			s.reportf("POST %s: mutation %s is not served by the double", req.URL.Path, f.name)
-			errs = append(errs, gqlError{Type: "undefinedField", Path: []any{key}, Message: fmt.Sprintf("Field '%s' doesn't exist on type 'Mutation'", f.name)})
+			s.reportf("POST %s: %s %s is not served by the double (only %s)", req.URL.Path, op.kind, f.name, strings.Join(slices.Sorted(maps.Keys(roots)), ", "))
+			errs = append(errs, gqlError{Type: "undefinedField", Path: []any{key}, Message: fmt.Sprintf("Field '%s' doesn't exist on type '%s'", f.name, gqlRootType[op.kind])})
 			continue
 		}
 		args, err := f.resolveArgs(body.Variables)
@@ -100,20 +119,14 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 			errs = append(errs, gqlError{Path: []any{key}, Message: err.Error()})
 			continue
 		}
-		input, _ := args["input"].(map[string]any)
-		result, gerr := resolve(tok, input)
+		result, gerr := resolve(tok, args)
 		if gerr != nil {
 			gerr.Path = []any{key}
 			errs = append(errs, *gerr)
 			data[key] = nil
 			continue
 		}
-		if id, ok := input["clientMutationId"]; ok {
-			result["clientMutationId"] = id
-		} else {
-			result["clientMutationId"] = nil
-		}
-		projected, err := project(result, f.selections)
+		projected, err := project(result, f.selections, body.Variables, []any{key}, &errs)
 		if err != nil {
 			s.reportf("POST %s: %s: %v", req.URL.Path, f.name, err)
 			errs = append(errs, gqlError{Path: []any{key}, Message: err.Error()})
@@ -128,6 +141,16 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
+
+var gqlRootType = map[string]string{"query": "Query", "mutation": "Mutation"}
+
+// gqlRoot resolves a top-level field from its arguments.
+type gqlRoot func(tok *Token, args map[string]any) (map[string]any, *gqlError)
+
+// gqlLazy resolves a field from its arguments, when the selection asks for
+// it: a field that takes arguments (pullRequest(number:), a connection's
+// first/after) or that costs a lock to compute.
+type gqlLazy func(args map[string]any) (any, *gqlError)
 
 type mutation func(tok *Token, input map[string]any) (map[string]any, *gqlError)
 
@@ -314,8 +337,11 @@ func (s *Server) Minimized(repo string, commentID int64) string {
 }
 
 // project keeps of a resolver's result the fields the selection set asks
-// for, under their aliases, as a GraphQL server answers.
-func project(v any, sel []*gqlField) (any, error) {
+// for, under their aliases, as a GraphQL server answers. A lazy field is
+// resolved with its arguments; when it fails, it is null and its error,
+// with its path, joins errs, as GitHub answers a pull request it cannot
+// find inside a repository it can.
+func project(v any, sel []*gqlField, vars map[string]any, path []any, errs *[]gqlError) (any, error) {
 	if len(sel) == 0 || v == nil {
 		return v, nil
 	}
@@ -323,7 +349,7 @@ func project(v any, sel []*gqlField) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, item := range x {
-			p, err := project(item, sel)
+			p, err := project(item, sel, vars, append(slices.Clone(path), i), errs)
 			if err != nil {
 				return nil, err
 			}
@@ -333,16 +359,31 @@ func project(v any, sel []*gqlField) (any, error) {
 	case map[string]any:
 		out := map[string]any{}
 		for _, f := range sel {
+			key := cmpOr(f.alias, f.name)
 			val, ok := x[f.name]
 			if !ok {
 				typ, _ := x["__typename"].(string)
 				return nil, fmt.Errorf("Field '%s' doesn't exist on type '%s' (or the double does not serve it)", f.name, cmpOr(typ, "payload"))
 			}
-			p, err := project(val, f.selections)
+			at := append(slices.Clone(path), key)
+			if lazy, ok := val.(gqlLazy); ok {
+				args, err := f.resolveArgs(vars)
+				if err != nil {
+					return nil, err
+				}
+				var gerr *gqlError
+				if val, gerr = lazy(args); gerr != nil {
+					gerr.Path = at
+					*errs = append(*errs, *gerr)
+					out[key] = nil
+					continue
+				}
+			}
+			p, err := project(val, f.selections, vars, at, errs)
 			if err != nil {
 				return nil, err
 			}
-			out[cmpOr(f.alias, f.name)] = p
+			out[key] = p
 		}
 		return out, nil
 	}
@@ -650,4 +691,142 @@ func lexGraphQL(doc string) ([]string, error) {
 		}
 	}
 	return toks, nil
+}
+
+func (s *Server) queries() map[string]gqlRoot {
+	return map[string]gqlRoot{"repository": s.repositoryNode}
+}
+
+// repositoryNode is repository(owner:, name:), for its pull requests'
+// review threads: GitHub's one way to a thread's id (REST has none), which
+// resolveReviewThread takes.
+func (s *Server) repositoryNode(tok *Token, args map[string]any) (map[string]any, *gqlError) {
+	owner, _ := args["owner"].(string)
+	name, _ := args["name"].(string)
+	var r *Repo
+	for _, x := range s.reposOf(tok) {
+		if strings.EqualFold(x.FullName, owner+"/"+name) {
+			r = x
+		}
+	}
+	if r == nil {
+		return nil, &gqlError{Type: "NOT_FOUND", Message: fmt.Sprintf("Could not resolve to a Repository with the name '%s/%s'.", owner, name)}
+	}
+	return map[string]any{
+		"__typename": "Repository", "id": nodeID("Repository", r.ID), "nameWithOwner": r.FullName,
+		"pullRequest": gqlLazy(func(args map[string]any) (any, *gqlError) { return s.pullRequestNode(tok, r, args) }),
+	}, nil
+}
+
+func (s *Server) pullRequestNode(tok *Token, r *Repo, args map[string]any) (any, *gqlError) {
+	if !tok.allows("pull_requests:read") {
+		return nil, gqlForbidden
+	}
+	number, ok := gqlInt(args["number"])
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pulls[number]
+	if !ok || p == nil {
+		return nil, &gqlError{Type: "NOT_FOUND", Message: fmt.Sprintf("Could not resolve to a PullRequest with the number of %v.", args["number"])}
+	}
+	return map[string]any{
+		"__typename": "PullRequest", "id": nodeID("PullRequest", p.id), "number": number,
+		"reviewThreads": gqlLazy(func(args map[string]any) (any, *gqlError) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			var threads []any
+			for _, root := range sortedReviewCommentsLocked(r, number, 0) {
+				if root.InReplyTo == 0 {
+					threads = append(threads, s.threadNodeLocked(r, root))
+				}
+			}
+			return gqlConnection("reviewThreads", args, threads)
+		}),
+	}, nil
+}
+
+// threadNodeLocked is the review thread root opened: its comments are root
+// and the replies to it.
+func (s *Server) threadNodeLocked(r *Repo, root *ReviewComment) map[string]any {
+	comments := []any{}
+	for _, cm := range sortedReviewCommentsLocked(r, root.Pull, 0) {
+		if cm.ID == root.ID || cm.InReplyTo == root.ID {
+			var reason any
+			if c := r.minimized[cm.ID]; c != "" {
+				reason = strings.ToLower(c)
+			}
+			comments = append(comments, map[string]any{
+				"__typename": "PullRequestReviewComment", "id": nodeID("PullRequestReviewComment", cm.ID), "databaseId": cm.ID,
+				"body": cm.Body, "path": cm.Path, "author": map[string]any{"login": cm.User},
+				"isMinimized": reason != nil, "minimizedReason": reason,
+			})
+		}
+	}
+	return map[string]any{
+		"__typename": "PullRequestReviewThread", "id": root.ThreadNodeID(), "isResolved": root.Resolved,
+		"path": root.Path, "line": root.Line,
+		"comments": gqlLazy(func(args map[string]any) (any, *gqlError) { return gqlConnection("comments", args, comments) }),
+	}
+}
+
+// gqlConnection pages nodes as GitHub's connections do: first (or last)
+// is required, at most 100, and after is the endCursor of the page before.
+func gqlConnection(name string, args map[string]any, nodes []any) (any, *gqlError) {
+	first, hasFirst := gqlInt(args["first"])
+	last, hasLast := gqlInt(args["last"])
+	switch {
+	case !hasFirst && !hasLast:
+		return nil, &gqlError{Type: "MISSING_PAGINATION_BOUNDARIES", Message: fmt.Sprintf("You must provide a `first` or `last` value to properly paginate the `%s` connection.", name)}
+	case hasFirst && (first < 0 || first > 100):
+		return nil, &gqlError{Type: "EXCESSIVE_PAGINATION", Message: fmt.Sprintf("Requesting %d records on the `%s` connection exceeds the `first` limit of 100 records.", first, name)}
+	case hasLast && (last < 0 || last > 100):
+		return nil, &gqlError{Type: "EXCESSIVE_PAGINATION", Message: fmt.Sprintf("Requesting %d records on the `%s` connection exceeds the `last` limit of 100 records.", last, name)}
+	}
+	start := 0
+	if after, _ := args["after"].(string); after != "" {
+		n, ok := gqlCursorIndex(after)
+		if !ok {
+			return nil, &gqlError{Message: fmt.Sprintf("`%s` does not appear to be a valid cursor.", after)}
+		}
+		start = min(n+1, len(nodes))
+	}
+	end := len(nodes)
+	if hasFirst {
+		end = min(start+first, end)
+	}
+	if hasLast {
+		start = max(start, end-last)
+	}
+	page := nodes[start:end]
+	info := map[string]any{"hasNextPage": end < len(nodes), "hasPreviousPage": start > 0, "startCursor": nil, "endCursor": nil}
+	if len(page) > 0 {
+		info["startCursor"], info["endCursor"] = gqlCursor(start), gqlCursor(end-1)
+	}
+	return map[string]any{"nodes": page, "pageInfo": info, "totalCount": len(nodes)}, nil
+}
+
+func gqlCursor(i int) string {
+	return base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "cursor:v2:%d", i))
+}
+
+func gqlCursorIndex(cursor string) (int, bool) {
+	raw, err := base64.StdEncoding.DecodeString(cursor)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(string(raw), "cursor:v2:"))
+	return n, err == nil && strings.HasPrefix(string(raw), "cursor:v2:") && n >= 0
+}
+
+// gqlInt reads an Int argument: a literal (json.Number) or a variable
+// (float64, as JSON decodes it).
+func gqlInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		n, err := strconv.Atoi(string(x))
+		return n, err == nil
+	case float64:
+		return int(x), x == float64(int(x))
+	}
+	return 0, false
 }

@@ -1,6 +1,9 @@
 package ghdouble
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -63,8 +66,9 @@ func TestGraphQLMutations(t *testing.T) {
 	}
 }
 
-// TestGraphQLQueriesAreReported: the double serves mutations only, and a
-// query must fail the test that sends it rather than look answered.
+// TestGraphQLQueriesAreReported: the double serves its few mutations and
+// the review-threads query only; anything else must fail the test that
+// sends it rather than look answered.
 func TestGraphQLQueriesAreReported(t *testing.T) {
 	t.Parallel()
 	s, rec := newRecorded(t)
@@ -114,5 +118,140 @@ mutation Ready($id: ID!, $n: Int = 3) {
 	}
 	if _, err := f.resolveArgs(nil); err == nil {
 		t.Error("a missing variable resolved")
+	}
+}
+
+// threadsQuery is the query shurcooL/githubv4 sends for a pull request's
+// review threads (app/githubapi.go).
+const threadsQuery = `query($cursor:String$name:String!$number:Int!$owner:String!){repository(owner: $owner, name: $name){pullRequest(number: $number){reviewThreads(first: $first, after: $cursor){nodes{id,isResolved,comments(first: 1){nodes{id}}},pageInfo{hasNextPage,endCursor}}}}}`
+
+// TestReviewThreads: a pull request's review threads are read through the
+// repository's pullRequest, page by page, each with its id and its first
+// comment's, and resolved by that id; GitHub's refusals are reproduced: a
+// connection without first, more than 100 at once, a pull request or a
+// thread that does not exist, a token without pull_requests:write.
+func TestReviewThreads(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t)
+	planBranch(t, f)
+	pr := openPlanPull(t, f, true)
+	tok := "bearer " + installationToken(t, f.s, f.inst)
+	owner, name, _ := strings.Cut(f.repo, "/")
+	f.s.AddReview(f.repo, pr.GetNumber(), "alice", "COMMENTED", "", []ReviewCommentSpec{
+		{Path: "docs/plans/plan-001.md", Line: 1, Body: "one"}, {Path: "docs/plans/plan-001.md", Line: 1, Body: "two"},
+		{Path: "docs/plans/plan-001.md", Line: 1, Body: "three"}})
+	rcs := f.s.ReviewComments(f.repo, pr.GetNumber())
+	f.s.ReplyAs(f.repo, rcs[0].ID, "bob", "a reply")
+	query := strings.Replace(threadsQuery, "$first", "2", 1)
+	vars := func(number int, cursor any) map[string]any {
+		return map[string]any{"owner": owner, "name": name, "number": number, "cursor": cursor}
+	}
+
+	type page struct {
+		Data struct {
+			Repository struct {
+				PullRequest struct {
+					ReviewThreads struct {
+						Nodes []struct {
+							ID         string
+							IsResolved bool
+							Comments   struct{ Nodes []struct{ ID string } }
+						}
+						PageInfo struct {
+							HasNextPage bool
+							EndCursor   string
+						}
+					}
+				}
+			}
+		}
+	}
+	var threads []string
+	var cursor any
+	for range 3 {
+		var got page
+		a := graphql(t, f.s, tok, query, vars(pr.GetNumber(), cursor))
+		if a.json["errors"] != nil {
+			t.Fatalf("reviewThreads: %s", a.raw)
+		}
+		if err := json.Unmarshal([]byte(a.raw), &got); err != nil {
+			t.Fatal(err)
+		}
+		conn := got.Data.Repository.PullRequest.ReviewThreads
+		for _, n := range conn.Nodes {
+			if len(n.Comments.Nodes) != 1 || n.IsResolved {
+				t.Errorf("thread %s: %+v", n.ID, n)
+			}
+			threads = append(threads, n.ID+" "+n.Comments.Nodes[0].ID)
+		}
+		if !conn.PageInfo.HasNextPage {
+			break
+		}
+		cursor = conn.PageInfo.EndCursor
+	}
+	var want []string
+	for _, rc := range rcs {
+		want = append(want, rc.ThreadNodeID()+" "+nodeID("PullRequestReviewComment", rc.ID))
+	}
+	if fmt.Sprint(threads) != fmt.Sprint(want) {
+		t.Errorf("threads over two pages: %q, want %q (a reply opens none)", threads, want)
+	}
+
+	const resolve = `mutation($input:ResolveReviewThreadInput!){resolveReviewThread(input:$input){thread{id,isResolved}}}`
+	a := graphql(t, f.s, tok, resolve, map[string]any{"input": map[string]any{"threadId": rcs[1].ThreadNodeID()}})
+	if a.json["errors"] != nil || !strings.Contains(a.raw, `"isResolved":true`) || !f.s.ReviewComments(f.repo, pr.GetNumber())[1].Resolved {
+		t.Errorf("resolveReviewThread: %s", a.raw)
+	}
+
+	readOnly := maps.Clone(DefaultPermissions())
+	readOnly["pull_requests"] = "read"
+	ta := call(t, "POST", fmt.Sprintf("%sapp/installations/%d/access_tokens", f.s.URL(), f.inst), "Bearer "+validJWT(t, f.s),
+		map[string]any{"permissions": readOnly})
+	if ta.status != http.StatusCreated {
+		t.Fatalf("token: %d %s", ta.status, ta.raw)
+	}
+	noPulls := maps.Clone(DefaultPermissions())
+	delete(noPulls, "pull_requests")
+	tn := call(t, "POST", fmt.Sprintf("%sapp/installations/%d/access_tokens", f.s.URL(), f.inst), "Bearer "+validJWT(t, f.s),
+		map[string]any{"permissions": noPulls})
+	if tn.status != http.StatusCreated {
+		t.Fatalf("token: %d %s", tn.status, tn.raw)
+	}
+	refusals := []struct {
+		name, tok, doc string
+		vars           map[string]any
+		typ, message   string
+	}{
+		{"no first", tok, strings.Replace(threadsQuery, "first: $first, ", "", 1), vars(pr.GetNumber(), nil),
+			"MISSING_PAGINATION_BOUNDARIES", "You must provide a `first` or `last` value to properly paginate the `reviewThreads` connection."},
+		{"over 100", tok, strings.Replace(threadsQuery, "$first", "101", 1), vars(pr.GetNumber(), nil),
+			"EXCESSIVE_PAGINATION", "Requesting 101 records on the `reviewThreads` connection exceeds the `first` limit of 100 records."},
+		{"unknown pull request", tok, query, vars(999, nil), "NOT_FOUND", "Could not resolve to a PullRequest with the number of 999."},
+		{"without pull_requests:read", "bearer " + tn.json["token"].(string), query, vars(pr.GetNumber(), nil),
+			"FORBIDDEN", "Resource not accessible by integration"},
+		{"unknown thread", tok, resolve, map[string]any{"input": map[string]any{"threadId": "PRRT_nope"}},
+			"NOT_FOUND", "Could not resolve to a node with the global id of 'PRRT_nope'"},
+		{"a comment's id for a thread's", tok, resolve, map[string]any{"input": map[string]any{"threadId": nodeID("PullRequestReviewComment", rcs[2].ID)}},
+			"NOT_FOUND", "Could not resolve to a node with the global id of '" + nodeID("PullRequestReviewComment", rcs[2].ID) + "'"},
+		{"without pull_requests:write", "bearer " + ta.json["token"].(string), resolve, map[string]any{"input": map[string]any{"threadId": rcs[2].ThreadNodeID()}},
+			"FORBIDDEN", "Resource not accessible by integration"},
+	}
+	for _, tt := range refusals {
+		a := graphql(t, f.s, tt.tok, tt.doc, tt.vars)
+		errs, _ := a.json["errors"].([]any)
+		if a.status != http.StatusOK || len(errs) != 1 {
+			t.Errorf("%s: %d %s, want one GraphQL error", tt.name, a.status, a.raw)
+			continue
+		}
+		if e := errs[0].(map[string]any); e["type"] != tt.typ || e["message"] != tt.message {
+			t.Errorf("%s: error %v, want %s %q", tt.name, e, tt.typ, tt.message)
+		}
+		// A pull request refused inside a repository found is null there.
+		if tt.doc == query && !strings.Contains(a.raw, `"data":{"repository":{"pullRequest":null}}`) {
+			t.Errorf("%s: %s, want the pull request null", tt.name, a.raw)
+		}
+	}
+	if f.s.ReviewComments(f.repo, pr.GetNumber())[2].Resolved {
+		t.Error("a refused resolveReviewThread resolved the thread")
 	}
 }

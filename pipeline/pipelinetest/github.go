@@ -44,6 +44,10 @@ type GitHub struct {
 	Pulls     map[int]*pipeline.PullRequest
 	Reviews   map[int][]pipeline.Review
 	Inline    map[int64][]pipeline.ReviewComment // review id → its inline comments
+	// Minimized and Resolved are the inline comments (by node id) hidden
+	// as outdated, and those whose review thread was resolved.
+	Minimized map[string]bool
+	Resolved  map[string]bool
 	Runs      []*pipeline.CheckRun
 	Suites    map[string][]pipeline.CheckSuite
 	Statuses  map[string][]pipeline.CommitStatus
@@ -61,7 +65,8 @@ type Commit struct {
 func NewGitHub(files map[string]string) *GitHub {
 	g := &GitHub{next: 1000, failures: map[string][]error{}, after: map[string][]func(){}, Perms: map[string]string{}, Comments: map[int][]pipeline.Comment{},
 		Labels: map[int][]string{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
-		Reviews: map[int][]pipeline.Review{}, Inline: map[int64][]pipeline.ReviewComment{}, Suites: map[string][]pipeline.CheckSuite{},
+		Reviews: map[int][]pipeline.Review{}, Inline: map[int64][]pipeline.ReviewComment{},
+		Minimized: map[string]bool{}, Resolved: map[string]bool{}, Suites: map[string][]pipeline.CheckSuite{},
 		Statuses: map[string][]pipeline.CommitStatus{}, Calls: map[string]int{}}
 	tree := map[string][]byte{}
 	for k, v := range files {
@@ -455,9 +460,9 @@ func (g *GitHub) Compare(_ context.Context, _ pipeline.Repo, base, head string) 
 	var out []pipeline.DiffFile
 	for path, b := range to.Files {
 		if was, ok := from.Files[path]; !ok {
-			out = append(out, pipeline.DiffFile{Path: path, Status: "added"})
+			out = append(out, pipeline.DiffFile{Path: path, Status: "added", Patch: patch(nil, b)})
 		} else if string(was) != string(b) {
-			out = append(out, pipeline.DiffFile{Path: path, Status: "modified"})
+			out = append(out, pipeline.DiffFile{Path: path, Status: "modified", Patch: patch(was, b)})
 		}
 	}
 	for path := range from.Files {
@@ -467,6 +472,28 @@ func (g *GitHub) Compare(_ context.Context, _ pipeline.Repo, base, head string) 
 	}
 	slices.SortFunc(out, func(a, b pipeline.DiffFile) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
+}
+
+// patch is a diff of the whole file, one hunk: every line of the new file
+// takes an inline comment, as on a pull request that wrote the file.
+func patch(was, now []byte) string {
+	lines := func(b []byte) []string {
+		if len(b) == 0 {
+			return nil
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	old, cur := lines(was), lines(now)
+	start := func(n int) int { return min(n, 1) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", start(len(old)), len(old), start(len(cur)), len(cur))
+	for _, l := range old {
+		b.WriteString("-" + l + "\n")
+	}
+	for _, l := range cur {
+		b.WriteString("+" + l + "\n")
+	}
+	return b.String()
 }
 
 func (g *GitHub) ListReviews(_ context.Context, _ pipeline.Repo, pr int) ([]pipeline.Review, error) {
@@ -494,10 +521,45 @@ func (g *GitHub) CreateReview(_ context.Context, _ pipeline.Repo, pr int, r pipe
 	return id, nil
 }
 
-func (g *GitHub) MinimizeComment(_ context.Context, _ string) error {
+func (g *GitHub) MinimizeComment(_ context.Context, nodeID string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.call("MinimizeComment")
+	if err := g.call("MinimizeComment"); err != nil {
+		return err
+	}
+	if !g.inlineLocked(nodeID) {
+		return fmt.Errorf("minimize %s: %w", nodeID, pipeline.ErrNotFound)
+	}
+	g.Minimized[nodeID] = true
+	return nil
+}
+
+// ResolveReviewThreads resolves the threads the inline comments opened;
+// as on GitHub, a comment that opened none fails the call.
+func (g *GitHub) ResolveReviewThreads(_ context.Context, _ pipeline.Repo, _ int, commentNodeIDs ...string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("ResolveReviewThreads"); err != nil {
+		return err
+	}
+	for _, id := range commentNodeIDs {
+		if !g.inlineLocked(id) {
+			return fmt.Errorf("resolve the thread of %s: %w", id, pipeline.ErrNotFound)
+		}
+		g.Resolved[id] = true
+	}
+	return nil
+}
+
+func (g *GitHub) inlineLocked(nodeID string) bool {
+	for _, cs := range g.Inline {
+		for _, c := range cs {
+			if c.NodeID == nodeID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (g *GitHub) ReviewComments(_ context.Context, _ pipeline.Repo, _ int, reviewID int64) ([]pipeline.ReviewComment, error) {
