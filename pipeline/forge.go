@@ -96,15 +96,15 @@ type CommandArgs struct {
 	Body      string `json:"body,omitempty"`
 	// Label is the label added (label trigger). Title and IssueBody are the
 	// issue's, for a forge's drafter (the description of a labelled one).
-	Label      string `json:"label,omitempty"`
-	Title      string `json:"title,omitempty"`
-	IssueBody  string `json:"issue_body,omitempty"`
+	Label     string `json:"label,omitempty"`
+	Title     string `json:"title,omitempty"`
+	IssueBody string `json:"issue_body,omitempty"`
 	// EarlierComments is the issue's count of comments before the command
 	// as the webhook gave it, nil when unknown: with none, the thread is
 	// not read (a REST call a forge does not need).
-	EarlierComments *int `json:"earlier_comments,omitempty"`
-	Author     string `json:"author"`
-	DeliveryID string `json:"delivery_id"`
+	EarlierComments *int   `json:"earlier_comments,omitempty"`
+	Author          string `json:"author"`
+	DeliveryID      string `json:"delivery_id"`
 }
 
 func (CommandArgs) Kind() string { return "command" }
