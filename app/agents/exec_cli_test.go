@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 // cliStandIn is one of testdata/agents' stand-ins for an agent CLI, as an
@@ -298,5 +300,34 @@ func TestNewExecOutput(t *testing.T) {
 				t.Errorf("NewExec: %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestRegistryBuildsAgentCLI: a runtime's output and resume reach its exec
+// runtime with the server's session store; an openai runtime refuses them.
+func TestRegistryBuildsAgentCLI(t *testing.T) {
+	sessions := &memSessions{}
+	reg, err := NewRegistry(Config{
+		Sandbox:  SandboxNone,
+		Sessions: sessions,
+		Runtimes: map[string]RuntimeConfig{"claude": {Type: "exec", Command: []string{"claude", "-p", "--output-format", "json"},
+			Output: OutputClaudeJSON, Resume: []string{"--resume", SessionPlaceholder}}},
+		Roles: map[string]string{"default": "claude"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, _, err := reg.Runtime(agent.Reviser, repoconfig.Agent{})
+	e, ok := rt.(*Exec)
+	if err != nil || !ok || e.output != OutputClaudeJSON || !slices.Equal(e.resume, []string{"--resume", SessionPlaceholder}) || e.sessions != sessions {
+		t.Fatalf("runtime = %#v, %v; want the configured exec runtime with the session store", rt, err)
+	}
+	for name, rc := range map[string]RuntimeConfig{
+		"agents.runtimes.bad: exec runtime \"claude\": output must be": {Type: "exec", Command: []string{"claude"}, Output: "stream-json"},
+		"agents.runtimes.bad: output and resume are an exec runtime's": {Type: "openai", BaseURL: "http://127.0.0.1:1/v1", Output: OutputCodexJSON},
+	} {
+		if _, err := NewRegistry(Config{Sandbox: SandboxNone, Runtimes: map[string]RuntimeConfig{"bad": rc}}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("NewRegistry(%+v) = %v, want %q", rc, err, name)
+		}
 	}
 }
