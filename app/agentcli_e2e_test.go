@@ -63,7 +63,7 @@ func TestForgeOnClaudeCode(t *testing.T) {
 		t.Fatalf("Claude Code calls:\n%s", strings.Join(calls, "\n"))
 	}
 	draft, revision := claudeResumed.FindStringSubmatch(calls[0]), claudeResumed.FindStringSubmatch(calls[1])
-	sessions, err := filepath.Glob(filepath.Join(state, "projects", "*.jsonl"))
+	sessions, err := filepath.Glob(filepath.Join(state, "projects", "*", "*.jsonl"))
 	if err != nil || len(sessions) != 1 {
 		t.Fatalf("Claude Code sessions: %v %v", sessions, err)
 	}

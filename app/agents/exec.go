@@ -230,7 +230,7 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 // is stdoutTail), and says how it ended; the caller fills in the Output.
 func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, argv []string, stdout io.Writer, stdoutTail *tailWriter) (agent.Result, error) {
 	argv, env, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), confinement{
-		dir: req.Dir, writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network, repo: req.Repo,
+		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network, repo: req.Repo,
 	})
 	if err != nil {
 		if errors.Is(err, errSandboxBroken) {

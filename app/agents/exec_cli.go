@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -143,6 +145,32 @@ func (e *Exec) attempt(call context.Context, errTimeout error, req agent.Request
 		}
 	}
 	return res, rep, nil
+}
+
+// SessionWorkRoot is where the sandbox shows a plan's working copy to an
+// agent CLI that resumes sessions: /forge/<owner>/<name>/<plan id>.
+const SessionWorkRoot = "/forge"
+
+// planPart is an owner, a repository name or a plan id as a path element.
+var planPart = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// sessionWorkDir is the working directory, the same in every round of a
+// plan, of a CLI that resumes sessions: Claude Code keeps a session under
+// its working directory and refuses to resume it from another
+// (anthropics/claude-code#5768), while each of Forge's agent calls has a
+// working copy of its own. Empty, the working copy's own path, when the
+// runtime keeps no sessions.
+func (e *Exec) sessionWorkDir(req agent.Request) string {
+	if len(e.resume) == 0 || e.sessions == nil || req.Session == "" {
+		return ""
+	}
+	owner, name, _ := strings.Cut(req.Repo, "/")
+	for _, p := range []string{owner, name, req.PlanID} {
+		if !planPart.MatchString(p) || strings.Trim(p, ".") == "" {
+			return ""
+		}
+	}
+	return path.Join(SessionWorkRoot, owner, name, req.PlanID)
 }
 
 func addUsage(a, b agent.Usage) agent.Usage {

@@ -129,6 +129,9 @@ func TestCLISessions(t *testing.T) {
 				t.Fatalf("no session kept for the writer: %+v", writer)
 			}
 
+			// The next round has a working copy of its own, as every one of
+			// Forge's agent calls has.
+			dir = workingCopy(t)
 			writePlan(t, dir, draft.Output)
 			revision, err := e.Run(context.Background(), cliRequest(dir, agent.Reviser, "plan-001", 1))
 			if err != nil {
@@ -160,12 +163,47 @@ func TestCLISessions(t *testing.T) {
 			if !strings.Contains(log[1], "[model-x]") {
 				t.Errorf("the resumed call lost the model: %s", log[1])
 			}
+			// Every call of a plan runs in the same directory, whatever its
+			// working copy (Claude Code finds a session by it).
+			for i, want := range []string{"/forge/octo/hello/plan-001", "/forge/octo/hello/plan-001", "/forge/octo/hello/plan-001", "/forge/octo/hello/plan-002"} {
+				if !strings.Contains(log[i], " cwd="+want+" ") {
+					t.Errorf("call %d did not run in %s: %s", i+1, want, log[i])
+				}
+			}
 			auditor, other := storedSession(t, sessions, "octo/hello/plan-001/auditor"), storedSession(t, sessions, "octo/hello/plan-002/writer")
 			if again := storedSession(t, sessions, "octo/hello/plan-001/writer"); again.ID != writer.ID ||
 				auditor.ID == writer.ID || other.ID == writer.ID || auditor.ID == other.ID {
 				t.Errorf("sessions: writer %s then %s, auditor %s, plan-002 %s", writer.ID, again.ID, auditor.ID, other.ID)
 			}
 		})
+	}
+}
+
+// TestSessionWorkDir: the directory a plan's CLI runs in is made of its
+// repository and plan id only when they are plain names.
+func TestSessionWorkDir(t *testing.T) {
+	e := newExec(t, ExecConfig{Command: []string{"claude"}, Output: OutputClaudeJSON, Resume: []string{"--resume", SessionPlaceholder}, Sessions: &memSessions{}})
+	text := newExec(t, ExecConfig{Command: []string{"claude"}, Sessions: &memSessions{}})
+	tests := []struct {
+		e               *Exec
+		repo, plan, key string
+		want            string
+	}{
+		{e, "octo/hello", "plan-007", "octo/hello/plan-007/writer", "/forge/octo/hello/plan-007"},
+		{e, "Octo-Org/hello.go", "plan-123", "k", "/forge/Octo-Org/hello.go/plan-123"},
+		{e, "octo/hello", "plan-007", "", ""},
+		{text, "octo/hello", "plan-007", "k", ""},
+		{e, "octo/..", "plan-007", "k", ""},
+		{e, "../../etc", "plan-007", "k", ""},
+		{e, "octo/hello", "../../../tmp", "k", ""},
+		{e, "octo/he llo", "plan-007", "k", ""},
+		{e, "octo", "plan-007", "k", ""},
+	}
+	for _, tt := range tests {
+		req := agent.Request{Repo: tt.repo, PlanID: tt.plan, Session: tt.key}
+		if got := tt.e.sessionWorkDir(req); got != tt.want {
+			t.Errorf("sessionWorkDir(%q, %q, %q) = %q, want %q", tt.repo, tt.plan, tt.key, got, tt.want)
+		}
 	}
 }
 

@@ -7,9 +7,11 @@
 # them). The answer is the role's own script in this directory.
 #
 # Its sessions live under CLAUDE_CONFIG_DIR as the real CLI's live under
-# ~/.claude/projects; an id it does not have is refused as the real CLI
-# refuses it ("No conversation found with session ID: …", status 1). Each
-# call appends its role, round, resumed session and arguments to
+# ~/.claude/projects/<its working directory, every other character a dash>:
+# an id it does not have there is refused as the real CLI refuses it, even
+# one begun in another directory ("No conversation found with session ID:
+# …", status 1; anthropics/claude-code#5768). Each
+# call appends its role, round, resumed session, directory and arguments to
 # $CLAUDE_CONFIG_DIR/calls.log for the tests.
 #
 # Usage: a fresh session reads 5 + 1200 (cache written) input tokens, a
@@ -23,7 +25,8 @@
 set -eu
 state=${CLAUDE_CONFIG_DIR:?CLAUDE_CONFIG_DIR is not set}
 here=$(dirname "$0")
-mkdir -p "$state/projects"
+project="$state/projects/$(pwd -P | sed 's/[^A-Za-z0-9]/-/g')"
+mkdir -p "$project"
 
 json_string() {
 	awk 'BEGIN { ORS = ""; print "\"" }
@@ -47,10 +50,10 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-printf '%s %s resume=%s args=%s\n' "$FORGE_ROLE" "$FORGE_ROUND" "${resume:--}" "$args" >>"$state/calls.log"
+printf '%s %s resume=%s cwd=%s args=%s\n' "$FORGE_ROLE" "$FORGE_ROUND" "${resume:--}" "$(pwd -P)" "$args" >>"$state/calls.log"
 
 if [ -n "$resume" ]; then
-	if [ ! -f "$state/projects/$resume.jsonl" ]; then
+	if [ ! -f "$project/$resume.jsonl" ]; then
 		echo "No conversation found with session ID: $resume" >&2
 		exit 1
 	fi
@@ -63,13 +66,13 @@ else
 	call=12500
 fi
 spent=0
-if [ -f "$state/projects/$id.cost" ]; then
-	spent=$(cat "$state/projects/$id.cost")
+if [ -f "$project/$id.cost" ]; then
+	spent=$(cat "$project/$id.cost")
 fi
 spent=$((spent + call))
-echo "$spent" >"$state/projects/$id.cost"
-printf '%s %s\n' "$FORGE_ROLE" "$FORGE_ROUND" >>"$state/projects/$id.jsonl"
-turns=$(wc -l <"$state/projects/$id.jsonl")
+echo "$spent" >"$project/$id.cost"
+printf '%s %s\n' "$FORGE_ROLE" "$FORGE_ROUND" >>"$project/$id.jsonl"
+turns=$(wc -l <"$project/$id.jsonl")
 reported=$spent
 if [ -f "$state/per-process-cost" ]; then
 	reported=$call

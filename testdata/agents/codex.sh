@@ -8,7 +8,7 @@
 # Its threads live under CODEX_HOME as the real CLI's live under
 # ~/.codex/sessions; an id it does not have is refused as the real CLI
 # refuses it ("ERROR: No saved session found with ID …", status 1). Each
-# call appends its role, round, resumed thread and arguments to
+# call appends its role, round, resumed thread, directory and arguments to
 # $CODEX_HOME/calls.log for the tests.
 #
 # Usage: every turn reads 2000 input tokens, 1500 of them cached, and
@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-printf '%s %s resume=%s args=%s\n' "$FORGE_ROLE" "$FORGE_ROUND" "${resume:--}" "$args" >>"$state/calls.log"
+printf '%s %s resume=%s cwd=%s args=%s\n' "$FORGE_ROLE" "$FORGE_ROUND" "${resume:--}" "$(pwd -P)" "$args" >>"$state/calls.log"
 
 if [ -n "$resume" ]; then
 	if [ ! -f "$state/sessions/$resume.jsonl" ]; then
