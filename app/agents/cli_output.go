@@ -44,8 +44,10 @@ type cliReport struct {
 	// (event_processor_with_jsonl_output.rs reads the thread's total), so
 	// a resumed thread reports its earlier rounds again.
 	input, output int64
-	// cost is Claude Code's total_cost_usd: what its process spent, which
-	// since Claude Code 2.1.277 continues from the resumed session's total.
+	// cost is Claude Code's total_cost_usd: the running total of its
+	// process (anthropics/claude-code#83239), which since Claude Code
+	// 2.1.277 continues from the resumed session's total
+	// (anthropics/claude-agent-sdk-typescript#469).
 	cost    float64
 	hasCost bool
 	failure string // what the CLI said went wrong

@@ -18,9 +18,8 @@ import (
 // that cannot be resumed, and answers with the CLI's final message and
 // what the call used.
 func (e *Exec) runCLI(call context.Context, errTimeout error, req agent.Request, argv []string) (agent.Result, error) {
-	keep := e.sessions != nil && len(e.resume) > 0 && req.Session != ""
 	var base cliSession
-	if keep {
+	if e.keepsSession(req) {
 		var err error
 		if base, err = e.loadCLISession(call, req.Session); err != nil {
 			return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
@@ -70,12 +69,17 @@ func (e *Exec) runCLI(call context.Context, errTimeout error, req agent.Request,
 	return e.finish(call, req, res, used, begin, next)
 }
 
+// keepsSession reports whether the runtime continues req's session.
+func (e *Exec) keepsSession(req agent.Request) bool {
+	return e.sessions != nil && len(e.resume) > 0 && req.Session != ""
+}
+
 // finish completes a successful call and keeps its session. A session id
 // of any other shape than the CLI's own is agent output that could pass
 // for an option or worse: it is dropped, and the next call starts afresh.
 func (e *Exec) finish(call context.Context, req agent.Request, res agent.Result, used agent.Usage, begin time.Time, next cliSession) (agent.Result, error) {
 	res.Usage, res.Duration = used, time.Since(begin)
-	if e.sessions == nil || len(e.resume) == 0 || req.Session == "" {
+	if !e.keepsSession(req) {
 		return res, nil
 	}
 	if !validSessionID(next.ID) {
@@ -147,9 +151,9 @@ func (e *Exec) attempt(call context.Context, errTimeout error, req agent.Request
 	return res, rep, nil
 }
 
-// SessionWorkRoot is where the sandbox shows a plan's working copy to an
+// sessionWorkRoot is where the sandbox shows a plan's working copy to an
 // agent CLI that resumes sessions: /forge/<owner>/<name>/<plan id>.
-const SessionWorkRoot = "/forge"
+const sessionWorkRoot = "/forge"
 
 // planPart is an owner, a repository name or a plan id as a path element.
 var planPart = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
@@ -161,7 +165,7 @@ var planPart = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 // working copy of its own. Empty, the working copy's own path, when the
 // runtime keeps no sessions.
 func (e *Exec) sessionWorkDir(req agent.Request) string {
-	if len(e.resume) == 0 || e.sessions == nil || req.Session == "" {
+	if !e.keepsSession(req) {
 		return ""
 	}
 	owner, name, _ := strings.Cut(req.Repo, "/")
@@ -170,7 +174,7 @@ func (e *Exec) sessionWorkDir(req agent.Request) string {
 			return ""
 		}
 	}
-	return path.Join(SessionWorkRoot, owner, name, req.PlanID)
+	return path.Join(sessionWorkRoot, owner, name, req.PlanID)
 }
 
 func addUsage(a, b agent.Usage) agent.Usage {
