@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
@@ -205,6 +206,11 @@ func TestPolicyRefusedAtStart(t *testing.T) {
 	example, err := app.LoadConfig(filepath.Join(apptest.RepoRoot(), "forge.example.yml"))
 	if err != nil || len(example.Policy) == 0 {
 		t.Errorf("forge.example.yml: %v (policy rules: %d)", err, len(example.Policy))
+	}
+	// Its runtimes build, a CLI's output and resume arguments included.
+	example.Agents.Sandbox = agents.SandboxNone
+	if _, err := agents.NewRegistry(example.Agents); err != nil {
+		t.Errorf("forge.example.yml's runtimes: %v", err)
 	}
 	// A configuration built in code, not loaded, is held to the same.
 	dir := t.TempDir()

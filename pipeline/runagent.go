@@ -77,8 +77,14 @@ func sessionKey(p *Plan, role agent.Role) string {
 	return ""
 }
 
+// account adds a call's usage to the plan: the cost its runtime reported,
+// else the tokens priced from the server's table.
 func (r *run) account(model string, u agent.Usage) {
 	r.p.Usage += u.Total()
+	if u.CostReported {
+		r.p.Cost += u.Cost
+		return
+	}
 	if c, ok := r.f.Agents.Cost(model, u); ok {
 		r.p.Cost += c
 	}

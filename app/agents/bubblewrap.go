@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -147,8 +148,11 @@ func (s *ProcessSandbox) refusal() error {
 
 // confinement is what one agent process may reach.
 type confinement struct {
-	dir      string // the working copy, its working directory
-	writable bool   // the working copy read-write (the implementer)
+	dir string // the working copy, its working directory
+	// at is where the working copy appears inside the sandbox; empty: at
+	// its own path.
+	at       string
+	writable bool // the working copy read-write (the implementer)
 	read     []string
 	write    []string
 	network  string
@@ -225,7 +229,8 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 	if c.writable {
 		bind = "--bind"
 	}
-	args = append(args, bind, c.dir, c.dir, "--chdir", c.dir, "--", program)
+	at := cmp.Or(c.at, c.dir)
+	args = append(args, bind, c.dir, at, "--chdir", at, "--", program)
 	args = append(args, argv[1:]...)
 
 	out := make([]string, 0, len(env))

@@ -1,6 +1,6 @@
 // Package agents holds the runtimes that run Forge's agents: exec (an agent
-// CLI as a child process) and, later, openai (an OpenAI-compatible endpoint).
-// Each implements agent.Runtime.
+// CLI as a child process) and openai (an OpenAI-compatible endpoint). Each
+// implements agent.Runtime.
 package agents
 
 import (
@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,10 @@ const (
 // so one runtime serves every model a repository picks
 // (["claude", "-p", "--model", "{{MODEL}}"]).
 const ModelPlaceholder = "{{MODEL}}"
+
+// SessionPlaceholder in a resume argument is replaced by the id of the
+// session the call continues (["--resume", "{{SESSION}}"]).
+const SessionPlaceholder = "{{SESSION}}"
 
 // Sizes of what is kept for failure reports: enough to explain an error in a
 // comment, far below GitHub's 65,536-character limit.
@@ -70,21 +76,38 @@ type ExecConfig struct {
 	// Network is "open" (the default: an agent CLI talks to its model's API)
 	// or "none".
 	Network string
+	// Output is how the CLI prints its answer: OutputText (the default,
+	// stdout is the answer), OutputClaudeJSON or OutputCodexJSON, from
+	// which Forge reads the answer, the usage and the session.
+	Output string
+	// Resume are the arguments added after Command to continue a session,
+	// SessionPlaceholder standing for its id: ["--resume", "{{SESSION}}"]
+	// for Claude Code, ["resume", "{{SESSION}}", "-"] for codex exec. They
+	// need a JSON Output (the id comes from it) and Sessions.
+	Resume []string
+	// Sessions keeps the session of each request that names one; nil:
+	// every call starts afresh.
+	Sessions agent.SessionStore
 }
 
 // Exec runs an agent CLI as a child process: the prompt on stdin, the answer
-// on stdout, in the working copy, with a minimal environment, in a process
-// group of its own that is ended whole on timeout or cancel.
+// on stdout (or, for a CLI that prints JSON, its final message, with what
+// the call used and the session it can continue), in the working copy,
+// with a minimal environment, in a process group of its own that is ended
+// whole on timeout or cancel.
 type Exec struct {
-	command []string
-	timeout time.Duration
-	limit   int
-	passEnv []string
-	grace   time.Duration
-	sandbox *ProcessSandbox
-	read    []string
-	write   []string
-	network string
+	command  []string
+	timeout  time.Duration
+	limit    int
+	passEnv  []string
+	grace    time.Duration
+	sandbox  *ProcessSandbox
+	read     []string
+	write    []string
+	network  string
+	output   string
+	resume   []string
+	sessions agent.SessionStore
 }
 
 var _ agent.Runtime = (*Exec)(nil)
@@ -102,6 +125,9 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network); err != nil {
 		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
 	}
+	if err := checkOutput(cfg); err != nil {
+		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
+	}
 	command := append([]string(nil), cfg.Command...)
 	if strings.Contains(command[0], "/") && !filepath.IsAbs(command[0]) {
 		abs, err := filepath.Abs(command[0])
@@ -111,14 +137,17 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 		command[0] = abs
 	}
 	e := &Exec{
-		command: command,
-		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
-		limit:   cmp.Or(cfg.OutputLimit, DefaultOutputLimit),
-		grace:   cmp.Or(cfg.KillGrace, DefaultKillGrace),
-		sandbox: cfg.Sandbox,
-		read:    cfg.ReadPaths,
-		write:   cfg.WritePaths,
-		network: cmp.Or(cfg.Network, NetworkOpen),
+		command:  command,
+		timeout:  cmp.Or(cfg.Timeout, DefaultTimeout),
+		limit:    cmp.Or(cfg.OutputLimit, DefaultOutputLimit),
+		grace:    cmp.Or(cfg.KillGrace, DefaultKillGrace),
+		sandbox:  cfg.Sandbox,
+		read:     cfg.ReadPaths,
+		write:    cfg.WritePaths,
+		network:  cmp.Or(cfg.Network, NetworkOpen),
+		output:   cmp.Or(cfg.Output, OutputText),
+		resume:   cfg.Resume,
+		sessions: cfg.Sessions,
 	}
 	if e.sandbox == nil {
 		e.sandbox = defaultSandbox()
@@ -139,6 +168,31 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	return e, nil
 }
 
+// checkOutput refuses an output format Forge cannot read and resume
+// arguments it could not fill.
+func checkOutput(cfg ExecConfig) error {
+	switch cfg.Output {
+	case "", OutputText, OutputClaudeJSON, OutputCodexJSON:
+	default:
+		return fmt.Errorf("output must be %s, %s or %s, got %q", OutputText, OutputClaudeJSON, OutputCodexJSON, cfg.Output)
+	}
+	for _, a := range cfg.Command {
+		if strings.Contains(a, SessionPlaceholder) {
+			return fmt.Errorf("command %q: %s belongs in resume, the arguments added to continue a session", a, SessionPlaceholder)
+		}
+	}
+	if len(cfg.Resume) == 0 {
+		return nil
+	}
+	if cfg.Output == "" || cfg.Output == OutputText {
+		return fmt.Errorf("resume needs output %s or %s: a session's id is read from the CLI's JSON", OutputClaudeJSON, OutputCodexJSON)
+	}
+	if !slices.ContainsFunc(cfg.Resume, func(a string) bool { return strings.Contains(a, SessionPlaceholder) }) {
+		return fmt.Errorf("resume %q has no %s for the session's id", cfg.Resume, SessionPlaceholder)
+	}
+	return nil
+}
+
 // Check reports whether the command can be found and executed, so the server
 // can warn at startup instead of at the first forge.
 func (e *Exec) Check() error {
@@ -154,15 +208,29 @@ func (e *Exec) Check() error {
 // found) returns a plain error. Whatever the outcome, no process the agent
 // started is left running when Run returns.
 func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error) {
-	argv, err := e.argv(req)
+	argv, err := e.args(req, e.command)
 	if err != nil {
 		return agent.Result{}, err
 	}
 	if err := checkDir(req.Dir); err != nil {
 		return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
 	}
+	call, cancel, errTimeout := callContext(ctx, e.timeout, req)
+	defer cancel()
+	if e.output != OutputText {
+		return e.runCLI(call, errTimeout, req, argv)
+	}
+	stdout := &headWriter{limit: e.limit, tail: tailWriter{keep: tailKeepBytes}}
+	res, err := e.start(call, errTimeout, req, argv, stdout, &stdout.tail)
+	res.Output, res.Truncated = stdout.String(), stdout.truncated
+	return res, err
+}
+
+// start runs argv once within call, its output into stdout (whose tail
+// is stdoutTail), and says how it ended; the caller fills in the Output.
+func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, argv []string, stdout io.Writer, stdoutTail *tailWriter) (agent.Result, error) {
 	argv, env, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), confinement{
-		dir: req.Dir, writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network, repo: req.Repo,
+		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network, repo: req.Repo,
 	})
 	if err != nil {
 		if errors.Is(err, errSandboxBroken) {
@@ -171,12 +239,9 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 		return agent.Result{}, startError(req.Role, e.command[0], err)
 	}
 	sandboxed := !e.sandbox.Off()
-	runCtx, cancel, errTimeout := callContext(ctx, e.timeout, req)
-	defer cancel()
 
-	stdout := &headWriter{limit: e.limit, tail: tailWriter{keep: tailKeepBytes}}
 	stderr := &tailWriter{keep: tailKeepBytes}
-	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd := exec.CommandContext(call, argv[0], argv[1:]...)
 	cmd.Dir = req.Dir
 	cmd.Env = env
 	cmd.Stdin = strings.NewReader(req.Prompt)
@@ -204,12 +269,7 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 	signalled := termAt.Load()
 	endGroup(cmd.Process.Pid, e.grace, signalled, sandboxed)
 
-	res := agent.Result{
-		Output:    stdout.String(),
-		Truncated: stdout.truncated,
-		ExitCode:  -1,
-		Duration:  duration,
-	}
+	res := agent.Result{ExitCode: -1, Duration: duration}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
@@ -227,15 +287,15 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 		// the agent never chose.
 		res.ExitCode = -1
 	}
-	f := &agent.Failure{ExitCode: res.ExitCode, Tail: failureTail(stderr.String(), stdout.tail.String())}
+	f := &agent.Failure{ExitCode: res.ExitCode, Tail: failureTail(stderr.String(), stdoutTail.String())}
 	var exitErr *exec.ExitError
 	switch {
-	case signalled != 0 && errors.Is(context.Cause(runCtx), errTimeout):
+	case signalled != 0 && errors.Is(context.Cause(call), errTimeout):
 		f.TimedOut = true
 		f.Err = errTimeout
 	case signalled != 0:
 		// The caller's context ended the call (/forge cancel, shutdown).
-		f.Err = runCtx.Err()
+		f.Err = call.Err()
 	case errors.As(waitErr, &exitErr) && exitErr.ExitCode() > 0:
 		// The status says it all; the ExitError would only repeat it.
 	default:
@@ -244,16 +304,16 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 	return res, f
 }
 
-// argv is the command for req, with the model filled in.
-func (e *Exec) argv(req agent.Request) ([]string, error) {
+// args is list for req, with the model filled in.
+func (e *Exec) args(req agent.Request, list []string) ([]string, error) {
 	if !req.Role.Valid() {
 		return nil, fmt.Errorf("run agent: unknown role %q", req.Role)
 	}
 	if err := checkModel(req.Model); err != nil {
 		return nil, fmt.Errorf("run %s agent: %w", req.Role, err)
 	}
-	argv := make([]string, len(e.command))
-	for i, a := range e.command {
+	argv := make([]string, len(list))
+	for i, a := range list {
 		if strings.Contains(a, ModelPlaceholder) {
 			if req.Model == "" {
 				return nil, fmt.Errorf("run %s agent: command %q needs a model and none is configured", req.Role, e.command[0])

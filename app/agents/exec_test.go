@@ -33,6 +33,16 @@ echo "first"
 echo "last words"
 exit 1`,
 	"self-kill": `kill -KILL $$`,
+	// Agent CLIs that say they failed: Claude Code's result message after
+	// its turn limit (exit 0) and codex's failed turn (exit 1).
+	"claude-max-turns": `cat >/dev/null
+echo '{"type":"result","subtype":"error_max_turns","is_error":true,"duration_ms":9000,"duration_api_ms":8000,"num_turns":11,"session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4","total_cost_usd":0.5,"usage":{"input_tokens":10,"output_tokens":20},"errors":["Reached maximum number of turns (10)"]}'`,
+	"codex-turn-failed": `cat >/dev/null
+echo '{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"turn.failed","error":{"message":"stream error: context_length_exceeded"}}'
+echo 'ERROR: stream error: context_length_exceeded' >&2
+exit 1`,
 	"flood": `cat >/dev/null
 head -c 300000 /dev/zero | tr '\0' x
 echo done >&2`,

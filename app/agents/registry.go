@@ -27,8 +27,9 @@ type Config struct {
 	// bubblewrap) or "none" (agents run with Forge's own file access; the
 	// server warns at every start).
 	Sandbox string `yaml:"sandbox"`
-	// Sessions keeps the conversations of openai runtimes across the rounds
-	// of a plan; set by the server, not the configuration file.
+	// Sessions keeps the conversations of openai runtimes and the sessions
+	// of exec runtimes that resume them across the rounds of a plan; set by
+	// the server, not the configuration file.
 	Sessions agent.SessionStore `yaml:"-"`
 }
 
@@ -55,6 +56,11 @@ type RuntimeConfig struct {
 	ReadPaths  []string `yaml:"read_paths"`
 	WritePaths []string `yaml:"write_paths"`
 	Network    string   `yaml:"network"`
+	// exec only: how the CLI prints its answer (text, claude-json,
+	// codex-json) and the arguments that continue a session, {{SESSION}}
+	// standing for its id.
+	Output string   `yaml:"output"`
+	Resume []string `yaml:"resume"`
 }
 
 // Registry resolves roles to runtimes; it implements pipeline.AgentSource.
@@ -93,12 +99,16 @@ func NewRegistry(c Config) (*Registry, error) {
 			e, err := NewExec(ExecConfig{
 				Command: rc.Command, Timeout: timeout, OutputLimit: rc.OutputLimit, Env: rc.Env,
 				Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
+				Output: rc.Output, Resume: rc.Resume, Sessions: c.Sessions,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("agents.runtimes.%s: %w", name, err)
 			}
 			r.runtimes[name] = e
 		case "openai":
+			if rc.Output != "" || len(rc.Resume) > 0 {
+				return nil, fmt.Errorf("agents.runtimes.%s: output and resume are an exec runtime's: an openai runtime reads usage and keeps conversations itself", name)
+			}
 			o, err := NewOpenAI(OpenAIConfig{
 				BaseURL: rc.BaseURL, APIKeyEnv: rc.APIKeyEnv, Model: rc.Model, Timeout: timeout,
 				MaxTurns: rc.MaxTurns, OutputLimit: rc.OutputLimit, ToolOutputLimit: rc.ToolOutputLimit,

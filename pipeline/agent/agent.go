@@ -76,8 +76,9 @@ type Request struct {
 
 // Result is what a successful call returns.
 type Result struct {
-	// Output is the agent's answer (stdout for exec, the final assistant
-	// message for openai), cut at the runtime's output limit.
+	// Output is the agent's answer (stdout for exec, or the final message
+	// of its CLI's JSON output; the final assistant message for openai), cut
+	// at the runtime's output limit.
 	Output    string
 	Truncated bool // Output was cut at the limit
 	ExitCode  int  // 0 for runtimes without processes
@@ -85,10 +86,16 @@ type Result struct {
 	Usage     Usage
 }
 
-// Usage counts tokens where the runtime can know them (zero for exec).
+// Usage counts tokens where the runtime can know them (zero for an exec
+// runtime whose CLI prints only text).
 type Usage struct {
 	InputTokens  int64
 	OutputTokens int64
+	// Cost is what the call cost as the runtime itself reported it (Claude
+	// Code prints it), when CostReported; otherwise Forge prices the
+	// tokens from the server's price table.
+	Cost         float64
+	CostReported bool
 }
 
 // Total is the number shown to people as "N tokens".

@@ -1,0 +1,102 @@
+package app_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/agents"
+	"github.com/forge-dev/forge/internal/apptest"
+)
+
+// newClaudeWorld is a forge world whose drafter and reviser run on an exec
+// runtime with output claude-json: testdata/agents/claude.sh, a stand-in
+// for `claude -p --output-format json` that prints Claude Code's result
+// message and keeps its sessions in the returned directory.
+func newClaudeWorld(t *testing.T, forgeYML string) (*world, string) {
+	t.Helper()
+	state := t.TempDir()
+	t.Setenv("CLAUDE_CONFIG_DIR", state)
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": forgeYML}, configure: func(c *app.Config) {
+		dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
+		c.Agents.Runtimes["claude"] = agents.RuntimeConfig{
+			Type:    "exec",
+			Command: []string{filepath.Join(dir, "claude.sh"), "-p", "--output-format", "json"},
+			Output:  agents.OutputClaudeJSON, Resume: []string{"--resume", agents.SessionPlaceholder},
+			Env: []string{"CLAUDE_CONFIG_DIR"}, ReadPaths: []string{dir}, WritePaths: []string{state},
+		}
+		c.Agents.Roles["drafter"], c.Agents.Roles["reviser"] = "claude", "claude"
+	}})
+	return w, state
+}
+
+func claudeCalls(t *testing.T, state string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(state, "calls.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+var claudeResumed = regexp.MustCompile(`^(\w+) \d+ resume=(\S+)`)
+
+// TestForgeOnClaudeCode: the drafter and the reviser are one writer
+// session on Claude Code: the revision round resumes the session the draft
+// began; the plan is the CLI's result, not its JSON; and the forge check
+// run shows the tokens and cost the CLI reported (5+1200 in, 300 out,
+// $0.0125 for the draft; 7+200+1200 in, 250 out, $0.0065 for the revision,
+// whose total_cost_usd says $0.019).
+func TestForgeOnClaudeCode(t *testing.T) {
+	w, state := newClaudeWorld(t, "auto_implement: false\n")
+	w.command(t, "alice", "/forge add rate limiting")
+	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	if !strings.Contains(body, "Plan plan-001 ready for review (2 rounds") {
+		t.Fatalf("progress:\n%s", body)
+	}
+
+	calls := claudeCalls(t, state)
+	if len(calls) != 2 {
+		t.Fatalf("Claude Code calls:\n%s", strings.Join(calls, "\n"))
+	}
+	draft, revision := claudeResumed.FindStringSubmatch(calls[0]), claudeResumed.FindStringSubmatch(calls[1])
+	sessions, err := filepath.Glob(filepath.Join(state, "projects", "*", "*.jsonl"))
+	if err != nil || len(sessions) != 1 {
+		t.Fatalf("Claude Code sessions: %v %v", sessions, err)
+	}
+	session := strings.TrimSuffix(filepath.Base(sessions[0]), ".jsonl")
+	if draft == nil || draft[1] != "drafter" || draft[2] != "-" || revision == nil || revision[1] != "reviser" || revision[2] != session {
+		t.Errorf("the revision does not resume the draft's session %s:\n%s", session, strings.Join(calls, "\n"))
+	}
+
+	pr := w.pulls(t)[0]
+	plan, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-add-rate-limiting.md")
+	if !strings.Contains(plan, "## Objective") || !strings.Contains(plan, "(answers audit round 1)") || strings.Contains(plan, `"session_id"`) {
+		t.Errorf("the plan is not the CLI's result:\n%s", plan)
+	}
+	checks := forgeChecks(w, pr)
+	if text := checks[len(checks)-1].Output.Text; !strings.Contains(text, "| Agent usage | 3162 tokens ($0.02) |") {
+		t.Errorf("the forge check run does not show Claude Code's usage and cost:\n%s", text)
+	}
+}
+
+// TestTokenLimitOnClaudeCode: limits.max_tokens_per_plan counts the tokens
+// Claude Code reports, and stops the plan once its draft went past them.
+func TestTokenLimitOnClaudeCode(t *testing.T) {
+	w, state := newClaudeWorld(t, "limits:\n  max_tokens_per_plan: 1000\n")
+	w.command(t, "alice", "/forge add rate limiting")
+	w.waitProgress(t, "the forge to stop", func(b string) bool { return strings.Contains(b, "Forge failed") })
+	report := w.waitReply(t, w.issue, "max_tokens_per_plan")
+	if !strings.Contains(report, "1505 tokens") || !strings.Contains(report, "1000") {
+		t.Errorf("report:\n%s", report)
+	}
+	if calls := claudeCalls(t, state); len(calls) != 1 {
+		t.Errorf("agents ran past the limit:\n%s", strings.Join(calls, "\n"))
+	}
+	if n := len(w.gh.Reviews(w.repo, w.pulls(t)[0].Number)); n != 0 {
+		t.Errorf("the auditor ran past the limit: %d reviews", n)
+	}
+}

@@ -1,0 +1,182 @@
+package agents
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+)
+
+// The outputs below are the CLIs' own formats: Claude Code's result message
+// (`claude -p --output-format json`, as its headless docs and
+// anthropics/claude-agent-sdk-python's message_parser.py read it) and
+// codex exec --json's events (openai/codex docs/exec.md's sample).
+const (
+	claudeResult = `{"type":"result","subtype":"success","is_error":false,"duration_ms":1998,"duration_api_ms":1976,"num_turns":1,"result":"Hello CLI Test","stop_reason":"end_turn","session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4","total_cost_usd":0.0079825,"usage":{"input_tokens":3,"cache_creation_input_tokens":120,"cache_read_input_tokens":15635,"output_tokens":6,"server_tool_use":{"web_search_requests":0},"service_tier":"standard"},"modelUsage":{},"permission_denials":[],"uuid":"5e2b1c63-a6f6-4c5a-9bc3-0c0fbd7a0d2b"}`
+	claudeInit   = `{"type":"system","subtype":"init","cwd":"/work","session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4","tools":["Read"],"model":"claude-sonnet-4-5","permissionMode":"default","apiKeySource":"none"}`
+	claudeAsst   = `{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello CLI Test"}],"usage":{"input_tokens":3,"output_tokens":6}},"parent_tool_use_id":null,"session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4"}`
+	codexEvents  = `{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Searching for README files**"}}
+{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"bash -lc ls","aggregated_output":"","status":"in_progress"}}
+{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"bash -lc ls","aggregated_output":"2025-09-11\nAGENTS.md\nREADME.md\n","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_2","type":"reasoning","text":"**Checking repository root for README**"}}
+{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Yep — there’s a ` + "`README.md`" + ` in the repository root."}}
+{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}
+`
+)
+
+func TestReadCLIOutput(t *testing.T) {
+	tests := []struct {
+		name   string
+		format string
+		out    string
+		want   cliReport
+	}{
+		{
+			name: "claude json: one result object", format: OutputClaudeJSON, out: claudeResult + "\n",
+			want: cliReport{answer: "Hello CLI Test", final: true, session: "0e639165-79b1-4bd4-bb0f-4cb4c15115d4",
+				input: 3 + 120 + 15635, output: 6, cost: 0.0079825, hasCost: true},
+		},
+		{
+			name: "claude stream-json: the result is the last line", format: OutputClaudeJSON,
+			out: claudeInit + "\n" + claudeAsst + "\n" + claudeResult + "\n",
+			want: cliReport{answer: "Hello CLI Test", final: true, session: "0e639165-79b1-4bd4-bb0f-4cb4c15115d4",
+				input: 3 + 120 + 15635, output: 6, cost: 0.0079825, hasCost: true},
+		},
+		{
+			name: "claude json --verbose: every message in one array", format: OutputClaudeJSON,
+			out: "[" + claudeInit + "," + claudeAsst + "," + claudeResult + "]",
+			want: cliReport{answer: "Hello CLI Test", final: true, session: "0e639165-79b1-4bd4-bb0f-4cb4c15115d4",
+				input: 3 + 120 + 15635, output: 6, cost: 0.0079825, hasCost: true},
+		},
+		{
+			name: "claude error result", format: OutputClaudeJSON,
+			out: `{"type":"result","subtype":"error_max_turns","is_error":true,"duration_ms":9000,"duration_api_ms":8000,"num_turns":11,` +
+				`"session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4","total_cost_usd":0.5,"usage":{"input_tokens":10,"output_tokens":20},"errors":["Reached maximum number of turns (10)"]}`,
+			want: cliReport{final: true, session: "0e639165-79b1-4bd4-bb0f-4cb4c15115d4", input: 10, output: 20, cost: 0.5, hasCost: true,
+				failure: "Claude Code reported an error (error_max_turns)\nReached maximum number of turns (10)"},
+		},
+		{
+			name: "claude printing text", format: OutputClaudeJSON, out: "Hello CLI Test\nsecond line\n",
+			want: cliReport{skipped: 2},
+		},
+		{
+			name: "codex events", format: OutputCodexJSON, out: codexEvents,
+			want: cliReport{answer: "Yep — there’s a `README.md` in the repository root.", final: true,
+				session: "0199a213-81c0-7800-8aa1-bbab2a035a53", input: 24763, output: 122},
+		},
+		{
+			name: "codex failed turn", format: OutputCodexJSON,
+			out:  `{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}` + "\n" + `{"type":"turn.started"}` + "\n" + `{"type":"turn.failed","error":{"message":"stream error: context_length_exceeded"}}`,
+			want: cliReport{session: "0199a213-81c0-7800-8aa1-bbab2a035a53", failure: "codex: stream error: context_length_exceeded"},
+		},
+		{
+			name: "codex error event", format: OutputCodexJSON, out: `{"type":"error","message":"unexpected status 401 Unauthorized"}` + "\n",
+			want: cliReport{failure: "codex: unexpected status 401 Unauthorized"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got cliReport
+			w := &lineReader{max: 1 << 20, read: func(l []byte) { got.readLine(tt.format, l) }, tail: tailWriter{keep: 1024}}
+			// Written in small pieces, as a pipe delivers it.
+			for s := tt.out; s != ""; {
+				n := min(7, len(s))
+				w.Write([]byte(s[:n]))
+				s = s[n:]
+			}
+			w.Close()
+			if got != tt.want {
+				t.Errorf("report = %+v\nwant     %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLineReaderSkipsLongLines(t *testing.T) {
+	var lines []string
+	w := &lineReader{max: 10, read: func(l []byte) { lines = append(lines, string(l)) }, tail: tailWriter{keep: 64}}
+	w.Write([]byte("short\n" + strings.Repeat("x", 25) + "\nlast"))
+	w.Close()
+	if strings.Join(lines, "|") != "short|last" || w.skipped != 1 {
+		t.Errorf("lines %q, skipped %d; want short and last, one skipped", lines, w.skipped)
+	}
+}
+
+func TestValidSessionID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"0e639165-79b1-4bd4-bb0f-4cb4c15115d4":     true,
+		"0199A213-81C0-7800-8AA1-BBAB2A035A53":     true,
+		"":                                         false,
+		"--dangerously-skip-permissions":           false,
+		"0e639165-79b1-4bd4-bb0f-4cb4c15115d4 --x": false,
+		"0e639165-79b1-4bd4-bb0f-4cb4c15115d4\n":   false,
+		"$(touch /tmp/pwned)":                      false,
+		"../../.ssh/id_rsa":                        false,
+		"session_abc123xyz":                        false,
+	} {
+		if got := validSessionID(id); got != want {
+			t.Errorf("validSessionID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// TestCountRunningTotals: a call counts what it used, not what its CLI
+// reports again of the session's earlier calls.
+func TestCountRunningTotals(t *testing.T) {
+	const id = "0e639165-79b1-4bd4-bb0f-4cb4c15115d4"
+	tests := []struct {
+		name      string
+		format    string
+		rep       cliReport
+		base      cliSession
+		want      agent.Usage
+		wantTotal cliSession
+	}{
+		{"claude, a new session", OutputClaudeJSON,
+			cliReport{session: id, input: 1205, output: 300, cost: 0.0125, hasCost: true}, cliSession{},
+			agent.Usage{InputTokens: 1205, OutputTokens: 300, Cost: 0.0125, CostReported: true},
+			cliSession{ID: id, InputTokens: 1205, OutputTokens: 300, Cost: 0.0125}},
+		{"claude resumed: the cost continues the session's total", OutputClaudeJSON,
+			cliReport{session: id, input: 1407, output: 250, cost: 0.019, hasCost: true}, cliSession{ID: id, InputTokens: 1205, OutputTokens: 300, Cost: 0.0125},
+			agent.Usage{InputTokens: 1407, OutputTokens: 250, Cost: 0.0065, CostReported: true},
+			cliSession{ID: id, InputTokens: 2612, OutputTokens: 550, Cost: 0.019}},
+		{"claude resumed: an older CLI's cost counts its own process", OutputClaudeJSON,
+			cliReport{session: id, input: 1407, output: 250, cost: 0.0065, hasCost: true}, cliSession{ID: id, InputTokens: 1205, OutputTokens: 300, Cost: 0.0125},
+			agent.Usage{InputTokens: 1407, OutputTokens: 250, Cost: 0.0065, CostReported: true},
+			cliSession{ID: id, InputTokens: 2612, OutputTokens: 550, Cost: 0.019}},
+		{"codex, a new thread", OutputCodexJSON,
+			cliReport{session: id, input: 2000, output: 150}, cliSession{},
+			agent.Usage{InputTokens: 2000, OutputTokens: 150},
+			cliSession{ID: id, InputTokens: 2000, OutputTokens: 150}},
+		{"codex resumed: the thread's total less what was counted", OutputCodexJSON,
+			cliReport{session: id, input: 4000, output: 300}, cliSession{ID: id, InputTokens: 2000, OutputTokens: 150},
+			agent.Usage{InputTokens: 2000, OutputTokens: 150},
+			cliSession{ID: id, InputTokens: 4000, OutputTokens: 300}},
+		{"codex resumed: a total below the count starts over", OutputCodexJSON,
+			cliReport{session: id, input: 1000, output: 400}, cliSession{ID: id, InputTokens: 2000, OutputTokens: 150},
+			agent.Usage{InputTokens: 1000, OutputTokens: 400},
+			cliSession{ID: id, InputTokens: 3000, OutputTokens: 550}},
+		{"nothing printed", OutputClaudeJSON, cliReport{}, cliSession{ID: id, InputTokens: 10, Cost: 1},
+			agent.Usage{}, cliSession{InputTokens: 10, Cost: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, total := tt.rep.count(tt.format, tt.base)
+			if !closeUsage(got, tt.want) || !closeSession(total, tt.wantTotal) {
+				t.Errorf("count = %+v, %+v\nwant    %+v, %+v", got, total, tt.want, tt.wantTotal)
+			}
+		})
+	}
+}
+
+func closeUsage(a, b agent.Usage) bool {
+	return a.InputTokens == b.InputTokens && a.OutputTokens == b.OutputTokens && a.CostReported == b.CostReported && near(a.Cost, b.Cost)
+}
+
+func closeSession(a, b cliSession) bool {
+	return a.ID == b.ID && a.InputTokens == b.InputTokens && a.OutputTokens == b.OutputTokens && near(a.Cost, b.Cost)
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

@@ -1,0 +1,91 @@
+#!/bin/sh
+# Claude Code played by a script in Forge's tests (an exec runtime with
+# output: claude-json). Run as `claude -p --output-format json`, with
+# `--resume <session id>` to continue a session, it prints what the real CLI
+# prints: one result message (docs: code.claude.com headless mode; the
+# fields as anthropics/claude-agent-sdk-python's message_parser.py reads
+# them). The answer is the role's own script in this directory.
+#
+# Its sessions live under CLAUDE_CONFIG_DIR as the real CLI's live under
+# ~/.claude/projects/<its working directory, every other character a dash>:
+# an id it does not have there is refused as the real CLI refuses it, even
+# one begun in another directory ("No conversation found with session ID:
+# …", status 1; anthropics/claude-code#5768). Each
+# call appends its role, round, resumed session, directory and arguments to
+# $CLAUDE_CONFIG_DIR/calls.log for the tests.
+#
+# Usage: a fresh session reads 5 + 1200 (cache written) input tokens, a
+# resumed one 7 + 200 + 1200 (cache read); each writes 300 or 250 tokens and
+# costs $0.0125 or $0.0065. total_cost_usd is the session's running total,
+# as Claude Code reports it since 2.1.277 (a resumed process continues from
+# the session's saved total), or the process's own spend when the file
+# $CLAUDE_CONFIG_DIR/per-process-cost exists (earlier versions). The file
+# $CLAUDE_CONFIG_DIR/print-session-id makes it print that text as its
+# session_id.
+set -eu
+state=${CLAUDE_CONFIG_DIR:?CLAUDE_CONFIG_DIR is not set}
+here=$(dirname "$0")
+project="$state/projects/$(pwd -P | sed 's/[^A-Za-z0-9]/-/g')"
+mkdir -p "$project"
+
+json_string() {
+	awk 'BEGIN { ORS = ""; print "\"" }
+	NR > 1 { print "\\n" }
+	{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); gsub(/\t/, "\\t"); gsub(/\r/, "\\r"); print }
+	END { print "\"" }'
+}
+
+resume=""
+format=text
+args=""
+while [ $# -gt 0 ]; do
+	args="$args [$1]"
+	case $1 in
+	--resume | -r)
+		resume=$2
+		args="$args [$2]"
+		shift
+		;;
+	--output-format) format=$2 ;;
+	esac
+	shift
+done
+printf '%s %s resume=%s cwd=%s args=%s\n' "$FORGE_ROLE" "$FORGE_ROUND" "${resume:--}" "$(pwd -P)" "$args" >>"$state/calls.log"
+
+if [ -n "$resume" ]; then
+	if [ ! -f "$project/$resume.jsonl" ]; then
+		echo "No conversation found with session ID: $resume" >&2
+		exit 1
+	fi
+	id=$resume
+	usage='"input_tokens":7,"cache_creation_input_tokens":200,"cache_read_input_tokens":1200,"output_tokens":250'
+	call=6500 # millionths of a dollar
+else
+	id=$(cat /proc/sys/kernel/random/uuid)
+	usage='"input_tokens":5,"cache_creation_input_tokens":1200,"cache_read_input_tokens":0,"output_tokens":300'
+	call=12500
+fi
+spent=0
+if [ -f "$project/$id.cost" ]; then
+	spent=$(cat "$project/$id.cost")
+fi
+spent=$((spent + call))
+echo "$spent" >"$project/$id.cost"
+printf '%s %s\n' "$FORGE_ROLE" "$FORGE_ROUND" >>"$project/$id.jsonl"
+turns=$(wc -l <"$project/$id.jsonl")
+reported=$spent
+if [ -f "$state/per-process-cost" ]; then
+	reported=$call
+fi
+
+answer=$("$here/$FORGE_ROLE.sh")
+if [ "$format" != json ]; then
+	printf '%s\n' "$answer"
+	exit 0
+fi
+if [ -f "$state/print-session-id" ]; then
+	id=$(cat "$state/print-session-id")
+fi
+printf '{"type":"result","subtype":"success","is_error":false,"duration_ms":2310,"duration_api_ms":2104,"num_turns":%d,"result":%s,"stop_reason":"end_turn","session_id":%s,"total_cost_usd":%s,"usage":{%s,"server_tool_use":{"web_search_requests":0},"service_tier":"standard"},"modelUsage":{},"permission_denials":[],"uuid":"%s"}\n' \
+	"$turns" "$(printf '%s' "$answer" | json_string)" "$(printf '%s' "$id" | json_string)" \
+	"$(awk -v m="$reported" 'BEGIN { printf "%.6f", m / 1000000 }')" "$usage" "$(cat /proc/sys/kernel/random/uuid)"
