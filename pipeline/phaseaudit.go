@@ -122,7 +122,8 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.R
 		return audit.Round{}, fmt.Errorf("post the post-implementation audit: %w", err)
 	}
 	ph.Output = "verdict " + v.MaxSeverity.String()
-	return audit.Round{Round: fix + 1, Verdict: v.MaxSeverity, Loop: v.ShouldLoop, Findings: v.Findings, ReviewID: id, CommitID: p.HeadSHA}, nil
+	return audit.Round{Round: fix + 1, Verdict: v.MaxSeverity, Loop: v.ShouldLoop, Findings: v.Findings, ReviewID: id, CommitID: p.HeadSHA,
+		Clean: v.Structured && len(v.Findings) == 0}, nil
 }
 
 var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)

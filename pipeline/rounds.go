@@ -126,7 +126,7 @@ func (r *run) audit(ctx context.Context) error {
 			return err
 		}
 		v := audit.ParseVerdict(res.Output)
-		ar.Verdict, ar.Loop, ar.Findings = v.MaxSeverity, v.ShouldLoop, v.Findings
+		ar.Verdict, ar.Loop, ar.Findings, ar.Clean = v.MaxSeverity, v.ShouldLoop, v.Findings, v.Structured && len(v.Findings) == 0
 	}
 	ar.Lines = strings.Count(text, "\n") + 1
 	p.Pending = &ar

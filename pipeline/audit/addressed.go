@@ -23,17 +23,22 @@ const sameWords = 0.6
 // Repeats reports whether later, a finding of a later round, reports f
 // again: about the same file (when both name one; the line moves as the
 // plan or the code is revised), naming the same things (its backticked
-// names and ## sections), in mostly the same words.
+// names and ## sections, when both name some), in mostly the same words.
+// A finding taken for addressed is hidden and its thread resolved, so a
+// doubt counts as a repeat: one side that backticks a name the other
+// writes plainly compares their whole words, names included.
 func (f Finding) Repeats(later Finding) bool {
 	a, _, _ := SplitLocation(f.Location)
 	b, _, _ := SplitLocation(later.Location)
 	if a != "" && b != "" && path.Clean(a) != path.Clean(b) {
 		return false
 	}
-	if !slices.Equal(findingNames(f.Description), findingNames(later.Description)) {
-		return false
+	na, nb := findingNames(f.Description), findingNames(later.Description)
+	if len(na) > 0 && len(nb) > 0 {
+		return slices.Equal(na, nb) && dice(findingWords(f.Description, false), findingWords(later.Description, false)) >= sameWords
 	}
-	return dice(findingWords(f.Description), findingWords(later.Description)) >= sameWords
+	whole := len(na)+len(nb) > 0
+	return dice(findingWords(f.Description, whole), findingWords(later.Description, whole)) >= sameWords
 }
 
 // RepeatedIn reports whether any finding of a later round reports f again.
@@ -82,7 +87,7 @@ func Addressed(rounds []Round, next Round) []Round {
 
 func addresses(earlier Round, f Finding, later Round) bool {
 	switch {
-	case len(later.Findings) == 0 && (later.Verdict == SeverityNone || later.Verdict == SeverityBlocking):
+	case len(later.Findings) == 0 && !later.Clean && (later.Verdict == SeverityNone || later.Verdict == SeverityBlocking):
 		return false
 	case later.Preflight && !earlier.Preflight:
 		return false
@@ -107,11 +112,14 @@ func findingNames(text string) []string {
 	return slices.Compact(out)
 }
 
-// findingWords are the words of a finding outside its backticked names,
-// lower-cased, a plural's "s" dropped.
-func findingWords(text string) map[string]bool {
+// findingWords are the words of a finding, lower-cased, a plural's "s"
+// dropped; those of its backticked names only with names.
+func findingWords(text string, names bool) map[string]bool {
 	out := map[string]bool{}
-	for _, w := range sameWordRe.FindAllString(sameSpanRe.ReplaceAllString(text, " "), -1) {
+	if !names {
+		text = sameSpanRe.ReplaceAllString(text, " ")
+	}
+	for _, w := range sameWordRe.FindAllString(text, -1) {
 		w = strings.ToLower(w)
 		if len(w) > 3 {
 			w = strings.TrimSuffix(w, "s")

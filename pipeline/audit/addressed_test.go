@@ -30,6 +30,10 @@ func TestFindingRepeats(t *testing.T) {
 			Finding{Location: plan + ":15", Description: "Placeholder text `TODO` left in the plan"}, true},
 		{"a word or two in common", Finding{Description: "The rollback is missing from the risks."},
 			Finding{Description: "The migration is missing an index."}, false},
+		{"the repeat backticks a name written plainly before", tested, Finding{Severity: SeverityBlocking, Location: plan + ":31",
+			Description: "Testing never checks that `docs/hello.md` exists after the phase, so a phase that writes nothing would pass."}, true},
+		{"a name backticked, then written plainly", Finding{Location: plan + ":12", Description: "`docs/a.md` under ## Changes does not exist and is not marked new"},
+			Finding{Location: plan + ":12", Description: "docs/a.md under Changes does not exist and is not marked new"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +73,7 @@ func TestAddressed(t *testing.T) {
 			round(3, SeverityMinor, b), "[]"},
 		{"no markers judge nothing", []Round{round(1, SeverityBlocking, a)}, round(2, SeverityNone), "[]"},
 		{"needs revision alone judges nothing", []Round{round(1, SeverityBlocking, a)}, round(2, SeverityBlocking), "[]"},
+		{"a clean JSON answer addresses all", []Round{round(1, SeverityBlocking, a, b)}, Round{Round: 2, Verdict: SeverityNone, Clean: true}, "[1:[a b]]"},
 		{"the pre-flight does not judge the auditor's", []Round{round(1, SeverityBlocking, a)}, pre(2, p1), "[]"},
 		{"the pre-flight judges its own", []Round{pre(1, p1, p2)}, pre(2, p2), "[1:[p1]]"},
 		{"past the pre-flight: its findings and the auditor's before it", []Round{round(1, SeverityBlocking, a, b), pre(2, p1)},

@@ -226,7 +226,10 @@ type Round struct {
 	Verdict   Severity  `json:"verdict"`
 	Loop      bool      `json:"loop"`
 	Preflight bool      `json:"preflight,omitempty"`
-	Findings  []Finding `json:"findings"`
+	// Clean is set for an auditor's JSON answer with no issue: a pass
+	// that names no finding, which a text answer with no marker is not.
+	Clean    bool      `json:"clean,omitempty"`
+	Findings []Finding `json:"findings"`
 	ReviewID  int64     `json:"review_id,omitempty"`
 	CapNote   bool      `json:"cap,omitempty"`
 	// CommitID is the plan commit audited; Lines the plan file's length
