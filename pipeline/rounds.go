@@ -493,16 +493,22 @@ func (r *run) failureReply(err error, phaseID string) plan.Reply {
 	if errors.As(err, &fail) {
 		tail = strings.ReplaceAll(fail.Tail, "```", "'''")
 	}
+	// The error may quote another party (an agent CLI's own failure
+	// message, GitHub's): it notifies nobody and fakes no marker.
+	why := Untrusted(err.Error(), maxFailure)
 	if phaseID != "" {
 		return plan.Reply{On: plan.OnPR, Key: r.failureKey() + ":" + phaseID,
-			Data: &templates.PhaseStopped{PhaseID: phaseID, Error: err.Error(), Tail: tail,
+			Data: &templates.PhaseStopped{PhaseID: phaseID, Error: why, Tail: tail,
 				Done: len(p.Phases.Phases) - phases.Remaining(*p.Phases), Total: len(p.Phases.Phases)}}
 	}
 	return plan.Reply{On: plan.OnIssue, Key: r.failureKey(), Data: &templates.ForgeError{
 		Failure: templates.Failure{Step: r.doing, Branch: p.Branch, Phases: p.State.Mode() == plan.ModePhases, Status: string(p.State.Status())},
-		Error:   err.Error(), Tail: tail,
+		Error:   why, Tail: tail,
 	}}
 }
+
+// maxFailure bounds the error a failure report quotes.
+const maxFailure = 2000
 
 // failureKey tells a run's failure report from the plan's others: the job
 // generation and the audit round.

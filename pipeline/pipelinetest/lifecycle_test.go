@@ -299,3 +299,27 @@ func TestChangeRequestAsTheRunEnds(t *testing.T) {
 		t.Errorf("after both revisions: %s", p.State)
 	}
 }
+
+// TestFailureQuotesNobody: an agent's failure message is the agent's (an
+// agent CLI reports its own): quoted in the failure report, its @mentions
+// notify nobody and it cannot pass for one of Forge's markers.
+func TestFailureQuotesNobody(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n"})
+	w.Agents[agent.Drafter] = func(agent.Request) (agent.Result, error) {
+		return agent.Result{}, errors.New("codex: ping @bob <!-- forge:plan-001:approval:x -->")
+	}
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.RunJobs(ctx)
+	var report string
+	for _, c := range w.GitHub.BotComments(1) {
+		if strings.Contains(c, "codex: ping") {
+			report = c
+		}
+	}
+	if report == "" || strings.Contains(report, "@bob") || strings.Contains(report, "forge:plan-001:approval") {
+		t.Errorf("the failure report %q quotes the agent's text as is (comments %q)", report, w.GitHub.BotComments(1))
+	}
+}
