@@ -777,6 +777,8 @@ func gqlConnection(name string, args map[string]any, nodes []any) (any, *gqlErro
 	switch {
 	case !hasFirst && !hasLast:
 		return nil, &gqlError{Type: "MISSING_PAGINATION_BOUNDARIES", Message: fmt.Sprintf("You must provide a `first` or `last` value to properly paginate the `%s` connection.", name)}
+	case hasFirst && hasLast:
+		return nil, &gqlError{Type: "EXCESSIVE_PAGINATION", Message: fmt.Sprintf("Passing both `first` and `last` to paginate the `%s` connection is not supported.", name)}
 	case hasFirst && (first < 0 || first > 100):
 		return nil, &gqlError{Type: "EXCESSIVE_PAGINATION", Message: fmt.Sprintf("Requesting %d records on the `%s` connection exceeds the `first` limit of 100 records.", first, name)}
 	case hasLast && (last < 0 || last > 100):

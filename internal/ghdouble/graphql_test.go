@@ -226,6 +226,8 @@ func TestReviewThreads(t *testing.T) {
 			"MISSING_PAGINATION_BOUNDARIES", "You must provide a `first` or `last` value to properly paginate the `reviewThreads` connection."},
 		{"over 100", tok, strings.Replace(threadsQuery, "$first", "101", 1), vars(pr.GetNumber(), nil),
 			"EXCESSIVE_PAGINATION", "Requesting 101 records on the `reviewThreads` connection exceeds the `first` limit of 100 records."},
+		{"first and last", tok, strings.Replace(threadsQuery, "first: $first, ", "first: 10, last: 5, ", 1), vars(pr.GetNumber(), nil),
+			"EXCESSIVE_PAGINATION", "Passing both `first` and `last` to paginate the `reviewThreads` connection is not supported."},
 		{"unknown pull request", tok, query, vars(999, nil), "NOT_FOUND", "Could not resolve to a PullRequest with the number of 999."},
 		{"without pull_requests:read", "bearer " + tn.json["token"].(string), query, vars(pr.GetNumber(), nil),
 			"FORBIDDEN", "Resource not accessible by integration"},
