@@ -110,7 +110,7 @@ func NewRegistry(c Config) (*Registry, error) {
 				// The runtime's name is a path element of its sessions'
 				// directories.
 				if !plainName(name) {
-					return nil, fmt.Errorf("agents.runtimes.%s: a runtime with session_dir needs a name of letters, digits, '.', '_' and '-'", name)
+					return nil, fmt.Errorf("agents.runtimes.%s: a runtime with session_dir needs a name of letters, digits, '.', '_' and '-' (not only dots)", name)
 				}
 				if c.SessionRoot != "" {
 					root = filepath.Join(c.SessionRoot, name)

@@ -36,7 +36,7 @@ func checkSessionDir(cfg ExecConfig) error {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || dir == "/" {
 		return fmt.Errorf("session_dir %q must be a clean absolute path other than /", dir)
 	}
-	for _, d := range append([]string{sessionWorkRoot, "/tmp", "/proc", "/dev", "/etc"}, systemDirs...) {
+	for _, d := range append([]string{sessionWorkRoot, "/proc", "/dev", "/etc"}, systemDirs...) {
 		if dir == d || withinDir(dir, d) || (d == sessionWorkRoot && withinDir(d, dir)) {
 			return fmt.Errorf("session_dir %q lies in %s, which the sandbox makes of its own", dir, d)
 		}
