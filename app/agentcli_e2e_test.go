@@ -15,22 +15,27 @@ import (
 // newClaudeWorld is a forge world whose drafter and reviser run on an exec
 // runtime with output claude-json: testdata/agents/claude.sh, a stand-in
 // for `claude -p --output-format json` that prints Claude Code's result
-// message and keeps its sessions in the returned directory.
-func newClaudeWorld(t *testing.T, forgeYML string) (*world, string) {
+// message. Its configuration directory (the returned state) is writable
+// only for the stand-in's log of calls; its conversations are in
+// session_dir, state/projects, where Forge shows each session a directory
+// of its own, under the returned sessions.
+func newClaudeWorld(t *testing.T, forgeYML string) (w *world, state, sessions string) {
 	t.Helper()
-	state := t.TempDir()
+	state = t.TempDir()
 	t.Setenv("CLAUDE_CONFIG_DIR", state)
-	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": forgeYML}, configure: func(c *app.Config) {
+	w = newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": forgeYML}, configure: func(c *app.Config) {
 		dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
 		c.Agents.Runtimes["claude"] = agents.RuntimeConfig{
 			Type:    "exec",
 			Command: []string{filepath.Join(dir, "claude.sh"), "-p", "--output-format", "json"},
 			Output:  agents.OutputClaudeJSON, Resume: []string{"--resume", agents.SessionPlaceholder},
 			Env: []string{"CLAUDE_CONFIG_DIR"}, ReadPaths: []string{dir}, WritePaths: []string{state},
+			SessionDir: filepath.Join(state, "projects"),
 		}
 		c.Agents.Roles["drafter"], c.Agents.Roles["reviser"] = "claude", "claude"
+		sessions = filepath.Join(c.Git.WorkDir, ".sessions", "claude")
 	}})
-	return w, state
+	return w, state, sessions
 }
 
 func claudeCalls(t *testing.T, state string) []string {
@@ -46,12 +51,12 @@ var claudeResumed = regexp.MustCompile(`^(\w+) \d+ resume=(\S+)`)
 
 // TestForgeOnClaudeCode: the drafter and the reviser are one writer
 // session on Claude Code: the revision round resumes the session the draft
-// began; the plan is the CLI's result, not its JSON; and the forge check
+// began, kept in the plan writer's own session directory; the plan is the CLI's result, not its JSON; and the forge check
 // run shows the tokens and cost the CLI reported (5+1200 in, 300 out,
 // $0.0125 for the draft; 7+200+1200 in, 250 out, $0.0065 for the revision,
 // whose total_cost_usd says $0.019).
 func TestForgeOnClaudeCode(t *testing.T) {
-	w, state := newClaudeWorld(t, "auto_implement: false\n")
+	w, state, root := newClaudeWorld(t, "auto_implement: false\n")
 	w.command(t, "alice", "/forge add rate limiting")
 	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 	if !strings.Contains(body, "Plan plan-001 ready for review (2 rounds") {
@@ -63,7 +68,12 @@ func TestForgeOnClaudeCode(t *testing.T) {
 		t.Fatalf("Claude Code calls:\n%s", strings.Join(calls, "\n"))
 	}
 	draft, revision := claudeResumed.FindStringSubmatch(calls[0]), claudeResumed.FindStringSubmatch(calls[1])
-	sessions, err := filepath.Glob(filepath.Join(state, "projects", "*", "*.jsonl"))
+	// The session is the plan writer's own, not in the configuration
+	// directory every run shares.
+	if shared, _ := filepath.Glob(filepath.Join(state, "projects", "*", "*.jsonl")); len(shared) != 0 {
+		t.Errorf("a session was kept in the shared configuration: %v", shared)
+	}
+	sessions, err := filepath.Glob(filepath.Join(root, w.repo, "plan-001", "writer", "*", "*.jsonl"))
 	if err != nil || len(sessions) != 1 {
 		t.Fatalf("Claude Code sessions: %v %v", sessions, err)
 	}
@@ -86,7 +96,7 @@ func TestForgeOnClaudeCode(t *testing.T) {
 // TestTokenLimitOnClaudeCode: limits.max_tokens_per_plan counts the tokens
 // Claude Code reports, and stops the plan once its draft went past them.
 func TestTokenLimitOnClaudeCode(t *testing.T) {
-	w, state := newClaudeWorld(t, "limits:\n  max_tokens_per_plan: 1000\n")
+	w, state, _ := newClaudeWorld(t, "limits:\n  max_tokens_per_plan: 1000\n")
 	w.command(t, "alice", "/forge add rate limiting")
 	w.waitProgress(t, "the forge to stop", func(b string) bool { return strings.Contains(b, "Forge failed") })
 	report := w.waitReply(t, w.issue, "max_tokens_per_plan")

@@ -271,9 +271,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// checkSandboxPaths refuses a runtime's read_paths or write_paths that hold
-// the data directory or the working copies' directory or lie inside one:
-// the sandbox exists to keep the App's key, the database, every
+// checkSandboxPaths refuses a runtime's read_paths, write_paths or
+// session_dir that hold the data directory or the working copies' directory
+// or lie inside one: the sandbox exists to keep the App's key, the database, every
 // repository's clone and the other plans' working copies away from agents.
 func (c *Config) checkSandboxPaths() error {
 	data, err := realPath(c.DataDir)
@@ -287,7 +287,11 @@ func (c *Config) checkSandboxPaths() error {
 		}
 	}
 	for name, rc := range c.Agents.Runtimes {
-		for key, paths := range map[string][]string{"read_paths": rc.ReadPaths, "write_paths": rc.WritePaths} {
+		paths := map[string][]string{"read_paths": rc.ReadPaths, "write_paths": rc.WritePaths}
+		if rc.SessionDir != "" {
+			paths["session_dir"] = []string{rc.SessionDir}
+		}
+		for key, paths := range paths {
 			for _, p := range paths {
 				if real, err := realPath(p); err == nil {
 					p = real
@@ -308,6 +312,19 @@ func (c *Config) checkSandboxPaths() error {
 // under the system's temporary directory, outside any data directory.
 func DefaultWorkDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("forge-%d-work", os.Getuid()))
+}
+
+// sessionRoot is where Forge keeps the session directories of exec
+// runtimes with a session_dir: in git.work_dir, which is private to Forge's
+// user, outside the data directory and out of every runtime's read_paths
+// and write_paths, and whose crash sweep leaves a name with a leading dot
+// alone. An agent sees only its own session's directory, as it sees only
+// its own working copy.
+func sessionRoot(workDir string) string {
+	if abs, err := filepath.Abs(workDir); err == nil {
+		workDir = abs
+	}
+	return filepath.Join(workDir, ".sessions")
 }
 
 // checkWorkDir refuses working copies inside the data directory, or a data

@@ -8,6 +8,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/app/store"
 )
 
@@ -58,11 +59,14 @@ type pruneWorker struct {
 	store  *store.Store
 	maxAge time.Duration
 	log    zerolog.Logger
+	// sessionRoot holds the session directories of exec runtimes.
+	sessionRoot string
 }
 
 // Work deletes the deliveries received before the cut-off whose jobs are
 // finished, and the agent sessions untouched since then unless a plan of
-// their repository is queued or running.
+// their repository is queued or running, with their CLIs' session
+// directories.
 func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
 	before := time.Now().Add(-w.maxAge)
 	deliveries, err := w.store.PruneDeliveries(ctx, before)
@@ -73,7 +77,13 @@ func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
 	if err != nil {
 		return err
 	}
-	w.log.Info().Time("before", before).Int64("deliveries", deliveries).Int64("sessions", sessions).Msg("pruned past retention.max_age")
+	// After the sessions: a directory goes with its session, never while
+	// the session is kept.
+	dirs, err := agents.PruneSessionDirs(ctx, w.sessionRoot, before, w.store.Sessions())
+	if err != nil {
+		return err
+	}
+	w.log.Info().Time("before", before).Int64("deliveries", deliveries).Int64("sessions", sessions).Int("session_dirs", dirs).Msg("pruned past retention.max_age")
 	return nil
 }
 
@@ -83,7 +93,7 @@ func (a *App) retention(workers *river.Workers) *river.PeriodicJob {
 		a.log.Warn().Dur("max_age", a.cfg.Retention.MaxAge).
 			Msg("retention.max_age is shorter than GitHub's 3-day redelivery window: a pruned delivery that is redelivered runs again")
 	}
-	river.AddWorker(workers, &pruneWorker{store: a.store, maxAge: a.cfg.Retention.MaxAge, log: a.log})
+	river.AddWorker(workers, &pruneWorker{store: a.store, maxAge: a.cfg.Retention.MaxAge, log: a.log, sessionRoot: a.cfg.Agents.SessionRoot})
 	return river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Retention.Interval),
 		func() (river.JobArgs, *river.InsertOpts) { return PruneArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true})

@@ -114,15 +114,25 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	}
 	a.metrics.Registry.MustRegister(newBacklogGauges(st))
 
-	// openai runtimes keep drafter and auditor conversations here.
-	a.cfg.Agents.Sessions = st.Sessions()
-	registry, err := agents.NewRegistry(a.cfg.Agents)
+	// A configuration built in code was not validated by LoadConfig.
+	policy, err := a.cfg.RepoPolicy()
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	// A configuration built in code was not validated by LoadConfig.
-	policy, err := a.cfg.RepoPolicy()
+	if a.cfg.Git.WorkDir == "" {
+		a.cfg.Git.WorkDir = DefaultWorkDir()
+	}
+	if err := checkWorkDir(a.cfg.DataDir, a.cfg.Git.WorkDir); err != nil {
+		st.Close()
+		return nil, err
+	}
+	// openai runtimes keep drafter and auditor conversations here, exec
+	// runtimes the ids of their CLIs' sessions, whose transcripts are in
+	// git.work_dir beside the working copies.
+	a.cfg.Agents.Sessions = st.Sessions()
+	a.cfg.Agents.SessionRoot = sessionRoot(a.cfg.Git.WorkDir)
+	registry, err := agents.NewRegistry(a.cfg.Agents)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -132,13 +142,6 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		log.Warn().Msg("agents.sandbox is none: agents run without bubblewrap, with every file Forge's user can read (the App's key, the configuration, other repositories)")
 	case sb.Err() != nil:
 		log.Error().Err(sb.Err()).Msg("bubblewrap failed to start: agent runs are refused until bubblewrap works or agents.sandbox is set to none")
-	}
-	if a.cfg.Git.WorkDir == "" {
-		a.cfg.Git.WorkDir = DefaultWorkDir()
-	}
-	if err := checkWorkDir(a.cfg.DataDir, a.cfg.Git.WorkDir); err != nil {
-		st.Close()
-		return nil, err
 	}
 	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes, WorkDir: a.cfg.Git.WorkDir})
 	if err != nil {

@@ -176,7 +176,8 @@ func (c *Cache) reserveWork(loc location) (string, *fileLock, error) {
 }
 
 // sweepWork removes the working copies whose owner is gone: their lock can
-// be taken, or they have no lock file at all.
+// be taken, or they have no lock file at all. Names beginning with a dot
+// are left alone.
 func (c *Cache) sweepWork() error {
 	work := c.work
 	entries, err := os.ReadDir(work)
@@ -184,6 +185,11 @@ func (c *Cache) sweepWork() error {
 		return fmt.Errorf("sweep working copies: %w", err)
 	}
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			// Never a working copy (an owner's name cannot begin with a
+			// dot): the server's own, such as agents' sessions.
+			continue
+		}
 		name := filepath.Join(work, e.Name())
 		if base, ok := strings.CutSuffix(name, ".lock"); ok {
 			l, free, err := tryLockFile(name, true)

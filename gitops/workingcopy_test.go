@@ -440,6 +440,8 @@ func TestNewCacheSweepsDeadWorkingCopies(t *testing.T) {
 	write("acme-widgets-dead/f", "f")(t, work)
 	write("acme-widgets-dead.lock", "")(t, work)
 	write("acme-widgets-orphan/f", "f")(t, work)
+	// The server's own directory beside the working copies stays.
+	write(".sessions/claude/acme/widgets/plan-001/writer/s.jsonl", "s")(t, work)
 
 	if _, err := NewCache(c.dir, CacheOptions{}); err != nil {
 		t.Fatal(err)
@@ -449,7 +451,7 @@ func TestNewCacheSweepsDeadWorkingCopies(t *testing.T) {
 	for _, e := range entries {
 		left = append(left, e.Name())
 	}
-	want := []string{filepath.Base(live.Dir()), filepath.Base(live.Dir()) + ".lock"}
+	want := []string{".sessions", filepath.Base(live.Dir()), filepath.Base(live.Dir()) + ".lock"}
 	if !slices.Equal(left, want) {
 		t.Errorf("after the sweep work holds %v, want %v", left, want)
 	}

@@ -157,6 +157,10 @@ type confinement struct {
 	write    []string
 	network  string
 	repo     string // owner/name, to recognise the repository's own mirror
+	// session, when set, is the directory of the call's own session,
+	// shown read-write at sessionAt (the runtime's session_dir).
+	session   string
+	sessionAt string
 }
 
 // wrap turns argv and env into the command that runs argv inside the
@@ -219,6 +223,11 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 	}
 	for _, p := range c.write {
 		args = append(args, "--bind-try", p, p)
+	}
+	if c.session != "" {
+		// After read_paths and write_paths, so that it lands on top of a
+		// read-only parent (the CLI's configuration) rather than under it.
+		args = append(args, "--bind", c.session, c.sessionAt)
 	}
 	for _, objects := range ownObjects(c.dir, c.repo) {
 		args = append(args, "--ro-bind", objects, objects)

@@ -88,6 +88,12 @@ type ExecConfig struct {
 	// Sessions keeps the session of each request that names one; nil:
 	// every call starts afresh.
 	Sessions agent.SessionStore
+	// SessionDir is where the CLI keeps its conversations in the sandbox
+	// (/home/forge/.claude/projects), with resume: each session gets a
+	// directory of its own there, under SessionRoot on the host, instead
+	// of one every run of every repository could write.
+	SessionDir  string
+	SessionRoot string
 }
 
 // Exec runs an agent CLI as a child process: the prompt on stdin, the answer
@@ -108,6 +114,11 @@ type Exec struct {
 	output   string
 	resume   []string
 	sessions agent.SessionStore
+	// sessionDir is the CLI's session directory in the sandbox, and
+	// sessionRoot the runtime's directory on the host holding one for each
+	// session.
+	sessionDir  string
+	sessionRoot string
 }
 
 var _ agent.Runtime = (*Exec)(nil)
@@ -126,6 +137,9 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
 	}
 	if err := checkOutput(cfg); err != nil {
+		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
+	}
+	if err := checkSessionDir(cfg); err != nil {
 		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
 	}
 	command := append([]string(nil), cfg.Command...)
@@ -148,9 +162,20 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 		output:   cmp.Or(cfg.Output, OutputText),
 		resume:   cfg.Resume,
 		sessions: cfg.Sessions,
+
+		sessionDir:  cfg.SessionDir,
+		sessionRoot: cfg.SessionRoot,
 	}
 	if e.sandbox == nil {
 		e.sandbox = defaultSandbox()
+	}
+	if e.sessionDir != "" && !e.sandbox.Off() {
+		if !filepath.IsAbs(e.sessionRoot) {
+			return nil, fmt.Errorf("exec runtime %q: session_dir needs a directory of Forge's for the sessions, got %q", command[0], e.sessionRoot)
+		}
+		if err := prepareSessionDir(cfg); err != nil {
+			return nil, fmt.Errorf("exec runtime %q: %w", command[0], err)
+		}
 	}
 	seen := map[string]bool{"PATH": true, "HOME": true, "LANG": true}
 	for _, name := range cfg.Env {
@@ -229,9 +254,19 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 // start runs argv once within call, its output into stdout (whose tail
 // is stdoutTail), and says how it ended; the caller fills in the Output.
 func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, argv []string, stdout io.Writer, stdoutTail *tailWriter) (agent.Result, error) {
-	argv, env, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), confinement{
+	c := confinement{
 		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network, repo: req.Repo,
-	})
+	}
+	if !e.sandbox.Off() {
+		var err error
+		if c.session, err = e.sessionHostDir(req); err != nil {
+			return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
+		}
+		if c.session != "" {
+			c.sessionAt = e.sessionDir
+		}
+	}
+	argv, env, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), c)
 	if err != nil {
 		if errors.Is(err, errSandboxBroken) {
 			return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)

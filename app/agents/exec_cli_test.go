@@ -41,21 +41,24 @@ var (
 	}
 )
 
-// newCLI is the stand-in on the exec runtime, keeping its sessions in
-// sessions, its own state in a directory of its own (returned).
-func newCLI(t *testing.T, c cliStandIn, sessions agent.SessionStore) (*Exec, string) {
+// newCLI is the stand-in on the exec runtime, keeping its sessions' ids in
+// sessions, its own state in a directory of its own (returned), and its
+// conversations, the session_dir in there, in a directory of Forge's for
+// each session, under the returned root.
+func newCLI(t *testing.T, c cliStandIn, sessions agent.SessionStore) (e *Exec, state, root string) {
 	t.Helper()
 	agents, err := filepath.Abs(filepath.Join("..", "..", "testdata", "agents"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := t.TempDir()
+	state, root = t.TempDir(), filepath.Join(t.TempDir(), "sessions", c.name)
 	t.Setenv(c.env, state)
-	e := newExec(t, ExecConfig{
+	e = newExec(t, ExecConfig{
 		Command: append([]string{filepath.Join(agents, c.script)}, c.args...), Output: c.output, Resume: c.resume,
 		Sessions: sessions, Env: []string{c.env}, ReadPaths: []string{agents}, WritePaths: []string{state}, Timeout: 20 * time.Second,
+		SessionDir: filepath.Join(state, c.store), SessionRoot: root,
 	})
-	return e, state
+	return e, state, root
 }
 
 func cliRequest(dir string, role agent.Role, plan string, round int) agent.Request {
@@ -79,6 +82,22 @@ func calls(t *testing.T, state string) []string {
 var resumedID = regexp.MustCompile(`resume=(\S+)`)
 
 func resumed(line string) string { return resumedID.FindStringSubmatch(line)[1] }
+
+// conversations are the stand-ins' session files (*.jsonl) under dir.
+func conversations(t *testing.T, dir string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".jsonl") {
+			found = append(found, p)
+		}
+		return err
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return found
+}
 
 func storedSession(t *testing.T, m *memSessions, key string) cliSession {
 	t.Helper()
@@ -111,7 +130,7 @@ func TestCLISessions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.cli.name, func(t *testing.T) {
 			sessions := &memSessions{}
-			e, state := newCLI(t, tt.cli, sessions)
+			e, state, root := newCLI(t, tt.cli, sessions)
 			dir := workingCopy(t)
 
 			draft, err := e.Run(context.Background(), cliRequest(dir, agent.Drafter, "plan-001", 0))
@@ -170,6 +189,16 @@ func TestCLISessions(t *testing.T) {
 					t.Errorf("call %d did not run in %s: %s", i+1, want, log[i])
 				}
 			}
+			// The conversations are in a directory of each session's own,
+			// none in the CLI's shared state.
+			for _, key := range []string{"octo/hello/plan-001/writer", "octo/hello/plan-001/auditor", "octo/hello/plan-002/writer"} {
+				if kept := conversations(t, filepath.Join(root, key)); len(kept) != 1 {
+					t.Errorf("session %s keeps %v", key, kept)
+				}
+			}
+			if shared := conversations(t, state); len(shared) != 0 {
+				t.Errorf("a conversation was kept in the CLI's shared state: %v", shared)
+			}
 			auditor, other := storedSession(t, sessions, "octo/hello/plan-001/auditor"), storedSession(t, sessions, "octo/hello/plan-002/writer")
 			if again := storedSession(t, sessions, "octo/hello/plan-001/writer"); again.ID != writer.ID ||
 				auditor.ID == writer.ID || other.ID == writer.ID || auditor.ID == other.ID {
@@ -213,7 +242,7 @@ func TestCLIResumeFails(t *testing.T) {
 	for _, c := range []cliStandIn{claudeStandIn, codexStandIn} {
 		t.Run(c.name, func(t *testing.T) {
 			sessions := &memSessions{}
-			e, state := newCLI(t, c, sessions)
+			e, state, root := newCLI(t, c, sessions)
 			dir := workingCopy(t)
 			req := cliRequest(dir, agent.Drafter, "plan-001", 0)
 			if _, err := e.Run(context.Background(), req); err != nil {
@@ -221,7 +250,7 @@ func TestCLIResumeFails(t *testing.T) {
 			}
 			first := storedSession(t, sessions, req.Session).ID
 			// The CLI's own store lost it (cleaned up, another machine).
-			if err := os.RemoveAll(filepath.Join(state, c.store)); err != nil {
+			if err := os.RemoveAll(root); err != nil {
 				t.Fatal(err)
 			}
 			res, err := e.Run(context.Background(), req)
@@ -256,7 +285,7 @@ func TestCLIHostileSessionID(t *testing.T) {
 		for _, id := range hostile {
 			t.Run(c.name+"/"+id, func(t *testing.T) {
 				sessions := &memSessions{}
-				e, state := newCLI(t, c, sessions)
+				e, state, _ := newCLI(t, c, sessions)
 				dir := workingCopy(t)
 				req := cliRequest(dir, agent.Drafter, "plan-001", 0)
 				if err := os.WriteFile(filepath.Join(state, c.idFile), []byte(id), 0o644); err != nil {
@@ -341,15 +370,19 @@ func TestNewExecOutput(t *testing.T) {
 	}
 }
 
-// TestRegistryBuildsAgentCLI: a runtime's output and resume reach its exec
-// runtime with the server's session store; an openai runtime refuses them.
+// TestRegistryBuildsAgentCLI: a runtime's output, resume and session_dir
+// reach its exec runtime with the server's session store, its sessions
+// under a directory of the runtime's own; an openai runtime refuses them,
+// and a runtime whose name is no plain path element has no session_dir.
 func TestRegistryBuildsAgentCLI(t *testing.T) {
 	sessions := &memSessions{}
+	root := t.TempDir()
 	reg, err := NewRegistry(Config{
-		Sandbox:  SandboxNone,
-		Sessions: sessions,
+		Sandbox:     SandboxNone,
+		Sessions:    sessions,
+		SessionRoot: root,
 		Runtimes: map[string]RuntimeConfig{"claude": {Type: "exec", Command: []string{"claude", "-p", "--output-format", "json"},
-			Output: OutputClaudeJSON, Resume: []string{"--resume", SessionPlaceholder}}},
+			Output: OutputClaudeJSON, Resume: []string{"--resume", SessionPlaceholder}, SessionDir: "/home/forge/.claude/projects"}},
 		Roles: map[string]string{"default": "claude"},
 	})
 	if err != nil {
@@ -357,15 +390,24 @@ func TestRegistryBuildsAgentCLI(t *testing.T) {
 	}
 	rt, _, err := reg.Runtime(agent.Reviser, repoconfig.Agent{})
 	e, ok := rt.(*Exec)
-	if err != nil || !ok || e.output != OutputClaudeJSON || !slices.Equal(e.resume, []string{"--resume", SessionPlaceholder}) || e.sessions != sessions {
+	if err != nil || !ok || e.output != OutputClaudeJSON || !slices.Equal(e.resume, []string{"--resume", SessionPlaceholder}) || e.sessions != sessions ||
+		e.sessionDir != "/home/forge/.claude/projects" || e.sessionRoot != filepath.Join(root, "claude") {
 		t.Fatalf("runtime = %#v, %v; want the configured exec runtime with the session store", rt, err)
 	}
-	for name, rc := range map[string]RuntimeConfig{
-		"agents.runtimes.bad: exec runtime \"claude\": output must be": {Type: "exec", Command: []string{"claude"}, Output: "stream-json"},
-		"agents.runtimes.bad: output and resume are an exec runtime's": {Type: "openai", BaseURL: "http://127.0.0.1:1/v1", Output: OutputCodexJSON},
+	resume := []string{"--resume", SessionPlaceholder}
+	for _, tt := range []struct {
+		name string
+		rc   RuntimeConfig
+		want string
+	}{
+		{"bad", RuntimeConfig{Type: "exec", Command: []string{"claude"}, Output: "stream-json"}, "agents.runtimes.bad: exec runtime \"claude\": output must be"},
+		{"bad", RuntimeConfig{Type: "openai", BaseURL: "http://127.0.0.1:1/v1", Output: OutputCodexJSON}, "agents.runtimes.bad: output, resume and session_dir are an exec runtime's"},
+		{"bad", RuntimeConfig{Type: "openai", BaseURL: "http://127.0.0.1:1/v1", SessionDir: "/home/forge/.claude/projects"}, "agents.runtimes.bad: output, resume and session_dir are an exec runtime's"},
+		{"..", RuntimeConfig{Type: "exec", Command: []string{"claude"}, Output: OutputClaudeJSON, Resume: resume, SessionDir: "/home/forge/.claude/projects"}, "a runtime with session_dir needs a name"},
+		{"a/b", RuntimeConfig{Type: "exec", Command: []string{"claude"}, Output: OutputClaudeJSON, Resume: resume, SessionDir: "/home/forge/.claude/projects"}, "needs a name"},
 	} {
-		if _, err := NewRegistry(Config{Sandbox: SandboxNone, Runtimes: map[string]RuntimeConfig{"bad": rc}}); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("NewRegistry(%+v) = %v, want %q", rc, err, name)
+		if _, err := NewRegistry(Config{Sandbox: SandboxNone, SessionRoot: root, Runtimes: map[string]RuntimeConfig{tt.name: tt.rc}}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("NewRegistry(%s: %+v) = %v, want %q", tt.name, tt.rc, err, tt.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -31,6 +32,10 @@ type Config struct {
 	// of exec runtimes that resume them across the rounds of a plan; set by
 	// the server, not the configuration file.
 	Sessions agent.SessionStore `yaml:"-"`
+	// SessionRoot is the directory of Forge's, outside the data directory,
+	// holding one directory per session of each runtime with a session_dir;
+	// set by the server, not the configuration file.
+	SessionRoot string `yaml:"-"`
 }
 
 // RuntimeConfig is one named runtime.
@@ -61,6 +66,10 @@ type RuntimeConfig struct {
 	// standing for its id.
 	Output string   `yaml:"output"`
 	Resume []string `yaml:"resume"`
+	// exec with resume: where the CLI keeps its conversations in the
+	// sandbox (/home/forge/.claude/projects, /home/forge/.codex/sessions);
+	// each plan's session sees a directory of its own there.
+	SessionDir string `yaml:"session_dir"`
 }
 
 // Registry resolves roles to runtimes; it implements pipeline.AgentSource.
@@ -96,18 +105,29 @@ func NewRegistry(c Config) (*Registry, error) {
 		}
 		switch rc.Type {
 		case "exec":
+			root := ""
+			if rc.SessionDir != "" {
+				// The runtime's name is a path element of its sessions'
+				// directories.
+				if !plainName(name) {
+					return nil, fmt.Errorf("agents.runtimes.%s: a runtime with session_dir needs a name of letters, digits, '.', '_' and '-' (not only dots)", name)
+				}
+				if c.SessionRoot != "" {
+					root = filepath.Join(c.SessionRoot, name)
+				}
+			}
 			e, err := NewExec(ExecConfig{
 				Command: rc.Command, Timeout: timeout, OutputLimit: rc.OutputLimit, Env: rc.Env,
 				Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
-				Output: rc.Output, Resume: rc.Resume, Sessions: c.Sessions,
+				Output: rc.Output, Resume: rc.Resume, Sessions: c.Sessions, SessionDir: rc.SessionDir, SessionRoot: root,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("agents.runtimes.%s: %w", name, err)
 			}
 			r.runtimes[name] = e
 		case "openai":
-			if rc.Output != "" || len(rc.Resume) > 0 {
-				return nil, fmt.Errorf("agents.runtimes.%s: output and resume are an exec runtime's: an openai runtime reads usage and keeps conversations itself", name)
+			if rc.Output != "" || len(rc.Resume) > 0 || rc.SessionDir != "" {
+				return nil, fmt.Errorf("agents.runtimes.%s: output, resume and session_dir are an exec runtime's: an openai runtime reads usage and keeps conversations itself", name)
 			}
 			o, err := NewOpenAI(OpenAIConfig{
 				BaseURL: rc.BaseURL, APIKeyEnv: rc.APIKeyEnv, Model: rc.Model, Timeout: timeout,
