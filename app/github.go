@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gregjones/httpcache"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -29,9 +28,9 @@ func NewClientCreator(c Config, m *Metrics, r *Redactor, extra ...githubapp.Clie
 			githubapp.ClientMetrics(m.clientRegistry)),
 		// Conditional requests: a poll GitHub answers 304 is not counted
 		// against the rate limit. Always revalidated, so no answer is
-		// older than the request; one bounded cache per client, so per
-		// installation.
-		githubapp.WithClientCaching(true, func() httpcache.Cache { return newResponseCache(1<<20, 256<<10) }),
+		// older than the request; each client (each installation) has a
+		// key space of its own in one cache bounded for them all.
+		githubapp.WithClientCaching(true, m.responses.client),
 	}, extra...)...,
 	)
 	if err != nil {

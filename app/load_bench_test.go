@@ -193,6 +193,7 @@ func BenchmarkSoak(b *testing.B) {
 	type minute struct {
 		rss, fdsMin, fdsMax int64
 		heap, goroutines    float64
+		cache               float64
 	}
 	minutes := make([]minute, int((soak+time.Minute-1)/time.Minute))
 	for i := range minutes {
@@ -215,8 +216,9 @@ func BenchmarkSoak(b *testing.B) {
 		case <-sample.C:
 			i := min(int(time.Since(start)/time.Minute), len(minutes)-1)
 			rss, fds := procStatus(pid, "VmRSS"), int64(openFDs(pid))
-			heap, goroutines := goMetrics(b, c.replicas[0].url)
+			heap, goroutines, cache := goMetrics(b, c.replicas[0].url)
 			m := &minutes[i]
+			m.cache = max(m.cache, cache)
 			m.rss, m.fdsMin, m.fdsMax = max(m.rss, rss), min(m.fdsMin, fds), max(m.fdsMax, fds)
 			m.heap, m.goroutines = max(m.heap, heap), max(m.goroutines, goroutines)
 		}
@@ -235,21 +237,22 @@ func BenchmarkSoak(b *testing.B) {
 	b.ReportMetric(late.heap/(1<<20), "heap-peak-last-minute-MB")
 	b.Logf("%d forges sent in %s; plans: %v", sent, soak, st)
 	for i, m := range minutes {
-		b.Logf("minute %2d: peak RSS %6d KiB, open files %d to %d, peak Go heap in use %5.1f MiB, peak goroutines %.0f",
-			i+1, m.rss, m.fdsMin, m.fdsMax, m.heap/(1<<20), m.goroutines)
+		b.Logf("minute %2d: peak RSS %6d KiB, open files %d to %d, peak Go heap in use %5.1f MiB, peak goroutines %.0f, GitHub response cache %.1f MiB",
+			i+1, m.rss, m.fdsMin, m.fdsMax, m.heap/(1<<20), m.goroutines, m.cache/(1<<20))
 	}
 	if rssGrowth >= 10 || fdGrowth >= 10 {
 		b.Errorf("from the minute after the first to the last, peak RSS grew %.1f%% and the floor of open files %.1f%%: want under 10%%", rssGrowth, fdGrowth)
 	}
 }
 
-// goMetrics reads the Go heap in use and the goroutines from a replica's
-// /metrics (the Prometheus Go collector's).
-func goMetrics(tb testing.TB, url string) (heap, goroutines float64) {
+// goMetrics reads the Go heap in use, the goroutines (the Prometheus Go
+// collector's) and the GitHub response cache's bytes from a replica's
+// /metrics.
+func goMetrics(tb testing.TB, url string) (heap, goroutines, cache float64) {
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		tb.Logf("read /metrics: %v", err)
-		return 0, 0
+		return 0, 0, 0
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -264,7 +267,9 @@ func goMetrics(tb testing.TB, url string) (heap, goroutines float64) {
 			heap = v
 		case "go_goroutines":
 			goroutines = v
+		case "forge_github_response_cache_bytes":
+			cache = v
 		}
 	}
-	return heap, goroutines
+	return heap, goroutines, cache
 }

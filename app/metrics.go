@@ -41,6 +41,9 @@ type Metrics struct {
 	// again, by outcome (asked, refused).
 	Redeliveries *prometheus.CounterVec
 
+	// responses is the GitHub clients' one response cache.
+	responses *responseCache
+
 	// clientRegistry holds go-githubapp's per-installation client gauges,
 	// read by forge_github_rate_remaining and forge_github_rate_limit.
 	clientRegistry gometrics.Registry
@@ -90,7 +93,12 @@ func NewMetrics() *Metrics {
 			Help: "Missed webhooks Forge asked GitHub to redeliver (asked), or whose request GitHub refused (refused).",
 		}, []string{"outcome"}),
 		clientRegistry: gometrics.NewRegistry(),
+		responses:      newResponseCache(responseCacheBytes, responseCacheEntryBytes),
 	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "forge_github_response_cache_bytes",
+		Help: "Bytes of GitHub's answers kept for conditional requests, all installations together (bounded).",
+	}, func() float64 { return float64(m.responses.Bytes()) }))
 	reg.MustRegister(m.RateLimitPauses, m.RateLimitedUntil, m.Redeliveries, newRateGauges(m.clientRegistry))
 	reg.MustRegister(m.Deliveries, m.DeliveryDuration, m.Jobs, m.JobDuration, m.GitHubCalls, m.GitHubDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

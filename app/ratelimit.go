@@ -112,15 +112,18 @@ func (c *rateGauges) Collect(ch chan<- prometheus.Metric) {
 }
 
 // responseCache is an httpcache.Cache of bounded size, least recently used
-// out first. Each installation client gets its own (go-githubapp calls the
-// cache function per client), so one installation's answers are never
-// served to another.
+// out first. It is shared by every installation's client, each through a
+// key space of its own (client): one installation's answers are never
+// served to another, and the memory answers take is bounded for them all,
+// not once per installation (go-githubapp keeps up to 64 clients).
 type responseCache struct {
 	max, maxEntry int
 	size          int
 	entries       map[string]*cacheEntry
 	// head is the most recently used entry, tail the least.
 	head, tail *cacheEntry
+	// clients numbers the clients' key spaces.
+	clients int64
 	// mu guards all above: httpcache calls the cache from many goroutines.
 	mu sync.Mutex
 }
@@ -135,7 +138,38 @@ func newResponseCache(maxBytes, maxEntry int) *responseCache {
 	return &responseCache{max: maxBytes, maxEntry: maxEntry, entries: map[string]*cacheEntry{}}
 }
 
+// Response cache bounds: all clients' answers together, and one answer.
+const (
+	responseCacheBytes      = 4 << 20
+	responseCacheEntryBytes = 256 << 10
+)
+
 var _ httpcache.Cache = (*responseCache)(nil)
+
+// client is a new client's view of the cache: its keys prefixed with a
+// number no other client has (go-githubapp calls it once per client).
+func (c *responseCache) client() httpcache.Cache {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clients++
+	return clientCache{c: c, prefix: strconv.FormatInt(c.clients, 10) + " "}
+}
+
+// Bytes is the size of the answers kept.
+func (c *responseCache) Bytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
+}
+
+type clientCache struct {
+	c      *responseCache
+	prefix string
+}
+
+func (k clientCache) Get(key string) ([]byte, bool) { return k.c.Get(k.prefix + key) }
+func (k clientCache) Set(key string, body []byte)   { k.c.Set(k.prefix+key, body) }
+func (k clientCache) Delete(key string)             { k.c.Delete(k.prefix + key) }
 
 func (c *responseCache) Get(key string) ([]byte, bool) {
 	c.mu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
+	"github.com/gregjones/httpcache"
 
 	"github.com/forge-dev/forge/pipeline"
 )
@@ -86,5 +87,27 @@ func TestResponseCacheBounded(t *testing.T) {
 	c.Delete("a")
 	if _, ok := c.Get("a"); ok || c.size != 60 {
 		t.Errorf("after delete: size %d", c.size)
+	}
+}
+
+// Each client's view of the one response cache is its own (one
+// installation's answers are never served to another), and the bound holds
+// for them all together.
+func TestResponseCacheSharedByClients(t *testing.T) {
+	c := newResponseCache(100, 40)
+	a, b := c.client(), c.client()
+	a.Set("https://api.github.com/repos/o/r/pulls/1", []byte(strings.Repeat("a", 30)))
+	if _, ok := b.Get("https://api.github.com/repos/o/r/pulls/1"); ok {
+		t.Fatal("a client read another's answer")
+	}
+	b.Set("https://api.github.com/repos/o/r/pulls/1", []byte(strings.Repeat("b", 30)))
+	if got, ok := a.Get("https://api.github.com/repos/o/r/pulls/1"); !ok || got[0] != 'a' {
+		t.Errorf("a's answer after b's: %q %v", got, ok)
+	}
+	for i := range 10 {
+		[]httpcache.Cache{a, b}[i%2].Set(fmt.Sprint(i), []byte(strings.Repeat("x", 30)))
+	}
+	if n := c.Bytes(); n > 100 {
+		t.Errorf("the clients hold %d bytes together, over the bound of 100", n)
 	}
 }
