@@ -140,8 +140,10 @@ func TestPushDuringPhaseConflicts(t *testing.T) {
 	})
 	theirs := "# hello\n\nHello, world, from Alice.\n"
 	pr, pushed := pushWhileImplementing(t, w, map[string]string{"README.md": theirs})
-	stopped := w.waitReply(t, pr.Number, "stopped while running phase-1")
-	for _, want := range []string{"`README.md`: both changed the same lines", "`" + pushed[:7] + "` stays the head", "`/forge run`", "<!-- forge:plan-001:conflict:"} {
+	// The reply, by its marker: the run's progress comment ends with the
+	// same words.
+	stopped := w.waitReply(t, pr.Number, "<!-- forge:plan-001:conflict:")
+	for _, want := range []string{"stopped while running phase-1", "`README.md`: both changed the same lines", "`" + pushed[:7] + "` stays the head", "`/forge run`"} {
 		if !strings.Contains(stopped, want) {
 			t.Errorf("the conflict comment lacks %q:\n%s", want, stopped)
 		}

@@ -59,9 +59,17 @@ func (f *Forge) apply(ctx context.Context, gh GitHub, p *Plan, ev plan.Event) er
 	return f.transition(ctx, &executor{f: f, gh: gh, p: p}, ev)
 }
 
-// apply raises ev on the run's own plan.
+// apply raises ev on the run's own plan. An event that ends a phase run
+// also ends its progress comment.
 func (r *run) apply(ctx context.Context, ev plan.Event) error {
-	return r.f.transition(ctx, &executor{f: r.f, gh: r.gh, ws: r.ws, p: r.p, owner: true, maxRounds: r.cfg.MaxAuditRounds}, ev)
+	line, ends := r.endingRun(ev)
+	if err := r.f.transition(ctx, &executor{f: r.f, gh: r.gh, ws: r.ws, p: r.p, owner: true, maxRounds: r.cfg.MaxAuditRounds}, ev); err != nil {
+		return err
+	}
+	if ends {
+		r.endRun(ctx, line)
+	}
+	return nil
 }
 
 // create records a new plan started by ev, then carries out what the
@@ -182,8 +190,8 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 		}
 		out = r
 	case plan.StartRun:
-		p.startRun(e)
 		p.Generation++
+		p.startRun(e)
 		out = effect{Kind: effectStartJob, Gen: p.Generation}
 	case plan.StartJob:
 		p.Generation++
@@ -209,11 +217,13 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 	return nil
 }
 
-// startRun starts the run's own fields afresh for a run in e.Mode.
+// startRun starts the run's own fields afresh for a run in e.Mode, its
+// first job's generation being the plan's.
 func (p *Plan) startRun(e plan.StartRun) {
 	p.Notes, p.Error = e.Notes, ""
 	p.RunStartRound = p.Round
 	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
+	p.RunProgress = RunProgress{Gen: p.Generation}
 	p.RunLimit, p.PhasesRun = phases.MaxPerRun, 0
 	if e.Limit > 0 {
 		p.RunLimit = e.Limit
@@ -430,7 +440,7 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 	summary := templates.Line(templates.CheckSummary{Event: "plan", PlanID: PlanID(p.Number), Status: string(p.State.Status())})
 	text, err := templates.Text(templates.CheckOutput{
 		PlanID: PlanID(p.Number), Status: string(p.State.Status()), Rounds: len(p.Audits), MaxRounds: maxRounds,
-		Usage: p.Usage, Cost: costText(p.Cost), Audits: p.Audits,
+		Usage: p.Usage, Cost: costText(p.Cost), Audits: p.Audits, Progress: p.RunProgress.Text,
 	})
 	if err != nil {
 		text = summary

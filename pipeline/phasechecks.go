@@ -69,6 +69,12 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 				return "", err
 			}
 		}
+		// Said once parked: a wake that comes meanwhile waits for this job
+		// to let go, where before the park it would find the plan busy and
+		// be lost.
+		if err := r.phaseWaiting(ctx, ph, since, ci.Pending); err != nil {
+			r.log.Warn().Err(err).Msg("progress of the checks' wait")
+		}
 		return checksParked, nil
 	}
 	// Past the timeout, what still runs fails the phase.
@@ -134,6 +140,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	}
 	ph.Status, ph.FailureHashes = phases.Done, nil
 	p.PhasesRun++
+	r.phaseEnded(ph.ID)
 	return checksPassed, r.apply(ctx, plan.ChecksPassed{})
 }
 

@@ -40,6 +40,7 @@ func (r *run) runPhases(ctx context.Context) error {
 	if err := r.apply(ctx, plan.PhasesStarted{}); err != nil {
 		return err
 	}
+	r.resumeProgress()
 	// The cap counts the phases of this run, resumed or not.
 	limit := phases.CapRun(r.cfg.Phases.MaxRun, p.RunLimit)
 	for {
@@ -78,6 +79,9 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.save(ctx); err != nil {
 			return err
 		}
+		if err := r.phaseStarted(ctx, ph); err != nil {
+			return err
+		}
 		start := r.f.now()
 		perr := r.runPhase(ctx, ph)
 		var asked *stopAsked
@@ -92,6 +96,7 @@ func (r *run) runPhases(ctx context.Context) error {
 				Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
 		}
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))
+		r.phaseRan(ph.ID, r.await != nil)
 		if r.await != nil {
 			// The phase's checks decide: the wait is recorded with its
 			// check run.
@@ -171,6 +176,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		}
 		ph.Status, ph.Error = phases.Skipped, ""
 		ph.FailureHashes, p.FailedParent = nil, ""
+		r.phaseEnded(ph.ID)
 		check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
 			Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "skipped"}), ExternalID: PlanID(p.Number) + "/" + ph.ID}
 		if w != nil && w.CheckRunID != 0 {
@@ -495,7 +501,7 @@ func (r *run) done(ctx context.Context) error {
 		return err
 	}
 	return r.apply(ctx, plan.PhasesDone{Reply: r.prReply("done", &templates.PhaseRunDone{Complete: true,
-		Ran: p.PhasesRun, Elapsed: elapsed(r.f.now().Sub(r.started)), Phases: checklist(*p.Phases)})})
+		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases)})})
 }
 
 // checklist is the phases as people read them in a list.

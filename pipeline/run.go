@@ -116,7 +116,8 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 		return err
 	}
 	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.State.Step() > plan.StepNew || p.Generation > 1,
-		log: zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
+		phaseRun: p.State.Mode() == plan.ModePhases,
+		log:      zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
 	err = r.finish(ctx, r.execute(ctx))
 	if errors.Is(context.Cause(ctx), errLeaseLost) || errors.Is(err, ErrStalePlan) {
 		// Another job adopted the plan (this one stalled past its lease):
@@ -166,7 +167,11 @@ type run struct {
 
 	progressLine string
 	progressAt   time.Time
-	projectCtx   *string
+	// phaseRun is set for a job of a phase run: its progress comment is
+	// the run's own on the pull request. A forge that approves its plan
+	// itself stays a forge to its end.
+	phaseRun   bool
+	projectCtx *string
 	// phaseID is the phase being run, for the agent's FORGE_PHASE_ID;
 	// prevError why its last attempt failed.
 	phaseID, prevError string

@@ -49,8 +49,12 @@ type Plan struct {
 	HeadSHA       string
 	PR            int
 	PRNodeID      string
-	ProgressID    int64
-	CheckRunID    int64
+	// ProgressID is the run's progress comment: the for a forge,
+	// a revision or an audit, the pull request's for a phase run.
+	ProgressID int64
+	// RunProgress is the phase run's progress, which its comment shows.
+	RunProgress RunProgress
+	CheckRunID  int64
 	// CheckHead is the commit the forge check run is on, CheckStatus its
 	// status (queued, in_progress, completed).
 	CheckHead   string

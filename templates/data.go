@@ -137,6 +137,8 @@ type (
 		Usage     int64
 		Cost      string
 		Audits    []audit.Round
+		// Progress is the phase run's progress comment, as last written.
+		Progress string
 	}
 	// Closed answers a close, or refuses one.
 	Closed struct {
@@ -327,6 +329,31 @@ type (
 		Step             Step
 		Status           string
 		Round, MaxRounds int
+		// A phase run's: the phase, the one that ended before it and how
+		// long a phase took; the checks waited for (at most a few named
+		// in Pending) or how long they may take to start; the phases a
+		// run completed and its time.
+		PhaseID, Prev, Took string
+		Checks              int
+		Pending             []string
+		Wait                string
+		Ran                 int
+		Elapsed             string
+	}
+	// RunProgress is a phase run's progress comment on the pull request:
+	// what runs now, or how the run ended, then the plan's phases.
+	RunProgress struct {
+		Marker string
+		Line   string
+		Phases []RunPhase
+	}
+	// RunPhase is a phase in a run's progress. For a phase the run worked
+	// on, Took is how long its own work took, Checks how long it then
+	// waited for its checks, Waiting while it still does.
+	RunPhase struct {
+		ID, Title, Status string
+		Took, Checks      string
+		Waiting           bool
 	}
 	// Reason is one reason a plan is not approved, or that Forge did not
 	// approve it itself; Event says which (text/reason.md lists them).
@@ -488,6 +515,7 @@ func (Progress) Template() string         { return "progress" }
 func (ProgressLine) Template() string     { return "progress-line" }
 func (Queued) Template() string           { return "queued" }
 func (Reason) Template() string           { return "reason" }
+func (RunProgress) Template() string      { return "run-progress" }
 func (Refusal) Template() string          { return "refusal" }
 func (Review) Template() string           { return "review" }
 func (SecretRefused) Template() string    { return "secret-refused" }

@@ -63,7 +63,21 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A phase run at the 50-phase cap that stopped on a failure with the
+	// agent's whole tail.
+	var runPhases []templates.RunPhase
+	for i := 1; i <= 50; i++ {
+		runPhases = append(runPhases, templates.RunPhase{ID: fmt.Sprintf("phase-%d", i), Title: "Implement 5 files in " + strings.Repeat("internal/webhook/", 12),
+			Status: "done", Took: "29m59s", Checks: "1h59m59s"})
+	}
+	stopped, err := templates.Text(&templates.PhaseStopped{Head: templates.Head{PlanID: planID}, PhaseID: "phase-50", Error: "implementer agent: exit status 1: " + strings.Repeat("exit status 1; ", 100),
+		Tail: strings.Join(tail, "\n"), Done: 49, Total: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	tests := []textCase{
+		{"phase run progress of 50 phases that stopped", templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 99), Line: stopped, Phases: runPhases}},
 		{"review of 200 findings", templates.Review{Marker: pipeline.Marker(planNumber, "audit", 5), Round: 5, MaxRounds: 5, Verdict: "blocking", Loop: true, Preflight: false, Findings: findings, Inline: 200}},
 		{"completion with 200 findings", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 5, Elapsed: "29m59s", CapReached: true, Findings: findings, ManualReasons: []templates.Reason{{Event: "cap"}, {Event: "blocking"}}}},
 		{"progress holding that completion", templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: "Forge finished plan-018: round cap reached, review needed.", PRURL: "#42", Complete: complete}},

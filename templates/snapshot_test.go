@@ -196,6 +196,13 @@ func textCases(t *testing.T) []textCase {
 	progress := func(line, complete string) templates.Progress {
 		return templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: line, PRURL: "#42", Complete: complete}
 	}
+	// A phase run's phases: one done after its checks, one running, one
+	// to come.
+	runPhases := []templates.RunPhase{
+		{ID: "phase-1", Title: "Implement src/webhook.ts", Status: "done", Took: "12s", Checks: "30s"},
+		{ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "in-progress"},
+		{ID: "phase-3", Title: "Post-implementation audit", Status: "pending"},
+	}
 	completed, err := templates.Text(complete(templates.Complete{
 		Findings: []audit.Finding{medium, minor}, AutoImplement: true,
 	}))
@@ -228,6 +235,27 @@ func textCases(t *testing.T) []textCase {
 		{"progress-line/cancelled", templates.ProgressLine{Event: "cancelled", PlanID: planID}},
 		{"progress-line/closed", templates.ProgressLine{Event: "closed", PlanID: planID}},
 		{"progress-line/failed", templates.ProgressLine{Event: "failed", PlanID: planID, Step: templates.Step{Event: "auditing", Round: 2}}},
+		{"progress-line/phases-start", templates.ProgressLine{Event: "phases-start", PlanID: planID, PhaseID: "phase-1", Title: "Implement src/webhook.ts"}},
+		{"progress-line/phase-one", templates.ProgressLine{Event: "phase-one", PlanID: planID, PhaseID: "phase-1", Title: "Implement src/webhook.ts"}},
+		{"progress-line/phase-next", templates.ProgressLine{Event: "phase-next", PlanID: planID, Prev: "phase-1", Took: "42s", PhaseID: "phase-2", Title: "Implement src/webhook.test.ts"}},
+		{"progress-line/phase-skipped-next", templates.ProgressLine{Event: "phase-skipped-next", PlanID: planID, Prev: "phase-1", PhaseID: "phase-2", Title: "Implement src/webhook.test.ts"}},
+		{"progress-line/phase-waiting", templates.ProgressLine{Event: "phase-waiting", PlanID: planID, PhaseID: "phase-1", Took: "12s", Checks: 2, Pending: []string{"GitHub Actions (in progress)", "ci/jenkins (pending)"}, Wait: "2m0s"}},
+		{"progress-line/phase-waiting for one of many", templates.ProgressLine{Event: "phase-waiting", PlanID: planID, PhaseID: "phase-1", Took: "12s", Checks: 7, Pending: []string{"a (queued)", "b (queued)", "c (queued)", "d (queued)", "e (queued)"}, Wait: "2m0s"}},
+		{"progress-line/phase-waiting for checks to start", templates.ProgressLine{Event: "phase-waiting", PlanID: planID, PhaseID: "phase-1", Took: "12s", Checks: 0, Wait: "2m0s"}},
+		{"progress-line/run-complete", templates.ProgressLine{Event: "run-complete", PlanID: planID, Ran: 3, Elapsed: "1m27s"}},
+		{"run-progress/running", templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 7),
+			Line: "Phase **phase-1** done (42s). Next: phase-2: Implement src/webhook.test.ts...", Phases: runPhases[:2:2]}},
+		{"run-progress/waiting", templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 7),
+			Line: "Phase **phase-2** committed (8s); waiting for 1 check: `GitHub Actions (in progress)`...", Phases: []templates.RunPhase{
+				runPhases[0], {ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "in-progress", Took: "8s", Waiting: true}, runPhases[2]}}},
+		{"run-progress/complete", templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 7),
+			Line: "Plan run complete for **plan-018**: 2 phases executed (1m27s)", Phases: []templates.RunPhase{
+				{ID: "phase-0", Title: "Read the codebase", Status: "done"}, runPhases[0],
+				{ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "skipped", Took: "9s", Checks: "", Waiting: false},
+				{ID: "phase-3", Title: "Post-implementation audit", Status: "done", Took: "27s"}}}},
+		{"run-progress/stopped", templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 7),
+			Line: "Plan run stopped: Phase **phase-2** failed: checks failed: ci (failure). 1/3 phases completed.\nUse `/forge run` to retry or `/forge skip` to skip.", Phases: []templates.RunPhase{
+				runPhases[0], {ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "failed", Took: "8s", Checks: "1m4s"}, runPhases[2]}}},
 		{"check-title/forging", templates.CheckTitle{Event: "forging"}},
 		{"check-title/awaits", templates.CheckTitle{Event: "awaits"}},
 		{"check-title/cap", templates.CheckTitle{Event: "cap"}},
@@ -427,6 +455,8 @@ func textCases(t *testing.T) []textCase {
 		{"check-output/audits and usage", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: len(rounds), MaxRounds: 5, Usage: int64(48213), Cost: "$0.42", Audits: rounds}},
 		{"check-output/cap reached", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: 2, MaxRounds: 2, Usage: int64(9120), Audits: []audit.Round{rounds[0], {
 			Round: 2, Verdict: audit.SeverityBlocking, Loop: true, CapNote: true, Findings: []audit.Finding{blocking}}}}},
+		{"check-output/a phase run's progress", templates.CheckOutput{PlanID: planID, Status: string(plan.Implementing), Rounds: 1, MaxRounds: 5, Usage: int64(0), Audits: rounds[:1],
+			Progress: "Phase **phase-1** done (42s). Next: phase-2: Implement src/webhook.test.ts...\n\n[x] phase-1: Implement src/webhook.ts (12s + checks 30s)\n[~] phase-2: Implement src/webhook.test.ts"}},
 		{"check-output/no audit yet", templates.CheckOutput{PlanID: planID, Status: string(plan.Draft), Rounds: 0, MaxRounds: 5, Usage: int64(0), Audits: []audit.Round(nil)}},
 	}
 }
