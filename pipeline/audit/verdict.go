@@ -222,16 +222,16 @@ func Of(fs []Finding) Verdict {
 // Round is one audit round as Forge records it on the plan: the verdict,
 // the findings, and where the review went.
 type Round struct {
-	Round     int       `json:"round"`
-	Verdict   Severity  `json:"verdict"`
-	Loop      bool      `json:"loop"`
-	Preflight bool      `json:"preflight,omitempty"`
+	Round     int      `json:"round"`
+	Verdict   Severity `json:"verdict"`
+	Loop      bool     `json:"loop"`
+	Preflight bool     `json:"preflight,omitempty"`
 	// Clean is set for an auditor's JSON answer with no issue: a pass
 	// that names no finding, which a text answer with no marker is not.
 	Clean    bool      `json:"clean,omitempty"`
 	Findings []Finding `json:"findings"`
-	ReviewID  int64     `json:"review_id,omitempty"`
-	CapNote   bool      `json:"cap,omitempty"`
+	ReviewID int64     `json:"review_id,omitempty"`
+	CapNote  bool      `json:"cap,omitempty"`
 	// CommitID is the plan commit audited; Lines the plan file's length
 	// then, which bounds inline comments.
 	CommitID string `json:"commit_id,omitempty"`
