@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -166,6 +167,13 @@ func runLoad(b *testing.B, dbURL string, replicas, plans, repos int) {
 	b.ReportMetric(calls, "rest-calls/plan")
 	b.ReportMetric(float64(peakRSS)/1024, "peak-rss-MB")
 	b.Logf("%d plans on %d replica(s) in %s", plans, replicas, elapsed.Round(time.Millisecond))
+	if plans == 1 {
+		// Where one plan's REST calls go, GraphQL aside.
+		counts := c.gh.CallCounts()
+		for _, e := range slices.Sorted(maps.Keys(counts)) {
+			b.Logf("%3d %s", counts[e], e)
+		}
+	}
 }
 
 // BenchmarkSoak: one forge serve on SQLite takes a /forge every

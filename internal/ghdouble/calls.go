@@ -1,6 +1,7 @@
 package ghdouble
 
 import (
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -70,6 +71,13 @@ func (s *Server) TotalCalls(excludeTokens bool) int {
 		total += n
 	}
 	return total
+}
+
+// CallCounts is how many requests each endpoint got, by endpoint.
+func (s *Server) CallCounts() map[string]int {
+	s.calls.mu.Lock()
+	defer s.calls.mu.Unlock()
+	return maps.Clone(s.calls.counts)
 }
 
 // ResetCalls sets every count back to zero; pending failures stay.
