@@ -111,11 +111,8 @@ func isTokenRequest(path string) bool {
 }
 
 func (a *appAuth) observe(res *http.Response) {
-	offset, measured := time.Duration(0), false
-	if d, err := http.ParseTime(res.Header.Get("Date")); err == nil {
-		// Date is GitHub's clock cut to the second: half a second later
-		// is the best guess of it.
-		offset, measured = a.now().Sub(d.Add(time.Second/2)), true
+	offset, measured := clockOffset(res.Header, a.now())
+	if measured {
 		a.offset.Set(math.Round(offset.Seconds()))
 	}
 	if res.StatusCode/100 == 2 {
@@ -125,6 +122,18 @@ func (a *appAuth) observe(res *http.Response) {
 	if msg := tokenRefusal(res); jwtRefused(res.StatusCode, msg) {
 		a.refused(res.StatusCode, msg, offset, measured)
 	}
+}
+
+// clockOffset is now minus GitHub's clock, read from a response's Date
+// header, and whether it had one.
+func clockOffset(h http.Header, now time.Time) (time.Duration, bool) {
+	d, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		return 0, false
+	}
+	// Date is GitHub's clock cut to the second: half a second later is the
+	// best guess of it.
+	return now.Sub(d.Add(time.Second / 2)), true
 }
 
 func (a *appAuth) refused(status int, message string, offset time.Duration, measured bool) {

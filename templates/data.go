@@ -472,6 +472,12 @@ type (
 		Failure
 		Paths []string
 	}
+	// Doctor is `forge doctor`'s report: each check with its verdict (ok,
+	// warn, skip or FAIL), what it found and, for a failure, the fix.
+	Doctor struct {
+		Checks []DoctorCheck
+		Failed int
+	}
 	// WrongPlace: a command used on an issue that belongs on the PR, or
 	// the other way round.
 	WrongPlace struct {
@@ -485,6 +491,7 @@ func (AgentWrote) Template() string       { return "agent-wrote" }
 func (AlreadyRunning) Template() string   { return "already-running" }
 func (Approval) Template() string         { return "approval" }
 func (AuditLog) Template() string         { return "audit-log" }
+func (Doctor) Template() string           { return "doctor" }
 func (Cancel) Template() string           { return "cancel" }
 func (ChangeTooLarge) Template() string   { return "change-too-large" }
 func (CheckTitle) Template() string       { return "check-title" }
@@ -591,3 +598,11 @@ func (Auditor) Template() string      { return "auditor" }
 func (Reviser) Template() string      { return "reviser" }
 func (Implementer) Template() string  { return "implementer" }
 func (PhaseAuditor) Template() string { return "phase_auditor" }
+
+// DoctorCheck is one line of `forge doctor`.
+type DoctorCheck struct {
+	Verdict string // ok, warn, skip, FAIL
+	Name    string
+	Detail  string
+	Fix     string
+}

@@ -343,6 +343,18 @@ func textCases(t *testing.T) []textCase {
 		{"audit-log/findings", templates.AuditLog{Round: 2, Date: "2025-03-14", Verdict: "blocking", Preflight: false, Findings: []audit.Finding{blocking, medium}}},
 		{"audit-log/preflight", templates.AuditLog{Round: 1, Date: "2025-03-14", Verdict: worst(pre).String(), Preflight: true, Findings: pre}},
 		{"audit-log/no findings", templates.AuditLog{Round: 3, Date: "2025-03-14", Verdict: "none", Preflight: false, Findings: []audit.Finding(nil)}},
+		{"doctor/healthy", templates.Doctor{Checks: []templates.DoctorCheck{
+			{Verdict: "ok", Name: "configuration", Detail: "/etc/forge/forge.yml"},
+			{Verdict: "ok", Name: "clock", Detail: "1s from GitHub's"},
+			{Verdict: "warn", Name: "sandbox", Detail: "agents.sandbox is none: agents run unconfined"},
+		}}},
+		{"doctor/failures", templates.Doctor{Failed: 2, Checks: []templates.DoctorCheck{
+			{Verdict: "ok", Name: "configuration", Detail: "/etc/forge/forge.yml"},
+			{Verdict: "FAIL", Name: "App credentials", Detail: "GitHub refuses the App's JWT: clock off by 300s: this server's clock is behind GitHub's; set it right (NTP)",
+				Fix: "set this server's clock right (NTP)"},
+			{Verdict: "skip", Name: "permissions", Detail: "not checked: GitHub refuses the App's JWT"},
+			{Verdict: "FAIL", Name: "runtime claude", Detail: `exec command "claude" is not found`, Fix: "install it, or set agents.runtimes.claude.command"},
+		}}},
 
 		{"status/running", status(templates.Status{Running: templates.Step{Event: "audit-round", Round: 2}, PRURL: "#42", Round: 1, LastVerdict: "blocking"})},
 		{"status/queued", status(templates.Status{Queued: true})},

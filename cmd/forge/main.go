@@ -1,6 +1,7 @@
 // Command forge is the Forge server: `forge serve` runs it, `forge migrate`
 // applies the database migrations and exits, `forge lifecycle` prints a
-// plan's lifecycle table (docs/lifecycle.md).
+// plan's lifecycle table (docs/lifecycle.md), `forge doctor` checks the
+// configuration, the database, the App on GitHub and the agents.
 package main
 
 import (
@@ -22,6 +23,8 @@ const usage = `usage: forge <command> [--config FILE]
 commands:
   serve     run the server (webhooks, queue, setup page)
   migrate   apply database migrations and exit (safe to run again)
+  doctor    check the configuration, database, App, webhook, installations,
+            agents and disk; print the fix for each failure (exit 1 if any)
   lifecycle print a plan's lifecycle table as Markdown (docs/lifecycle.md)
 
 The configuration file may also be given as FORGE_CONFIG.
@@ -47,6 +50,15 @@ func run(args []string) error {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file (YAML)")
 	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if cmd == "doctor" {
+		// The doctor reads the configuration itself, to report on it.
+		d := app.Doctor{ConfigPath: *configPath}
+		ok, err := d.Run(context.Background(), os.Stdout)
+		if err == nil && !ok {
+			err = errors.New("doctor: some checks failed")
+		}
 		return err
 	}
 	cfg, err := app.LoadConfig(*configPath)

@@ -85,6 +85,7 @@ func (s *Server) newApp(o options) (*App, error) {
 		ClientID:      "Iv23li" + randomHex(7),
 		ClientSecret:  randomHex(20),
 		WebhookSecret: secret,
+		HookURL:       o.hookURL,
 		Permissions:   maps.Clone(o.permissions),
 		Events:        slices.Clone(o.events),
 		HookID:        s.nextID(),
@@ -202,6 +203,7 @@ func (s *Server) appRoutes() []Route {
 		{Method: "GET", Path: "/app/installations/{installation_id}", Auth: AuthApp, Handler: s.getInstallation},
 		{Method: "POST", Path: "/app/installations/{installation_id}/access_tokens", Auth: AuthApp, Handler: s.createToken},
 		{Method: "GET", Path: "/repos/{owner}/{repo}/installation", Auth: AuthApp, Handler: s.getRepoInstallation},
+		{Method: "GET", Path: "/app/hook/config", Auth: AuthApp, Handler: s.getHookConfig},
 		{Method: "GET", Path: "/app/hook/deliveries", Auth: AuthApp, Handler: s.listHookDeliveries},
 		{Method: "GET", Path: "/app/hook/deliveries/{delivery_id}", Auth: AuthApp, Handler: s.getHookDelivery},
 		{Method: "POST", Path: "/app/hook/deliveries/{delivery_id}/attempts", Auth: AuthApp, Handler: s.redeliverHookDelivery},
@@ -213,6 +215,19 @@ func (s *Server) getApp(c *Call) (int, any) {
 	a := *s.app
 	s.mu.Unlock()
 	return 200, s.appJSON(&a)
+}
+
+// getHookConfig is the App's webhook as GitHub has it on record. GitHub never
+// hands the secret back: a set one reads "********".
+func (s *Server) getHookConfig(c *Call) (int, any) {
+	s.mu.Lock()
+	a := *s.app
+	s.mu.Unlock()
+	secret := ""
+	if a.WebhookSecret != "" {
+		secret = "********"
+	}
+	return 200, map[string]any{"url": a.HookURL, "content_type": "json", "secret": secret, "insecure_ssl": "0"}
 }
 
 // GithubappConfig is the App's configuration as go-githubapp takes it,

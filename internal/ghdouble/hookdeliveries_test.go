@@ -110,3 +110,27 @@ func TestHookDeliveries(t *testing.T) {
 		t.Errorf("the App got %d deliveries, want 1", got.Load())
 	}
 }
+
+// TestHookConfig: the App's webhook as GitHub has it on record, the secret
+// masked as GitHub masks it; an installation token is refused, as on GitHub.
+func TestHookConfig(t *testing.T) {
+	f := newFixture(t, WithHookURL("https://forge.example.com/api/github/hook"))
+	cc, err := githubapp.NewDefaultCachingClientCreator(f.s.GithubappConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, err := cc.NewAppClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, _, err := gh.Apps.GetHookConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc.GetURL() != "https://forge.example.com/api/github/hook" || hc.GetSecret() != "********" || hc.GetContentType() != "json" {
+		t.Errorf("hook config = url %q secret %q content_type %q", hc.GetURL(), hc.GetSecret(), hc.GetContentType())
+	}
+	if _, res, err := client(t, f.s, f.inst).Apps.GetHookConfig(context.Background()); err == nil || res.StatusCode/100 != 4 {
+		t.Errorf("an installation token read the App's hook config: %v", err)
+	}
+}

@@ -57,6 +57,7 @@ type options struct {
 	appName       string
 	keyPEM        []byte
 	webhookSecret string
+	hookURL       string
 	permissions   map[string]string
 	events        []string
 	webUser       string
@@ -78,6 +79,10 @@ func WithPrivateKey(pemBytes []byte) Option { return func(o *options) { o.keyPEM
 func WithWebhookSecret(secret string) Option {
 	return func(o *options) { o.webhookSecret = secret }
 }
+
+// WithHookURL sets the webhook URL GitHub has on record for the App
+// (GET /app/hook/config); default none, as for an App without a webhook.
+func WithHookURL(url string) Option { return func(o *options) { o.hookURL = url } }
 
 // WithAppPermissions sets the App's permissions, e.g. {"issues": "write"}; new
 // installations get them, and tokens are checked against them.

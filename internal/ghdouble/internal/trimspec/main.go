@@ -167,6 +167,11 @@ var patches = []patch{
 		why:      "the labels may be a bare array, as the description's own text says; go-github sends one",
 		apply:    acceptBareLabelArray,
 	},
+	{
+		endpoint: "GET /app/installations",
+		why:      "an installation's account is a user or an enterprise, as GET /app/installations/{installation_id} says (anyOf); the list's allOf of both matches no account",
+		apply:    installationAccountAnyOf,
+	},
 }
 
 // applyPatches applies the patches of the operations that were kept.
@@ -200,6 +205,24 @@ func acceptBareLabelArray(op map[string]any) error {
 			"type": "object", "required": []any{"name"}, "properties": map[string]any{"name": map[string]any{"type": "string"}},
 		}},
 	)
+	return nil
+}
+
+func installationAccountAnyOf(op map[string]any) error {
+	responses, _ := op["responses"].(map[string]any)
+	ok200, _ := responses["200"].(map[string]any)
+	content, _ := ok200["content"].(map[string]any)
+	media, _ := content["application/json"].(map[string]any)
+	schema, _ := media["schema"].(map[string]any)
+	items, _ := schema["items"].(map[string]any)
+	props, _ := items["properties"].(map[string]any)
+	account, _ := props["account"].(map[string]any)
+	both, ok := account["allOf"]
+	if !ok {
+		return errors.New("the installation's account has no allOf")
+	}
+	delete(account, "allOf")
+	account["anyOf"] = both
 	return nil
 }
 
