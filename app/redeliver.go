@@ -243,6 +243,6 @@ func (a *App) redelivery(workers *river.Workers) *river.PeriodicJob {
 		return nil
 	}
 	return river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Redelivery.Interval),
-		func() (river.JobArgs, *river.InsertOpts) { return RedeliverArgs{}, oneAtATime() },
+		func() (river.JobArgs, *river.InsertOpts) { return RedeliverArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true})
 }

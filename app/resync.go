@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/forge-dev/forge/pipeline"
 )
@@ -61,18 +60,7 @@ func (a *App) resync(workers *river.Workers) *river.PeriodicJob {
 	}
 	return river.NewPeriodicJob(river.PeriodicInterval(after/2),
 		func() (river.JobArgs, *river.InsertOpts) {
-			return pipeline.ResyncArgs{After: after, PerRun: perRun}, oneAtATime()
+			return pipeline.ResyncArgs{After: after, PerRun: perRun}, nil
 		},
 		nil)
-}
-
-// oneAtATime are a periodic job's insert options: no run is enqueued while
-// another waits or runs. A queue slower than the period (a backlog of
-// forges, jobs waiting out a rate limit) would otherwise stack the runs up,
-// each doing the last one's work again.
-func oneAtATime() *river.InsertOpts {
-	return &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
-		rivertype.JobStateRunning, rivertype.JobStateScheduled,
-	}}}
 }

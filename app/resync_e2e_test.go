@@ -107,30 +107,3 @@ func (w *world) pullHead(t *testing.T, number int) string {
 	t.Helper()
 	return w.gh.Pull(w.repo, number).Head
 }
-
-// TestPeriodicJobsDoNotStack: while the queue is stopped (a backlog, a
-// rate limit), a periodic job is enqueued once, not once a period: the
-// resync, every second here, has one run waiting after four seconds.
-func TestPeriodicJobsDoNotStack(t *testing.T) {
-	w := newForgeWorld(t, forgeOptions{configure: func(c *app.Config) {
-		c.Resync = app.ResyncConfig{After: 2 * time.Second, PerRun: 20}
-	}})
-	w.forge.PauseQueue(t)
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	waiting := func() int {
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM river_job WHERE kind = 'resync' AND state IN ('available', 'scheduled', 'pending', 'retryable')`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	apptest.Eventually(t, forgeWait, "a resync enqueued", func() bool { return waiting() >= 1 })
-	time.Sleep(4 * time.Second)
-	if n := waiting(); n != 1 {
-		t.Errorf("%d resync runs waiting after four periods with the queue stopped, want 1", n)
-	}
-}

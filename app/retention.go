@@ -95,6 +95,6 @@ func (a *App) retention(workers *river.Workers) *river.PeriodicJob {
 	}
 	river.AddWorker(workers, &pruneWorker{store: a.store, maxAge: a.cfg.Retention.MaxAge, log: a.log, sessionRoot: a.cfg.Agents.SessionRoot})
 	return river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Retention.Interval),
-		func() (river.JobArgs, *river.InsertOpts) { return PruneArgs{}, oneAtATime() },
+		func() (river.JobArgs, *river.InsertOpts) { return PruneArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true})
 }

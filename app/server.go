@@ -171,7 +171,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	river.AddWorker(workers, &pipeline.PullRequestWorker{Forge: a.forge})
 	river.AddWorker(workers, &pipeline.ChecksWorker{Forge: a.forge})
 	periodic := []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(a.cfg.Queue.LeaseTTL/3),
-		func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, oneAtATime() },
+		func() (river.JobArgs, *river.InsertOpts) { return pipeline.ReconcileArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true}), a.retention(workers)}
 	if redeliver := a.redelivery(workers); redeliver != nil {
 		periodic = append(periodic, redeliver)
