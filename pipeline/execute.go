@@ -36,6 +36,8 @@ type effect struct {
 	Ready  bool        `json:"ready,omitempty"`
 	Status plan.Status `json:"status,omitempty"`
 	Gen    int         `json:"gen,omitempty"`
+	// Comment is the comment an edit writes Body to.
+	Comment int64 `json:"comment,omitempty"`
 	// Tried is set, and saved, before the effect is first carried out: a
 	// reply never tried cannot have been posted, so it is posted without
 	// first looking for it.
@@ -50,6 +52,9 @@ const (
 	effectButtonsOff = "buttons-off"
 	effectUpdatePR   = "update-pr"
 	effectStatusLine = "status-line"
+	// effectEndProgress writes a phase run's last progress: after the
+	// table's effects, so that people who read it find the plan idle.
+	effectEndProgress = "end-progress"
 )
 
 // apply raises ev on a plan no job works on now (a handler's plan). On a
@@ -60,16 +65,14 @@ func (f *Forge) apply(ctx context.Context, gh GitHub, p *Plan, ev plan.Event) er
 }
 
 // apply raises ev on the run's own plan. An event that ends a phase run
-// also ends its progress comment.
+// also ends its progress comment, in the same outbox: a job that stops
+// before the edit (a rate limit, a crash) leaves it to the next.
 func (r *run) apply(ctx context.Context, ev plan.Event) error {
-	line, ends := r.endingRun(ev)
-	if err := r.f.transition(ctx, &executor{f: r.f, gh: r.gh, ws: r.ws, p: r.p, owner: true, maxRounds: r.cfg.MaxAuditRounds}, ev); err != nil {
-		return err
+	x := &executor{f: r.f, gh: r.gh, ws: r.ws, p: r.p, owner: true, maxRounds: r.cfg.MaxAuditRounds}
+	if body, ends := r.endingRun(ev); ends && r.p.ProgressID != 0 {
+		x.then = []effect{{Kind: effectEndProgress, Comment: r.p.ProgressID, Body: body}}
 	}
-	if ends {
-		r.endRun(ctx, line)
-	}
-	return nil
+	return r.f.transition(ctx, x, ev)
 }
 
 // create records a new plan started by ev, then carries out what the
@@ -106,6 +109,8 @@ type executor struct {
 	// owner is set for the job that runs the plan: it saves freely.
 	owner     bool
 	maxRounds int
+	// then are effects the transition queues after the table's.
+	then []effect
 }
 
 func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) error {
@@ -157,6 +162,7 @@ func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) erro
 			return err
 		}
 	}
+	p.Outbox = append(p.Outbox, x.then...)
 	return x.settle(ctx)
 }
 
@@ -343,6 +349,12 @@ func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 		return f.updatePR(ctx, gh, p, e.Ready)
 	case effectStatusLine:
 		return x.statusLine(ctx, e.Status)
+	case effectEndProgress:
+		err := gh.UpdateComment(ctx, p.Repo, e.Comment, e.Body)
+		if errors.Is(err, ErrNotFound) {
+			return nil // deleted by a person: nothing to end
+		}
+		return err
 	}
 	return fmt.Errorf("unknown effect %q", e.Kind)
 }

@@ -378,17 +378,18 @@ func (r *run) progressPhases() []templates.RunPhase {
 	return out
 }
 
-// endingRun is the line a phase run ends with when ev ends it (ok false
-// for any other event): the completion with its time, or the end's
-// reply as people read it. The open phases' times end, and the text is
-// kept on the plan before the end is applied, so that the forge check
-// run the end sets shows it.
-func (r *run) endingRun(ev plan.Event) (line string, ok bool) {
+// endingRun is the progress comment a phase run ends with when ev ends it
+// (ok false for any other event): the completion with its time, or the
+// end's reply as people read it, above the phases. The open phases' times
+// end, and the text is kept on the plan before the end is applied, so that
+// the forge check run the end sets shows it.
+func (r *run) endingRun(ev plan.Event) (body string, ok bool) {
 	p := r.p
 	if !r.phaseRun || p.State.Run() != plan.Running {
 		return "", false
 	}
 	var reply *plan.Reply
+	var line string
 	switch e := ev.(type) {
 	case plan.PhasesDone:
 		line = r.line(templates.ProgressLine{Event: "run-complete", Ran: p.PhasesRun, Elapsed: r.runElapsed()})
@@ -420,17 +421,13 @@ func (r *run) endingRun(ev plan.Event) (line string, ok bool) {
 			t.Ended = now
 		}
 	}
-	if body, err := r.progressBody(line, ""); err == nil {
-		p.RunProgress.Text = strings.TrimSpace(strings.TrimPrefix(body, r.progressMarker()))
+	body, err := r.progressBody(line, "")
+	if err != nil {
+		return "", false
 	}
-	return line, true
+	p.RunProgress.Text = strings.TrimSpace(strings.TrimPrefix(body, r.progressMarker()))
+	p.RunProgress.EditedAt = now
+	return body, true
 }
 
-// endRun writes the phase run's last progress, at once: after the end
-// was applied, so that people who read it find the plan idle. The run's
-// outcome stands without it.
-func (r *run) endRun(ctx context.Context, line string) {
-	if err := r.progress(ctx, line, true, ""); err != nil {
-		r.log.Warn().Err(err).Msg("final progress edit")
-	}
-}
+

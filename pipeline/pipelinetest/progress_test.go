@@ -226,3 +226,39 @@ func TestAutoImplementKeepsEachProgress(t *testing.T) {
 		t.Errorf("the phase run's progress comments:\n%s", strings.Join(got, "\n----\n"))
 	}
 }
+
+// TestPhaseRunProgressEndIsRetried: the job that ends a run stops at the
+// end's reply (a rate limit); the job that finishes the end writes the
+// progress comment's last edit too, from the plan's outbox.
+func TestPhaseRunProgressEndIsRetried(t *testing.T) {
+	w, p, _ := clockWorld(t)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	ci(t, w, "completed", "success")
+	w.Agents[agent.PhaseAuditor] = func(agent.Request) (agent.Result, error) {
+		return agent.Result{Output: "- **Severity: minor** — Fine.\n\nVerdict: ready to approve"}, nil
+	}
+	// The first comment the rest of the run posts is the end's reply.
+	w.GitHub.FailNext("CreateComment", &pipeline.RateLimitError{Reset: time.Now()})
+	jobs := w.Queue.Of("forge")
+	args := jobs[len(jobs)-1].(pipeline.ForgeArgs)
+	var limited *pipeline.RateLimitError
+	if err := w.Forge.RunPlan(ctx, args, 99, 1); !errors.As(err, &limited) {
+		t.Fatalf("the run's last job: %v, want the rate limit", err)
+	}
+	if got := progressComments(w, p.PR); len(got) != 1 || strings.Contains(got[0], "Plan run complete") {
+		t.Fatalf("before the retry, the progress comment already ends: %q", got)
+	}
+	if err := w.Forge.RunPlan(ctx, args, 99, 2); err != nil {
+		t.Fatal(err)
+	}
+	if p := planOf(t, w); p.State.Status() != plan.Done || len(p.Outbox) != 0 {
+		t.Fatalf("after the retry: %s, outbox %v", p.State, p.Outbox)
+	}
+	if got := progressComments(w, p.PR); len(got) != 1 || !strings.Contains(got[0], "Plan run complete for **plan-001**") {
+		t.Errorf("the progress comment after the retry: %q", got)
+	}
+}
