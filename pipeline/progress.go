@@ -429,5 +429,3 @@ func (r *run) endingRun(ev plan.Event) (body string, ok bool) {
 	p.RunProgress.EditedAt = now
 	return body, true
 }
-
-
