@@ -68,7 +68,7 @@ func (c *Cache) newWorkingCopy(ctx context.Context, st *repoState, h plumbing.Ha
 	}
 	wc := &WorkingCopy{dir: dir, mirror: st.path, base: h, release: release, lock: lock}
 	fail := func(err error) (*WorkingCopy, error) {
-		_ = forceRemoveAll(dir)
+		_ = ForceRemoveAll(dir)
 		_ = os.Remove(dir + ".lock")
 		_ = lock.unlock()
 		return nil, err
@@ -196,22 +196,22 @@ func (c *Cache) sweepWork() error {
 			if err != nil || !free {
 				continue
 			}
-			if err := forceRemoveAll(base); err == nil {
+			if err := ForceRemoveAll(base); err == nil {
 				_ = os.Remove(name)
 			}
 			_ = l.unlock()
 			continue
 		}
 		if _, err := os.Lstat(name + ".lock"); errors.Is(err, fs.ErrNotExist) {
-			_ = forceRemoveAll(name)
+			_ = ForceRemoveAll(name)
 		}
 	}
 	return nil
 }
 
-// forceRemoveAll removes dir even when an agent left read-only directories
+// ForceRemoveAll removes dir even when an agent left read-only directories
 // in it (a Go module cache, for one).
-func forceRemoveAll(dir string) error {
+func ForceRemoveAll(dir string) error {
 	err := os.RemoveAll(dir)
 	if err == nil {
 		return nil

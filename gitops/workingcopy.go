@@ -523,7 +523,7 @@ func (w *WorkingCopy) Remove() error {
 	if w.removed {
 		return nil
 	}
-	if err := forceRemoveAll(w.dir); err != nil {
+	if err := ForceRemoveAll(w.dir); err != nil {
 		return fmt.Errorf("remove working copy: %w", err)
 	}
 	w.removed = true

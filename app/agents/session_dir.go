@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/forge-dev/forge/gitops"
 	"github.com/forge-dev/forge/pipeline/agent"
 )
 
@@ -157,7 +157,7 @@ func PruneSessionDirs(ctx context.Context, root string, before time.Time, sessio
 		if len(data) > 0 {
 			continue
 		}
-		if err := forceRemove(dir); err != nil {
+		if err := gitops.ForceRemoveAll(dir); err != nil {
 			return n, fmt.Errorf("prune session directory %s: %w", rel, err)
 		}
 		n++
@@ -169,21 +169,6 @@ func PruneSessionDirs(ctx context.Context, root string, before time.Time, sessio
 		}
 	}
 	return n, nil
-}
-
-// forceRemove removes dir even when the CLI left read-only directories in
-// it.
-func forceRemove(dir string) error {
-	if err := os.RemoveAll(dir); err == nil {
-		return nil
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
 }
 
 // withinDir reports whether p lies strictly below dir (both clean and
