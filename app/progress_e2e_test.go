@@ -86,8 +86,8 @@ func TestPhaseRunProgressComment(t *testing.T) {
 	w.waitRunProgress(t, pr.Number, 1, "the first run to wait for CI", func(b string) bool {
 		return strings.Contains(b, waiting) && strings.Contains(b, "waiting for 2 checks: `GitHub Actions (queued)`, `Buildkite (queued)`...")
 	})
-	if run := w.liveForgeRun(pr); run.Status != "in_progress" || !strings.Contains(run.Output.Text, waiting) || len(run.Actions) != 0 {
-		t.Errorf("the forge check run while phase-1 waits: %s %v %q", run.Status, identifiers(run.Actions), run.Output.Text)
+	if run := w.liveForgeRun(pr); run.Status != "in_progress" || !strings.Contains(run.Output.Summary, waiting) || len(run.Actions) != 0 {
+		t.Errorf("the forge check run while phase-1 waits: %s %v %q", run.Status, identifiers(run.Actions), run.Output.Summary)
 	}
 	sha := phaseCommits("phase-1")[0]
 	ci(sha, "Buildkite", "success")
@@ -98,8 +98,8 @@ func TestPhaseRunProgressComment(t *testing.T) {
 	if !strings.Contains(first, retry) || !regexp.MustCompile(`\n\[!\] phase-1: Implement docs/hello.md \(\d+s \+ checks \d+s\)\n\[ \] phase-2: `).MatchString(first) {
 		t.Errorf("the first run's progress comment lacks the retry command or the failed phase's times:\n%s", first)
 	}
-	if run := w.liveForgeRun(pr); run.Conclusion != "failure" || !strings.Contains(run.Output.Text, stop) || !strings.Contains(run.Output.Text, retry) {
-		t.Errorf("the forge check run after the stop: %s %q", run.Conclusion, run.Output.Text)
+	if run := w.liveForgeRun(pr); run.Conclusion != "failure" || !strings.Contains(run.Output.Summary, stop) || !strings.Contains(run.Output.Summary, retry) {
+		t.Errorf("the forge check run after the stop: %s %q", run.Conclusion, run.Output.Summary)
 	}
 
 	// The retry: a second run, with a comment of its own.
@@ -124,7 +124,7 @@ func TestPhaseRunProgressComment(t *testing.T) {
 		t.Errorf("the second run's progress comment does not end with the checklist and its times:\n%s", got[1])
 	}
 	w.status(t, "DONE")
-	if run := w.liveForgeRun(pr); run.Conclusion != "success" || !strings.Contains(run.Output.Text, "Plan run complete for **plan-001**: 3 phases executed") {
-		t.Errorf("the forge check run at DONE: %s %q", run.Conclusion, run.Output.Text)
+	if run := w.liveForgeRun(pr); run.Conclusion != "success" || !strings.Contains(run.Output.Summary, "Plan run complete for **plan-001**: 3 phases executed") {
+		t.Errorf("the forge check run at DONE: %s %q", run.Conclusion, run.Output.Summary)
 	}
 }

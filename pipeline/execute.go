@@ -450,9 +450,13 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 		maxRounds = p.MaxRounds
 	}
 	summary := templates.Line(templates.CheckSummary{Event: "plan", PlanID: PlanID(p.Number), Status: string(p.State.Status())})
+	if p.RunProgress.Text != "" {
+		// A phase run's summary is its progress comment, as last written.
+		summary = p.RunProgress.Text
+	}
 	text, err := templates.Text(templates.CheckOutput{
 		PlanID: PlanID(p.Number), Status: string(p.State.Status()), Rounds: len(p.Audits), MaxRounds: maxRounds,
-		Usage: p.Usage, Cost: costText(p.Cost), Audits: p.Audits, Progress: p.RunProgress.Text,
+		Usage: p.Usage, Cost: costText(p.Cost), Audits: p.Audits,
 	})
 	if err != nil {
 		text = summary

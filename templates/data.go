@@ -137,8 +137,6 @@ type (
 		Usage     int64
 		Cost      string
 		Audits    []audit.Round
-		// Progress is the phase run's progress comment, as last written.
-		Progress string
 	}
 	// Closed answers a close, or refuses one.
 	Closed struct {

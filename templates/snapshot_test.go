@@ -467,8 +467,6 @@ func textCases(t *testing.T) []textCase {
 		{"check-output/audits and usage", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: len(rounds), MaxRounds: 5, Usage: int64(48213), Cost: "$0.42", Audits: rounds}},
 		{"check-output/cap reached", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: 2, MaxRounds: 2, Usage: int64(9120), Audits: []audit.Round{rounds[0], {
 			Round: 2, Verdict: audit.SeverityBlocking, Loop: true, CapNote: true, Findings: []audit.Finding{blocking}}}}},
-		{"check-output/a phase run's progress", templates.CheckOutput{PlanID: planID, Status: string(plan.Implementing), Rounds: 1, MaxRounds: 5, Usage: int64(0), Audits: rounds[:1],
-			Progress: "Phase **phase-1** done (42s). Next: phase-2: Implement src/webhook.test.ts...\n\n[x] phase-1: Implement src/webhook.ts (12s + checks 30s)\n[~] phase-2: Implement src/webhook.test.ts"}},
 		{"check-output/no audit yet", templates.CheckOutput{PlanID: planID, Status: string(plan.Draft), Rounds: 0, MaxRounds: 5, Usage: int64(0), Audits: []audit.Round(nil)}},
 	}
 }

@@ -115,7 +115,7 @@ func TestPhaseRunProgress(t *testing.T) {
 		!strings.Contains(got[0], "[~] phase-1: Implement docs/hello.md (12s + waiting for its checks)") {
 		t.Fatalf("the progress comment while the phase waits:\n%s", strings.Join(got, "\n----\n"))
 	}
-	if c := w.GitHub.CheckRun("forge"); c == nil || c.Status != "in_progress" || len(c.Actions) != 0 || !strings.Contains(c.Text, "waiting for its checks to start") {
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Status != "in_progress" || len(c.Actions) != 0 || !strings.Contains(c.Summary, "waiting for its checks to start") {
 		t.Errorf("the forge check run while the phase waits: %+v", c)
 	}
 	// written is every body the progress comment was written with.
@@ -159,7 +159,7 @@ func TestPhaseRunProgress(t *testing.T) {
 	if len(got) != 1 || !strings.HasSuffix(got[0], want) {
 		t.Errorf("progress comments at the end, want one ending with\n%s\ngot:\n%s", want, strings.Join(got, "\n----\n"))
 	}
-	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "success" || !strings.Contains(c.Text, strings.TrimSpace(want)) {
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "success" || !strings.Contains(c.Summary, strings.TrimSpace(want)) {
 		t.Errorf("the forge check run at the end: %+v", c)
 	}
 }
@@ -177,7 +177,7 @@ func TestPhaseRunProgressStops(t *testing.T) {
 	runJobs(t, w)
 	// While the phase waits, the forge check run shows the progress; it
 	// is in progress and has no buttons to lose.
-	if c := w.GitHub.CheckRun("forge"); c == nil || c.Status != "in_progress" || len(c.Actions) != 0 || !strings.Contains(c.Text, "Phase **phase-1** committed (12s); waiting for its checks to start") {
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Status != "in_progress" || len(c.Actions) != 0 || !strings.Contains(c.Summary, "Phase **phase-1** committed (12s); waiting for its checks to start") {
 		t.Errorf("the forge check run while the phase waits: %+v", c)
 	}
 	*now = now.Add(30 * time.Second)
@@ -188,7 +188,7 @@ func TestPhaseRunProgressStops(t *testing.T) {
 	if len(got) != 1 || !strings.Contains(got[0], stop) || !strings.Contains(got[0], "[!] phase-1: Implement docs/hello.md (12s + checks 30s)") {
 		t.Fatalf("the progress comment of the stopped run:\n%s", strings.Join(got, "\n----\n"))
 	}
-	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "failure" || !strings.Contains(c.Text, stop) {
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "failure" || !strings.Contains(c.Summary, stop) {
 		t.Errorf("the forge check run after the stop: %+v", c)
 	}
 
