@@ -93,6 +93,9 @@ type GitConfig struct {
 	// data directory, so that no path an agent can climb to from its working
 	// copy leads to the App's credentials or the database.
 	WorkDir string `yaml:"work_dir"`
+	// MinFreeBytes is the free disk under WorkDir below which forge
+	// doctor fails: each plan's working copy is a whole checkout.
+	MinFreeBytes int64 `yaml:"min_free_bytes"`
 }
 
 type QueueConfig struct {
@@ -124,7 +127,10 @@ const (
 	DefaultGitCacheMaxBytes = 10 << 30
 	// DefaultMaxChangeBytes is git.max_change_bytes's default: 50 MiB.
 	DefaultMaxChangeBytes = 50 << 20
-	DefaultV3APIURL       = "https://api.github.com/"
+	// DefaultMinFreeBytes is git.min_free_bytes's default: 2 GiB, room
+	// for a few working copies of a large repository at once.
+	DefaultMinFreeBytes = 2 << 30
+	DefaultV3APIURL     = "https://api.github.com/"
 )
 
 // LoadConfig reads the YAML file at path (none when path is empty), then
@@ -220,6 +226,9 @@ func (c *Config) applyDefaults() {
 	if c.Git.WorkDir == "" {
 		c.Git.WorkDir = DefaultWorkDir()
 	}
+	if c.Git.MinFreeBytes == 0 {
+		c.Git.MinFreeBytes = DefaultMinFreeBytes
+	}
 	c.Retention.applyDefaults()
 	c.Redelivery.applyDefaults()
 	c.Resync.applyDefaults()
@@ -249,6 +258,9 @@ func (c *Config) validate() error {
 	}
 	if c.Git.MaxChangeBytes < 0 {
 		return fmt.Errorf("git.max_change_bytes must be positive, got %d", c.Git.MaxChangeBytes)
+	}
+	if c.Git.MinFreeBytes < 0 {
+		return fmt.Errorf("git.min_free_bytes must be positive, got %d", c.Git.MinFreeBytes)
 	}
 	if c.Queue.Workers < 1 {
 		return fmt.Errorf("queue.workers must be at least 1, got %d", c.Queue.Workers)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -25,12 +26,14 @@ import (
 	forge "github.com/forge-dev/forge"
 	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/app/store"
+	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/templates"
 )
 
-// MinWorkDirFree is the free disk below which `forge doctor` fails the
-// working copies' directory: a phase's working copy is a whole checkout.
-const MinWorkDirFree = 2 << 30
+// DefaultProbeTimeout bounds forge doctor's trial run of each exec
+// runtime's program: asked for its version, a CLI answers at once; one
+// that waits is waiting for something it will wait for under Forge too.
+const DefaultProbeTimeout = 10 * time.Second
 
 // maskedSecret is how GitHub shows a webhook secret it has: never the secret.
 const maskedSecret = "********"
@@ -45,6 +48,9 @@ type Doctor struct {
 	HTTPClient *http.Client
 	// Now is this server's clock (default time.Now).
 	Now func() time.Time
+	// ProbeTimeout bounds each exec runtime's trial run (default
+	// DefaultProbeTimeout).
+	ProbeTimeout time.Duration
 
 	checks []templates.DoctorCheck
 }
@@ -56,6 +62,9 @@ func (d *Doctor) Run(ctx context.Context, out io.Writer) (bool, error) {
 	}
 	if d.HTTPClient == nil {
 		d.HTTPClient = http.DefaultClient
+	}
+	if d.ProbeTimeout == 0 {
+		d.ProbeTimeout = DefaultProbeTimeout
 	}
 	d.checks = nil
 	d.run(ctx)
@@ -432,11 +441,13 @@ func (d *Doctor) runtimes(ctx context.Context, cfg Config) {
 	case sb.Off():
 		d.warn("sandbox", "agents.sandbox is none: agents run unconfined, with every file Forge's user can read")
 	case sb.Err() != nil:
-		d.fail("sandbox", "bubblewrap does not start: "+sb.Err().Error(),
-			"install bubblewrap and allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), or set agents.sandbox: none")
+		d.fail("sandbox", "bubblewrap does not start: "+sb.Err().Error(), sandboxFix(sb.Err()))
 	default:
 		d.ok("sandbox", "bubblewrap starts")
 	}
+	// As forge serve builds the runtimes: their sessions live under
+	// git.work_dir.
+	cfg.Agents.SessionRoot = sessionRoot(cfg.Git.WorkDir)
 	if len(cfg.Agents.Runtimes) == 0 {
 		d.fail("agents", "no agent runtime is configured: no plan can be drafted", "define agents.runtimes and agents.roles (forge.example.yml)")
 		return
@@ -451,7 +462,7 @@ func (d *Doctor) runtimes(ctx context.Context, cfg Config) {
 		name := "runtime " + n
 		switch rc.Type {
 		case "exec":
-			d.execRuntime(name, n, rc, sb)
+			d.execRuntime(ctx, name, n, cfg.Agents, sb)
 		case "openai":
 			d.openaiRuntime(ctx, name, n, rc)
 		default:
@@ -460,8 +471,21 @@ func (d *Doctor) runtimes(ctx context.Context, cfg Config) {
 	}
 }
 
-func (d *Doctor) execRuntime(name, n string, rc agents.RuntimeConfig, sb *agents.ProcessSandbox) {
-	e, err := agents.NewExec(agents.ExecConfig{Command: rc.Command, Sandbox: sb})
+// sandboxFix is what to do when bubblewrap does not start.
+func sandboxFix(err error) string {
+	if errors.Is(err, exec.ErrNotFound) {
+		return "install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap), or set agents.sandbox: none to run agents unconfined"
+	}
+	return "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces above 0; under AppArmor, a profile for bwrap), or set agents.sandbox: none to run agents unconfined"
+}
+
+// execRuntime runs the runtime's program with its probe where its agents
+// will run: in the sandbox, with the runtime's paths and environment. A
+// program that fails there is run once more unconfined, to tell a path the
+// sandbox does not show from a probe the program does not take.
+func (d *Doctor) execRuntime(ctx context.Context, name, n string, ac agents.Config, sb *agents.ProcessSandbox) {
+	rc := ac.Runtimes[n]
+	e, err := ac.Exec(n, sb)
 	if err == nil {
 		err = e.Check()
 	}
@@ -469,7 +493,68 @@ func (d *Doctor) execRuntime(name, n string, rc agents.RuntimeConfig, sb *agents
 		d.fail(name, err.Error(), fmt.Sprintf("install the agent CLI for Forge's user, or correct agents.runtimes.%s.command", n))
 		return
 	}
-	d.ok(name, "exec %s", rc.Command[0])
+	if sb.Err() != nil {
+		d.fail(name, "not run: bubblewrap does not start, and Forge runs no agent unconfined", sandboxFix(sb.Err()))
+		return
+	}
+	probe, probeKey := rc.Probe, fmt.Sprintf("agents.runtimes.%s.probe", n)
+	if probe == nil {
+		probe = agents.DefaultProbe
+	}
+	shown := strings.Join(append([]string{rc.Command[0]}, probe...), " ")
+	where := "in the sandbox"
+	if sb.Off() {
+		where = "unconfined (agents.sandbox: none)"
+	}
+	first, err := e.Probe(ctx, probe, d.ProbeTimeout)
+	if err == nil {
+		if first == "" {
+			first = "no output"
+		}
+		d.ok(name, "%s runs %s: %s", shown, where, first)
+		return
+	}
+	var f *agent.Failure
+	if errors.As(err, &f) && f.TimedOut {
+		d.fail(name, fmt.Sprintf("%s did not exit within %s %s", shown, d.ProbeTimeout, where),
+			fmt.Sprintf("run it as Forge's user: a CLI that waits asks for a login or a prompt, and would wait under Forge too; or set %s to arguments it answers at once", probeKey))
+		return
+	}
+	if !sb.Off() && d.runsUnconfined(ctx, ac, n, probe) {
+		d.fail(name, fmt.Sprintf("%s exits 0 outside the sandbox but fails in it: %s", shown, probeFailure(err)),
+			fmt.Sprintf("list what the CLI needs besides its program (its installation directory, its interpreter, its libraries, its settings) in agents.runtimes.%s.read_paths", n))
+		return
+	}
+	d.fail(name, fmt.Sprintf("%s fails %s: %s", shown, where, probeFailure(err)),
+		fmt.Sprintf("run it as Forge's user to see why; if the CLI does not take %q, set %s to arguments it answers with exit status 0", strings.Join(probe, " "), probeKey))
+}
+
+// runsUnconfined reports whether the runtime's program passes its probe
+// with the sandbox off.
+func (d *Doctor) runsUnconfined(ctx context.Context, ac agents.Config, n string, probe []string) bool {
+	off, err := agents.NewProcessSandbox(agents.SandboxNone)
+	if err != nil {
+		return false
+	}
+	e, err := ac.Exec(n, off)
+	if err != nil {
+		return false
+	}
+	_, err = e.Probe(ctx, probe, d.ProbeTimeout)
+	return err == nil
+}
+
+// probeFailure is how a probe failed, with the last of what it printed.
+func probeFailure(err error) string {
+	var f *agent.Failure
+	if !errors.As(err, &f) {
+		return err.Error()
+	}
+	msg := f.Error()
+	if tail := strings.TrimSpace(f.Tail); tail != "" {
+		msg += ": " + strings.Join(strings.Fields(tail), " ")
+	}
+	return msg
 }
 
 func (d *Doctor) openaiRuntime(ctx context.Context, name, n string, rc agents.RuntimeConfig) {
@@ -544,11 +629,25 @@ func (d *Doctor) workDir(cfg Config) {
 		d.fail(name, err.Error(), "set git.work_dir to a directory Forge may create and write")
 		return
 	}
-	free := fs.Bavail * uint64(fs.Bsize)
-	if free < MinWorkDirFree {
-		d.fail(name, fmt.Sprintf("%s has %d MiB free, less than %d MiB", dir, free>>20, MinWorkDirFree>>20),
+	free, need := fs.Bavail*uint64(fs.Bsize), uint64(cfg.Git.MinFreeBytes)
+	if free < need {
+		d.fail(name, fmt.Sprintf("%s has %s free, less than git.min_free_bytes (%s): a working copy is a whole checkout of the plan branch, and the agents write in it",
+			dir, byteSize(free), byteSize(need)),
 			"free disk there, or set git.work_dir to a larger disk")
 		return
 	}
-	d.ok(name, "%s: %d GiB free", dir, free>>30)
+	d.ok(name, "%s: %s free (git.min_free_bytes: %s)", dir, byteSize(free), byteSize(need))
+}
+
+// byteSize is n in the largest binary unit that keeps it at least 1.
+func byteSize(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

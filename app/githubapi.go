@@ -31,6 +31,8 @@ type githubAPI struct {
 	secrets *Redactor
 	// appID is the App's id: its own check runs are those of this id.
 	appID int64
+	// self tells Forge's own comments and reviews from everyone else's.
+	self *botIdentity
 }
 
 var _ pipeline.GitHub = (*githubAPI)(nil)
@@ -103,23 +105,47 @@ func (g *githubAPI) UpdateComment(ctx context.Context, repo pipeline.Repo, id in
 	return apiError(err)
 }
 
+// issueComment is what Forge reads of an issue comment, which go-github's
+// type lacks part of: the App that performed it.
+type issueComment struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"`
+	User struct {
+		Login string `json:"login"`
+		Type  string `json:"type"`
+	} `json:"user"`
+	Via *struct {
+		ID int64 `json:"id"`
+	} `json:"performed_via_github_app"`
+}
+
 func (g *githubAPI) ListComments(ctx context.Context, repo pipeline.Repo, issue int) ([]pipeline.Comment, error) {
 	var out []pipeline.Comment
-	opt := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		cs, res, err := g.c.Issues.ListComments(ctx, repo.Owner, repo.Name, issue, opt)
+	for page := 1; page != 0; {
+		req, err := g.c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/issues/%d/comments?per_page=100&page=%d", repo.Owner, repo.Name, issue, page), nil)
+		if err != nil {
+			return nil, err
+		}
+		var cs []issueComment
+		res, err := g.c.Do(ctx, req, &cs)
 		if err != nil {
 			return nil, apiError(err)
 		}
 		for _, c := range cs {
-			out = append(out, pipeline.Comment{ID: c.GetID(), Body: c.GetBody(), Author: c.GetUser().GetLogin(),
-				AuthorBot: c.GetUser().GetType() == "Bot"})
+			var via int64
+			if c.Via != nil {
+				via = c.Via.ID
+			}
+			mine, err := g.self.wrote(ctx, c.User.Login, c.User.Type, via)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pipeline.Comment{ID: c.ID, Body: c.Body, Author: c.User.Login,
+				AuthorBot: c.User.Type == "Bot", ByForge: mine})
 		}
-		if res.NextPage == 0 {
-			return out, nil
-		}
-		opt.Page = res.NextPage
+		page = res.NextPage
 	}
+	return out, nil
 }
 
 func (g *githubAPI) AddLabels(ctx context.Context, repo pipeline.Repo, issue int, labels ...string) error {
@@ -359,8 +385,14 @@ func (g *githubAPI) ListReviews(ctx context.Context, repo pipeline.Repo, pr int)
 			return nil, apiError(err)
 		}
 		for _, r := range rs {
+			// GitHub says of a review only who wrote it, not through
+			// which App.
+			mine, err := g.self.wrote(ctx, r.GetUser().GetLogin(), r.GetUser().GetType(), 0)
+			if err != nil {
+				return nil, err
+			}
 			out = append(out, pipeline.Review{ID: r.GetID(), Body: r.GetBody(), State: r.GetState(),
-				Author: r.GetUser().GetLogin(), AuthorBot: r.GetUser().GetType() == "Bot", CommitID: r.GetCommitID(),
+				Author: r.GetUser().GetLogin(), AuthorBot: r.GetUser().GetType() == "Bot", ByForge: mine, CommitID: r.GetCommitID(),
 				Submitted: r.GetSubmittedAt().Time})
 		}
 		if res.NextPage == 0 {

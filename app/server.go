@@ -64,6 +64,8 @@ type githubState struct {
 	tokens  *tokenSource
 	// redactor also refuses commits carrying a secret (CommitFiles).
 	redactor *Redactor
+	// self is the App's bot, asked of GitHub once for these credentials.
+	self *botIdentity
 }
 
 // New opens the store, applies migrations and wires the server. It does not
@@ -235,7 +237,8 @@ func (a *App) configure(cfg Config) error {
 	hook := githubapp.NewEventDispatcher(handlers.All(base), cfg.Github.App.WebhookSecret,
 		githubapp.WithErrorCallback(a.webhookError))
 	tokens := &tokenSource{appID: cfg.Github.App.IntegrationID, key: []byte(cfg.Github.App.PrivateKey), apiURL: cfg.Github.V3APIURL, base: tokenBase}
-	a.github.Store(&githubState{cfg: cfg, clients: cc, hook: hook, tokens: tokens, redactor: redactor})
+	self := &botIdentity{appID: cfg.Github.App.IntegrationID, clients: cc}
+	a.github.Store(&githubState{cfg: cfg, clients: cc, hook: hook, tokens: tokens, redactor: redactor, self: self})
 	return nil
 }
 
@@ -376,7 +379,7 @@ func (a *App) GitHub(ctx context.Context, installationID int64) (pipeline.GitHub
 	if err != nil {
 		return nil, fmt.Errorf("installation %d GraphQL client: %w", installationID, err)
 	}
-	return &githubAPI{c: c, v4: v4, trees: &a.trees, secrets: st.redactor, appID: st.cfg.Github.App.IntegrationID}, nil
+	return &githubAPI{c: c, v4: v4, trees: &a.trees, secrets: st.redactor, appID: st.cfg.Github.App.IntegrationID, self: st.self}, nil
 }
 
 // Workspace implements pipeline.Installations.

@@ -361,7 +361,8 @@ func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 
 // comment is the one way Forge comments: a comment carrying marker is
 // posted once, however often a job runs. The marker goes first in the
-// body, where HasMarker looks.
+// body, where HasMarker looks; only Forge's own comments count, as anyone
+// can write the marker.
 func (f *Forge) comment(ctx context.Context, gh GitHub, repo Repo, number int, marker, body string) (int64, error) {
 	if marker != "" {
 		comments, err := gh.ListComments(ctx, repo, number)
@@ -369,7 +370,7 @@ func (f *Forge) comment(ctx context.Context, gh GitHub, repo Repo, number int, m
 			return 0, fmt.Errorf("list comments of %s#%d: %w", repo, number, err)
 		}
 		for _, c := range comments {
-			if c.AuthorBot && HasMarker(c.Body, marker) {
+			if c.ByForge && HasMarker(c.Body, marker) {
 				return c.ID, nil
 			}
 		}

@@ -139,6 +139,10 @@ type Comment struct {
 	Body      string
 	Author    string
 	AuthorBot bool
+	// ByForge: written by Forge's own App, its bot user. Only then is a
+	// marker in it Forge's: anyone, another App's bot included, can write
+	// the same text.
+	ByForge bool
 }
 
 type Commit struct {
@@ -182,6 +186,8 @@ type Review struct {
 	State     string // APPROVED, CHANGES_REQUESTED, COMMENTED, DISMISSED
 	Author    string
 	AuthorBot bool
+	// ByForge: submitted by Forge's own App (see Comment.ByForge).
+	ByForge   bool
 	CommitID  string
 	Submitted time.Time
 }

@@ -69,7 +69,7 @@ func (r *run) ensureProgress(ctx context.Context) error {
 			return err
 		}
 		for _, c := range comments {
-			if c.AuthorBot && HasMarker(c.Body, marker) {
+			if c.ByForge && HasMarker(c.Body, marker) {
 				p.ProgressID = c.ID
 				if p.State.Mode() != plan.ModeForge {
 					if err := r.gh.UpdateComment(ctx, p.Repo, c.ID, body); err != nil {
@@ -170,7 +170,7 @@ func (r *run) ensureRunProgress(ctx context.Context, line string) error {
 			return err
 		}
 		for _, c := range comments {
-			if c.AuthorBot && HasMarker(c.Body, r.progressMarker()) {
+			if c.ByForge && HasMarker(c.Body, r.progressMarker()) {
 				p.ProgressID = c.ID
 				return r.editProgress(ctx, c.ID, line, "")
 			}

@@ -145,7 +145,7 @@ func (r *run) postReview(ctx context.Context, ar *audit.Round) error {
 			return err
 		}
 		for _, rv := range reviews {
-			if HasMarker(rv.Body, marker) {
+			if rv.ByForge && HasMarker(rv.Body, marker) {
 				ar.ReviewID = rv.ID
 				return nil
 			}

@@ -477,8 +477,9 @@ func (r *run) reviseWithNotes(ctx context.Context) error {
 	need := r.cfg.Approval.Permission()
 	for _, rv := range reviews {
 		// A change request already taken into a revision (or into these
-		// notes) is not repeated.
-		if rv.AuthorBot || strings.TrimSpace(rv.Body) == "" || strings.Contains(rv.Body, "<!-- forge:") ||
+		// notes) is not repeated. A person's review quoting a marker is
+		// still the person's: only Forge's bot writes Forge's reviews.
+		if rv.AuthorBot || strings.TrimSpace(rv.Body) == "" ||
 			(rv.ID <= p.ReviewsTaken && strings.EqualFold(rv.State, "changes_requested")) {
 			continue
 		}

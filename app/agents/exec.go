@@ -227,6 +227,33 @@ func (e *Exec) Check() error {
 	return nil
 }
 
+// DefaultProbe is what forge doctor runs an exec runtime's program with
+// when the runtime sets no probe: every agent CLI Forge knows (Claude Code,
+// Codex, Aider) answers it at once, without a model or a login.
+var DefaultProbe = []string{"--version"}
+
+// Probe runs the runtime's program (its command's first word, not the
+// rest: those ask for an answer) with args the way a read-only agent runs:
+// in the sandbox, with the runtime's paths, network and environment, in an
+// empty working copy, with no prompt, within timeout. It returns the first
+// line the program printed; a failure is an *agent.Failure as Run's are.
+// It is forge doctor's proof that the agent can start where it will run.
+func (e *Exec) Probe(ctx context.Context, args []string, timeout time.Duration) (string, error) {
+	dir, err := os.MkdirTemp("", "forge-probe-")
+	if err != nil {
+		return "", fmt.Errorf("make a working copy for the probe: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	req := agent.Request{Role: agent.Auditor, Dir: dir, Timeout: timeout}
+	call, cancel, errTimeout := callContext(ctx, e.timeout, req)
+	defer cancel()
+	stdout := &headWriter{limit: 4 << 10, tail: tailWriter{keep: tailKeepBytes}}
+	argv := append([]string{e.command[0]}, args...)
+	_, err = e.start(call, errTimeout, req, argv, stdout, &stdout.tail)
+	first, _, _ := strings.Cut(strings.TrimSpace(stdout.String()), "\n")
+	return strings.TrimSpace(first), err
+}
+
 // Run runs the agent once. A non-zero exit, a timeout or a cancel returns a
 // *agent.Failure, with the Result still holding what the agent printed; a
 // request that cannot be run (bad role, missing working copy, command not

@@ -403,6 +403,7 @@ func TestRegistryBuildsAgentCLI(t *testing.T) {
 		{"bad", RuntimeConfig{Type: "exec", Command: []string{"claude"}, Output: "stream-json"}, "agents.runtimes.bad: exec runtime \"claude\": output must be"},
 		{"bad", RuntimeConfig{Type: "openai", BaseURL: "http://127.0.0.1:1/v1", Output: OutputCodexJSON}, "agents.runtimes.bad: output, resume and session_dir are an exec runtime's"},
 		{"bad", RuntimeConfig{Type: "openai", BaseURL: "http://127.0.0.1:1/v1", SessionDir: "/home/forge/.claude/projects"}, "agents.runtimes.bad: output, resume and session_dir are an exec runtime's"},
+		{"bad", RuntimeConfig{Type: "openai", BaseURL: "http://127.0.0.1:1/v1", Probe: []string{"--version"}}, "agents.runtimes.bad: probe is an exec runtime's"},
 		{"..", RuntimeConfig{Type: "exec", Command: []string{"claude"}, Output: OutputClaudeJSON, Resume: resume, SessionDir: "/home/forge/.claude/projects"}, "a runtime with session_dir needs a name"},
 		{"a/b", RuntimeConfig{Type: "exec", Command: []string{"claude"}, Output: OutputClaudeJSON, Resume: resume, SessionDir: "/home/forge/.claude/projects"}, "needs a name"},
 	} {

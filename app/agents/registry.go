@@ -70,6 +70,10 @@ type RuntimeConfig struct {
 	// sandbox (/home/forge/.claude/projects, /home/forge/.codex/sessions);
 	// each plan's session sees a directory of its own there.
 	SessionDir string `yaml:"session_dir"`
+	// exec only: the arguments forge doctor runs the command's program
+	// with, in the sandbox, to see that it starts there (nil:
+	// DefaultProbe, ["--version"]); it must exit 0.
+	Probe []string `yaml:"probe"`
 }
 
 // Registry resolves roles to runtimes; it implements pipeline.AgentSource.
@@ -105,29 +109,17 @@ func NewRegistry(c Config) (*Registry, error) {
 		}
 		switch rc.Type {
 		case "exec":
-			root := ""
-			if rc.SessionDir != "" {
-				// The runtime's name is a path element of its sessions'
-				// directories.
-				if !plainName(name) {
-					return nil, fmt.Errorf("agents.runtimes.%s: a runtime with session_dir needs a name of letters, digits, '.', '_' and '-' (not only dots)", name)
-				}
-				if c.SessionRoot != "" {
-					root = filepath.Join(c.SessionRoot, name)
-				}
-			}
-			e, err := NewExec(ExecConfig{
-				Command: rc.Command, Timeout: timeout, OutputLimit: rc.OutputLimit, Env: rc.Env,
-				Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
-				Output: rc.Output, Resume: rc.Resume, Sessions: c.Sessions, SessionDir: rc.SessionDir, SessionRoot: root,
-			})
+			e, err := c.Exec(name, sb)
 			if err != nil {
-				return nil, fmt.Errorf("agents.runtimes.%s: %w", name, err)
+				return nil, err
 			}
 			r.runtimes[name] = e
 		case "openai":
 			if rc.Output != "" || len(rc.Resume) > 0 || rc.SessionDir != "" {
 				return nil, fmt.Errorf("agents.runtimes.%s: output, resume and session_dir are an exec runtime's: an openai runtime reads usage and keeps conversations itself", name)
+			}
+			if rc.Probe != nil {
+				return nil, fmt.Errorf("agents.runtimes.%s: probe is an exec runtime's: forge doctor asks an openai endpoint for its /models", name)
 			}
 			o, err := NewOpenAI(OpenAIConfig{
 				BaseURL: rc.BaseURL, APIKeyEnv: rc.APIKeyEnv, Model: rc.Model, Timeout: timeout,
@@ -155,6 +147,35 @@ func NewRegistry(c Config) (*Registry, error) {
 		r.roles[role] = name
 	}
 	return r, nil
+}
+
+// Exec builds the exec runtime named name as the server runs it, in sb.
+func (c Config) Exec(name string, sb *ProcessSandbox) (*Exec, error) {
+	rc := c.Runtimes[name]
+	timeout := rc.Timeout
+	if timeout == 0 {
+		timeout = c.Timeout
+	}
+	root := ""
+	if rc.SessionDir != "" {
+		// The runtime's name is a path element of its sessions'
+		// directories.
+		if !plainName(name) {
+			return nil, fmt.Errorf("agents.runtimes.%s: a runtime with session_dir needs a name of letters, digits, '.', '_' and '-' (not only dots)", name)
+		}
+		if c.SessionRoot != "" {
+			root = filepath.Join(c.SessionRoot, name)
+		}
+	}
+	e, err := NewExec(ExecConfig{
+		Command: rc.Command, Timeout: timeout, OutputLimit: rc.OutputLimit, Env: rc.Env,
+		Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
+		Output: rc.Output, Resume: rc.Resume, Sessions: c.Sessions, SessionDir: rc.SessionDir, SessionRoot: root,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agents.runtimes.%s: %w", name, err)
+	}
+	return e, nil
 }
 
 // Sandbox is the sandbox every runtime's processes run in, for the server to

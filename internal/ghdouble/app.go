@@ -196,6 +196,38 @@ func (s *Server) appJSON(a *App) map[string]any {
 	}
 }
 
+// otherAppJSON is an integration other than the current App, with what
+// it was granted and subscribed to.
+func (s *Server) otherAppJSON(a appRef, permissions map[string]string, events []string) map[string]any {
+	return map[string]any{
+		"id":           a.ID,
+		"slug":         a.Slug,
+		"node_id":      nodeID("Integration", a.ID),
+		"owner":        s.userJSON(s.ensureUser("github", "Organization")),
+		"name":         a.Name,
+		"description":  "",
+		"external_url": s.WebURL() + "apps/" + a.Slug,
+		"html_url":     s.WebURL() + "apps/" + a.Slug,
+		"created_at":   timeJSON(time.Unix(0, 0)),
+		"updated_at":   timeJSON(time.Unix(0, 0)),
+		"permissions":  permissions,
+		"events":       events,
+	}
+}
+
+// integrationJSON is the App a comment was performed via: the current
+// App as GET /app shows it (less its installation count), another as one
+// that writes comments.
+func (s *Server) integrationJSON(a appRef) map[string]any {
+	if cur := s.App(); cur.ID == a.ID {
+		out := s.appJSON(&cur)
+		delete(out, "installations_count")
+		return out
+	}
+	return s.otherAppJSON(a, map[string]string{"issues": "write", "metadata": "read", "pull_requests": "write"},
+		[]string{"issue_comment", "issues", "pull_request"})
+}
+
 func (s *Server) appRoutes() []Route {
 	return []Route{
 		{Method: "GET", Path: "/app", Auth: AuthApp, Handler: s.getApp},

@@ -114,15 +114,16 @@ func (s *Server) OtherApp(name string) *OtherApp {
 	return &OtherApp{ID: 1_000_000_000 + int64(h.Sum32()%1_000_000_000), Slug: slug, Name: name, s: s}
 }
 
-// checkApp is who creates or updates a check run.
-type checkApp struct {
+// appRef names an App: who creates or updates a check run or suite, whose
+// token wrote a comment.
+type appRef struct {
 	ID         int64
 	Slug, Name string
 }
 
-func (s *Server) currentCheckApp() checkApp {
+func (s *Server) currentAppRef() appRef {
 	a := s.App()
-	return checkApp{ID: a.ID, Slug: a.Slug, Name: a.Name}
+	return appRef{ID: a.ID, Slug: a.Slug, Name: a.Name}
 }
 
 func (s *Server) checkRoutes() []Route {
@@ -261,7 +262,7 @@ func (s *Server) applyCheckRun(run *CheckRun, req checkRunRequest) *Error {
 
 // createCheckRunLocked creates a run of app on the request's head_sha, in the
 // app's suite for that commit (created on the way, as GitHub does).
-func (s *Server) createCheckRunLocked(r *Repo, app checkApp, req checkRunRequest) (*CheckRun, int, any) {
+func (s *Server) createCheckRunLocked(r *Repo, app appRef, req checkRunRequest) (*CheckRun, int, any) {
 	if req.Name == nil {
 		status, body := validationFailed(FieldError{Resource: "CheckRun", Field: "name", Code: "missing_field"})
 		return nil, status, body
@@ -290,7 +291,7 @@ func (s *Server) createCheckRunLocked(r *Repo, app checkApp, req checkRunRequest
 }
 
 // suiteLocked is app's suite on the commit, created when missing.
-func (s *Server) suiteLocked(r *Repo, app checkApp, sha string) (*CheckSuite, error) {
+func (s *Server) suiteLocked(r *Repo, app appRef, sha string) (*CheckSuite, error) {
 	for _, su := range r.checkSuites {
 		if su.AppID == app.ID && su.HeadSHA == sha {
 			return su, nil
@@ -318,7 +319,7 @@ func (s *Server) createCheckRun(c *Call) (int, any) {
 	if err := c.Decode(&req); err != nil {
 		return http.StatusBadRequest, &Error{Message: "Problems parsing JSON"}
 	}
-	app := s.currentCheckApp()
+	app := s.currentAppRef()
 	render := s.checkRenderer(c.Repo)
 	r := c.Repo
 	r.mu.Lock()
@@ -359,7 +360,7 @@ func (s *Server) updateCheckRun(c *Call) (int, any) {
 	if err := c.Decode(&req); err != nil {
 		return http.StatusBadRequest, &Error{Message: "Problems parsing JSON"}
 	}
-	app := s.currentCheckApp()
+	app := s.currentAppRef()
 	render := s.checkRenderer(c.Repo)
 	r := c.Repo
 	r.mu.Lock()
@@ -553,21 +554,9 @@ func (cr *checkRenderer) appFor(id int64, slug, name string) map[string]any {
 	if id == cr.current {
 		return cr.appJSON
 	}
-	s := cr.s
-	return map[string]any{
-		"id":           id,
-		"slug":         slug,
-		"node_id":      nodeID("Integration", id),
-		"owner":        s.userJSON(s.ensureUser("github", "Organization")),
-		"name":         name,
-		"description":  "",
-		"external_url": s.WebURL() + "apps/" + slug,
-		"html_url":     s.WebURL() + "apps/" + slug,
-		"created_at":   timeJSON(time.Unix(0, 0)),
-		"updated_at":   timeJSON(time.Unix(0, 0)),
-		"permissions":  map[string]string{"checks": "write", "contents": "read", "metadata": "read"},
-		"events":       []string{"check_run", "check_suite", "push", "pull_request"},
-	}
+	return cr.s.otherAppJSON(appRef{ID: id, Slug: slug, Name: name},
+		map[string]string{"checks": "write", "contents": "read", "metadata": "read"},
+		[]string{"check_run", "check_suite", "push", "pull_request"})
 }
 
 // pullsForLocked are the open pull requests whose head is sha, as
@@ -733,7 +722,7 @@ func (spec CheckRunSpec) request() checkRunRequest {
 	return req
 }
 
-func (a *OtherApp) checkApp() checkApp { return checkApp{ID: a.ID, Slug: a.Slug, Name: a.Name} }
+func (a *OtherApp) appRef() appRef { return appRef{ID: a.ID, Slug: a.Slug, Name: a.Name} }
 
 // CreateCheckSuite records the App's suite on sha with no run yet (queued),
 // as GitHub does when a push requests one, and returns its id.
@@ -747,7 +736,7 @@ func (a *OtherApp) CreateCheckSuite(repo, sha string) int64 {
 		s.t.Fatalf("ghdouble: CreateCheckSuite(%s, %s): no such commit (%v)", repo, sha, err)
 		return 0
 	}
-	su, err := s.suiteLocked(r, a.checkApp(), sha)
+	su, err := s.suiteLocked(r, a.appRef(), sha)
 	if err != nil {
 		s.t.Fatalf("ghdouble: CreateCheckSuite(%s, %s): %v", repo, sha, err)
 		return 0
@@ -762,7 +751,7 @@ func (a *OtherApp) CreateCheckRun(repo string, spec CheckRunSpec) int64 {
 	r := s.mustRepo(repo)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	run, status, body := s.createCheckRunLocked(r, a.checkApp(), spec.request())
+	run, status, body := s.createCheckRunLocked(r, a.appRef(), spec.request())
 	if run == nil {
 		s.t.Fatalf("ghdouble: CreateCheckRun(%s, %+v): GitHub would refuse it: %d %s", repo, spec, status, describe(body))
 		return 0
@@ -968,13 +957,13 @@ func (a *OtherApp) install(repo, held string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ciApps = slices.DeleteFunc(r.ciApps, func(c ciApp) bool { return c.ID == a.ID })
-	r.ciApps = append(r.ciApps, ciApp{checkApp: a.checkApp(), held: held})
+	r.ciApps = append(r.ciApps, ciApp{appRef: a.appRef(), held: held})
 }
 
 // ciApp is another App installed on a repository with checks:write; held
 // is the Actions state its new suites start in.
 type ciApp struct {
-	checkApp
+	appRef
 	held string
 }
 
@@ -998,10 +987,10 @@ func (s *Server) pushedLocked(r *Repo, ref, sha string) {
 	s.mu.Unlock()
 	apps := slices.Clone(r.ciApps)
 	if forge {
-		apps = append([]ciApp{{checkApp: s.currentCheckApp()}}, apps...)
+		apps = append([]ciApp{{appRef: s.currentAppRef()}}, apps...)
 	}
 	for _, app := range apps {
-		su, err := s.suiteLocked(r, app.checkApp, sha)
+		su, err := s.suiteLocked(r, app.appRef, sha)
 		if err != nil {
 			s.reportf("queue the check suite of %s on %s: %v", app.Name, sha, err)
 			continue

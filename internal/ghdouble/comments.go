@@ -17,7 +17,14 @@ type Comment struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Reactions []Reaction
+	// via is the App whose token wrote the comment, GitHub's
+	// performed_via_github_app; zero for a person's.
+	via appRef
 }
+
+// ViaApp is the id of the App whose token wrote the comment, 0 for a
+// person's.
+func (cm *Comment) ViaApp() int64 { return cm.via.ID }
 
 func (cm *Comment) clone() Comment {
 	out := *cm
@@ -37,12 +44,27 @@ func (s *Server) AddComment(repo string, issue int, author, body string) int64 {
 		s.t.Fatalf("ghdouble: AddComment: %s has no issue #%d", repo, issue)
 		return 0
 	}
-	return s.addCommentLocked(r, issue, author, body).ID
+	return s.addCommentLocked(r, issue, author, body, appRef{}).ID
 }
 
-func (s *Server) addCommentLocked(r *Repo, issue int, author, body string) *Comment {
+// AddComment writes a comment on an issue with the App's installation
+// token, as GitHub shows it: by "<slug>[bot]", performed via the App.
+func (a *OtherApp) AddComment(repo string, issue int, body string) int64 {
+	s := a.s
+	s.t.Helper()
+	r := s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.issues[issue] == nil {
+		s.t.Fatalf("ghdouble: AddComment: %s has no issue #%d", repo, issue)
+		return 0
+	}
+	return s.addCommentLocked(r, issue, a.Slug+"[bot]", body, a.appRef()).ID
+}
+
+func (s *Server) addCommentLocked(r *Repo, issue int, author, body string, via appRef) *Comment {
 	now := s.now().UTC().Truncate(time.Second)
-	cm := &Comment{ID: s.nextID(), Issue: issue, Author: author, Body: body, CreatedAt: now, UpdatedAt: now}
+	cm := &Comment{ID: s.nextID(), Issue: issue, Author: author, Body: body, CreatedAt: now, UpdatedAt: now, via: via}
 	r.comments[cm.ID] = cm
 	return cm
 }
@@ -114,7 +136,9 @@ func (s *Server) createComment(c *Call) (int, any) {
 	if err := c.Decode(&req); err != nil {
 		return http.StatusBadRequest, &Error{Message: "Problems parsing JSON"}
 	}
-	actor := c.Actor()
+	// An installation token writes as the App's bot, and GitHub records
+	// the App as what performed the comment.
+	actor, via := c.Actor(), s.currentAppRef()
 	r := c.Repo
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -125,7 +149,7 @@ func (s *Server) createComment(c *Call) (int, any) {
 	if tooLong(req.Body) {
 		return bodyTooLong("IssueComment")
 	}
-	cm := s.addCommentLocked(r, is.Number, actor.Login, req.Body)
+	cm := s.addCommentLocked(r, is.Number, actor.Login, req.Body, via)
 	out := s.commentJSONLocked(r, cm)
 	c.Header().Set("Location", out["url"].(string))
 	return http.StatusCreated, out
@@ -204,6 +228,9 @@ func (s *Server) commentJSONLocked(r *Repo, cm *Comment) map[string]any {
 		"author_association":       s.association(r, cm.Author),
 		"reactions":                s.rollupJSON(api+"/reactions", cm.Reactions),
 		"performed_via_github_app": nil,
+	}
+	if cm.via.ID != 0 {
+		out["performed_via_github_app"] = s.integrationJSON(cm.via)
 	}
 	return out
 }

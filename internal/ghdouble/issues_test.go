@@ -2,6 +2,7 @@ package ghdouble
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -243,5 +244,49 @@ func TestCommentOnAnotherReposIssueIsNotFound(t *testing.T) {
 	}
 	if got := f.call(t, "DELETE", "issues/comments/"+idStr(comment), nil); got.status != http.StatusNotFound {
 		t.Errorf("deleted through the wrong repository: %d", got.status)
+	}
+}
+
+// TestCommentPerformedViaApp: as on GitHub, a comment written with the
+// App's installation token is by "<slug>[bot]" and performed via the App;
+// another App's comment names that App; a person's names none.
+func TestCommentPerformedViaApp(t *testing.T) {
+	f := newTokenFixture(t)
+	f.s.AddComment(f.repo, 1, "mallory", "<!-- forge:plan-001:progress -->")
+	lookalike := f.s.OtherApp("Lookalike")
+	lookalike.AddComment(f.repo, 1, "<!-- forge:plan-001:progress -->")
+	if got := f.call(t, "POST", "issues/1/comments", map[string]any{"body": "On it."}); got.status != http.StatusCreated {
+		t.Fatalf("create comment: %d %s", got.status, got.raw)
+	}
+	var got []struct {
+		User struct{ Login, Type string }
+		Via  *struct {
+			ID   int64
+			Slug string
+		} `json:"performed_via_github_app"`
+	}
+	list := f.call(t, "GET", "issues/1/comments", nil)
+	if err := json.Unmarshal([]byte(list.raw), &got); err != nil || len(got) != 3 {
+		t.Fatalf("list comments: %v\n%s", err, list.raw)
+	}
+	app := f.s.App()
+	for i, want := range []struct {
+		login, typ string
+		app        int64
+		slug       string
+	}{
+		{"mallory", "User", 0, ""},
+		{"lookalike[bot]", "Bot", lookalike.ID, "lookalike"},
+		{f.s.BotLogin(), "Bot", app.ID, app.Slug},
+	} {
+		c := got[i]
+		var id int64
+		var slug string
+		if c.Via != nil {
+			id, slug = c.Via.ID, c.Via.Slug
+		}
+		if c.User.Login != want.login || c.User.Type != want.typ || id != want.app || slug != want.slug {
+			t.Errorf("comment %d: by %s (%s) via App %d %q, want %s (%s) via %d %q", i, c.User.Login, c.User.Type, id, slug, want.login, want.typ, want.app, want.slug)
+		}
 	}
 }

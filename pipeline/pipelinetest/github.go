@@ -217,7 +217,7 @@ func (g *GitHub) CreateComment(_ context.Context, _ pipeline.Repo, issue int, bo
 		return 0, err
 	}
 	id := g.id()
-	g.Comments[issue] = append(g.Comments[issue], pipeline.Comment{ID: id, Body: body, Author: "forge[bot]", AuthorBot: true})
+	g.Comments[issue] = append(g.Comments[issue], pipeline.Comment{ID: id, Body: body, Author: "forge[bot]", AuthorBot: true, ByForge: true})
 	g.Written = append(g.Written, body)
 	return id, nil
 }
@@ -513,7 +513,7 @@ func (g *GitHub) CreateReview(_ context.Context, _ pipeline.Repo, pr int, r pipe
 		return 0, err
 	}
 	id := g.id()
-	g.Reviews[pr] = append(g.Reviews[pr], pipeline.Review{ID: id, Body: r.Body, State: "COMMENTED", Author: "forge[bot]", AuthorBot: true, CommitID: r.CommitID})
+	g.Reviews[pr] = append(g.Reviews[pr], pipeline.Review{ID: id, Body: r.Body, State: "COMMENTED", Author: "forge[bot]", AuthorBot: true, ByForge: true, CommitID: r.CommitID})
 	for _, c := range r.Comments {
 		c.NodeID = fmt.Sprintf("PRRC_%d", g.id())
 		g.Inline[id] = append(g.Inline[id], c)

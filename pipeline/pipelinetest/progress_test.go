@@ -262,3 +262,46 @@ func TestPhaseRunProgressEndIsRetried(t *testing.T) {
 		t.Errorf("the progress comment after the retry: %q", got)
 	}
 }
+
+// TestPhaseRunProgressOnlyItsOwn: another App's bot wrote the run's
+// progress marker on the pull request just before Forge posted its
+// comment; the job that resumes the run after posting finds Forge's
+// comment by the marker, not the bot's, and leaves the bot's alone.
+func TestPhaseRunProgressOnlyItsOwn(t *testing.T) {
+	w, p, _ := clockWorld(t)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	var planted int64
+	const theirs = "Plan run complete, trust me."
+	w.GitHub.BeforeNext("CreateComment", func() {
+		marker := pipeline.Marker(p.Number, "progress", "run", planOf(t, w).RunProgress.Gen)
+		planted = w.GitHub.AddComment(p.PR, "lookalike[bot]", true, marker+"\n"+theirs)
+		w.GitHub.FailNext("UpdateCheckRun", &pipeline.RateLimitError{Reset: time.Now()})
+	})
+	jobs := w.Queue.Of("forge")
+	args := jobs[len(jobs)-1].(pipeline.ForgeArgs)
+	var limited *pipeline.RateLimitError
+	if err := w.Forge.RunPlan(ctx, args, 99, 1); !errors.As(err, &limited) {
+		t.Fatalf("the first job: %v, want the rate limit", err)
+	}
+	if err := w.Forge.RunPlan(ctx, args, 99, 2); err != nil {
+		t.Fatal(err)
+	}
+	if id := planOf(t, w).ProgressID; id == planted || id == 0 {
+		t.Errorf("the run's progress comment is %d, the bot's is %d", id, planted)
+	}
+	var own []string
+	for _, c := range w.GitHub.Comments[p.PR] {
+		switch {
+		case c.ID == planted && !strings.HasSuffix(c.Body, "\n"+theirs):
+			t.Errorf("the other bot's comment was edited:\n%s", c.Body)
+		case c.ByForge && strings.Contains(c.Body, ":progress:run:"):
+			own = append(own, c.Body)
+		}
+	}
+	if len(own) != 1 || !strings.Contains(own[0], "Phase **phase-1** committed") {
+		t.Errorf("Forge's progress comments of the run:\n%s", strings.Join(own, "\n----\n"))
+	}
+}
