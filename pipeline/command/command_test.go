@@ -270,6 +270,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 // it, without a usage error, and is allowed where the row says.
 func TestCommandTable(t *testing.T) {
 	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Close}
+	doc := Markdown()
 	if len(Table) != len(kinds) {
 		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))
 	}
@@ -297,6 +298,9 @@ func TestCommandTable(t *testing.T) {
 		}
 		if _, err := templates.Text(s.Reply); err != nil {
 			t.Errorf("%s: its reply does not render: %v", kind, err)
+		}
+		if !strings.Contains(doc, "\n### `"+s.Usage+"`\n") {
+			t.Errorf("%s is missing from docs/commands.md", kind)
 		}
 	}
 }
