@@ -4,7 +4,9 @@
 // what it means with a doc tag; optional tags: default (when the value
 // cannot show it: it depends on the machine or on another key), unit
 // ("bytes"), key (what a map's keys are, e.g. "name") and type (when the
-// key also takes another form).
+// key also takes another form). A struct tag cannot hold a backtick, so a
+// doc writes code between single quotes, 'like.this', and becomes a code
+// span in Markdown; an apostrophe inside a word (the plan's) stays one.
 package configdoc
 
 import (
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,9 +105,9 @@ func (w *walker) key(path string, f reflect.StructField, v reflect.Value) {
 		w.seen = map[string]bool{}
 	}
 	w.seen[path] = true
-	k := Key{Path: path, Doc: f.Tag.Get("doc")}
+	k := Key{Path: path, Doc: codeSpans(f.Tag.Get("doc"))}
 	if k.Doc == "" {
-		k.Doc = w.opt.Docs[path]
+		k.Doc = codeSpans(w.opt.Docs[path])
 	}
 	if k.Doc == "" {
 		w.problems = append(w.problems, path+": no doc")
@@ -221,6 +224,19 @@ func Bytes(n int64) string {
 		}
 	}
 	return out
+}
+
+var quoted = regexp.MustCompile(`(^|[\s(\[{/])'([^'\s][^']*?)'([\s.,;:!?)\]}/]|$)`)
+
+// codeSpans turns 'code' into a Markdown code span.
+func codeSpans(s string) string {
+	for {
+		next := quoted.ReplaceAllString(s, "$1`$2`$3")
+		if next == s {
+			return s
+		}
+		s = next
+	}
 }
 
 // Paths are the keys' paths, in order.

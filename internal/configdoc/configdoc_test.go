@@ -124,3 +124,17 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestCodeSpans(t *testing.T) {
+	for in, want := range map[string]string{
+		"set 'a.b' and 'c'.":               "set `a.b` and `c`.",
+		"'x' 'y'":                          "`x` `y`",
+		"the plan's file and the people's": "the plan's file and the people's",
+		"('{runtime: NAME}')":              "(`{runtime: NAME}`)",
+		"the plans' branches, 'k'":         "the plans' branches, `k`",
+	} {
+		if got := codeSpans(in); got != want {
+			t.Errorf("codeSpans(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
