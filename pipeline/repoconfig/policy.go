@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/forge-dev/forge/internal/configdoc"
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
@@ -83,21 +84,17 @@ func DefaultRule() Rule {
 }
 
 // repoConfigKeys are the keys of .github/forge.yml, dotted, for checking
-// allowed_keys (the parser in repoconfig.go is the authority; a test keeps
-// the two in step).
-var repoConfigKeys = []string{
-	"version", "max_audit_rounds", "progress_throttle", "auto_implement", "plans_dir",
-	"labels", "labels.trigger",
-	"approval", "approval.required_approvals", "approval.min_permission", "approval.required_checks",
-	"limits", "limits.max_concurrent_runs", "limits.max_tokens_per_plan",
-	"phases", "phases.timeout", "phases.max_context_files", "phases.audit_fix_max", "phases.max_run",
-	"phases.wait_for_checks", "phases.checks_grace", "phases.checks_timeout",
-	"agents", "agents.timeout",
-	"agents.drafter", "agents.drafter.runtime", "agents.drafter.model",
-	"agents.auditor", "agents.auditor.runtime", "agents.auditor.model",
-	"agents.reviser", "agents.reviser.runtime", "agents.reviser.model",
-	"agents.implementer", "agents.implementer.runtime", "agents.implementer.model",
-	"agents.phase_auditor", "agents.phase_auditor.runtime", "agents.phase_auditor.model",
+// allowed_keys: Config's, as its yaml tags name them (the parser is the
+// authority; a test keeps the two in step).
+var repoConfigKeys = func() []string {
+	keys, _ := Keys() // a key without a doc fails Keys' test, not the server
+	return configdoc.Paths(keys)
+}()
+
+// Keys are the keys of .github/forge.yml with their types, defaults and
+// meanings; an error names a key without a doc.
+func Keys() ([]configdoc.Key, error) {
+	return configdoc.Keys(Default(), configdoc.Options{})
 }
 
 // Validate refuses a policy the server should not start with: a bad
