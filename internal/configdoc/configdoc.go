@@ -27,8 +27,9 @@ type Key struct {
 	// list's element ("agents.runtimes.<name>.type", "policy[].match").
 	Path string
 	Type string
-	// Default is the value a key left out takes, as written in YAML;
-	// empty when it has none.
+	// Default is what a key left out takes, in Markdown: its value as
+	// written in YAML in a code span, or the default tag's words; empty
+	// when it has none.
 	Default string
 	Doc     string
 	// Section is set for a key whose value is a mapping (or a list or map
@@ -146,9 +147,14 @@ func (w *walker) key(path string, f reflect.StructField, v reflect.Value) {
 	if typ := f.Tag.Get("type"); typ != "" {
 		k.Type = typ
 	}
-	k.Default = f.Tag.Get("default")
+	k.Default = codeSpans(f.Tag.Get("default"))
 	if k.Default == "" && !k.Section && v.IsValid() {
-		k.Default = format(v, f.Tag.Get("unit"))
+		if d := format(v); d != "" {
+			k.Default = "`" + d + "`"
+			if f.Tag.Get("unit") == "bytes" && v.CanInt() {
+				k.Default += bytes(v.Int())
+			}
+		}
 	}
 	w.keys = append(w.keys, k)
 	if walk != nil {
@@ -173,7 +179,7 @@ func scalar(t reflect.Type) string {
 }
 
 // format writes a default as YAML would take it; empty for no value.
-func format(v reflect.Value, unit string) string {
+func format(v reflect.Value) string {
 	switch {
 	case v.Type() == durationType:
 		return Duration(time.Duration(v.Int()))
@@ -182,17 +188,13 @@ func format(v reflect.Value, unit string) string {
 	case v.Kind() == reflect.Bool:
 		return strconv.FormatBool(v.Bool())
 	case v.Kind() >= reflect.Int && v.Kind() <= reflect.Int64:
-		n := v.Int()
-		if unit == "bytes" {
-			return Bytes(n)
-		}
-		return strconv.FormatInt(n, 10)
+		return strconv.FormatInt(v.Int(), 10)
 	case v.Kind() == reflect.Float32 || v.Kind() == reflect.Float64:
 		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
 	case v.Kind() == reflect.Slice && v.Len() > 0:
 		items := make([]string, v.Len())
 		for i := range items {
-			items[i] = format(v.Index(i), unit)
+			items[i] = format(v.Index(i))
 		}
 		return "[" + strings.Join(items, ", ") + "]"
 	}
@@ -211,19 +213,17 @@ func Duration(d time.Duration) string {
 	return s
 }
 
-// Bytes writes a size in bytes with its size in KiB, MiB or GiB when it
-// is a whole number of them.
-func Bytes(n int64) string {
-	out := strconv.FormatInt(n, 10)
+// bytes says a size in KiB, MiB or GiB when it is a whole number of them.
+func bytes(n int64) string {
 	for _, u := range []struct {
 		name string
 		size int64
 	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
 		if n >= u.size && n%u.size == 0 {
-			return fmt.Sprintf("%s (%d %s)", out, n/u.size, u.name)
+			return fmt.Sprintf(" (%d %s)", n/u.size, u.name)
 		}
 	}
-	return out
+	return ""
 }
 
 var quoted = regexp.MustCompile(`(^|[\s(\[{/])'([^'\s][^']*?)'([\s.,;:!?)\]}/]|$)`)

@@ -12,7 +12,7 @@ type foreign struct {
 }
 
 type runtime struct {
-	Type  string `yaml:"type" doc:"exec or openai" default:"(required)"`
+	Type  string `yaml:"type" doc:"exec or openai" default:"required"`
 	Turns int    `yaml:"turns" doc:"the turn cap"`
 }
 
@@ -36,7 +36,7 @@ type sample struct {
 	Runtimes map[string]runtime `yaml:"runtimes" key:"name" doc:"the runtimes"`
 	Roles    map[string]string  `yaml:"roles" key:"role" doc:"runtime per role"`
 	Policy   []rule             `yaml:"policy" doc:"the rules"`
-	Dir      string             `yaml:"dir" default:"$TMPDIR/x" doc:"where"`
+	Dir      string             `yaml:"dir" default:"'x' in $TMPDIR" doc:"where"`
 	hidden   int
 }
 
@@ -54,22 +54,22 @@ func TestKeys(t *testing.T) {
 	_ = s.hidden
 	want := []Key{
 		{Path: "server", Type: "mapping", Doc: "the listener", Section: true},
-		{Path: "server.port", Type: "integer", Default: "8080", Doc: "the port"},
-		{Path: "server.grace", Type: "duration", Default: "1m30s", Doc: "the grace"},
-		{Path: "server.body", Type: "integer (bytes)", Default: "8388608 (8 MiB)", Doc: "the largest body"},
-		{Path: "server.checks", Type: "list of strings", Default: "[build, test]", Doc: "the checks"},
+		{Path: "server.port", Type: "integer", Default: "`8080`", Doc: "the port"},
+		{Path: "server.grace", Type: "duration", Default: "`1m30s`", Doc: "the grace"},
+		{Path: "server.body", Type: "integer (bytes)", Default: "`8388608` (8 MiB)", Doc: "the largest body"},
+		{Path: "server.checks", Type: "list of strings", Default: "`[build, test]`", Doc: "the checks"},
 		{Path: "github", Type: "mapping", Doc: "GitHub", Section: true},
 		{Path: "github.url", Type: "string", Doc: "its URL"},
 		{Path: "runtimes", Type: "map: name → mapping", Doc: "the runtimes", Section: true},
-		{Path: "runtimes.<name>.type", Type: "string", Default: "(required)", Doc: "exec or openai"},
-		{Path: "runtimes.<name>.turns", Type: "integer", Default: "50", Doc: "the turn cap"},
+		{Path: "runtimes.<name>.type", Type: "string", Default: "required", Doc: "exec or openai"},
+		{Path: "runtimes.<name>.turns", Type: "integer", Default: "`50`", Doc: "the turn cap"},
 		{Path: "roles", Type: "map: role → string", Doc: "runtime per role"},
 		{Path: "policy", Type: "list of mappings", Doc: "the rules", Section: true},
 		{Path: "policy[].match", Type: "string", Doc: "the pattern"},
 		{Path: "policy[].floor", Type: "mapping", Doc: "a floor", Section: true},
 		{Path: "policy[].floor.min", Type: "integer", Doc: "the least"},
-		{Path: "policy[].auto", Type: "boolean", Default: "false", Doc: "may turn it on"},
-		{Path: "dir", Type: "string", Default: "$TMPDIR/x", Doc: "where"},
+		{Path: "policy[].auto", Type: "boolean", Default: "`false`", Doc: "may turn it on"},
+		{Path: "dir", Type: "string", Default: "`x` in $TMPDIR", Doc: "where"},
 	}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("keys:\n%+v\nwant\n%+v", keys, want)
@@ -101,7 +101,7 @@ func TestKeysWithoutDoc(t *testing.T) {
 func TestMarkdown(t *testing.T) {
 	keys := []Key{
 		{Path: "server", Type: "mapping", Doc: "the listener", Section: true},
-		{Path: "server.port", Type: "integer", Default: "8080", Doc: "the port | a number"},
+		{Path: "server.port", Type: "integer", Default: "`8080`", Doc: "the port | a number"},
 		{Path: "dir", Type: "string", Doc: "where"},
 	}
 	got := Markdown(keys, "###", map[string]string{"server.port": "FORGE_PORT"})

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// Markdown renders keys as one part per top-level key: a heading, the
-// key's meaning when it is a section, then a table of its keys with their
+// Markdown renders keys as one part per top-level section, and one per
+// run of top-level keys without keys of their own: a heading, the
+// section's meaning, then a table of its keys with their
 // type, default, environment variable (env, by path; the column is left
 // out when env is nil) and meaning.
 func Markdown(keys []Key, heading string, env map[string]string) string {
@@ -14,14 +15,24 @@ func Markdown(keys []Key, heading string, env map[string]string) string {
 	for i := 0; i < len(keys); {
 		top := keys[i]
 		j := i + 1
-		for j < len(keys) && within(keys[j].Path, top.Path) {
-			j++
-		}
-		fmt.Fprintf(&b, "%s `%s`\n\n", heading, top.Path)
-		rows := keys[i:j]
+		var rows []Key
 		if top.Section {
-			b.WriteString(top.Doc + "\n\n")
+			for j < len(keys) && within(keys[j].Path, top.Path) {
+				j++
+			}
+			fmt.Fprintf(&b, "%s `%s`\n\n%s\n\n", heading, top.Path, top.Doc)
 			rows = keys[i+1 : j]
+		} else {
+			// Top-level keys with no keys of their own share a table.
+			for j < len(keys) && !keys[j].Section {
+				j++
+			}
+			rows = keys[i:j]
+			names := make([]string, len(rows))
+			for n, k := range rows {
+				names[n] = "`" + k.Path + "`"
+			}
+			fmt.Fprintf(&b, "%s %s\n\n", heading, strings.Join(names, ", "))
 		}
 		b.WriteString("| key | type | default |")
 		if env != nil {
@@ -35,7 +46,7 @@ func Markdown(keys []Key, heading string, env map[string]string) string {
 		for _, k := range rows {
 			def := "none"
 			if k.Default != "" {
-				def = "`" + k.Default + "`"
+				def = k.Default
 			}
 			fmt.Fprintf(&b, "| `%s` | %s | %s |", k.Path, k.Type, cell(def))
 			if env != nil {
