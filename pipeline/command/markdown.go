@@ -96,7 +96,7 @@ func answerIn(d templates.Data) string {
 	case *templates.Review:
 		return "Each audit round is a review on the pull request (findings with a location are also commented on the plan's lines), for example:"
 	case *templates.RunProgress:
-		return "The run keeps one progress comment on the pull request, edited as its phases start, wait for their checks and end, for example:"
+		return "The run keeps one progress comment on the pull request, edited as its phases start, wait for their checks and end; at the end it reads:"
 	case templates.Reply:
 		return "Forge answers with a comment:"
 	}

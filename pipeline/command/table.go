@@ -63,6 +63,23 @@ const (
 
 var exFinding = audit.Finding{Severity: audit.SeverityMinor, Description: "Say who reads the page.", Location: "docs/plans/plan-001-add-a-greeting-page.md:12"}
 
+// exPhases are the plan's phases as Decompose makes them from a plan whose
+// Changes name docs/hello.md and README.md, one file a phase.
+func exPhases(done int, current string) templates.Checklist {
+	ph := templates.Checklist{
+		{ID: "phase-1", Title: "Implement docs/hello.md", Kind: "implement", Status: "pending"},
+		{ID: "phase-2", Title: "Implement README.md", Kind: "implement", Status: "pending", DependsOn: []string{"phase-1"}},
+		{ID: "phase-3", Title: "Post-implementation audit", Kind: "audit", Status: "pending", DependsOn: []string{"phase-1", "phase-2"}},
+	}
+	for i := range done {
+		ph[i].Status = "done"
+	}
+	if current != "" {
+		ph[done].Status = current
+	}
+	return ph
+}
+
 // Table is every command, in the order /forge help and docs/commands.md
 // list them. The parser reserves the Words, the pipeline refuses a
 // command where On does not allow it, and answers a wrong use with Usage.
@@ -104,12 +121,8 @@ var Table = []Spec{
 			"Without an id it is the plan of this issue or pull request; with one, any plan of the repository.",
 		Example: "/forge status",
 		Reply: &templates.Status{Head: templates.Head{PlanID: exPlan}, Title: exTitle, Status: "IMPLEMENTING",
-			Running: templates.Step{Event: "phase", PhaseID: "phase-2", Title: "Link the page from the README"}, PRURL: "#2",
-			Objective: "Greet new users.", Round: 1, LastVerdict: "minor", Phases: templates.Checklist{
-				{ID: "phase-1", Title: "Write docs/hello.md", Kind: "implement", Status: "done"},
-				{ID: "phase-2", Title: "Link the page from the README", Kind: "implement", Status: "in-progress", DependsOn: []string{"phase-1"}},
-				{ID: "phase-3", Title: "Post-implementation audit", Kind: "audit", Status: "pending", DependsOn: []string{"phase-2"}},
-			}}},
+			Running: templates.Step{Event: "phase", PhaseID: "phase-2", Title: "Implement README.md"}, PRURL: "#2",
+			Objective: "Greet new users.", Round: 1, LastVerdict: "minor", Phases: exPhases(1, "in-progress")}},
 	{Kind: Cancel, Words: []string{"cancel"}, Usage: "/forge cancel [plan-NNN]", On: Anywhere,
 		Does: "Stops what runs on the plan: a running forge or revision leaves the plan CANCELLED, a queued one is " +
 			"cancelled at once, a phase run stops and leaves its phase failed.",
@@ -136,32 +149,27 @@ var Table = []Spec{
 		Does: "Shows the plan's phases, generating the phases file on the branch first when there is none; " +
 			"`--regenerate` generates it again from the plan as it is now.",
 		Example: "/forge phases",
-		Reply: &templates.PhasesList{Head: templates.Head{PlanID: exPlan}, Hash: "3a8d2e6f9a849cee", Phases: templates.Checklist{
-			{ID: "phase-1", Title: "Write docs/hello.md", Kind: "implement", Status: "pending"},
-			{ID: "phase-2", Title: "Link the page from the README", Kind: "implement", Status: "pending", DependsOn: []string{"phase-1"}},
-			{ID: "phase-3", Title: "Post-implementation audit", Kind: "audit", Status: "pending", DependsOn: []string{"phase-2"}},
-		}}},
+		Reply:   &templates.PhasesList{Head: templates.Head{PlanID: exPlan}, Hash: "8e8c27c514e479c4", Phases: exPhases(0, "")}},
 	{Kind: Run, Words: []string{"run"}, Usage: "/forge run [plan-NNN]", On: OnPR,
 		Does: "Runs the approved plan's pending phases, one commit each, waiting for the repository's checks after each " +
-			"(at most `phases.max_run` in one run). A phase that failed is retried. The run keeps one progress comment on the pull request.",
+			"(at most `phases.max_run` in one run). A phase that failed is retried.",
 		Example: "/forge run",
 		Reply: &templates.RunProgress{
-			Line: templates.Line(templates.ProgressLine{Event: "phase-waiting", PhaseID: "phase-2", Took: "1m40s", Checks: 1, Pending: []string{"build"}}),
+			Line: templates.Line(templates.ProgressLine{Event: "run-complete", PlanID: exPlan, Ran: 2, Elapsed: "6m41s"}),
 			Phases: []templates.RunPhase{
-				{ID: "phase-1", Title: "Write docs/hello.md", Status: "done", Took: "2m5s", Checks: "1m2s"},
-				{ID: "phase-2", Title: "Link the page from the README", Status: "in-progress", Took: "1m40s", Waiting: true},
-				{ID: "phase-3", Title: "Post-implementation audit", Status: "pending"},
+				{ID: "phase-1", Title: "Implement docs/hello.md", Status: "done"},
+				{ID: "phase-2", Title: "Implement README.md", Status: "done", Took: "1m40s", Checks: "2m12s"},
+				{ID: "phase-3", Title: "Post-implementation audit", Status: "done", Took: "2m49s"},
 			}}},
 	{Kind: RunOne, Words: []string{"run-one"}, Usage: "/forge run-one [plan-NNN]", On: OnPR,
 		Does:    "Runs only the next pending phase of the approved plan.",
 		Example: "/forge run-one",
-		Reply: &templates.PhaseRunDone{Head: templates.Head{PlanID: exPlan}, Ran: 1, Remaining: 2, Elapsed: "3m7s",
-			Phases: []templates.PhaseItem{{ID: "phase-1", Title: "Write docs/hello.md", Status: "done", Output: "wrote docs/hello.md in 2m5s"}}}},
+		Reply:   &templates.PhaseRunDone{Head: templates.Head{PlanID: exPlan}, Ran: 1, Remaining: 1, Elapsed: "3m52s"}},
 	{Kind: Skip, Words: []string{"skip"}, Usage: "/forge skip [plan-NNN]", On: OnPR,
 		Does: "Marks the phase that failed, runs or waits for its checks `skipped`: a running one is stopped first. " +
 			"`/forge run` then goes on with the next.",
 		Example: "/forge skip",
-		Reply:   &templates.PhaseSkipped{Head: templates.Head{PlanID: exPlan}, PhaseID: "phase-2", Title: "Link the page from the README", Was: "failed"}},
+		Reply:   &templates.PhaseSkipped{Head: templates.Head{PlanID: exPlan}, PhaseID: "phase-2", Title: "Implement README.md", Was: "failed"}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
 		Does: "Closes the plan for good (CLOSED): a running job is stopped first. Closing the pull request, or the *Cancel* " +
 			"button of the `forge` check run, does the same.",
