@@ -79,11 +79,11 @@ func aliasesOf(s Spec) string {
 	for _, w := range s.Words[min(1, len(s.Words)):] {
 		out = append(out, "`/forge "+w+"`")
 	}
+	if len(s.Words) > 0 {
+		out = append(out, "`/plan "+s.Words[0]+"`")
+	}
 	if s.Kind == Help {
 		out = append(out, "a bare `/forge` or `/plan`")
-	}
-	if len(s.Words) > 0 && s.Kind != Help {
-		out = append(out, "`/plan "+s.Words[0]+"`")
 	}
 	return strings.Join(out, ", ")
 }
