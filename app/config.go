@@ -24,91 +24,91 @@ import (
 // Config is the server configuration: a YAML file (--config, FORGE_CONFIG)
 // with environment overrides. The github keys are go-githubapp's.
 type Config struct {
-	Server   ServerConfig     `yaml:"server"`
+	Server   ServerConfig     `yaml:"server" doc:"The HTTP server: where it listens, the address GitHub and people reach it at, and its limits against slow or large requests."`
 	Github   githubapp.Config `yaml:"github"`
-	Database DatabaseConfig   `yaml:"database"`
+	Database DatabaseConfig   `yaml:"database" doc:"Where Forge keeps plans, deliveries and its queue."`
 	// DataDir holds the SQLite database, the App credentials written by the
 	// first-run setup and, later, the cached clones.
-	DataDir string        `yaml:"data_dir"`
-	Logging LoggingConfig `yaml:"logging"`
-	Queue   QueueConfig   `yaml:"queue"`
-	Git     GitConfig     `yaml:"git"`
+	DataDir string        `yaml:"data_dir" doc:"The directory of the SQLite database, the App's credentials written by the setup page and the cached clones; agents never see it."`
+	Logging LoggingConfig `yaml:"logging" doc:"The log, on stderr."`
+	Queue   QueueConfig   `yaml:"queue" doc:"The job queue of this process."`
+	Git     GitConfig     `yaml:"git" doc:"Clones, working copies and the size of what agents change."`
 	// Agents defines the agent runtimes and which role uses which.
-	Agents agents.Config `yaml:"agents"`
+	Agents agents.Config `yaml:"agents" doc:"The agent runtimes, defined only here, and the runtime each role uses unless a repository chooses another of them."`
 	// Policy bounds what repositories may set in .github/forge.yml, by
 	// organisation or repository pattern, first match wins; without it the
 	// default policy holds (repoconfig.DefaultRule).
-	Policy []repoconfig.Rule `yaml:"policy"`
+	Policy []repoconfig.Rule `yaml:"policy" doc:"What a repository's '.github/forge.yml' may set: a list of rules, the first whose 'match' fits the repository holds (like Atlantis's 'allowed_overrides'). A key a rule leaves out keeps the default policy's value, which also holds for repositories no rule matches; the bounds apply to what a repository leaves at its default too. A file outside the policy is answered on the issue or pull request with each line and the rule it breaks, and nothing runs."`
 	// Retention bounds how long deliveries and agent sessions are kept.
-	Retention RetentionConfig `yaml:"retention"`
+	Retention RetentionConfig `yaml:"retention" doc:"How long Forge keeps what it recorded: webhook deliveries (to recognise redeliveries) and agent sessions (which hold repository content)."`
 	// Redelivery catches up on webhooks GitHub could not deliver.
-	Redelivery RedeliveryConfig `yaml:"redelivery"`
+	Redelivery RedeliveryConfig `yaml:"redelivery" doc:"Catching up after downtime: GitHub never resends a webhook that failed, so the elected leader lists the App's deliveries of the past three days and asks GitHub to redeliver each event no attempt delivered and Forge did not record."`
 	// Resync acts on what a webhook that never came would have told.
-	Resync ResyncConfig `yaml:"resync"`
+	Resync ResyncConfig `yaml:"resync" doc:"Lost webhooks: a plan no event moved for a while, its pull request open, has its pull request and reviews read from GitHub, and a merge, close, approval or change request whose webhook never came is acted on as that webhook would have been."`
 }
 
 // ServerConfig uses go-baseapp's keys for the listen address.
 type ServerConfig struct {
-	Address   string `yaml:"address"`
-	Port      int    `yaml:"port"`
-	PublicURL string `yaml:"public_url"`
+	Address   string `yaml:"address" doc:"The address to listen on."`
+	Port      int    `yaml:"port" doc:"The port to listen on."`
+	PublicURL string `yaml:"public_url" default:"the listen address" doc:"Where GitHub and people reach Forge: the webhook URL, the setup link and the App's callback URLs are made from it (never from a request's Host header). Set it to the address GitHub should send webhooks to; 'http://' or 'https://'."`
 	// ShutdownGrace bounds how long SIGTERM waits for running jobs.
-	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	ShutdownGrace time.Duration `yaml:"shutdown_grace" doc:"On SIGTERM, how long running jobs may finish."`
 
 	// Limits of the HTTP server against slow or large requests (limits.go).
-	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" doc:"A client's request headers must arrive within this."`
 	// ReadTimeout bounds the whole request, body included.
-	ReadTimeout  time.Duration `yaml:"read_timeout"`
-	WriteTimeout time.Duration `yaml:"write_timeout"`
-	IdleTimeout  time.Duration `yaml:"idle_timeout"`
+	ReadTimeout  time.Duration `yaml:"read_timeout" doc:"The whole request, body included, must arrive within this (GitHub itself gives up after 10s)."`
+	WriteTimeout time.Duration `yaml:"write_timeout" doc:"Writing an answer may take this long."`
+	IdleTimeout  time.Duration `yaml:"idle_timeout" doc:"A kept-alive connection with no request is closed after this."`
 	// MaxWebhookBody is the largest delivery accepted, in bytes.
-	MaxWebhookBody int64 `yaml:"max_webhook_body"`
+	MaxWebhookBody int64 `yaml:"max_webhook_body" unit:"bytes" doc:"A larger delivery is refused with 413 (Forge's events are at most about 1 MB; GitHub's own cap is 25 MiB)."`
 	// WebhookBytesInFlight bounds the memory held by webhook bodies being
 	// read and verified at once.
-	WebhookBytesInFlight int64 `yaml:"webhook_bytes_in_flight"`
+	WebhookBytesInFlight int64 `yaml:"webhook_bytes_in_flight" unit:"bytes" doc:"The memory all webhook bodies being read and verified at once may hold; at least twice 'max_webhook_body'."`
 }
 
 type DatabaseConfig struct {
 	// URL is a plain path or sqlite://path for the embedded SQLite file, or a
 	// postgres:// URL for several replicas.
-	URL string `yaml:"url"`
+	URL string `yaml:"url" doc:"A path or 'sqlite://path' for the embedded SQLite file (one 'forge serve' process: a second one on the same file is refused at start; by default 'forge.db' in 'data_dir'), or a 'postgres://' URL for any number of replicas."`
 }
 
 type LoggingConfig struct {
-	Level string `yaml:"level"`
+	Level string `yaml:"level" doc:"The least level logged: debug, info, warn or error."`
 	// Text switches from JSON lines to human-readable console output.
-	Text bool `yaml:"text"`
+	Text bool `yaml:"text" doc:"true: human-readable console lines instead of JSON lines."`
 }
 
 // GitConfig bounds the cached clones under the data directory.
 type GitConfig struct {
 	// CacheMaxBytes caps the disk the cached clones use; the least
 	// recently used are removed first (never one in use).
-	CacheMaxBytes int64 `yaml:"cache_max_bytes"`
+	CacheMaxBytes int64 `yaml:"cache_max_bytes" unit:"bytes" doc:"The disk the cached clones under 'data_dir' may use; the least recently used are evicted first, never one in use."`
 	// MaxChangeBytes caps the files an agent changed in one step, together:
 	// Forge holds them in memory to commit them, so a larger change is
 	// refused with a comment (each file is also capped at GitHub's 100 MiB).
-	MaxChangeBytes int64 `yaml:"max_change_bytes"`
+	MaxChangeBytes int64 `yaml:"max_change_bytes" unit:"bytes" doc:"The files an agent changed in one step, together (each file is also under GitHub's 100 MiB): a larger change is refused with a comment on the pull request instead of read into memory."`
 	// WorkDir is where agents' working copies are made: never inside the
 	// data directory, so that no path an agent can climb to from its working
 	// copy leads to the App's credentials or the database.
-	WorkDir string `yaml:"work_dir"`
+	WorkDir string `yaml:"work_dir" default:"'forge-<uid>-work' in the system's temporary directory" doc:"Where agents' working copies are made: created 0700, refused if it is a link, another user's, open to others, inside 'data_dir' or holding it."`
 	// MinFreeBytes is the free disk under WorkDir below which forge
 	// doctor fails: each plan's working copy is a whole checkout.
-	MinFreeBytes int64 `yaml:"min_free_bytes"`
+	MinFreeBytes int64 `yaml:"min_free_bytes" unit:"bytes" doc:"The free disk under 'git.work_dir' below which 'forge doctor' fails: each plan's working copy is a whole checkout."`
 }
 
 type QueueConfig struct {
 	// Workers is how many jobs run at once in this process.
-	Workers int `yaml:"workers"`
+	Workers int `yaml:"workers" doc:"Jobs this process works at once."`
 	// LeaseTTL is how long a plan stays with a worker that stopped
 	// renewing it (a crash): another worker resumes it after about twice
 	// that. The reconciler runs every third of it.
-	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	LeaseTTL time.Duration `yaml:"lease_ttl" doc:"How long a plan stays with a worker that stopped renewing it: a crashed worker's plan is resumed by another after about twice this (at least 300ms)."`
 	// MaxAttempts is how often a job runs before Forge gives up on it and
 	// says so on the issue or pull request it was about. River waits
 	// attempt⁴ seconds between attempts: 8 attempts span about 80 minutes.
-	MaxAttempts int `yaml:"max_attempts"`
+	MaxAttempts int `yaml:"max_attempts" doc:"Runs of a failing job before Forge gives up and says so on its issue or pull request; River waits attempt⁴ seconds between them (8 attempts span about 80 minutes)."`
 	// RetryPolicy replaces River's schedule of retries (tests; not read
 	// from the file).
 	RetryPolicy river.ClientRetryPolicy `yaml:"-"`
@@ -156,9 +156,20 @@ func LoadConfig(path string) (Config, error) {
 	return c, c.validate()
 }
 
-func (c *Config) applyEnv() error {
-	c.Github.SetValuesFromEnv("")
-	if v := os.Getenv("FORGE_ADDR"); v != "" {
+// envVar is an environment variable that overrides keys of the file.
+type envVar struct {
+	Name string
+	Keys []string
+	// set applies a value that is not empty; nil for go-githubapp's
+	// variables, which its SetValuesFromEnv reads.
+	set func(c *Config, v string) error
+}
+
+// envVars are the environment variables that override the configuration
+// file, with the keys each sets; docs/configuration.md lists them, and a
+// test holds each to its keys.
+var envVars = []envVar{
+	{"FORGE_ADDR", []string{"server.address", "server.port"}, func(c *Config, v string) error {
 		host, port, err := net.SplitHostPort(v)
 		if err != nil {
 			return fmt.Errorf("FORGE_ADDR %q: %w", v, err)
@@ -168,18 +179,30 @@ func (c *Config) applyEnv() error {
 			return fmt.Errorf("FORGE_ADDR %q: bad port: %w", v, err)
 		}
 		c.Server.Address, c.Server.Port = host, p
-	}
-	if v := os.Getenv("FORGE_PUBLIC_URL"); v != "" {
-		c.Server.PublicURL = v
-	}
-	if v := os.Getenv("FORGE_DATABASE_URL"); v != "" {
-		c.Database.URL = v
-	}
-	if v := os.Getenv("FORGE_DATA_DIR"); v != "" {
-		c.DataDir = v
-	}
-	if v := os.Getenv("FORGE_LOG_LEVEL"); v != "" {
-		c.Logging.Level = v
+		return nil
+	}},
+	{"FORGE_PUBLIC_URL", []string{"server.public_url"}, func(c *Config, v string) error { c.Server.PublicURL = v; return nil }},
+	{"FORGE_DATABASE_URL", []string{"database.url"}, func(c *Config, v string) error { c.Database.URL = v; return nil }},
+	{"FORGE_DATA_DIR", []string{"data_dir"}, func(c *Config, v string) error { c.DataDir = v; return nil }},
+	{"FORGE_LOG_LEVEL", []string{"logging.level"}, func(c *Config, v string) error { c.Logging.Level = v; return nil }},
+	{"GITHUB_WEB_URL", []string{"github.web_url"}, nil},
+	{"GITHUB_V3_API_URL", []string{"github.v3_api_url"}, nil},
+	{"GITHUB_V4_API_URL", []string{"github.v4_api_url"}, nil},
+	{"GITHUB_APP_INTEGRATION_ID", []string{"github.app.integration_id"}, nil},
+	{"GITHUB_APP_WEBHOOK_SECRET", []string{"github.app.webhook_secret"}, nil},
+	{"GITHUB_APP_PRIVATE_KEY", []string{"github.app.private_key"}, nil},
+	{"GITHUB_OAUTH_CLIENT_ID", []string{"github.oauth.client_id"}, nil},
+	{"GITHUB_OAUTH_CLIENT_SECRET", []string{"github.oauth.client_secret"}, nil},
+}
+
+func (c *Config) applyEnv() error {
+	c.Github.SetValuesFromEnv("")
+	for _, e := range envVars {
+		if v := os.Getenv(e.Name); v != "" && e.set != nil {
+			if err := e.set(c, v); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -3,6 +3,9 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -172,4 +175,79 @@ func TestEndpointTemplate(t *testing.T) {
 			t.Errorf("EndpointTemplate(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestEveryServerKeyIsDocumented: every key of the server configuration
+// has a doc (a tag beside its field, githubKeyDocs for go-githubapp's),
+// so docs/configuration.md cannot leave a new one out.
+func TestEveryServerKeyIsDocumented(t *testing.T) {
+	if _, err := ServerKeys(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestEnvVarsOverrideTheirKeys: each environment variable of envVars, as
+// docs/configuration.md lists it, changes exactly the keys it names.
+func TestEnvVarsOverrideTheirKeys(t *testing.T) {
+	for _, e := range envVars {
+		t.Setenv(e.Name, "")
+		os.Unsetenv(e.Name)
+	}
+	keys, _ := ServerKeys()
+	values := func() map[string]any {
+		var c Config
+		if err := c.applyEnv(); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]any{}
+		for _, k := range keys {
+			if !k.Section && !strings.ContainsAny(k.Path, "<[") {
+				out[k.Path] = fieldAt(t, reflect.ValueOf(c), k.Path).Interface()
+			}
+		}
+		return out
+	}
+	unset := values()
+	for _, e := range envVars {
+		t.Run(e.Name, func(t *testing.T) {
+			sample := "https://forge.example/sample"
+			switch {
+			case e.Name == "FORGE_ADDR":
+				sample = "10.1.2.3:9999"
+			case strings.HasSuffix(e.Name, "_INTEGRATION_ID"):
+				sample = "4242"
+			}
+			t.Setenv(e.Name, sample)
+			var changed []string
+			for path, v := range values() {
+				if !reflect.DeepEqual(v, unset[path]) {
+					changed = append(changed, path)
+				}
+			}
+			sort.Strings(changed)
+			want := append([]string(nil), e.Keys...)
+			sort.Strings(want)
+			if !slices.Equal(changed, want) {
+				t.Errorf("%s=%s changed %v, want %v", e.Name, sample, changed, want)
+			}
+		})
+	}
+}
+
+// fieldAt is the field of v at a dotted path of yaml names.
+func fieldAt(t *testing.T, v reflect.Value, path string) reflect.Value {
+	t.Helper()
+	for _, name := range strings.Split(path, ".") {
+		found := false
+		for i := range v.NumField() {
+			if yaml, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); yaml == name {
+				v, found = v.Field(i), true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("no field for %s", path)
+		}
+	}
+	return v
 }

@@ -23,10 +23,10 @@ import (
 type RedeliveryConfig struct {
 	// Interval is how often the elected leader looks; it also looks at
 	// start. Zero takes the default; a negative value turns catching up off.
-	Interval time.Duration `yaml:"interval"`
+	Interval time.Duration `yaml:"interval" doc:"How often the elected leader looks, and at start; a negative value turns catching up off."`
 	// PerRun bounds the redeliveries one look asks for, so a long outage is
 	// caught up at a pace GitHub's rate limit and Forge's queue can take.
-	PerRun int `yaml:"per_run"`
+	PerRun int `yaml:"per_run" doc:"Redeliveries one look asks for at most (1 to 1000), so a long outage is caught up at a pace GitHub's rate limit and the queue can take."`
 }
 
 const (

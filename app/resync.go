@@ -16,9 +16,9 @@ type ResyncConfig struct {
 	// After is how long a plan is quiet before it is looked at, and how
 	// often the same plan is looked at again; the job runs every After/2.
 	// Zero takes the default; a negative value turns it off.
-	After time.Duration `yaml:"after"`
+	After time.Duration `yaml:"after" doc:"How long a plan is quiet before it is looked at, and how often the same plan is looked at again (the job runs every half of it); a negative value turns it off."`
 	// PerRun bounds the plans one run looks at (two REST calls each).
-	PerRun int `yaml:"per_run"`
+	PerRun int `yaml:"per_run" doc:"Plans one run looks at, the least recently looked at first (1 to 1000; two REST calls each)."`
 }
 
 const (

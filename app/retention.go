@@ -17,9 +17,9 @@ import (
 // hold tool outputs, that is repository content).
 type RetentionConfig struct {
 	// MaxAge is how long a delivery or an untouched agent session is kept.
-	MaxAge time.Duration `yaml:"max_age"`
+	MaxAge time.Duration `yaml:"max_age" doc:"Deliveries whose jobs are done and agent sessions untouched this long are deleted."`
 	// Interval is how often the pruning runs.
-	Interval time.Duration `yaml:"interval"`
+	Interval time.Duration `yaml:"interval" doc:"How often the pruning runs, on one replica."`
 }
 
 const (

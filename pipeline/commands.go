@@ -286,19 +286,16 @@ func (c *commandCtx) help(ctx context.Context) error {
 			label = cfg.Labels.Trigger
 		}
 	}
-	return c.reply(ctx, &templates.Help{TriggerLabel: label, ListMost: listMost})
+	return c.reply(ctx, &templates.Help{TriggerLabel: label, ListMost: command.ListMost})
 }
-
-// listMost bounds /forge list: a repository's plans most recently active.
-const listMost = 30
 
 // list answers with the repository's plans, wherever it is asked.
 func (c *commandCtx) list(ctx context.Context) error {
-	plans, total, err := c.f.Plans.RecentPlans(ctx, c.a.Repo, listMost)
+	plans, total, err := c.f.Plans.RecentPlans(ctx, c.a.Repo, command.ListMost)
 	if err != nil {
 		return err
 	}
-	v := &templates.PlanList{Total: total, Most: listMost}
+	v := &templates.PlanList{Total: total, Most: command.ListMost}
 	for _, p := range plans {
 		v.Plans = append(v.Plans, templates.PlanListItem{PlanID: PlanID(p.Number), Title: Untrusted(p.Title, 200), Status: string(p.State.Status()),
 			Running: p.State.Run() == plan.Running, Queued: p.State.Run() == plan.Queued, Issue: p.Issue, PR: p.PR,

@@ -5,8 +5,8 @@ import "github.com/forge-dev/forge/pipeline/agent"
 // Price is what a model's tokens cost, per million, in the operator's
 // currency (agents.prices in the server configuration).
 type Price struct {
-	InputPerMillion  float64 `yaml:"input_per_million"`
-	OutputPerMillion float64 `yaml:"output_per_million"`
+	InputPerMillion  float64 `yaml:"input_per_million" doc:"The price of a million input tokens, in the operator's currency."`
+	OutputPerMillion float64 `yaml:"output_per_million" doc:"The price of a million output tokens."`
 }
 
 // Cost prices usage of a model; false when the model has no price.

@@ -16,18 +16,18 @@ import (
 // the runtime each role uses by default. Only the server defines runtimes;
 // a repository may pick among them per role, never define one.
 type Config struct {
-	Timeout  time.Duration            `yaml:"timeout"`
-	Runtimes map[string]RuntimeConfig `yaml:"runtimes"`
+	Timeout  time.Duration            `yaml:"timeout" doc:"How long one agent call may take; a runtime's own 'timeout' or a repository's 'agents.timeout' may only shorten it."`
+	Runtimes map[string]RuntimeConfig `yaml:"runtimes" key:"name" doc:"The runtimes, by name: 'exec', an agent CLI (Claude Code, Codex, Aider, ...) given as an argv list, never through a shell, the prompt on stdin, its process group ended on timeout; or 'openai', any OpenAI-compatible chat-completions endpoint with Forge's own tool loop. A repository chooses among them by name."`
 	// Roles maps a role (drafter, auditor, reviser, implementer,
 	// phase_auditor) or "default" to a runtime name.
-	Roles map[string]string `yaml:"roles"`
+	Roles map[string]string `yaml:"roles" key:"role" doc:"The runtime each role uses (drafter, auditor, reviser, implementer, phase_auditor), by name; 'default' for the roles not named."`
 	// Prices maps a model name to its price, for the cost shown on the
 	// forge check run.
-	Prices map[string]Price `yaml:"prices"`
+	Prices map[string]Price `yaml:"prices" key:"model" doc:"What a model's tokens cost, for the cost shown on the 'forge' check run (Claude Code reports its own, in USD)."`
 	// Sandbox is how agent processes are confined: "bwrap" (the default,
 	// bubblewrap) or "none" (agents run with Forge's own file access; the
 	// server warns at every start).
-	Sandbox string `yaml:"sandbox"`
+	Sandbox string `yaml:"sandbox" default:"'bwrap'" doc:"'bwrap': every agent process (an exec runtime's CLI, a program 'run_command' starts) runs in a bubblewrap sandbox, without Forge's data directory, configuration or other working copies; 'none': unconfined, warned at every start."`
 	// Sessions keeps the conversations of openai runtimes and the sessions
 	// of exec runtimes that resume them across the rounds of a plan; set by
 	// the server, not the configuration file.
@@ -40,40 +40,47 @@ type Config struct {
 
 // RuntimeConfig is one named runtime.
 type RuntimeConfig struct {
-	Type        string        `yaml:"type"` // exec | openai
-	Command     []string      `yaml:"command"`
-	Env         []string      `yaml:"env"`
-	OutputLimit int           `yaml:"output_limit"`
-	Timeout     time.Duration `yaml:"timeout"`
-	BaseURL     string        `yaml:"base_url"`
-	APIKeyEnv   string        `yaml:"api_key_env"`
-	Model       string        `yaml:"model"`
+	Type        string        `yaml:"type" default:"required" doc:"'exec' or 'openai'."` // exec | openai
+	Command     []string      `yaml:"command" doc:"exec: the agent CLI's argv, run without a shell ('{{MODEL}}' stands for the model); a relative path with a slash is resolved against the server's working directory at start."`
+	Env         []string      `yaml:"env" doc:"Names of the server's environment variables the agent (exec) or 'run_command''s programs (openai) see besides PATH, HOME and LANG, e.g. the CLI's own API key; 'FORGE_*' names are refused."`
+	OutputLimit int           `yaml:"output_limit" unit:"bytes" doc:"The answer kept from the agent."`
+	Timeout     time.Duration `yaml:"timeout" default:"'agents.timeout'" doc:"How long one call of this runtime may take."`
+	BaseURL     string        `yaml:"base_url" doc:"openai: the endpoint up to and including its version path ('https://api.openai.com/v1', 'http://127.0.0.1:11434/v1')."`
+	APIKeyEnv   string        `yaml:"api_key_env" doc:"openai: the name of the server's environment variable holding the key, sent as 'Authorization: Bearer'; empty: no key (local servers)."`
+	Model       string        `yaml:"model" doc:"The model used when the repository's configuration names none."`
 	// openai only: the tool loop's turn cap, run_command's allow-list and
 	// timeout, and the cap of one tool output.
-	MaxTurns        int           `yaml:"max_turns"`
-	AllowCommands   []string      `yaml:"allow_commands"`
-	CommandTimeout  time.Duration `yaml:"command_timeout"`
-	ToolOutputLimit int           `yaml:"tool_output_limit"`
+	MaxTurns        int           `yaml:"max_turns" doc:"openai: the model responses one call may take before it ends for never answering."`
+	AllowCommands   []string      `yaml:"allow_commands" doc:"openai: the programs the implementer's 'run_command' may start, bare names on the server's PATH ('go', 'make') or absolute paths; none: the tool is not offered."`
+	CommandTimeout  time.Duration `yaml:"command_timeout" doc:"openai: how long one 'run_command' may take."`
+	ToolOutputLimit int           `yaml:"tool_output_limit" unit:"bytes" doc:"openai: what one tool call returns to the model at most (at least 1024)."`
 	// What the runtime's processes (an exec agent CLI, run_command's
 	// programs) may reach in their sandbox besides the working copy:
 	// absolute paths read-only and read-write, and the network ("open" by
 	// default for exec, "none" for openai's commands).
-	ReadPaths  []string `yaml:"read_paths"`
-	WritePaths []string `yaml:"write_paths"`
-	Network    string   `yaml:"network"`
+	ReadPaths  []string `yaml:"read_paths" doc:"Absolute paths the agent CLI needs of its own (its installation, settings, credentials), shown read-only in its sandbox; never the data directory or 'git.work_dir'."`
+	WritePaths []string `yaml:"write_paths" doc:"Absolute paths shown read-write, shared by every run of every repository (SECURITY.md): never the CLI's settings or sessions, which go in 'session_dir'."`
+	Network    string   `yaml:"network" default:"'open' for exec, 'none' for openai's 'run_command'" doc:"'open', or 'none': no network at all, not even loopback."`
 	// exec only: how the CLI prints its answer (text, claude-json,
 	// codex-json) and the arguments that continue a session, {{SESSION}}
 	// standing for its id.
-	Output string   `yaml:"output"`
-	Resume []string `yaml:"resume"`
+	Output string   `yaml:"output" default:"'text'" doc:"exec: how the CLI prints its answer. 'text': stdout is the answer, no usage; 'claude-json' ('claude -p --output-format json' or 'stream-json') and 'codex-json' ('codex exec --json'): the answer is the CLI's final message, and its tokens (and Claude Code's cost) count for the plan and 'limits.max_tokens_per_plan'."`
+	Resume []string `yaml:"resume" doc:"exec with a JSON 'output': the arguments added to the command to continue a plan's session, '{{SESSION}}' standing for its id: '[--resume, {{SESSION}}]' (Claude Code), '[resume, {{SESSION}}, -]' (codex exec)."`
 	// exec with resume: where the CLI keeps its conversations in the
 	// sandbox (/home/forge/.claude/projects, /home/forge/.codex/sessions);
 	// each plan's session sees a directory of its own there.
-	SessionDir string `yaml:"session_dir"`
+	SessionDir string `yaml:"session_dir" doc:"exec with 'resume': the absolute path where the CLI keeps its conversations in its sandbox ('/home/forge/.claude/projects', '/home/forge/.codex/sessions'); each plan's session sees a directory of its own there, kept under 'git.work_dir/.sessions'. Never over a 'read_paths' or 'write_paths' entry; no effect with 'agents.sandbox: none'."`
 	// exec only: the arguments forge doctor runs the command's program
 	// with, in the sandbox, to see that it starts there (nil:
 	// DefaultProbe, ["--version"]); it must exit 0.
-	Probe []string `yaml:"probe"`
+	Probe []string `yaml:"probe" default:"['--version']" doc:"exec: the arguments 'forge doctor' runs the command's program with (without the rest of its command), in its sandbox with its 'read_paths', network and environment, to see it start there; it must exit 0 within 10 s."`
+}
+
+// RuntimeDefaults is what a runtime's keys left out come to, where that
+// does not depend on its type or another key (docs/configuration.md).
+func RuntimeDefaults() RuntimeConfig {
+	return RuntimeConfig{OutputLimit: DefaultOutputLimit, MaxTurns: DefaultMaxTurns,
+		CommandTimeout: DefaultCommandTimeout, ToolOutputLimit: DefaultToolOutputLimit}
 }
 
 // Registry resolves roles to runtimes; it implements pipeline.AgentSource.

@@ -1,7 +1,9 @@
 // Command forge is the Forge server: `forge serve` runs it, `forge migrate`
 // applies the database migrations and exits, `forge lifecycle` prints a
-// plan's lifecycle table (docs/lifecycle.md), `forge doctor` checks the
-// configuration, the database, the App on GitHub and the agents.
+// plan's lifecycle table (docs/lifecycle.md), `forge docs DIR` writes the
+// references generated from the code (go generate ./docs runs it),
+// `forge doctor` checks the configuration, the database, the App on
+// GitHub and the agents.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/store"
+	"github.com/forge-dev/forge/docs"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
 
@@ -26,6 +29,7 @@ commands:
   doctor    check the configuration, database, App, webhook, installations,
             agents and disk; print the fix for each failure (exit 1 if any)
   lifecycle print a plan's lifecycle table as Markdown (docs/lifecycle.md)
+  docs DIR  write the command, configuration and lifecycle references into DIR
 
 The configuration file may also be given as FORGE_CONFIG.
 `
@@ -46,6 +50,12 @@ func run(args []string) error {
 	if cmd == "lifecycle" {
 		_, err := fmt.Fprint(os.Stdout, plan.Markdown())
 		return err
+	}
+	if cmd == "docs" {
+		if len(args) != 2 {
+			return errors.New("usage: forge docs DIR")
+		}
+		return docs.Write(args[1])
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file (YAML)")

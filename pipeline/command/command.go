@@ -14,58 +14,38 @@ import (
 // stable strings so they can travel in job arguments and logs.
 type Kind string
 
-// The commands of DESIGN §2.
+// The commands of DESIGN §2; Table holds their syntax.
 const (
-	Start   Kind = "start"   // /forge [new] <description>
-	Plan    Kind = "plan"    // /plan [new] <description>
-	Help    Kind = "help"    // /forge, /forge help, /plan
-	List    Kind = "list"    // /forge list
-	Status  Kind = "status"  // /forge status [plan-NNN]
-	Cancel  Kind = "cancel"  // /forge cancel [plan-NNN]
-	Approve Kind = "approve" // /forge approve [plan-NNN]
-	Revise  Kind = "revise"  // /forge revise [plan-NNN] [notes]
-	Audit   Kind = "audit"   // /forge audit [plan-NNN]
-	Phases  Kind = "phases"  // /forge phases [--regenerate] [plan-NNN]
-	Run     Kind = "run"     // /forge run [plan-NNN]
-	RunOne  Kind = "run-one" // /forge run-one [plan-NNN]
-	Skip    Kind = "skip"    // /forge skip [plan-NNN]
-	Close   Kind = "close"   // /forge close [plan-NNN]
+	Start   Kind = "start"
+	Plan    Kind = "plan"
+	Help    Kind = "help"
+	List    Kind = "list"
+	Status  Kind = "status"
+	Cancel  Kind = "cancel"
+	Approve Kind = "approve"
+	Revise  Kind = "revise"
+	Audit   Kind = "audit"
+	Phases  Kind = "phases"
+	Run     Kind = "run"
+	RunOne  Kind = "run-one"
+	Skip    Kind = "skip"
+	Close   Kind = "close"
 )
 
-// cmdUsage holds the usage line of each command; a subcommand is reserved
-// exactly when it has an entry here (start and plan are not subcommands).
-var cmdUsage = map[Kind]string{
-	Start:   "/forge [new] <description>",
-	Plan:    "/plan [new] <description>",
-	Help:    "/forge help",
-	List:    "/forge list",
-	Status:  "/forge status [plan-NNN]",
-	Cancel:  "/forge cancel [plan-NNN]",
-	Approve: "/forge approve [plan-NNN]",
-	Revise:  "/forge revise [plan-NNN] [notes]",
-	Audit:   "/forge audit [plan-NNN]",
-	Phases:  "/forge phases [--regenerate] [plan-NNN]",
-	Run:     "/forge run [plan-NNN]",
-	RunOne:  "/forge run-one [plan-NNN]",
-	Skip:    "/forge skip [plan-NNN]",
-	Close:   "/forge close [plan-NNN]",
+// Usage returns the command's usage line, e.g. "/forge phases [--regenerate] [plan-NNN]".
+func (k Kind) Usage() string {
+	s, _ := SpecOf(k)
+	return s.Usage
 }
 
-// Usage returns the command's usage line, e.g. "/forge phases [--regenerate] [plan-NNN]".
-func (k Kind) Usage() string { return cmdUsage[k] }
-
 // AllowedOn reports whether the command may be used on a pull request
-// (isPR) or on an issue, per the "where" column of DESIGN §2.
+// (isPR) or on an issue: its Spec's On.
 func (k Kind) AllowedOn(isPR bool) bool {
-	switch k {
-	case Start, Plan:
-		return !isPR
-	case Approve, Revise, Audit, Phases, Run, RunOne, Skip:
-		return isPR
-	case Help, List, Status, Cancel, Close:
-		return true
+	s, _ := SpecOf(k)
+	if isPR {
+		return s.On&OnPR != 0
 	}
-	return false
+	return s.On&OnIssue != 0
 }
 
 // Command is one parsed /forge or /plan command.
@@ -124,7 +104,7 @@ func cmdPlanID(s string) (is, like bool) {
 // and true for a command with a usage error (Command.Err), which deserves
 // an answer.
 //
-// An unknown first word after /forge starts a forge with the rest of the
+// An unknown first word after /forge (one no Spec of Table reserves) starts a forge with the rest of the
 // line as description; /plan does the same for a plan without agent; after
 // the word new, the rest of the line is the description of one more plan. The
 // reserved subcommands mean the same after either prefix (users of the seed
@@ -183,15 +163,30 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 	// afterSub keeps the user's spacing, which Fields would lose.
 	afterSub := strings.TrimSpace(rest[len(fields[0]):])
 
-	switch sub {
-	case "help", "--help", "-h":
+	spec, reserved := byWord[sub]
+	switch {
+	case !reserved:
+		if prefix == "/plan" {
+			cmd.Kind = Plan
+		} else {
+			cmd.Kind = Start
+		}
+		cmd.Description = rest
+		if sub == "new" {
+			cmd.New, cmd.Description = true, afterSub
+			if afterSub == "" {
+				cmd.Err = &UsageError{Kind: cmd.Kind, Problem: templates.UsageProblem{Event: "no-description"}}
+			}
+		}
+		cmd.Context = cmdJoinLines(following)
+	case spec.Kind == Help:
 		cmd.Kind = Help
-	case string(List):
+	case spec.Kind == List:
 		cmd.Kind = List
 		if len(args) > 0 {
 			cmd.Err = &UsageError{Kind: List, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[0]}}
 		}
-	case string(Revise):
+	case spec.Kind == Revise:
 		cmd.Kind = Revise
 		notes := afterSub
 		if len(args) > 0 {
@@ -206,24 +201,11 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 			}
 		}
 		cmd.Notes = cmdJoinLines(append([]string{notes}, following...))
-	case string(Status), string(Cancel), string(Approve), string(Audit),
-		string(Phases), string(Run), string(RunOne), string(Skip), string(Close):
-		cmd.Kind = Kind(sub)
-		cmd.PlanID, cmd.Regenerate, cmd.Err = cmdParseArgs(cmd.Kind, args)
 	default:
-		if prefix == "/plan" {
-			cmd.Kind = Plan
-		} else {
-			cmd.Kind = Start
-		}
-		cmd.Description = rest
-		if sub == "new" {
-			cmd.New, cmd.Description = true, afterSub
-			if afterSub == "" {
-				cmd.Err = &UsageError{Kind: cmd.Kind, Problem: templates.UsageProblem{Event: "no-description"}}
-			}
-		}
-		cmd.Context = cmdJoinLines(following)
+		// Every other reserved command takes an optional plan id, and
+		// phases --regenerate.
+		cmd.Kind = spec.Kind
+		cmd.PlanID, cmd.Regenerate, cmd.Err = cmdParseArgs(cmd.Kind, args)
 	}
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/forge-dev/forge/templates"
 )
 
 // cmdResult is a Command with its error as text, so table rows can compare
@@ -263,18 +265,42 @@ func TestCommandKindAllowedOn(t *testing.T) {
 	}
 }
 
-// Every kind a comment can produce has a usage line and a "where".
-func TestCommandKindsComplete(t *testing.T) {
-	for kind := range cmdUsage {
+// TestCommandTable: every kind a comment can produce has one row, with a
+// usage line, a place, a description and an example that parses back to
+// it, without a usage error, and is allowed where the row says.
+func TestCommandTable(t *testing.T) {
+	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Close}
+	doc := Markdown()
+	if len(Table) != len(kinds) {
+		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))
+	}
+	for _, kind := range kinds {
+		s, ok := SpecOf(kind)
+		if !ok {
+			t.Errorf("%s has no row", kind)
+			continue
+		}
+		if s.Usage == "" || s.Does == "" || s.Reply == nil || s.On == 0 {
+			t.Errorf("%s: the row lacks a usage, a description, a place or a reply: %+v", kind, s)
+		}
+		got, ok := Parse(s.Example)
+		if !ok || got.Kind != kind || got.Err != nil {
+			t.Errorf("%s: its example %q parsed as %+v", kind, s.Example, got)
+		}
 		if !kind.AllowedOn(true) && !kind.AllowedOn(false) {
 			t.Errorf("%s is allowed nowhere", kind)
 		}
-		if kind == Start || kind == Plan || kind == Help {
-			continue
+		for _, w := range s.Words {
+			got, ok := Parse("/forge " + strings.ToUpper(w))
+			if !ok || got.Kind != kind || got.Err != nil {
+				t.Errorf("/forge %s parsed as %+v", strings.ToUpper(w), got)
+			}
 		}
-		got, ok := Parse("/forge " + strings.ToUpper(string(kind)))
-		if !ok || got.Kind != kind || got.Err != nil {
-			t.Errorf("/forge %s parsed as %+v", kind, got)
+		if _, err := templates.Text(s.Reply); err != nil {
+			t.Errorf("%s: its reply does not render: %v", kind, err)
+		}
+		if !strings.Contains(doc, "\n### `"+s.Usage+"`\n") {
+			t.Errorf("%s is missing from docs/commands.md", kind)
 		}
 	}
 }
@@ -305,7 +331,7 @@ func FuzzParseCommand(f *testing.F) {
 			}
 			return
 		}
-		if _, known := cmdUsage[got.Kind]; !known {
+		if _, known := SpecOf(got.Kind); !known {
 			t.Fatalf("unknown kind %q", got.Kind)
 		}
 		if got.Description != strings.TrimFunc(got.Description, unicode.IsSpace) {

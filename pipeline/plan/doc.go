@@ -7,6 +7,7 @@
 // the Effects; an (state, event) pair the table has no row for is refused
 // with a *RefusedError, never ignored.
 //
-// The table is the documentation too: `forge lifecycle` prints it, and a
-// test keeps docs/lifecycle.md equal to what Markdown renders.
+// The table is the documentation too: `forge lifecycle` prints it, and
+// docs/lifecycle.md, which `go generate ./docs` writes, is what Markdown
+// renders.
 package plan

@@ -11,73 +11,73 @@ import (
 const Path = ".github/forge.yml"
 
 // Config is a repository's .github/forge.yml with defaults applied
-// (DESIGN §8).
+// (DESIGN §8). The yaml tags name the keys Parse reads (a test holds the
+// two together) and the doc tags say what they mean, for
+// docs/configuration.md (internal/configdoc).
 type Config struct {
-	// Version is the file format; only 1 exists.
-	Version          int
-	MaxAuditRounds   int
-	ProgressThrottle time.Duration
-	AutoImplement    bool
+	Version          int           `yaml:"version" doc:"The file's format; only 1 exists."`
+	MaxAuditRounds   int           `yaml:"max_audit_rounds" doc:"Audit rounds a forge or a revision runs at most (1 to 20); a plan still blocked after them stops with 'VERDICT: CAP_REACHED' for people to review."`
+	ProgressThrottle time.Duration `yaml:"progress_throttle" doc:"The least time between two edits of a progress comment (a wait as it begins and a run's end are shown at once)."`
+	AutoImplement    bool          `yaml:"auto_implement" doc:"A review with no blocking finding, no 'CAP_REACHED' and no change by people on the branch is approved by Forge itself, and the phases run; only where the operator's policy allows it."`
 	// PlansDir is cleaned and relative to the repository root.
-	PlansDir string
-	Labels   Labels
-	Approval Approval
-	Limits   Limits
-	Phases   Phases
-	Agents   Agents
+	PlansDir string   `yaml:"plans_dir" doc:"Where plan files and phases files are written on the plan branch: a directory relative to the repository root, outside '.git'."`
+	Labels   Labels   `yaml:"labels" doc:"The labels Forge reacts to."`
+	Approval Approval `yaml:"approval" doc:"The approval gate: what a plan in REVIEW needs to become APPROVED, and who may steer Forge at all."`
+	Limits   Limits   `yaml:"limits" doc:"What a repository's plans may use."`
+	Phases   Phases   `yaml:"phases" doc:"Phase runs: one commit per phase, each waiting for the repository's checks."`
+	Agents   Agents   `yaml:"agents" doc:"Which of the server's runtimes and which model each role uses; a role left out uses the server's 'agents.roles'. A repository chooses runtimes by name, it never defines one."`
 }
 
 // Labels names the labels Forge reacts to.
 type Labels struct {
-	// Trigger on an issue starts a forge with its title and body.
-	Trigger string
+	Trigger string `yaml:"trigger" doc:"Added to an issue, starts a forge with the issue's title and body (1 to 50 characters)."`
 }
 
 // Approval is the approval gate of DESIGN §5.
 type Approval struct {
-	RequiredApprovals int
+	RequiredApprovals int `yaml:"required_approvals" doc:"Approvals a plan needs on its head (1 to 100): approving reviews, '/forge approve' or *Approve & run*, each from a person with 'min_permission'."`
 	// MinPermission is one of read, triage, write, maintain, admin.
-	MinPermission  string
-	RequiredChecks []string
+	MinPermission  string   `yaml:"min_permission" doc:"The least repository permission (read, triage, write, maintain, admin) whose approvals count, and that a person needs for a command, the trigger label, a review or a button to act."`
+	RequiredChecks []string `yaml:"required_checks" doc:"Checks (check runs or commit statuses, by name) that must have concluded success, neutral or skipped on the head before a plan is approved."`
 }
 
 // Limits bounds what one repository may run at once.
 type Limits struct {
-	MaxConcurrentRuns int
+	MaxConcurrentRuns int `yaml:"max_concurrent_runs" doc:"Forges that may run at once in the repository's installation (1 to 100); one started beyond it waits in a queue."`
 	// MaxTokensPerPlan stops a plan whose agents have used more tokens
 	// (input and output, all roles); 0 means no limit.
-	MaxTokensPerPlan int
+	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"Tokens (input and output, every role) a plan's agents may use before Forge stops it; 0 means no limit."`
 }
 
 // Phases configures phase runs (DESIGN §6).
 type Phases struct {
-	Timeout         time.Duration
-	MaxContextFiles int
-	AuditFixMax     int
-	MaxRun          int
-	WaitForChecks   bool
-	ChecksGrace     time.Duration
+	Timeout         time.Duration `yaml:"timeout" doc:"How long one phase may take, its agent calls included."`
+	MaxContextFiles int           `yaml:"max_context_files" doc:"Files of the plan's Changes section one implement phase takes at most (1 to 100): more files make more phases."`
+	AuditFixMax     int           `yaml:"audit_fix_max" doc:"Fix rounds after an audit phase with blocking findings (0 to 10)."`
+	MaxRun          int           `yaml:"max_run" doc:"Phases one run executes at most (1 to 50, the safety cap); '/forge run' goes on."`
+	WaitForChecks   bool          `yaml:"wait_for_checks" doc:"After each phase's commit, wait for the check suites of other Apps and the commit statuses on it; a failing one fails the phase."`
+	ChecksGrace     time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
 	// ChecksTimeout ends a phase's wait for its checks: CI that never
 	// finishes fails the phase instead of holding the run for good.
-	ChecksTimeout time.Duration
+	ChecksTimeout time.Duration `yaml:"checks_timeout" doc:"How long a phase waits for its checks before it fails with what is still pending; longer than 'checks_grace'."`
 }
 
 // Agents is the per-role choice of runtime and model. An empty field
 // falls back to the server's default for the role.
 type Agents struct {
-	Timeout      time.Duration
-	Drafter      Agent
-	Auditor      Agent
-	Reviser      Agent
-	Implementer  Agent
-	PhaseAuditor Agent
+	Timeout      time.Duration `yaml:"timeout" doc:"How long one agent call may take (within a phase, 'phases.timeout' ends it too)."`
+	Drafter      Agent         `yaml:"drafter" type:"mapping or runtime name" doc:"The runtime and model of the drafter, which writes the first draft; 'drafter: NAME' is short for '{runtime: NAME}', and so for each role."`
+	Auditor      Agent         `yaml:"auditor" type:"mapping or runtime name" doc:"The auditor's, which audits each round."`
+	Reviser      Agent         `yaml:"reviser" type:"mapping or runtime name" doc:"The reviser's, which revises the plan after a blocking round or people's notes."`
+	Implementer  Agent         `yaml:"implementer" type:"mapping or runtime name" doc:"The implementer's, which changes the files of an implement phase."`
+	PhaseAuditor Agent         `yaml:"phase_auditor" type:"mapping or runtime name" doc:"The phase auditor's, which audits the whole change in the audit phase."`
 }
 
 // Agent names one of the server's runtimes and a model: a repository
 // chooses among runtimes, it never defines one.
 type Agent struct {
-	Runtime string
-	Model   string
+	Runtime string `yaml:"runtime" doc:"One of the server's runtimes ('agents.runtimes'), by name, as the operator's policy allows."`
+	Model   string `yaml:"model" doc:"The model the runtime is asked for, as the operator's policy allows; the runtime's own when left out."`
 }
 
 // ForRole returns the choice for a role by its config name (drafter,

@@ -62,7 +62,7 @@ func TestParse(t *testing.T) {
 					PlansDir:         "plans",
 					Labels:           Labels{Trigger: "forge-me"},
 					Approval:         Approval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
-					Limits:           Limits{MaxConcurrentRuns: 1},
+					Limits:           Limits{MaxConcurrentRuns: 1, MaxTokensPerPlan: 100000},
 					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, WaitForChecks: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
 					Agents: Agents{
 						Timeout:      20 * time.Minute,

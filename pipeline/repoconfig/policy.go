@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/forge-dev/forge/internal/configdoc"
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
@@ -29,35 +30,35 @@ type Rule struct {
 	// Match is "owner/name" as a path.Match glob ("acme/*"), or an
 	// organisation alone ("acme", "*" for every one). Case-insensitive,
 	// as GitHub's names are.
-	Match string `yaml:"match"`
+	Match string `yaml:"match" default:"required" doc:"The repositories the rule holds: 'owner/name' with path.Match globs ('acme/*'), or an organisation alone ('acme', '*' for every one); case-insensitive."`
 	// AllowedKeys are the keys a repository may set, top-level ("approval")
 	// or dotted ("approval.required_checks"); absent means all.
-	AllowedKeys       []string         `yaml:"allowed_keys"`
-	RequiredApprovals *Floor           `yaml:"required_approvals"`
-	MinPermission     *PermissionFloor `yaml:"min_permission"`
-	MaxConcurrentRuns *Ceiling         `yaml:"max_concurrent_runs"`
-	MaxTokensPerPlan  *Ceiling         `yaml:"max_tokens_per_plan"`
+	AllowedKeys       []string         `yaml:"allowed_keys" default:"all" doc:"The keys a repository may set, top-level ('approval') or dotted ('approval.required_checks'); 'version' always."`
+	RequiredApprovals *Floor           `yaml:"required_approvals" doc:"The fewest approvals a repository may ask for ('approval.required_approvals')."`
+	MinPermission     *PermissionFloor `yaml:"min_permission" doc:"The lowest permission whose approvals a repository may count ('approval.min_permission')."`
+	MaxConcurrentRuns *Ceiling         `yaml:"max_concurrent_runs" doc:"The most forges a repository may run at once ('limits.max_concurrent_runs')."`
+	MaxTokensPerPlan  *Ceiling         `yaml:"max_tokens_per_plan" doc:"The most tokens a repository may let a plan use ('limits.max_tokens_per_plan'; a repository's 0, no limit, becomes the ceiling)."`
 	// AutoImplement says whether a repository may turn auto_implement on.
-	AutoImplement *bool `yaml:"auto_implement"`
+	AutoImplement *bool `yaml:"auto_implement" doc:"Whether a repository may turn 'auto_implement' on."`
 	// Agents maps a role, or "default" for the roles not named, to the
 	// runtimes and models a repository may choose for it.
-	Agents map[string]AgentRule `yaml:"agents"`
+	Agents map[string]AgentRule `yaml:"agents" key:"role" default:"any" doc:"Per role, or 'default' for the roles not named: the runtimes and models a repository may choose."`
 }
 
 // Floor is the least value a repository may set.
 type Floor struct {
-	Min int `yaml:"min"`
+	Min int `yaml:"min" doc:"The least value."`
 }
 
 // Ceiling is the greatest value a repository may set.
 type Ceiling struct {
-	Max int `yaml:"max"`
+	Max int `yaml:"max" doc:"The greatest value."`
 }
 
 // PermissionFloor is the least permission a repository may require of
 // approvers.
 type PermissionFloor struct {
-	Min string `yaml:"min"`
+	Min string `yaml:"min" doc:"The least permission: read, triage, write, maintain or admin."`
 }
 
 // AgentRule lists what a repository may choose for a role: runtime names
@@ -65,8 +66,8 @@ type PermissionFloor struct {
 // any; an empty list means the repository may not choose (the server's
 // default for the role holds).
 type AgentRule struct {
-	Runtimes []string `yaml:"runtimes"`
-	Models   []string `yaml:"models"`
+	Runtimes []string `yaml:"runtimes" default:"any" doc:"The server's runtimes a repository may choose for the role; '[]' leaves the role to the server."`
+	Models   []string `yaml:"models" default:"any" doc:"Model globs a repository may choose ('*' matches any text); '[]' leaves the model to the server."`
 }
 
 // DefaultRule is the shipped default: auto-implement off, at least one
@@ -83,21 +84,17 @@ func DefaultRule() Rule {
 }
 
 // repoConfigKeys are the keys of .github/forge.yml, dotted, for checking
-// allowed_keys (the parser in repoconfig.go is the authority; a test keeps
-// the two in step).
-var repoConfigKeys = []string{
-	"version", "max_audit_rounds", "progress_throttle", "auto_implement", "plans_dir",
-	"labels", "labels.trigger",
-	"approval", "approval.required_approvals", "approval.min_permission", "approval.required_checks",
-	"limits", "limits.max_concurrent_runs", "limits.max_tokens_per_plan",
-	"phases", "phases.timeout", "phases.max_context_files", "phases.audit_fix_max", "phases.max_run",
-	"phases.wait_for_checks", "phases.checks_grace", "phases.checks_timeout",
-	"agents", "agents.timeout",
-	"agents.drafter", "agents.drafter.runtime", "agents.drafter.model",
-	"agents.auditor", "agents.auditor.runtime", "agents.auditor.model",
-	"agents.reviser", "agents.reviser.runtime", "agents.reviser.model",
-	"agents.implementer", "agents.implementer.runtime", "agents.implementer.model",
-	"agents.phase_auditor", "agents.phase_auditor.runtime", "agents.phase_auditor.model",
+// allowed_keys: Config's, as its yaml tags name them (the parser is the
+// authority; a test keeps the two in step).
+var repoConfigKeys = func() []string {
+	keys, _ := Keys() // a key without a doc fails Keys' test, not the server
+	return configdoc.Paths(keys)
+}()
+
+// Keys are the keys of .github/forge.yml with their types, defaults and
+// meanings; an error names a key without a doc.
+func Keys() ([]configdoc.Key, error) {
+	return configdoc.Keys(Default(), configdoc.Options{})
 }
 
 // Validate refuses a policy the server should not start with: a bad

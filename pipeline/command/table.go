@@ -1,0 +1,212 @@
+package command
+
+import (
+	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
+	"github.com/forge-dev/forge/templates"
+)
+
+// Where is the kind of GitHub object a command may be used on.
+type Where int
+
+// The places of DESIGN §2's "where" column.
+const (
+	OnIssue Where = 1 << iota
+	OnPR
+	Anywhere = OnIssue | OnPR
+)
+
+func (w Where) String() string {
+	switch w {
+	case OnIssue:
+		return "issue"
+	case OnPR:
+		return "pull request"
+	case Anywhere:
+		return "issue or pull request"
+	}
+	return "nowhere"
+}
+
+// Spec is one command: the words the parser takes for it, its argument
+// syntax, where it may be used, and what docs/commands.md says of it,
+// down to an example of Forge's answer rendered by the answer's own
+// template.
+type Spec struct {
+	Kind Kind
+	// Words are the subcommands after /forge or /plan that mean this
+	// command, in any case, its name first. Start and plan have none: a
+	// first word no command reserves begins a description.
+	Words []string
+	// Usage is the argument syntax, as an answer to a wrong use shows it.
+	Usage string
+	On    Where
+	// Does is what the command does, in Markdown.
+	Does string
+	// Example is a comment that runs the command.
+	Example string
+	// Reply is Forge's answer to Example, as data of the answer's
+	// template.
+	Reply templates.Data
+}
+
+// ListMost bounds /forge list: a repository's plans most recently active.
+const ListMost = 30
+
+// The example answers name the same plan: plan-001, asked for by @alice
+// on issue #1, with its pull request #2.
+const (
+	exPlan   = "plan-001"
+	exTitle  = "add a greeting page"
+	exBranch = "plan-001/add-a-greeting-page"
+)
+
+var exFinding = audit.Finding{Severity: audit.SeverityMinor, Description: "Say who reads the page.", Location: "docs/plans/plan-001-add-a-greeting-page.md:12"}
+
+// exPhases are the plan's phases as Decompose makes them from a plan whose
+// Changes name docs/hello.md and README.md, one file a phase.
+func exPhases(done int, current string) templates.Checklist {
+	ph := templates.Checklist{
+		{ID: "phase-1", Title: "Implement docs/hello.md", Kind: "implement", Status: "pending"},
+		{ID: "phase-2", Title: "Implement README.md", Kind: "implement", Status: "pending", DependsOn: []string{"phase-1"}},
+		{ID: "phase-3", Title: "Post-implementation audit", Kind: "audit", Status: "pending", DependsOn: []string{"phase-1", "phase-2"}},
+	}
+	for i := range done {
+		ph[i].Status = "done"
+	}
+	if current != "" {
+		ph[done].Status = current
+	}
+	return ph
+}
+
+// Table is every command, in the order /forge help and docs/commands.md
+// list them. The parser reserves the Words, the pipeline refuses a
+// command where On does not allow it, and answers a wrong use with Usage.
+var Table = []Spec{
+	{Kind: Start, Usage: "/forge [new] <description>", On: OnIssue,
+		Does: "Starts a forge: reserves the next plan id, creates the plan branch, opens a draft pull request, " +
+			"has the drafter write the plan from the issue and the description, then audits and revises it until no blocking " +
+			"finding is left or `max_audit_rounds` is reached. The lines of the comment after the command reach the drafter too. " +
+			"On an issue whose plan is still open (not DONE, CLOSED or CANCELLED) Forge answers with that plan and starts nothing; " +
+			"`/forge new <description>` starts one more all the same. Adding the trigger label (`labels.trigger`) to an issue " +
+			"does the same with the issue's title as the description.",
+		Example: "/forge " + exTitle,
+		Reply: &templates.Progress{
+			Line:  templates.Line(templates.ProgressLine{Event: "finished", PlanID: exPlan, Status: "REVIEW"}),
+			PRURL: "#2",
+			Complete: mustText(&templates.Complete{Head: templates.Head{PlanID: exPlan}, Rounds: 1, Elapsed: "3m12s",
+				Findings: []audit.Finding{exFinding}, ManualReasons: []templates.Reason{{Event: "auto-off"}}}),
+		}},
+	{Kind: Plan, Usage: "/plan [new] <description>", On: OnIssue,
+		Does: "Creates a plan from the template (`.forge/plan-template.md`, or Forge's own) with no agent: the branch, " +
+			"the plan file and the draft pull request. People write the plan on the branch, then ask for `/forge audit`. " +
+			"`/plan new <description>` starts one more on an issue whose plan is still open.",
+		Example: "/plan " + exTitle,
+		Reply: &templates.PlanCreated{Head: templates.Head{PlanID: exPlan}, Path: "docs/plans/plan-001-add-a-greeting-page.md",
+			Branch: exBranch, Title: exTitle, PRURL: "#2"}},
+	{Kind: Help, Words: []string{"help", "--help", "-h"}, Usage: "/forge help", On: Anywhere,
+		Does:    "Lists the commands. A bare `/forge` or `/plan` means the same.",
+		Example: "/forge help",
+		Reply:   &templates.Help{TriggerLabel: repoconfig.Default().Labels.Trigger, ListMost: ListMost}},
+	{Kind: List, Words: []string{"list"}, Usage: "/forge list", On: Anywhere,
+		Does:    "Lists the repository's plans, the most recently active first, with their status, pull request, issue and last activity.",
+		Example: "/forge list",
+		Reply: &templates.PlanList{Total: 2, Most: ListMost, Plans: []templates.PlanListItem{
+			{PlanID: "plan-002", Title: "document the webhook endpoint", Status: "DRAFT", Running: true, Issue: 5, PR: 6, Activity: "2026-11-26 10:02 UTC"},
+			{PlanID: exPlan, Title: exTitle, Status: "REVIEW", Issue: 1, PR: 2, Activity: "2026-11-26 09:54 UTC"},
+		}}},
+	{Kind: Status, Words: []string{"status"}, Usage: "/forge status [plan-NNN]", On: Anywhere,
+		Does: "Shows the plan's status, what runs now, its objective, the last audit verdict and its phases. " +
+			"Without an id it is the plan of this issue or pull request; with one, any plan of the repository.",
+		Example: "/forge status",
+		Reply: &templates.Status{Head: templates.Head{PlanID: exPlan}, Title: exTitle, Status: "IMPLEMENTING",
+			Running: templates.Step{Event: "phase", PhaseID: "phase-2", Title: "Implement README.md"}, PRURL: "#2",
+			Objective: "Greet new users.", Round: 1, LastVerdict: "minor", Phases: exPhases(1, "in-progress")}},
+	{Kind: Cancel, Words: []string{"cancel"}, Usage: "/forge cancel [plan-NNN]", On: Anywhere,
+		Does: "Stops what runs on the plan: a running forge or revision leaves the plan CANCELLED, a queued one is " +
+			"cancelled at once, a phase run stops and leaves its phase failed.",
+		Example: "/forge cancel",
+		Reply:   &templates.Cancel{Head: templates.Head{PlanID: exPlan}}},
+	{Kind: Approve, Words: []string{"approve"}, Usage: "/forge approve [plan-NNN]", On: OnPR,
+		Does: "Approves the plan as the commenter, like an approving review on the pull request's head: once the approval " +
+			"gate holds (`approval.required_approvals`, no changes requested, `approval.required_checks`), the plan is APPROVED " +
+			"and its phases run. Otherwise Forge answers with every reason why not.",
+		Example: "/forge approve",
+		Reply:   &templates.Approval{Head: templates.Head{PlanID: exPlan}, Approved: true, Approvers: []string{"alice"}}},
+	{Kind: Revise, Words: []string{"revise"}, Usage: "/forge revise [plan-NNN] [notes]", On: OnPR,
+		Does: "Revises a plan in DRAFT or REVIEW with the notes (the rest of the line and the lines after it) and the " +
+			"open review comments, commits the revision, then audits it again: the audit rounds appear as reviews on the pull request.",
+		Example: "/forge revise say who reads the page",
+		Reply: &templates.Review{Round: 1, MaxRounds: repoconfig.Default().MaxAuditRounds, Verdict: "minor",
+			Findings: []audit.Finding{{Severity: audit.SeveritySuggestion, Description: "Link the page from the README."}}}},
+	{Kind: Audit, Words: []string{"audit"}, Usage: "/forge audit [plan-NNN]", On: OnPR,
+		Does: "Audits a plan in DRAFT or REVIEW once more: the structural pre-flight, then the auditor agent. " +
+			"The round appears as a review on the pull request and in the plan's Audit Log.",
+		Example: "/forge audit",
+		Reply:   &templates.Review{Round: 1, MaxRounds: 1, Verdict: "minor", Findings: []audit.Finding{exFinding}, Inline: 1}},
+	{Kind: Phases, Words: []string{"phases"}, Usage: "/forge phases [--regenerate] [plan-NNN]", On: OnPR,
+		Does: "Shows the plan's phases, generating the phases file on the branch first when there is none; " +
+			"`--regenerate` generates it again from the plan as it is now.",
+		Example: "/forge phases",
+		Reply:   &templates.PhasesList{Head: templates.Head{PlanID: exPlan}, Hash: "8e8c27c514e479c4", Phases: exPhases(0, "")}},
+	{Kind: Run, Words: []string{"run"}, Usage: "/forge run [plan-NNN]", On: OnPR,
+		Does: "Runs the approved plan's pending phases, one commit each, waiting for the repository's checks after each " +
+			"(at most `phases.max_run` in one run). A phase that failed is retried.",
+		Example: "/forge run",
+		Reply: &templates.RunProgress{
+			Line: templates.Line(templates.ProgressLine{Event: "run-complete", PlanID: exPlan, Ran: 2, Elapsed: "6m41s"}),
+			Phases: []templates.RunPhase{
+				{ID: "phase-1", Title: "Implement docs/hello.md", Status: "done"},
+				{ID: "phase-2", Title: "Implement README.md", Status: "done", Took: "1m40s", Checks: "2m12s"},
+				{ID: "phase-3", Title: "Post-implementation audit", Status: "done", Took: "2m49s"},
+			}}},
+	{Kind: RunOne, Words: []string{"run-one"}, Usage: "/forge run-one [plan-NNN]", On: OnPR,
+		Does:    "Runs only the next pending phase of the approved plan.",
+		Example: "/forge run-one",
+		Reply:   &templates.PhaseRunDone{Head: templates.Head{PlanID: exPlan}, Ran: 1, Remaining: 1, Elapsed: "3m52s"}},
+	{Kind: Skip, Words: []string{"skip"}, Usage: "/forge skip [plan-NNN]", On: OnPR,
+		Does: "Marks the phase that failed, runs or waits for its checks `skipped`: a running one is stopped first. " +
+			"`/forge run` then goes on with the next.",
+		Example: "/forge skip",
+		Reply:   &templates.PhaseSkipped{Head: templates.Head{PlanID: exPlan}, PhaseID: "phase-2", Title: "Implement README.md", Was: "failed"}},
+	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
+		Does: "Closes the plan for good (CLOSED): a running job is stopped first. Closing the pull request, or the *Cancel* " +
+			"button of the `forge` check run, does the same.",
+		Example: "/forge close",
+		Reply:   &templates.Closed{Head: templates.Head{PlanID: exPlan}}},
+}
+
+// mustText renders example data for the table; a template that fails
+// with it fails every test of the package.
+func mustText(d templates.Data) string {
+	s, err := templates.Text(d)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+var (
+	bySpec = map[Kind]*Spec{}
+	byWord = map[string]*Spec{}
+)
+
+func init() {
+	for i := range Table {
+		s := &Table[i]
+		bySpec[s.Kind] = s
+		for _, w := range s.Words {
+			byWord[w] = s
+		}
+	}
+}
+
+// SpecOf is the table's row for a kind.
+func SpecOf(k Kind) (Spec, bool) {
+	s, ok := bySpec[k]
+	if !ok {
+		return Spec{}, false
+	}
+	return *s, true
+}
