@@ -134,3 +134,34 @@ func TestPRBodyKeepsPeoplesText(t *testing.T) {
 		})
 	}
 }
+
+// TestPRBodyAtClose: a plan closed while its phase waits for CI says so in
+// its PR body: CLOSED, the phase left failed, and no Closes #N (merging
+// the PR would no longer close the issue).
+func TestPRBodyAtClose(t *testing.T) {
+	w, p, _ := clockWorld(t)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	if !strings.Contains(w.GitHub.PRBody(p.PR), "Closes #1") {
+		t.Fatalf("the body of the approved plan does not close its issue:\n%s", w.GitHub.PRBody(p.PR))
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge close")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	if got := planOf(t, w).State.Status(); got != plan.Closed {
+		t.Fatalf("after /forge close: %s", got)
+	}
+	body := w.GitHub.PRBody(p.PR)
+	for _, want := range []string{"| Status | CLOSED |", "    class n_phase_1 failed\n", "| **phase-1** Implement docs/hello.md (implement) | failed | "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the body of the closed plan lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "Closes #1") {
+		t.Errorf("the body of the closed plan still closes its issue:\n%s", body)
+	}
+}

@@ -125,8 +125,10 @@ func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: d
 
 // closing is what closing a plan does on GitHub. The plan file's status
 // is committed first: the check run then goes on the commit that says
-// CLOSED. Only a Close event is answered; a run stopped to close was
-// answered when it was asked.
+// CLOSED. The PR body says CLOSED too, with where its phases stopped,
+// unless the PR was merged (its description is history then). Only a
+// Close event is answered; a run stopped to close was answered when it
+// was asked.
 func closing(s *State, ev Event) []Effect {
 	c, isClose := ev.(Close)
 	out := []Effect{ButtonsOff{Plan: true}}
@@ -134,6 +136,9 @@ func closing(s *State, ev Event) []Effect {
 		out = append(out, StatusLine{})
 	}
 	out = append(out, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "closed"}}}, SyncLabel{})
+	if !c.Merged {
+		out = append(out, UpdatePR{})
+	}
 	if isClose && !c.Quiet {
 		out = append(out, reply(OnCause, &templates.Closed{}))
 	}
@@ -272,7 +277,7 @@ var table = []Row{
 			return out
 		}},
 	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued}, To: Closed, RunTo: Idle,
-		Does:  "buttons off, plan file status (unless merged), check run neutral, label, answer (unless the PR was closed)",
+		Does:  "buttons off, plan file status (unless merged), check run neutral, label, PR body (unless merged), answer (unless the PR was closed)",
 		apply: closing},
 
 	// The job's own progress.
@@ -332,7 +337,7 @@ var table = []Row{
 			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phase-run-cancelled"}}}, UpdatePR{}}, stopReply(ev)...)
 		}},
 	{Event: "stopped", From: []Status{Draft, Review, Approved, Implementing, Auditing}, Run: running, Guard: "asked to close",
-		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label",
+		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label, PR body",
 		when: stopIs(StopClose), apply: closing},
 	{Event: "phase_skipped", From: phaseable, Run: running, Does: "withdraw the request, answer",
 		apply: func(s *State, ev Event) []Effect {
