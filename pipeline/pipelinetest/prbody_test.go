@@ -165,3 +165,26 @@ func TestPRBodyAtClose(t *testing.T) {
 		t.Errorf("the body of the closed plan still closes its issue:\n%s", body)
 	}
 }
+
+// TestPRBodyAtSkip: /forge skip of the phase its CI failed shows it
+// skipped in the PR body, the CI result that failed it kept.
+func TestPRBodyAtSkip(t *testing.T) {
+	w, p, now := clockWorld(t)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	*now = now.Add(30 * time.Second)
+	ci(t, w, "completed", "failure")
+	runJobs(t, w)
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge skip")); err != nil {
+		t.Fatal(err)
+	}
+	body := w.GitHub.PRBody(p.PR)
+	for _, want := range []string{"    class n_phase_1 skipped\n", "| **phase-1** Implement docs/hello.md (implement) | skipped | ", " | failed | 12s + checks 30s |"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the body after the skip lacks %q:\n%s", want, body)
+		}
+	}
+}
