@@ -8,6 +8,7 @@ import (
 
 	"github.com/gkampitakis/go-snaps/snaps"
 
+	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
@@ -187,4 +188,69 @@ func TestPRBodyAtSkip(t *testing.T) {
 			t.Errorf("the body after the skip lacks %q:\n%s", want, body)
 		}
 	}
+}
+
+// TestPRBodyWhenARunEndsOtherwise: a phase run cancelled while its phase
+// waits for CI, one that pauses after /forge run-one's phase, and one that
+// fails after its phases (its last commit refused) leave the PR body
+// showing where the phases stand.
+func TestPRBodyWhenARunEndsOtherwise(t *testing.T) {
+	t.Run("cancelled", func(t *testing.T) {
+		w, p, _ := clockWorld(t)
+		ctx := context.Background()
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+			t.Fatal(err)
+		}
+		runJobs(t, w)
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge cancel")); err != nil {
+			t.Fatal(err)
+		}
+		runJobs(t, w)
+		if body := w.GitHub.PRBody(p.PR); !strings.Contains(body, "    class n_phase_1 failed\n") || !strings.Contains(body, "| **phase-1** Implement docs/hello.md (implement) | failed | ") {
+			t.Errorf("the body after the cancel does not show phase-1 failed:\n%s", body)
+		}
+	})
+	t.Run("paused after /forge run-one", func(t *testing.T) {
+		w, p, now := clockWorld(t)
+		ctx := context.Background()
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+			t.Fatal(err)
+		}
+		runJobs(t, w)
+		ci(t, w, "completed", "failure")
+		runJobs(t, w)
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge run-one")); err != nil {
+			t.Fatal(err)
+		}
+		runJobs(t, w)
+		*now = now.Add(5 * time.Second)
+		ci(t, w, "completed", "success")
+		runJobs(t, w)
+		body := w.GitHub.PRBody(p.PR)
+		if !strings.Contains(body, "    class n_phase_1 done\n") || !strings.Contains(body, " | passed | 12s + checks 5s |") || !strings.Contains(body, "    class n_phase_2 pending\n") {
+			t.Errorf("the body of the paused run does not show phase-1 done and phase-2 pending:\n%s", body)
+		}
+	})
+	t.Run("failed after its phases", func(t *testing.T) {
+		w, p, now := clockWorld(t)
+		ctx := context.Background()
+		w.Agents[agent.PhaseAuditor] = func(agent.Request) (agent.Result, error) {
+			// The run's last commit, the phases file at its end, is refused.
+			w.GitHub.FailNext("CommitFiles", pipeline.ErrRejected)
+			return agent.Result{Output: "- **Severity: minor** — Fine.\n\nVerdict: ready to approve"}, nil
+		}
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+			t.Fatal(err)
+		}
+		runJobs(t, w)
+		*now = now.Add(5 * time.Second)
+		ci(t, w, "completed", "success")
+		runJobs(t, w)
+		if got := planOf(t, w); got.State.Status() == plan.Done || got.State.Run() != plan.Idle {
+			t.Fatalf("the run did not fail: %s", got.State)
+		}
+		if body := w.GitHub.PRBody(p.PR); !strings.Contains(body, "    class n_phase_2 done\n") {
+			t.Errorf("the body after the failure does not show phase-2 done:\n%s", body)
+		}
+	})
 }
