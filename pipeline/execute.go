@@ -229,6 +229,7 @@ func (p *Plan) startRun(e plan.StartRun) {
 	p.Notes, p.Error = e.Notes, ""
 	p.RunStartRound = p.Round
 	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
+	p.keepPhaseTimes()
 	p.RunProgress = RunProgress{Gen: p.Generation}
 	p.RunLimit, p.PhasesRun = phases.MaxPerRun, 0
 	if e.Limit > 0 {
@@ -455,6 +456,10 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 		// A phase run's summary is its progress comment, as last written.
 		summary = p.RunProgress.Text
 	}
+	if table := phaseTable(p); table != "" {
+		// Then the phases' status table, as the PR body shows it.
+		summary += "\n\n" + table
+	}
 	text, err := templates.Text(templates.CheckOutput{
 		PlanID: PlanID(p.Number), Status: string(p.State.Status()), Rounds: len(p.Audits), MaxRounds: maxRounds,
 		Usage: p.Usage, Cost: costText(p.Cost), Audits: p.Audits,
@@ -474,45 +479,20 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 		ExternalID: PlanID(p.Number), Title: PlanID(p.Number) + " " + templates.Line(c.Title), Summary: summary, Text: text, Actions: actions}
 }
 
-// updatePR rewrites the pull request's body from the plan and, with
-// ready, takes it out of draft (a PR GitHub would not open as a draft has
-// nothing to mark).
+// updatePR brings Forge's part of the pull request's body up to date
+// and, with ready, takes the PR out of draft (a PR GitHub would not open
+// as a draft has nothing to mark).
 func (f *Forge) updatePR(ctx context.Context, gh GitHub, p *Plan, ready bool) error {
 	if p.PR == 0 {
 		return nil
 	}
-	body, err := prBody(p)
-	if err != nil {
+	if err := f.writePRBody(ctx, gh, p); err != nil {
 		return err
-	}
-	if err := gh.UpdatePullRequest(ctx, p.Repo, p.PR, "", body); err != nil {
-		return fmt.Errorf("update the pull request's body: %w", err)
 	}
 	if ready && p.PRNodeID != "" && !p.DraftRefused {
 		return gh.MarkReadyForReview(ctx, p.Repo, p.PRNodeID)
 	}
 	return nil
-}
-
-// prBody is the plan PR's description. From approval on it closes the
-// plan's issue when merged (DESIGN §4).
-func prBody(p *Plan) (string, error) {
-	last := ""
-	if n := len(p.Audits); n > 0 {
-		last = p.Audits[n-1].Verdict.String()
-	}
-	st := p.State.Status()
-	closes := 0
-	switch st {
-	case plan.Approved, plan.Implementing, plan.Auditing, plan.Done:
-		closes = p.Issue
-	}
-	return templates.Text(templates.PRBody{
-		Marker: Marker(p.Number, "pr"), Summary: oneLine(p.Title), PlanID: PlanID(p.Number),
-		Path: p.PlanPath, FileURL: "../blob/" + p.Branch + "/" + p.PlanPath, Status: string(st),
-		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
-		NotDraft: p.DraftRefused, Closes: closes,
-	})
 }
 
 // statusLine commits the plan file's **Status:** line as status, on the

@@ -18,6 +18,16 @@ const (
 	checksFailed = "failed"
 )
 
+// What the other apps' checks said of a phase's commit, as the PR body's
+// status table shows it (PhaseTime.CI).
+const (
+	ciPending  = "pending"
+	ciPassed   = "passed"
+	ciNone     = "no-checks"
+	ciFailed   = "failed"
+	ciTimedOut = "timed-out"
+)
+
 // awaitChecks looks at the other apps' check suites and the commit
 // statuses on the waiting phase commit: all finished and green passes the
 // phase, a failure fails it (the failing checks go to the retry),
@@ -105,12 +115,14 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		}
 		why = append(why, ci.FailedStatuses...)
 		ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
+		r.phaseCI(ph.ID, ciFailed)
 		data := &templates.PhaseStopped{PhaseID: ph.ID, Total: len(p.Phases.Phases)}
 		check.Conclusion = "failure"
 		if timedOut {
 			waited := elapsed(now.Sub(since))
 			ph.Error = templates.Line(templates.PhaseError{Event: "checks-timeout", Waited: waited, Timeout: r.cfg.Phases.ChecksTimeout.String(), Pending: ci.Pending, Failed: why})
 			check.Conclusion = "timed_out"
+			r.phaseCI(ph.ID, ciTimedOut)
 			var pending []string
 			for _, s := range ci.Pending {
 				pending = append(pending, strings.ReplaceAll(oneLine(s), "`", "'"))
@@ -141,7 +153,17 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	ph.Status, ph.FailureHashes = phases.Done, nil
 	p.PhasesRun++
 	r.phaseEnded(ph.ID)
+	result := ciPassed
+	if ci.Counted == 0 {
+		result = ciNone
+	}
+	r.phaseCI(ph.ID, result)
 	return checksPassed, r.apply(ctx, plan.ChecksPassed{})
+}
+
+// phaseCI records what the checks said of phase id's commit.
+func (r *run) phaseCI(id, result string) {
+	r.p.RunProgress.Phases[r.phaseTime(id)].CI = result
 }
 
 // updatePhaseRun completes a phase's check run. A rate limit stops the job

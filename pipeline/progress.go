@@ -41,6 +41,32 @@ type PhaseTime struct {
 	Started, Ran, Ended time.Time
 	// WaitShown is set once the progress comment showed the wait.
 	WaitShown bool `json:",omitempty"`
+	// CI is what the other apps' checks said of the phase's commit:
+	// pending, passed, no-checks, failed or timed-out; empty when none
+	// were waited for.
+	CI string `json:",omitempty"`
+}
+
+// durations are how long the phase's own work took and then its checks,
+// and whether it still waits for them; empty for what has not ended.
+func (t PhaseTime) durations() (took, checks string, waiting bool) {
+	if t.Started.IsZero() {
+		return "", "", false
+	}
+	work := t.Ran
+	if work.IsZero() {
+		work = t.Ended
+	}
+	if !work.IsZero() {
+		took = elapsed(work.Sub(t.Started))
+	}
+	switch {
+	case !t.Ran.IsZero() && t.Ended.After(t.Ran):
+		checks = elapsed(t.Ended.Sub(t.Ran))
+	case !t.Ran.IsZero() && t.Ended.IsZero():
+		waiting = true
+	}
+	return took, checks, waiting
 }
 
 // ensureProgress posts the issue's progress comment once, or finds the
@@ -194,6 +220,7 @@ func (r *run) ensureRunProgress(ctx context.Context, line string) error {
 // the check run with the text already).
 func (r *run) progressWritten(ctx context.Context, body string) error {
 	p := r.p
+	r.progressWrites++
 	p.RunProgress.Text = strings.TrimSpace(strings.TrimPrefix(body, r.progressMarker()))
 	p.RunProgress.EditedAt = r.progressAt
 	if p.State.Run() != plan.Running {
@@ -281,11 +308,32 @@ func (r *run) phaseStarted(ctx context.Context, ph *phases.Phase) error {
 		break
 	}
 	line := r.line(l)
+	writes := r.progressWrites
 	err := r.ensureRunProgress(ctx, line)
 	if err == nil {
 		err = r.progress(ctx, line, false, "")
 	}
+	if err == nil {
+		err = r.showPhases(ctx, r.progressWrites == writes)
+	}
 	return r.progressFailed(ctx, err)
+}
+
+// showPhases writes the plan PR's body, whose graph and table show the
+// phases as they stand now; with mirror also the forge check run, whose
+// summary ends with the same table (a progress edit mirrors it anyway).
+// A phase's start and the start of its checks' wait are written at once:
+// people read the body for where the plan stands.
+func (r *run) showPhases(ctx context.Context, mirror bool) error {
+	if err := r.f.writePRBody(ctx, r.gh, r.p); err != nil {
+		return err
+	}
+	if mirror && r.p.State.Run() == plan.Running {
+		if err := r.mirrorProgress(ctx); err != nil {
+			return err
+		}
+	}
+	return r.save(ctx)
 }
 
 // progressFailed is what a failed write of the progress does to the phase
@@ -333,6 +381,9 @@ func (r *run) phaseWaiting(ctx context.Context, ph *phases.Phase, since time.Tim
 	}
 	begins := !t.WaitShown
 	t.WaitShown = true
+	if begins {
+		t.CI = ciPending
+	}
 	l := templates.ProgressLine{Event: "phase-waiting", PhaseID: ph.ID, Took: elapsed(t.Ran.Sub(t.Started)),
 		Checks: len(pending), Wait: r.cfg.Phases.ChecksGrace.String()}
 	for _, c := range pending[:min(len(pending), 5)] {
@@ -342,7 +393,10 @@ func (r *run) phaseWaiting(ctx context.Context, ph *phases.Phase, since time.Tim
 	if err := r.ensureRunProgress(ctx, line); err != nil {
 		return err
 	}
-	return r.progress(ctx, line, begins, "")
+	if err := r.progress(ctx, line, begins, ""); err != nil || !begins {
+		return err
+	}
+	return r.showPhases(ctx, false)
 }
 
 // progressPhases are the plan's phases as the run's progress lists them, with
@@ -358,20 +412,8 @@ func (r *run) progressPhases() []templates.RunPhase {
 	var out []templates.RunPhase
 	for _, ph := range r.p.Phases.Phases {
 		item := templates.RunPhase{ID: ph.ID, Title: ph.Title, Status: string(ph.Status)}
-		if t, ok := times[ph.ID]; ok && !t.Started.IsZero() {
-			work := t.Ran
-			if work.IsZero() {
-				work = t.Ended
-			}
-			if !work.IsZero() {
-				item.Took = elapsed(work.Sub(t.Started))
-			}
-			switch {
-			case !t.Ran.IsZero() && t.Ended.After(t.Ran):
-				item.Checks = elapsed(t.Ended.Sub(t.Ran))
-			case !t.Ran.IsZero() && t.Ended.IsZero():
-				item.Waiting = true
-			}
+		if t, ok := times[ph.ID]; ok {
+			item.Took, item.Checks, item.Waiting = t.durations()
 		}
 		out = append(out, item)
 	}

@@ -167,6 +167,9 @@ type run struct {
 
 	progressLine string
 	progressAt   time.Time
+	// progressWrites counts the phase run's progress writes of this job,
+	// each shown on the forge check run.
+	progressWrites int
 	// phaseRun is set for a job of a phase run: its progress comment is
 	// the run's own on the pull request. A forge that approves its plan
 	// itself stays a forge to its end.
@@ -332,7 +335,7 @@ func (r *run) ensurePR(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open pull request for %s: %w", p.Branch, err)
 	}
-	p.PR, p.PRNodeID = pr.Number, pr.NodeID
+	p.PR, p.PRNodeID, p.PRURL = pr.Number, pr.NodeID, pr.HTMLURL
 	if p.State.Mode() == plan.ModePlan {
 		return r.apply(ctx, plan.PlanCreated{Reply: plan.Reply{On: plan.OnIssue, Key: "g1",
 			Data: &templates.PlanCreated{Path: p.PlanPath, Branch: p.Branch, Title: p.Title, PRURL: "#" + strconv.Itoa(p.PR)}}})

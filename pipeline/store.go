@@ -49,12 +49,18 @@ type Plan struct {
 	HeadSHA       string
 	PR            int
 	PRNodeID      string
+	// PRURL is the pull request's page, whose neighbours the PR body and
+	// the check run link to (a phase's commit).
+	PRURL string `json:",omitempty"`
 	// ProgressID is the run's progress comment: the issue's for a forge,
 	// a revision or an audit, the pull request's for a phase run.
 	ProgressID int64
 	// RunProgress is the phase run's progress, which its comment shows.
 	RunProgress RunProgress
-	CheckRunID  int64
+	// PhaseLog is what the runs before the current one recorded of each
+	// phase they worked on, for the PR body's status table.
+	PhaseLog   []PhaseTime `json:",omitempty"`
+	CheckRunID int64
 	// CheckHead is the commit the forge check run is on, CheckStatus its
 	// status (queued, in_progress, completed).
 	CheckHead   string

@@ -297,7 +297,8 @@ type (
 		Title  string
 		PRURL  string
 	}
-	// PRBody is the plan pull request's description.
+	// PRBody is Forge's part of the plan pull request's description:
+	// from Marker to End. People's text outside it is theirs and stays.
 	PRBody struct {
 		Marker      string
 		PlanID      string
@@ -311,7 +312,31 @@ type (
 		RequestedBy string
 		NotDraft    bool
 		Closes      int
+		// Phases are the plan's phases once made: their graph and table.
+		Phases []PhaseRow
+		End    string
 	}
+	// PhaseRow is one phase as the plan's phase graph and status table
+	// show it. Title is the phase's own (plan text: the templates escape
+	// it); DependsOn are phase ids among the rows'. State is pending,
+	// running, done, failed or skipped. Commit is the short sha of the
+	// phase's commit, CommitURL its page. CI is what the other apps'
+	// checks said of that commit: pending, passed, no-checks, failed or
+	// timed-out, empty when nothing was waited for. Took is how long the
+	// phase's own work took, Checks how long its checks then took.
+	PhaseRow struct {
+		ID, Title, Kind, State string
+		DependsOn              []string
+		Commit, CommitURL      string
+		CI                     string
+		Took, Checks           string
+	}
+	// PhaseGraph is the plan's phases as a Mermaid graph: kind, the
+	// dependencies and each phase's state as its colour.
+	PhaseGraph []PhaseRow
+	// PhaseTable is the plan's phases as a status table: state, commit,
+	// CI result and duration.
+	PhaseTable []PhaseRow
 	// Progress is the progress comment.
 	Progress struct {
 		Marker   string
@@ -510,9 +535,11 @@ func (OpenPlan) Template() string         { return "open-plan" }
 func (PlanList) Template() string         { return "plan-list" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
 func (PhaseError) Template() string       { return "phase-error" }
+func (PhaseGraph) Template() string       { return "phase-graph" }
 func (PhaseRunDone) Template() string     { return "phase-run-done" }
 func (PhaseSkipped) Template() string     { return "phase-skipped" }
 func (PhaseStopped) Template() string     { return "phase-stopped" }
+func (PhaseTable) Template() string       { return "phase-table" }
 func (PhasesList) Template() string       { return "phases-list" }
 func (PlanCreated) Template() string      { return "plan-created" }
 func (PRBody) Template() string           { return "pr-body" }

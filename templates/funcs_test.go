@@ -63,6 +63,9 @@ func TestFuncsInTemplates(t *testing.T) {
 		{`{{join . ", "}}`, []string{"a", "b"}, "a, b"},
 		{`{{add . 1}}`, 2, "3"},
 		{`{{lower .}} {{upper .}}`, "Mixed", "mixed MIXED"},
+		{`| {{cell .}} |`, "a | b\n[c](https://d) *e*", `| a \| b \[c\](https\://d) \*e\* |`},
+		{`["{{mermaid .}}"]`, "say \"hi\"]\n%% x", `["say #34;hi#34;#93; #37;#37; x"]`},
+		{`{{mermaidID .}}`, "phase-12", "n_phase_12"},
 	}
 	for _, tc := range tests {
 		tmpl := template.Must(template.New("").Funcs(funcs).Parse(tc.src))

@@ -18,7 +18,10 @@ import (
 // marker pipeline's commandCtx.reply puts before a command's answer.
 const (
 	githubMaxBody = 65536
-	replyMarker   = len("<!-- forge:reply:comment-9223372036854775807 -->\n")
+	// githubMaxCheckOutput is GitHub's limit on a check run's summary, in
+	// bytes.
+	githubMaxCheckOutput = 65535
+	replyMarker          = len("<!-- forge:reply:comment-9223372036854775807 -->\n")
 )
 
 // manyFindings are n findings the size a verbose auditor writes: a few
@@ -76,7 +79,32 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The same 50 phases as the PR body and the check run show them, each
+	// title as long as the pipeline lets it be.
+	var rows []templates.PhaseRow
+	for i := 1; i <= 50; i++ {
+		row := templates.PhaseRow{ID: fmt.Sprintf("phase-%d", i), Title: strings.Repeat("<&\"|`", 24), Kind: "implement", State: "done",
+			Commit: "1a2b3c4", CommitURL: "https://github.com/" + repo + "/commit/1a2b3c4", CI: "timed-out", Took: "29m59s", Checks: "1h59m59s"}
+		if i > 1 {
+			row.DependsOn = []string{fmt.Sprintf("phase-%d", i-1)}
+		}
+		rows = append(rows, row)
+	}
+	progress, err := templates.Text(templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 99), Line: stopped, Phases: runPhases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := templates.Text(templates.PhaseTable(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(progress) + 2 + len(table); n > githubMaxCheckOutput {
+		t.Errorf("the forge check run's summary of that run (its progress, then the table) is %d bytes, over GitHub's %d", n, githubMaxCheckOutput)
+	}
+
 	tests := []textCase{
+		{"PR body of 50 phases with long titles", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: long, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath,
+			Status: string(plan.Implementing), Rounds: 200, LastVerdict: "blocking", Issue: issue, RequestedBy: "octocat", Closes: issue, Phases: rows, End: pipeline.Marker(planNumber, "pr", "end")}},
 		{"phase run progress of 50 phases that stopped", templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 99), Line: stopped, Phases: runPhases}},
 		{"review of 200 findings", templates.Review{Marker: pipeline.Marker(planNumber, "audit", 5), Round: 5, MaxRounds: 5, Verdict: "blocking", Loop: true, Preflight: false, Findings: findings, Inline: 200}},
 		{"completion with 200 findings", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 5, Elapsed: "29m59s", CapReached: true, Findings: findings, ManualReasons: []templates.Reason{{Event: "cap"}, {Event: "blocking"}}}},

@@ -152,6 +152,61 @@ var phaseItems = templates.Checklist{
 	{ID: "phase-3", Title: "Post-implementation audit", Kind: "audit", Status: "pending", DependsOn: []string{"phase-1", "phase-2"}},
 }
 
+// prBody is Forge's part of the plan PR's body about the plan every
+// case talks about, as the pipeline fills it.
+func prBody(d templates.PRBody) templates.PRBody {
+	d.Marker, d.End = pipeline.Marker(planNumber, "pr"), pipeline.Marker(planNumber, "pr", "end")
+	d.Summary, d.PlanID, d.Path, d.FileURL = title, planID, planPath, "../blob/"+branch+"/"+planPath
+	d.Issue, d.RequestedBy = issue, "octocat"
+	return d
+}
+
+// stageRows are the plan's three phases (two implement phases and the
+// audit after them) with the first ones in the states given, the rest
+// pending, as the pipeline fills them: a phase that committed has its
+// commit, one that waited for checks their result and time. "waiting" is
+// a phase running whose checks are still pending.
+func stageRows(states ...string) []templates.PhaseRow {
+	rows := []templates.PhaseRow{
+		{ID: "phase-1", Title: "Implement internal/webhook/limit.go", Kind: "implement", State: "pending"},
+		{ID: "phase-2", Title: "Implement internal/webhook/limit_test.go", Kind: "implement", State: "pending", DependsOn: []string{"phase-1"}},
+		{ID: "phase-3", Title: "Post-implementation audit", Kind: "audit", State: "pending", DependsOn: []string{"phase-1", "phase-2"}},
+	}
+	commits := []string{"1a2b3c4", "5d6e7f8", ""}
+	for i, st := range states {
+		r := &rows[i]
+		r.State = st
+		switch st {
+		case "running":
+		case "waiting":
+			r.State, r.CI, r.Took = "running", "pending", "8s"
+		case "failed":
+			r.CI, r.Took, r.Checks = "failed", "8s", "1m4s"
+		case "skipped":
+			r.CI, r.Took, r.Checks = "failed", "9s", "58s"
+		default:
+			r.CI, r.Took, r.Checks = "passed", "42s", "1m12s"
+		}
+		if st != "running" && commits[i] != "" {
+			r.Commit, r.CommitURL = commits[i], "https://github.com/"+repo+"/commit/"+commits[i]
+		}
+		if i == 2 {
+			r.CI, r.Checks, r.Took = "", "", "27s"
+		}
+	}
+	return rows
+}
+
+// hostileRows are phases whose titles (plan text, which an agent wrote
+// from an issue) try to break out of the Mermaid graph and the table,
+// sanitized as the pipeline's Untrusted leaves them.
+var hostileRows = []templates.PhaseRow{
+	{ID: "phase-1", Title: pipeline.Untrusted(`Quote " and ] then ["x"] --> end`, 120), Kind: "implement", State: "done"},
+	{ID: "phase-2", Title: pipeline.Untrusted("Newline\nclick n_phase_1 href \"https://evil.example\"\n%% comment", 120), Kind: "implement", State: "failed", DependsOn: []string{"phase-1"}},
+	{ID: "phase-3", Title: pipeline.Untrusted("<img src=x onerror=alert(1)> `code` | pipe | [link](https://evil.example) ![img](x) www.evil.example @octocat", 120), Kind: "read", State: "running", DependsOn: []string{"phase-2"}},
+	{ID: "phase-4", Title: pipeline.Untrusted("#quot;entity#35; & &amp; :smile: **bold** _em_ ~strike~ \\ back", 120), Kind: "audit", State: "skipped", DependsOn: []string{"phase-3"}},
+}
+
 func textCases(t *testing.T) []textCase {
 	pre := preflightFindings(t)
 	rounds := []audit.Round{
@@ -460,9 +515,22 @@ func textCases(t *testing.T) []textCase {
 		{"no-plan-here/issue", templates.NoPlanHere{Head: templates.Head{PlanID: ""}, OnPR: false}},
 		{"no-plan-here/pull request with plan id", templates.NoPlanHere{Head: templates.Head{PlanID: "plan-099"}, OnPR: true}},
 
-		{"pr-body/new", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(plan.Draft), Rounds: 0, LastVerdict: "", Issue: issue, RequestedBy: "octocat"}},
-		{"pr-body/not a draft", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(plan.Draft), Rounds: 0, LastVerdict: "", Issue: issue, RequestedBy: "octocat", NotDraft: true}},
-		{"pr-body/audited", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: title, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(plan.Review), Rounds: 3, LastVerdict: "minor", Issue: issue, RequestedBy: "octocat"}},
+		{"pr-body/new", prBody(templates.PRBody{Status: string(plan.Draft)})},
+		{"pr-body/not a draft", prBody(templates.PRBody{Status: string(plan.Draft), NotDraft: true})},
+		{"pr-body/audited", prBody(templates.PRBody{Status: string(plan.Review), Rounds: 3, LastVerdict: "minor"})},
+		// The body at each stage of a plan: drafted, approved (its phases
+		// made when the run starts), phase 1 running, phase 1 done and
+		// phase 2 running, a failed phase, done.
+		{"pr-body/1 drafted", prBody(templates.PRBody{Status: string(plan.Review), Rounds: 2, LastVerdict: "minor"})},
+		{"pr-body/2 approved", prBody(templates.PRBody{Status: string(plan.Approved), Rounds: 2, LastVerdict: "minor", Closes: issue})},
+		{"pr-body/3 phase 1 running", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("running")})},
+		{"pr-body/4 phase 1 done, phase 2 running", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "running")})},
+		{"pr-body/5 phase 2 failed", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "failed")})},
+		{"pr-body/6 done", prBody(templates.PRBody{Status: string(plan.Done), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "skipped", "done")})},
+		{"phase-graph/a read phase first, fan-in to the audit", templates.PhaseGraph(append([]templates.PhaseRow{{ID: "phase-0", Title: "Read the codebase", Kind: "read", State: "done", Took: "20s"}}, stageRows("running")...))},
+		{"phase-graph/hostile titles", templates.PhaseGraph(hostileRows)},
+		{"phase-table/phase 2 waits for its checks", templates.PhaseTable(stageRows("done", "waiting"))},
+		{"phase-table/hostile titles", templates.PhaseTable(hostileRows)},
 
 		{"check-output/audits and usage", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: len(rounds), MaxRounds: 5, Usage: int64(48213), Cost: "$0.42", Audits: rounds}},
 		{"check-output/cap reached", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: 2, MaxRounds: 2, Usage: int64(9120), Audits: []audit.Round{rounds[0], {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+	"unicode"
+	"unicode/utf8"
 )
 
 //go:embed text/*.md prompts/*.md plan-template.md
@@ -28,6 +30,59 @@ var funcs = template.FuncMap{
 	"oneline": func(s string) string {
 		return strings.Join(strings.Fields(strings.ReplaceAll(s, "|", "\\|")), " ")
 	},
+	"cell":      cell,
+	"mermaid":   mermaidLabel,
+	"mermaidID": mermaidID,
+}
+
+// cell makes text others wrote one cell of a Markdown table that shows it
+// as written: on one line, its pipes escaped, and every mark that would
+// make it a link, an image, an HTML tag, emphasis, code or an emoji
+// escaped with a backslash. A "www." or a scheme's colon is escaped too,
+// so that GitHub links nothing. @mentions are the caller's to defuse: a
+// backslash does not stop GitHub's.
+func cell(s string) string {
+	var b strings.Builder
+	for _, r := range strings.Join(strings.Fields(s), " ") {
+		switch {
+		case strings.ContainsRune("\\`*_[]<>|!~&:", r),
+			r == '.' && strings.HasSuffix(strings.ToLower(b.String()), "www"):
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mermaidLabel makes text others wrote safe inside a double-quoted label
+// of a Mermaid graph: on one line, and every character but ASCII letters,
+// digits, spaces and "-_./," written as Mermaid's entity code (#34; for
+// a quote). Mermaid turns those into character references of the drawn
+// SVG, so no quote, bracket, backtick, "%%" comment, directive or HTML
+// tag survives as syntax or markup.
+func mermaidLabel(s string) string {
+	var b strings.Builder
+	for _, r := range strings.Join(strings.Fields(s), " ") {
+		switch {
+		case r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(" -_./,", r)):
+			b.WriteRune(r)
+		default:
+			fmt.Fprintf(&b, "#%d;", r)
+		}
+	}
+	return b.String()
+}
+
+// mermaidID is a Mermaid node id for a phase id: letters, digits and
+// underscores after an "n_" that keeps it from being a keyword (end,
+// class) or starting an edge (o, x).
+func mermaidID(id string) string {
+	return "n_" + strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '_'
+	}, id)
 }
 
 var (

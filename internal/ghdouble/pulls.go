@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // pullState is what a pull request has beyond its issue side (title, body,
@@ -918,6 +919,24 @@ func (s *Server) ClosePull(repo string, number int, user string) {
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	is.State, is.ClosedAt, is.ClosedBy, is.UpdatedAt = "closed", now, user, now
+}
+
+// EditPullBody sets the pull request's description as a person editing it
+// on GitHub does (a browser sends CRLF line endings: body may carry them).
+func (s *Server) EditPullBody(repo string, number int, body string) {
+	s.t.Helper()
+	r := s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	is := r.issues[number]
+	if r.pulls[number] == nil || is == nil {
+		s.t.Fatalf("ghdouble: %s has no pull request #%d", repo, number)
+		return
+	}
+	if tooLong(body) {
+		s.t.Fatalf("ghdouble: EditPullBody(%s, %d): GitHub would refuse a body of %d characters", repo, number, utf8.RuneCountInString(body))
+	}
+	is.Body, is.UpdatedAt = body, s.now().UTC().Truncate(time.Second)
 }
 
 // PullEdit sets "pull_request" to the double's rendering of the pull request,

@@ -166,6 +166,20 @@ func (g *GitHub) BotComments(issue int) []string {
 	return out
 }
 
+// PRBody is pull request pr's body.
+func (g *GitHub) PRBody(pr int) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.Pulls[pr].Body
+}
+
+// EditPRBody sets pull request pr's body, as a person editing it would.
+func (g *GitHub) EditPRBody(pr int, body string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.Pulls[pr].Body = body
+}
+
 // File is path at the head of branch.
 func (g *GitHub) File(branch, path string) (string, bool) {
 	g.mu.Lock()
@@ -407,7 +421,7 @@ func (g *GitHub) CreatePullRequest(_ context.Context, _ pipeline.Repo, n pipelin
 		number++
 	}
 	pr := &pipeline.PullRequest{Number: number, NodeID: fmt.Sprintf("PR_%d", number), Title: n.Title, Body: n.Body,
-		HeadRef: n.Head, HeadSHA: head, Draft: n.Draft, State: "open"}
+		HeadRef: n.Head, HeadSHA: head, Draft: n.Draft, State: "open", HTMLURL: fmt.Sprintf("https://github.com/octo/hello/pull/%d", number)}
 	g.Pulls[number] = pr
 	return *pr, nil
 }

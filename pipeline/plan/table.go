@@ -125,8 +125,10 @@ func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: d
 
 // closing is what closing a plan does on GitHub. The plan file's status
 // is committed first: the check run then goes on the commit that says
-// CLOSED. Only a Close event is answered; a run stopped to close was
-// answered when it was asked.
+// CLOSED. The PR body says CLOSED too, with where its phases stopped,
+// unless the PR was merged (its description is history then). Only a
+// Close event is answered; a run stopped to close was answered when it
+// was asked.
 func closing(s *State, ev Event) []Effect {
 	c, isClose := ev.(Close)
 	out := []Effect{ButtonsOff{Plan: true}}
@@ -134,6 +136,9 @@ func closing(s *State, ev Event) []Effect {
 		out = append(out, StatusLine{})
 	}
 	out = append(out, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "closed"}}}, SyncLabel{})
+	if !c.Merged {
+		out = append(out, UpdatePR{})
+	}
 	if isClose && !c.Quiet {
 		out = append(out, reply(OnCause, &templates.Closed{}))
 	}
@@ -208,10 +213,10 @@ var table = []Row{
 				StartRun{Mode: ModePhases, Limit: ev.(RunPhases).Limit}}
 		}},
 	{Event: "skip", From: phaseable, Run: idle, Guard: "the caller skipped the phase",
-		Does: "take the phase's buttons off, answer",
+		Does: "take the phase's buttons off, PR body, answer",
 		apply: func(_ *State, ev Event) []Effect {
 			k := ev.(Skip)
-			return []Effect{ButtonsOff{}, reply(OnCause, &templates.PhaseSkipped{PhaseID: k.PhaseID, Title: k.Title, Was: k.Was})}
+			return []Effect{ButtonsOff{}, UpdatePR{}, reply(OnCause, &templates.PhaseSkipped{PhaseID: k.PhaseID, Title: k.Title, Was: k.Was})}
 		}},
 	{Event: "skip", From: phaseable, Run: running, Guard: "a phase runs or waits",
 		Does: "ask the job to skip its phase (a parked job is woken), answer",
@@ -236,8 +241,8 @@ var table = []Row{
 			return nil
 		}},
 	{Event: "push", Run: running, Does: "nothing: the running step merges the push when it commits"},
-	{Event: "phases_made", From: notClosed, Run: idle, Does: "the phases are fresh; answer with the checklist",
-		apply: func(s *State, _ Event) []Effect { s.phasesStale = false; return nil }},
+	{Event: "phases_made", From: notClosed, Run: idle, Does: "the phases are fresh: PR body; answer with the checklist",
+		apply: func(s *State, _ Event) []Effect { s.phasesStale = false; return []Effect{UpdatePR{}} }},
 
 	// Stopping and closing.
 	{Event: "cancel", From: []Status{Draft}, Run: queued, To: Cancelled, RunTo: Idle, Does: "answer",
@@ -272,7 +277,7 @@ var table = []Row{
 			return out
 		}},
 	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued}, To: Closed, RunTo: Idle,
-		Does:  "buttons off, plan file status (unless merged), check run neutral, label, answer (unless the PR was closed)",
+		Does:  "buttons off, plan file status (unless merged), check run neutral, label, PR body (unless merged), answer (unless the PR was closed)",
 		apply: closing},
 
 	// The job's own progress.
@@ -314,10 +319,10 @@ var table = []Row{
 			return []Effect{f.Reply, SetCheck{f.Check}, SyncLabel{}}
 		}},
 	{Event: "failed", Run: running, Guard: "a phase run or /plan", RunTo: Idle,
-		Does: "say what failed and how to retry; check run failure",
+		Does: "say what failed and how to retry; check run failure; PR body",
 		apply: func(_ *State, ev Event) []Effect {
 			f := ev.(Failed)
-			return []Effect{f.Reply, SetCheck{f.Check}}
+			return []Effect{f.Reply, SetCheck{f.Check}, UpdatePR{}}
 		}},
 	{Event: "stopped", From: forgeable, Run: running, Guard: "asked to cancel a forge", To: Cancelled, RunTo: Idle,
 		Does: "check run neutral, label, say where the run stopped",
@@ -326,13 +331,13 @@ var table = []Row{
 			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "cancelled"}}}, SyncLabel{}}, stopReply(ev)...)
 		}},
 	{Event: "stopped", From: phaseable, Run: running, Guard: "asked to cancel a phase run", RunTo: Idle,
-		Does: "check run neutral, say where the run stopped",
+		Does: "check run neutral, PR body, say where the run stopped",
 		when: stopIs(StopCancel),
 		apply: func(_ *State, ev Event) []Effect {
-			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phase-run-cancelled"}}}}, stopReply(ev)...)
+			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phase-run-cancelled"}}}, UpdatePR{}}, stopReply(ev)...)
 		}},
 	{Event: "stopped", From: []Status{Draft, Review, Approved, Implementing, Auditing}, Run: running, Guard: "asked to close",
-		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label",
+		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label, PR body",
 		when: stopIs(StopClose), apply: closing},
 	{Event: "phase_skipped", From: phaseable, Run: running, Does: "withdraw the request, answer",
 		apply: func(s *State, ev Event) []Effect {
@@ -363,15 +368,15 @@ var table = []Row{
 	{Event: "checks_passed", From: phaseable, Run: running, Does: "the phase is done",
 		apply: func(s *State, _ Event) []Effect { s.await, s.parked = nil, false; return nil }},
 	{Event: "phase_failed", From: phaseable, Run: running, RunTo: Idle,
-		Does: "check run failure, say which phase failed and how to retry",
+		Does: "check run failure, PR body, say which phase failed and how to retry",
 		apply: func(_ *State, ev Event) []Effect {
 			f := ev.(PhaseFailed)
-			return []Effect{SetCheck{f.Check}, f.Reply}
+			return []Effect{SetCheck{f.Check}, UpdatePR{}, f.Reply}
 		}},
 	{Event: "run_paused", From: phaseable, Run: running, RunTo: Idle,
-		Does: "check run neutral, say how many phases remain",
+		Does: "check run neutral, PR body, say how many phases remain",
 		apply: func(_ *State, ev Event) []Effect {
-			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phases-remain"}}}, ev.(RunPaused).Reply}
+			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phases-remain"}}}, UpdatePR{}, ev.(RunPaused).Reply}
 		}},
 	{Event: "phases_stale", From: phaseable, Run: running, RunTo: Idle,
 		Does: "check run action required, say to regenerate the phases",

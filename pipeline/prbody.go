@@ -1,0 +1,228 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/forge-dev/forge/pipeline/phases"
+	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
+)
+
+// The plan PR's body is part Forge's, part people's. Forge's part runs
+// from the line of its marker (forge:plan-NNN:pr) to the line of its end
+// marker (forge:plan-NNN:pr:end) and is rewritten from the plan at each
+// step: summary, status, the phases' graph and status table, Closes #N.
+// What people write before or after it is theirs: GitHub has no partial
+// update, so the body is read before each write and the part replaced in
+// it.
+
+// maxPhaseTitle bounds a phase's title in the graph and the table, in
+// bytes: plan text, which may run long.
+const maxPhaseTitle = 120
+
+// writePRBody brings Forge's part of the plan PR's body up to date,
+// keeping what people wrote around it. A body already up to date is not
+// written again.
+func (f *Forge) writePRBody(ctx context.Context, gh GitHub, p *Plan) error {
+	if p.PR == 0 {
+		return nil
+	}
+	pr, err := gh.PullRequest(ctx, p.Repo, p.PR)
+	if err != nil {
+		return fmt.Errorf("read the pull request's body: %w", err)
+	}
+	if p.PRURL == "" {
+		p.PRURL = pr.HTMLURL
+	}
+	part, err := prBody(p)
+	if err != nil {
+		return err
+	}
+	body := withPart(pr.Body, part, Marker(p.Number, "pr"), Marker(p.Number, "pr", "end"))
+	if body == pr.Body {
+		return nil
+	}
+	if err := gh.UpdatePullRequest(ctx, p.Repo, p.PR, "", body); err != nil {
+		return fmt.Errorf("update the pull request's body: %w", err)
+	}
+	return nil
+}
+
+// withPart is body with Forge's part, from the line of marker start to
+// the line of marker end, replaced by part (which holds both). A body
+// without the start marker (a person removed the part) gets part on top
+// of what it says; a part without its end marker is the whole body
+// from the start marker on, as Forge wrote bodies before it marked an
+// end.
+func withPart(body, part, start, end string) string {
+	i := markerLine(body, start, 0)
+	if i < 0 {
+		rest := strings.TrimLeft(body, "\r\n")
+		if strings.TrimSpace(rest) == "" {
+			return part
+		}
+		return part + "\n" + rest
+	}
+	j := markerLine(body, end, i)
+	if j < 0 {
+		return body[:i] + part
+	}
+	after := body[j+len(end):]
+	after = strings.TrimPrefix(strings.TrimPrefix(strings.TrimLeft(after, " \t"), "\r"), "\n")
+	return body[:i] + part + after
+}
+
+// markerLine is where marker begins a line of text (alone on it but for
+// spaces) at from or after, -1 if nowhere: a marker quoted inside a line
+// is not one.
+func markerLine(text, marker string, from int) int {
+	for from <= len(text) {
+		k := strings.Index(text[from:], marker)
+		if k < 0 {
+			return -1
+		}
+		at := from + k
+		lineStart := strings.LastIndexByte(text[:at], '\n') + 1
+		rest := text[at+len(marker):]
+		if eol := strings.IndexByte(rest, '\n'); eol >= 0 {
+			rest = rest[:eol]
+		}
+		if strings.TrimSpace(text[lineStart:at]) == "" && strings.TrimSpace(rest) == "" {
+			return lineStart
+		}
+		from = at + len(marker)
+	}
+	return -1
+}
+
+// prBody is Forge's part of the plan PR's description. From approval on
+// it closes the plan's issue when merged (DESIGN §4).
+func prBody(p *Plan) (string, error) {
+	last := ""
+	if n := len(p.Audits); n > 0 {
+		last = p.Audits[n-1].Verdict.String()
+	}
+	st := p.State.Status()
+	closes := 0
+	switch st {
+	case plan.Approved, plan.Implementing, plan.Auditing, plan.Done:
+		closes = p.Issue
+	}
+	return templates.Text(templates.PRBody{
+		// The summary is the requester's; without its HTML comments it
+		// cannot hold the part's end marker.
+		Marker: Marker(p.Number, "pr"), Summary: oneLine(Sanitize(p.Title)), PlanID: PlanID(p.Number),
+		Path: p.PlanPath, FileURL: "../blob/" + p.Branch + "/" + p.PlanPath, Status: string(st),
+		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
+		NotDraft: p.DraftRefused, Closes: closes, Phases: phaseRows(p), End: Marker(p.Number, "pr", "end"),
+	})
+}
+
+// phaseTable is the plan's phases as the forge check run's summary ends
+// with them, the table the PR body shows; empty before there are phases.
+func phaseTable(p *Plan) string {
+	rows := phaseRows(p)
+	if len(rows) == 0 {
+		return ""
+	}
+	text, err := templates.Text(templates.PhaseTable(rows))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(text)
+}
+
+// phaseStates are the states the graph and the table show, by phase
+// status.
+var phaseStates = map[phases.Status]string{
+	phases.Pending: "pending", phases.InProgress: "running", phases.Done: "done",
+	phases.Failed: "failed", phases.Skipped: "skipped",
+}
+
+var shortSHARe = regexp.MustCompile(`^[0-9a-f]{4,40}$`)
+
+// phaseRows are the plan's phases as its graph and status table show
+// them, with what the plan's runs recorded of each. A dependency on a
+// phase the file does not have is left out; a pending phase shows no
+// times (they would be an earlier attempt's, or phases since remade).
+func phaseRows(p *Plan) []templates.PhaseRow {
+	if p.Phases == nil {
+		return nil
+	}
+	ids := map[string]bool{}
+	for _, ph := range p.Phases.Phases {
+		ids[ph.ID] = true
+	}
+	times := p.phaseTimes()
+	out := make([]templates.PhaseRow, 0, len(p.Phases.Phases))
+	for _, ph := range p.Phases.Phases {
+		row := templates.PhaseRow{ID: ph.ID, Title: Untrusted(ph.Title, maxPhaseTitle), Kind: string(ph.Kind), State: phaseStates[ph.Status]}
+		if row.State == "" {
+			row.State = "pending"
+		}
+		for _, d := range ph.DependsOn {
+			if ids[d] && d != ph.ID && !slices.Contains(row.DependsOn, d) {
+				row.DependsOn = append(row.DependsOn, d)
+			}
+		}
+		t, timed := times[ph.ID]
+		// A phase running again shows no commit until this attempt made
+		// one: the one it has is the failed attempt's.
+		again := ph.Status == phases.InProgress && (!timed || t.Ran.IsZero())
+		if shortSHARe.MatchString(ph.GitCommit) && !again {
+			row.Commit, row.CommitURL = ph.GitCommit, commitURL(p, ph.GitCommit)
+		}
+		if timed && ph.Status != phases.Pending {
+			row.CI = t.CI
+			row.Took, row.Checks, _ = t.durations()
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// commitURL is the page of a commit of the plan's repository: beside the
+// pull request's own page, or relative to it for a plan that has not
+// recorded that page.
+func commitURL(p *Plan, sha string) string {
+	if base, ok := strings.CutSuffix(p.PRURL, "/pull/"+strconv.Itoa(p.PR)); ok && p.PR != 0 {
+		return base + "/commit/" + sha
+	}
+	return "../commit/" + sha
+}
+
+// phaseTimes are the times of each phase the plan's runs worked on: the
+// current run's over those the runs before it recorded.
+func (p *Plan) phaseTimes() map[string]PhaseTime {
+	out := map[string]PhaseTime{}
+	for _, t := range p.PhaseLog {
+		out[t.ID] = t
+	}
+	for _, t := range p.RunProgress.Phases {
+		if !t.Started.IsZero() {
+			out[t.ID] = t
+		}
+	}
+	return out
+}
+
+// keepPhaseTimes folds the ending run's phase times into the plan's log
+// before a new run starts its own.
+func (p *Plan) keepPhaseTimes() {
+	times := p.phaseTimes()
+	p.PhaseLog = p.PhaseLog[:0]
+	for _, id := range slices.Sorted(maps.Keys(times)) {
+		t := times[id]
+		t.WaitShown = false
+		p.PhaseLog = append(p.PhaseLog, t)
+	}
+	if len(p.PhaseLog) == 0 {
+		p.PhaseLog = nil
+	}
+}
