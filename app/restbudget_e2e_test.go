@@ -55,8 +55,9 @@ func (pc *phaseCalls) String() string {
 // run's start, each phase and the run's end: phase-1 begins with the run's
 // progress comment on the pull request, each phase ends with the creation
 // of its check run forge/phase-K, and the next begins there. Installation
-// tokens are left out, as TotalCalls(true) leaves them.
-func splitPhaseRun(t *testing.T, log []ghdouble.CallRecord) []*phaseCalls {
+// tokens are left out, as TotalCalls(true) leaves them. changed are the
+// files each phase changed (changedByPhase).
+func splitPhaseRun(t testing.TB, log []ghdouble.CallRecord, changed map[string]int) []*phaseCalls {
 	t.Helper()
 	start := -1
 	for i, c := range log {
@@ -101,7 +102,29 @@ func splitPhaseRun(t *testing.T, log []ghdouble.CallRecord) []*phaseCalls {
 			parts = append(parts, cur)
 		}
 	}
+	for _, p := range parts {
+		if p.files >= 0 {
+			p.files = changed[p.name]
+		}
+	}
 	return parts
+}
+
+// changedByPhase counts the files each phase's commits changed, the plan's
+// own files (the phases file) aside: "phase-1" → 1.
+func changedByPhase(commits []ghdouble.CommitInfo) map[string]int {
+	changed := map[string]int{}
+	for _, c := range commits {
+		if id, ok := strings.CutPrefix(c.Message, "plan-001 "); ok {
+			id, _, _ = strings.Cut(id, ":")
+			for _, f := range c.Files {
+				if !strings.HasPrefix(f, "docs/plans/") {
+					changed[id]++
+				}
+			}
+		}
+	}
+	return changed
 }
 
 // TestPhaseRunRESTBudget: a phase run of three phases (two that change a
@@ -123,18 +146,8 @@ func TestPhaseRunRESTBudget(t *testing.T) {
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**: 3 phases executed")
 	w.waitIdle(t)
 
-	changed := map[string]int{}
-	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
-		if id, ok := strings.CutPrefix(c.Message, "plan-001 "); ok {
-			id, _, _ = strings.Cut(id, ":")
-			for _, f := range c.Files {
-				if !strings.HasPrefix(f, "docs/plans/") {
-					changed[id]++
-				}
-			}
-		}
-	}
-	parts := splitPhaseRun(t, w.gh.CallLog())
+	changed := changedByPhase(w.gh.Repo(w.repo).Commits(pr.Head))
+	parts := splitPhaseRun(t, w.gh.CallLog(), changed)
 	if len(parts) != 5 {
 		for _, p := range parts {
 			t.Log(p)
@@ -144,7 +157,6 @@ func TestPhaseRunRESTBudget(t *testing.T) {
 	total, budget := 0, 0
 	for _, p := range parts {
 		if p.files >= 0 {
-			p.files = changed[p.name]
 			budget += 12 + p.files
 		}
 		total += p.total
