@@ -53,20 +53,26 @@ func TestPlainChange(t *testing.T) {
 func TestOnBranch(t *testing.T) {
 	plainFile := pipeline.FileChange{Path: "a.go", Content: []byte("package a\n"), Plain: true}
 	tests := []struct {
-		name  string
-		files []pipeline.FileChange
-		want  bool
+		name    string
+		message string
+		files   []pipeline.FileChange
+		want    bool
 	}{
-		{"plain files", []pipeline.FileChange{plainFile, {Path: "b.go", Deleted: true, Plain: true}}, true},
-		{"a file not known plain", []pipeline.FileChange{plainFile, {Path: "b.go", Content: []byte("b")}}, false},
-		{"an executable", []pipeline.FileChange{plainFile, {Path: "run.sh", Content: []byte("#!/bin/sh\n"), Executable: true, Plain: true}}, false},
-		{"a workflow file", []pipeline.FileChange{{Path: ".github/workflows/ci.yml", Content: []byte("on: push\n"), Plain: true}}, false},
-		{"at the size bound", []pipeline.FileChange{{Path: "big", Content: []byte(strings.Repeat("x", maxOnBranchBytes)), Plain: true}}, true},
-		{"over the size bound", []pipeline.FileChange{plainFile, {Path: "big", Content: []byte(strings.Repeat("x", maxOnBranchBytes)), Plain: true}}, false},
+		{"plain files", "", []pipeline.FileChange{plainFile, {Path: "b.go", Deleted: true, Plain: true}}, true},
+		{"a message of two lines", "plan-001: draft\n\nwith a body", []pipeline.FileChange{plainFile}, false},
+		{"a file not known plain", "", []pipeline.FileChange{plainFile, {Path: "b.go", Content: []byte("b")}}, false},
+		{"an executable", "", []pipeline.FileChange{plainFile, {Path: "run.sh", Content: []byte("#!/bin/sh\n"), Executable: true, Plain: true}}, false},
+		{"a workflow file", "", []pipeline.FileChange{{Path: ".github/workflows/ci.yml", Content: []byte("on: push\n"), Plain: true}}, false},
+		{"at the size bound", "", []pipeline.FileChange{{Path: "big", Content: []byte(strings.Repeat("x", maxOnBranchBytes)), Plain: true}}, true},
+		{"over the size bound", "", []pipeline.FileChange{plainFile, {Path: "big", Content: []byte(strings.Repeat("x", maxOnBranchBytes)), Plain: true}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := onBranch(tt.files); got != tt.want {
+			message := tt.message
+			if message == "" {
+				message = "plan-001 phase-1: Implement a.go"
+			}
+			if got := onBranch(message, tt.files); got != tt.want {
 				t.Errorf("onBranch = %v, want %v", got, tt.want)
 			}
 		})

@@ -185,7 +185,7 @@ func (g *githubAPI) CommitFiles(ctx context.Context, repo pipeline.Repo, branch,
 	if err := g.secrets.CheckFiles(files); err != nil {
 		return "", err
 	}
-	if onBranch(files) {
+	if onBranch(message, files) {
 		return g.commitOnBranch(ctx, repo, branch, parent, message, files)
 	}
 	return g.commitTree(ctx, repo, branch, parent, message, files)
@@ -201,8 +201,14 @@ const maxOnBranchBytes = 8 << 20
 // word for a file's mode (executable, a link, a submodule), so every file
 // must be plain (pipeline.FileChange.Plain); workflow files keep to the Git
 // Data API, whose refusal without the workflows permission Forge knows
-// (WorkflowPermissionError); and the files must fit maxOnBranchBytes.
-func onBranch(files []pipeline.FileChange) bool {
+// (WorkflowPermissionError); the files must fit maxOnBranchBytes; and the
+// message must be one line, which GitHub keeps as it is (a headline and a
+// body it joins with a blank line of its own, which a resumed step would
+// not recognise as its message).
+func onBranch(message string, files []pipeline.FileChange) bool {
+	if strings.ContainsAny(message, "\r\n") {
+		return false
+	}
 	total := 0
 	for _, f := range files {
 		if !f.Plain || f.Executable {
@@ -230,18 +236,14 @@ func (g *githubAPI) commitOnBranch(ctx context.Context, repo pipeline.Repo, bran
 		additions = append(additions, githubv4.FileAddition{Path: githubv4.String(f.Path),
 			Contents: githubv4.Base64String(base64.StdEncoding.EncodeToString(f.Content))})
 	}
-	headline, body, _ := strings.Cut(message, "\n")
 	in := githubv4.CreateCommitOnBranchInput{
 		Branch: githubv4.CommittableBranch{
 			RepositoryNameWithOwner: githubv4.NewString(githubv4.String(repo.Owner + "/" + repo.Name)),
 			BranchName:              githubv4.NewString(githubv4.String(branch)),
 		},
-		Message:         githubv4.CommitMessage{Headline: githubv4.String(headline)},
+		Message:         githubv4.CommitMessage{Headline: githubv4.String(message)},
 		ExpectedHeadOid: githubv4.GitObjectID(parent),
 		FileChanges:     &githubv4.FileChanges{},
-	}
-	if body = strings.TrimSpace(body); body != "" {
-		in.Message.Body = githubv4.NewString(githubv4.String(body))
 	}
 	if len(additions) > 0 {
 		in.FileChanges.Additions = &additions
