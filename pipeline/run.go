@@ -393,10 +393,16 @@ func (r *run) alreadyCommitted(ctx context.Context, message string) (bool, error
 	if !r.resumed || r.p.HeadSHA == "" {
 		return false, nil
 	}
-	// From git objects, not the REST API: every resumed step asks.
+	// From git objects, not the REST API: every resumed step asks. A
+	// commit git cannot fetch (on no branch since a force push) GitHub
+	// still has.
 	msg, err := r.ws.CommitMessage(ctx, r.p.Repo, r.p.HeadSHA)
 	if err != nil {
-		return false, fmt.Errorf("read the head commit %s: %w", shortSHA(r.p.HeadSHA), err)
+		c, cerr := r.gh.Commit(ctx, r.p.Repo, r.p.HeadSHA)
+		if cerr != nil {
+			return false, fmt.Errorf("read the head commit %s: %w (git: %v)", shortSHA(r.p.HeadSHA), cerr, err)
+		}
+		msg = c.Message
 	}
 	return strings.TrimSpace(msg) == message, nil
 }

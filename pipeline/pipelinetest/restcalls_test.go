@@ -2,6 +2,7 @@ package pipelinetest_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -38,6 +39,28 @@ func TestPhaseRunReadsNoHeadNorCommit(t *testing.T) {
 		if n := countMessages(w, p.Branch, "plan-001: status "+status); n != 1 {
 			t.Errorf("%d commits of the status %s, want 1", n, status)
 		}
+	}
+}
+
+// TestHeadMessageFromGitHubWhenGitCannot: a resumed step whose recorded
+// head git cannot fetch (on no branch since a force push) asks GitHub
+// for its message, and goes on.
+func TestHeadMessageFromGitHubWhenGitCannot(t *testing.T) {
+	w, p := reviewWorld(t)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	w.GitHub.FailNext("CommitMessage", errors.New("commit is on no branch: ref not found"))
+	commits := w.GitHub.Calls["Commit"]
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.State.Status() != plan.Done {
+		t.Fatalf("after the phases: %s", p.State)
+	}
+	if n := w.GitHub.Calls["Commit"] - commits; n != 1 {
+		t.Errorf("%d commits read through GitHub, want the one git could not read", n)
 	}
 }
 
