@@ -201,14 +201,106 @@ func (g *githubAPI) Commit(ctx context.Context, repo pipeline.Repo, sha string) 
 	return out, nil
 }
 
-// CommitFiles makes a commit through the Git Data API (a tree with the
-// files inline, a commit, a ref update without force) so GitHub signs it
-// and never lets it overwrite a push it did not see. Files carrying a
-// secret are refused before anything is written (*pipeline.SecretError).
+// CommitFiles makes a commit that GitHub signs and never lets overwrite a
+// push it did not see: in one GraphQL call (createCommitOnBranch, whose
+// expectedHeadOid is parent) when it can say the change, else through the
+// Git Data API (blobs where needed, a tree, a commit, a ref update without
+// force). Files carrying a secret are refused before anything is written
+// (*pipeline.SecretError).
 func (g *githubAPI) CommitFiles(ctx context.Context, repo pipeline.Repo, branch, parent, message string, files []pipeline.FileChange) (string, error) {
 	if err := g.secrets.CheckFiles(files); err != nil {
 		return "", err
 	}
+	if onBranch(message, files) {
+		return g.commitOnBranch(ctx, repo, branch, parent, message, files)
+	}
+	return g.commitTree(ctx, repo, branch, parent, message, files)
+}
+
+// maxOnBranchBytes bounds the files one createCommitOnBranch carries
+// (before base64). GitHub documents no limit for the mutation; commits
+// over tens of megabytes are reported to fail. Larger ones go through the
+// Git Data API, whose blobs take up to 100 MB each.
+const maxOnBranchBytes = 8 << 20
+
+// onBranch says whether createCommitOnBranch can make the commit: it has no
+// word for a file's mode (executable, a link, a submodule), so every file
+// must be plain (pipeline.FileChange.Plain); workflow files keep to the Git
+// Data API, whose refusal without the workflows permission Forge knows
+// (WorkflowPermissionError); the files must fit maxOnBranchBytes; and the
+// message must be one line, which GitHub keeps as it is (a headline and a
+// body it joins with a blank line of its own, which a resumed step would
+// not recognise as its message).
+func onBranch(message string, files []pipeline.FileChange) bool {
+	if strings.ContainsAny(message, "\r\n") {
+		return false
+	}
+	total := 0
+	for _, f := range files {
+		if !f.Plain || f.Executable {
+			return false
+		}
+		total += len(f.Content)
+	}
+	return total <= maxOnBranchBytes && len(pipeline.WorkflowPaths(files)) == 0
+}
+
+// commitOnBranch commits files on branch in one GraphQL call, refused
+// (pipeline.ErrNotFastForward) unless the branch is still at parent. It
+// counts against GraphQL's hourly points (5,000 an installation, up to
+// 12,500), not REST's requests; as a secondary limit it weighs 5 points,
+// as one REST write does, and it is one request toward GitHub's limit on
+// content creation where the Git Data API's commit is three.
+func (g *githubAPI) commitOnBranch(ctx context.Context, repo pipeline.Repo, branch, parent, message string, files []pipeline.FileChange) (string, error) {
+	var additions []githubv4.FileAddition
+	var deletions []githubv4.FileDeletion
+	for _, f := range files {
+		if f.Deleted {
+			deletions = append(deletions, githubv4.FileDeletion{Path: githubv4.String(f.Path)})
+			continue
+		}
+		additions = append(additions, githubv4.FileAddition{Path: githubv4.String(f.Path),
+			Contents: githubv4.Base64String(base64.StdEncoding.EncodeToString(f.Content))})
+	}
+	in := githubv4.CreateCommitOnBranchInput{
+		Branch: githubv4.CommittableBranch{
+			RepositoryNameWithOwner: githubv4.NewString(githubv4.String(repo.Owner + "/" + repo.Name)),
+			BranchName:              githubv4.NewString(githubv4.String(branch)),
+		},
+		Message:         githubv4.CommitMessage{Headline: githubv4.String(message)},
+		ExpectedHeadOid: githubv4.GitObjectID(parent),
+		FileChanges:     &githubv4.FileChanges{},
+	}
+	if len(additions) > 0 {
+		in.FileChanges.Additions = &additions
+	}
+	if len(deletions) > 0 {
+		in.FileChanges.Deletions = &deletions
+	}
+	var m struct {
+		CreateCommitOnBranch struct {
+			Commit struct {
+				Oid string
+			}
+		} `graphql:"createCommitOnBranch(input: $input)"`
+	}
+	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
+		err = apiError(err)
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "Expected branch to point to"):
+			return "", fmt.Errorf("%w: %v", pipeline.ErrNotFastForward, err)
+		case strings.HasPrefix(msg, "A ref named") && strings.Contains(msg, "does not exist"):
+			return "", fmt.Errorf("%w: %v", pipeline.ErrNotFound, err)
+		}
+		return "", fmt.Errorf("commit on %s: %w", branch, err)
+	}
+	return m.CreateCommitOnBranch.Commit.Oid, nil
+}
+
+// commitTree commits files through the Git Data API: any mode, any size
+// GitHub takes in a blob.
+func (g *githubAPI) commitTree(ctx context.Context, repo pipeline.Repo, branch, parent, message string, files []pipeline.FileChange) (string, error) {
 	base := g.trees.get(parent)
 	if base == "" {
 		if _, err := g.Commit(ctx, repo, parent); err != nil {

@@ -168,10 +168,25 @@ func runLoad(b *testing.B, dbURL string, replicas, plans, repos int) {
 	b.ReportMetric(float64(peakRSS)/1024, "peak-rss-MB")
 	b.Logf("%d plans on %d replica(s) in %s", plans, replicas, elapsed.Round(time.Millisecond))
 	if plans == 1 {
-		// Where one plan's REST calls go, GraphQL aside.
+		// Where one plan's REST calls go, then its GraphQL calls, which
+		// count against a limit of their own.
 		counts := c.gh.CallCounts()
 		for _, e := range slices.Sorted(maps.Keys(counts)) {
 			b.Logf("%3d %s", counts[e], e)
+		}
+		gql := map[string]int{}
+		for _, r := range c.gh.CallLog() {
+			if r.GraphQL() {
+				gql[r.Endpoint]++
+			}
+		}
+		for _, e := range slices.Sorted(maps.Keys(gql)) {
+			b.Logf("%3d %s", gql[e], e)
+		}
+		// The phase run's part, as TestPhaseRunRESTBudget splits it.
+		r := c.repos[0].repo
+		for _, p := range splitPhaseRun(b, c.gh.CallLog(), changedByPhase(c.gh.Repo(r).Commits(c.gh.Pulls(r)[0].Head))) {
+			b.Log(p)
 		}
 	}
 }

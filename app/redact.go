@@ -216,8 +216,17 @@ func (r *Redactor) redactBody(req *http.Request, body []byte) ([]byte, error) {
 	if strings.HasSuffix(path, "/git/blobs") || strings.HasSuffix(path, "/git/trees") {
 		return body, r.checkGitContent(v)
 	}
+	// A GraphQL commit's files are base64: checked decoded, and kept out
+	// of the redaction, which would change a file rather than refuse it.
+	files, err := r.checkCommitFiles(v)
+	if err != nil {
+		return nil, err
+	}
 	var found []string
 	v = r.walk(v, &found)
+	for _, f := range files {
+		f.addition["contents"] = f.contents
+	}
 	if len(found) == 0 {
 		return body, nil
 	}
@@ -248,6 +257,57 @@ func (r *Redactor) walk(v any, found *[]string) any {
 		}
 	}
 	return v
+}
+
+// checkCommitFiles backs CheckFiles up at the wire for GraphQL's
+// createCommitOnBranch: an added file (base64) or a path carrying a secret
+// is not sent. The additions' contents are taken out of v and returned,
+// each with its addition, to be put back after the redaction.
+func (r *Redactor) checkCommitFiles(v any) ([]addedFile, error) {
+	m, _ := v.(map[string]any)
+	vars, _ := m["variables"].(map[string]any)
+	in, _ := vars["input"].(map[string]any)
+	fc, _ := in["fileChanges"].(map[string]any)
+	if fc == nil {
+		return nil, nil
+	}
+	deletions, _ := fc["deletions"].([]any)
+	for _, d := range deletions {
+		dm, _ := d.(map[string]any)
+		path, _ := dm["path"].(string)
+		if what, ok := r.Find([]byte(path)); ok {
+			return nil, &pipeline.SecretError{Path: Redacted, What: what}
+		}
+	}
+	additions, _ := fc["additions"].([]any)
+	var out []addedFile
+	for _, a := range additions {
+		am, _ := a.(map[string]any)
+		if am == nil {
+			continue
+		}
+		path, _ := am["path"].(string)
+		if what, ok := r.Find([]byte(path)); ok {
+			return nil, &pipeline.SecretError{Path: Redacted, What: what}
+		}
+		contents, _ := am["contents"].(string)
+		b, err := base64.StdEncoding.DecodeString(contents)
+		if err != nil {
+			b = []byte(contents)
+		}
+		if what, ok := r.Find(b); ok {
+			return nil, &pipeline.SecretError{Path: path, What: what}
+		}
+		out = append(out, addedFile{addition: am, contents: am["contents"]})
+		delete(am, "contents")
+	}
+	return out, nil
+}
+
+// addedFile is an addition of a GraphQL commit and its contents.
+type addedFile struct {
+	addition map[string]any
+	contents any
 }
 
 // checkGitContent backs CheckFiles up at the wire: a blob (base64 or

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -140,8 +141,30 @@ func TestMiddleware(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Errorf("base64 blob with the webhook secret: %v", err)
 	}
+	// GraphQL's createCommitOnBranch: a file is base64, checked decoded.
+	commit := func(headline, path, contents string) string {
+		b, _ := json.Marshal(map[string]any{"query": "mutation($input:CreateCommitOnBranchInput!){createCommitOnBranch(input:$input){commit{oid}}}",
+			"variables": map[string]any{"input": map[string]any{"message": map[string]any{"headline": headline},
+				"fileChanges": map[string]any{"additions": []any{map[string]any{"path": path, "contents": contents}}}}}})
+		return string(b)
+	}
+	err = do("POST", "/graphql", commit("ok", "k.md", base64.StdEncoding.EncodeToString([]byte("key: ghp_"+strings.Repeat("Z9", 18)))))
+	if !errors.As(err, &se) || se.Path != "k.md" {
+		t.Errorf("createCommitOnBranch with a token in a file: %v", err)
+	}
 	if len(sent) != n {
 		t.Errorf("refused git content was sent: %q", sent[n:])
+	}
+	// A file's base64 that happens to spell a secret (a line of the App's
+	// key) is no secret in the file: sent as it is, while the commit
+	// message is redacted.
+	keyLine := strings.Split(testKey, "\n")[1]
+	contents := "AAAA" + keyLine
+	if err := do("POST", "/graphql", commit("see whsec-0123456789", "a.bin", contents)); err != nil {
+		t.Fatal(err)
+	}
+	if last := sent[len(sent)-1]; !strings.Contains(last, contents) || !strings.Contains(last, `"headline":"see [redacted]"`) {
+		t.Errorf("createCommitOnBranch sent as %s", last)
 	}
 }
 

@@ -58,6 +58,14 @@ func (w *workspace) ReadFile(ctx context.Context, repo pipeline.Repo, ref, path 
 	return b, err
 }
 
+func (w *workspace) CommitMessage(ctx context.Context, repo pipeline.Repo, ref string) (string, error) {
+	r, err := w.remote(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	return w.cache.CommitMessage(ctx, r, ref)
+}
+
 func (w *workspace) Checkout(ctx context.Context, repo pipeline.Repo, ref string) (pipeline.WorkingCopy, error) {
 	r, err := w.remote(ctx, repo)
 	if err != nil {
@@ -97,9 +105,20 @@ func (w workingCopy) Changes() ([]pipeline.FileChange, error) {
 			// A link an agent made could point anywhere: never committed.
 			continue
 		}
-		out = append(out, pipeline.FileChange{Path: c.Path, Content: c.Content, Deleted: c.Deleted, Executable: c.Mode == filemode.Executable})
+		out = append(out, pipeline.FileChange{Path: c.Path, Content: c.Content, Deleted: c.Deleted,
+			Executable: c.Mode == filemode.Executable, Plain: plain(c)})
 	}
 	return out, nil
+}
+
+// plain says no mode is at stake in a change (pipeline.FileChange.Plain): a
+// regular file written where the base has a regular file or nothing, or a
+// file deleted.
+func plain(c gitops.Change) bool {
+	if c.Deleted {
+		return c.Base == filemode.Regular || c.Base == filemode.Executable || c.Base == filemode.Symlink
+	}
+	return c.Mode == filemode.Regular && (c.Base == 0 || c.Base == filemode.Regular)
 }
 
 func (w workingCopy) ChangedPaths() ([]string, error) {

@@ -233,6 +233,29 @@ func TestReadFileAtAKnownCommitDoesNotFetch(t *testing.T) {
 	}
 }
 
+// TestCommitMessage: a commit's message from git objects, by branch or by
+// SHA (fetched when the mirror lacks it), without the REST API.
+func TestCommitMessage(t *testing.T) {
+	srv := newGitServer(t)
+	r := srv.createRepo("acme/widgets")
+	first := srv.push("acme/widgets", "main", map[string]string{"a": "1"})
+	c := newTestCache(t, CacheOptions{})
+	ctx := context.Background()
+	if got, err := c.CommitMessage(ctx, r, first); err != nil || got != "update main\n" {
+		t.Fatalf("CommitMessage(%s) = %q, %v", first, got, err)
+	}
+	later := srv.push("acme/widgets", "plan-001/x", map[string]string{"b": "2"})
+	if got, err := c.CommitMessage(ctx, r, later); err != nil || got != "update plan-001/x\n" {
+		t.Errorf("CommitMessage of a commit pushed since = %q, %v", got, err)
+	}
+	if got, err := c.CommitMessage(ctx, r, "main"); err != nil || got != "update main\n" {
+		t.Errorf("CommitMessage(main) = %q, %v", got, err)
+	}
+	if _, err := c.CommitMessage(ctx, r, strings.Repeat("ab", 20)); !errors.Is(err, ErrRefNotFound) {
+		t.Errorf("an unknown commit: %v", err)
+	}
+}
+
 // TestNoTokenOnDisk walks everything the cache wrote after every kind of
 // operation: the token must be in no file, and no URL with credentials.
 func TestNoTokenOnDisk(t *testing.T) {

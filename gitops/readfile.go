@@ -91,6 +91,28 @@ func (c *Cache) ReadFile(ctx context.Context, r Remote, ref, path string) ([]byt
 	return data, nil
 }
 
+// CommitMessage is the message of the commit ref names (a branch, a full ref
+// or a full commit SHA), read from git objects and fetched as ReadFile
+// fetches: what a commit says without asking the REST API.
+func (c *Cache) CommitMessage(ctx context.Context, r Remote, ref string) (string, error) {
+	st, unlock, err := c.lockRepo(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	h, _, err := c.resolveLocked(ctx, st, r, ref)
+	if err != nil {
+		return "", err
+	}
+	s, closeStore := openStorage(st.path)
+	defer closeStore()
+	commit, err := object.GetCommit(s, h)
+	if err != nil {
+		return "", fmt.Errorf("read commit %s: %w", ref, err)
+	}
+	return commit.Message, nil
+}
+
 // NotRegularFileError is a read refused because the path names something
 // other than a regular file; Kind says what, as "a symbolic link".
 type NotRegularFileError struct {

@@ -50,10 +50,13 @@ type trackedFile struct {
 // Change is a file added, modified or deleted relative to the base commit.
 // Mode is filemode.Regular, filemode.Executable or filemode.Symlink (whose
 // Content is the link's target); a deleted file has its base mode and no
-// Content.
+// Content. Base is the path's mode in the base commit, zero when the path
+// is new: a commit API that cannot set modes must not write a change whose
+// Mode differs from it.
 type Change struct {
 	Path    string
 	Mode    filemode.FileMode
+	Base    filemode.FileMode
 	Content []byte
 	Deleted bool
 }
@@ -222,6 +225,9 @@ func (w *WorkingCopy) ChangesWithin(b ChangeBounds) ([]Change, error) {
 				if err != nil {
 					return err
 				}
+				if t != nil {
+					c.Base = t.mode // a file where a submodule was
+				}
 				changes = append(changes, c)
 			}
 		}
@@ -232,7 +238,7 @@ func (w *WorkingCopy) ChangesWithin(b ChangeBounds) ([]Change, error) {
 	}
 	for p, t := range w.files {
 		if !seen[p] && t.mode != filemode.Submodule {
-			changes = append(changes, Change{Path: p, Mode: t.mode, Deleted: true})
+			changes = append(changes, Change{Path: p, Mode: t.mode, Base: t.mode, Deleted: true})
 		}
 	}
 	slices.SortFunc(changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
@@ -262,7 +268,7 @@ func (w *WorkingCopy) compare(p string, e fs.DirEntry, t *trackedFile, guard *si
 	if err := guard.count(p, int64(len(content))); err != nil {
 		return Change{}, false, err
 	}
-	return Change{Path: p, Mode: mode, Content: content}, true, nil
+	return Change{Path: p, Mode: mode, Base: t.mode, Content: content}, true, nil
 }
 
 func (w *WorkingCopy) current(p string, e fs.DirEntry, guard *sizeGuard) (Change, error) {

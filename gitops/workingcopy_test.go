@@ -157,9 +157,17 @@ func must(t *testing.T, err error) {
 }
 
 // changeString renders a Change compactly for comparisons.
+// changeString writes a change as "M path mode content" or "D path mode";
+// a path whose mode in the base was another is "M path base→mode content".
 func changeString(c Change) string {
 	if c.Deleted {
+		if c.Base != c.Mode {
+			return fmt.Sprintf("D %s %06o, base %06o", c.Path, uint32(c.Mode), uint32(c.Base))
+		}
 		return fmt.Sprintf("D %s %06o", c.Path, uint32(c.Mode))
+	}
+	if c.Base != 0 && c.Base != c.Mode {
+		return fmt.Sprintf("M %s %06o→%06o %q", c.Path, uint32(c.Base), uint32(c.Mode), c.Content)
 	}
 	return fmt.Sprintf("M %s %06o %q", c.Path, uint32(c.Mode), c.Content)
 }
@@ -194,9 +202,9 @@ func TestChanges(t *testing.T) {
 		{name: "delete a directory", edits: []edit{remove("src")},
 			want: []string{"D src/deep/x.txt 100644", "D src/main.go 100644", "D src/util.go 100644"}},
 		{name: "make executable", edits: []edit{chmod("src/main.go", 0o755)},
-			want: []string{`M src/main.go 100755 "package main\n"`}},
+			want: []string{`M src/main.go 100644→100755 "package main\n"`}},
 		{name: "make not executable", edits: []edit{chmod("bin/run.sh", 0o644)},
-			want: []string{`M bin/run.sh 100644 "#!/bin/sh\necho run\n"`}},
+			want: []string{`M bin/run.sh 100755→100644 "#!/bin/sh\necho run\n"`}},
 		{name: "link out of the working copy", edits: []edit{symlink("passwd", "/etc/passwd")},
 			want: []string{`M passwd 120000 "/etc/passwd"`}},
 		{name: "link to a directory is not followed", edits: []edit{symlink("alias", "src")},
@@ -204,9 +212,9 @@ func TestChanges(t *testing.T) {
 		{name: "link retargeted", edits: []edit{symlink("docs/link", "../src/main.go")},
 			want: []string{`M docs/link 120000 "../src/main.go"`}},
 		{name: "file replaced by a link", edits: []edit{symlink("README.md", "src/main.go")},
-			want: []string{`M README.md 120000 "src/main.go"`}},
+			want: []string{`M README.md 100644→120000 "src/main.go"`}},
 		{name: "link replaced by a file", edits: []edit{remove("docs/link"), write("docs/link", "plain")},
-			want: []string{`M docs/link 100644 "plain"`}},
+			want: []string{`M docs/link 120000→100644 "plain"`}},
 		{name: "directory replaced by a link", edits: []edit{remove("src"), symlink("src", "/tmp")},
 			want: []string{`M src 120000 "/tmp"`, "D src/deep/x.txt 100644", "D src/main.go 100644", "D src/util.go 100644"}},
 		{name: "file replaced by a directory", edits: []edit{remove("README.md"), write("README.md/inner", "i")},

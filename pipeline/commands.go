@@ -162,7 +162,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		day := c.f.now().UTC().Format("2006-01-02")
 		ph.Created, ph.Updated = day, day
 		sha, err := c.gh.CommitFiles(ctx, p.Repo, p.Branch, head, PlanID(p.Number)+": phases",
-			[]FileChange{{Path: PhasesFile(cfg.PlansDir, p.Number), Content: []byte(phases.Serialize(ph))}})
+			[]FileChange{ownFile(PhasesFile(cfg.PlansDir, p.Number), phases.Serialize(ph))})
 		if err != nil {
 			return fmt.Errorf("commit the phases file: %w", err)
 		}

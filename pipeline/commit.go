@@ -65,6 +65,12 @@ func (r *run) commitFiles(ctx context.Context, message string, files []FileChang
 	}
 }
 
+// ownFile is a file Forge writes whole (the plan file, the phases file): a
+// regular file, which no mode of its own is at stake in.
+func ownFile(path, text string) FileChange {
+	return FileChange{Path: path, Content: []byte(text), Plain: true}
+}
+
 // maxMergeAttempts bounds how often a commit is merged again with a branch
 // that keeps moving.
 const maxMergeAttempts = 3
@@ -116,6 +122,9 @@ func (r *run) mergeOnto(ctx context.Context, base, head string, files []FileChan
 			return nil, nil, err
 		}
 		merged, keep, conflict := MergeFile(was, now, f)
+		// The person's commit may have changed the file's mode: one the
+		// merged file is written with, by the Git Data API.
+		merged.Plain = false
 		switch {
 		case conflict != nil:
 			conflicts = append(conflicts, *conflict)

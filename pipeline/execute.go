@@ -497,7 +497,9 @@ func (f *Forge) updatePR(ctx context.Context, gh GitHub, p *Plan, ready bool) er
 
 // statusLine commits the plan file's **Status:** line as status, on the
 // plan branch's head. A branch or file that is gone (a merged plan) has
-// nothing to update; a line already right is left alone.
+// nothing to update; a line already right is left alone. The first try is
+// on the head Forge recorded, which needs no read of the branch: GitHub
+// refuses the commit if the branch moved, and the branch is read then.
 func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 	p := x.p
 	if p.Branch == "" || p.PlanPath == "" {
@@ -510,15 +512,23 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 			return err
 		}
 	}
-	for attempt := 0; attempt < 3; attempt++ {
-		head, err := x.gh.BranchHead(ctx, p.Repo, p.Branch)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
+	for attempt := 0; attempt < 4; attempt++ {
+		recorded := attempt == 0 && p.HeadSHA != ""
+		head := p.HeadSHA
+		if !recorded {
+			var err error
+			head, err = x.gh.BranchHead(ctx, p.Repo, p.Branch)
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 		}
 		text, err := ws.ReadFile(ctx, p.Repo, head, p.PlanPath)
+		if recorded && err != nil {
+			continue // the branch tells what is there
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -526,12 +536,15 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 			return fmt.Errorf("read the plan file: %w", err)
 		}
 		next := plan.SetStatusLine(string(text), status)
-		if next == string(text) {
+		if next == string(text) && !recorded {
 			return nil
 		}
+		if next == string(text) {
+			continue // right at the recorded head: the branch may say otherwise
+		}
 		msg := fmt.Sprintf("%s: status %s", PlanID(p.Number), status)
-		sha, err := x.gh.CommitFiles(ctx, p.Repo, p.Branch, head, msg, []FileChange{{Path: p.PlanPath, Content: []byte(next)}})
-		if errors.Is(err, ErrNotFastForward) {
+		sha, err := x.gh.CommitFiles(ctx, p.Repo, p.Branch, head, msg, []FileChange{ownFile(p.PlanPath, next)})
+		if errors.Is(err, ErrNotFastForward) || recorded && (errors.Is(err, ErrNotFound) || errors.Is(err, ErrRejected)) {
 			continue
 		}
 		if err != nil {

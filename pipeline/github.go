@@ -52,8 +52,8 @@ type GitHub interface {
 	// CreateBranch fails with ErrAlreadyExists when the branch exists.
 	CreateBranch(ctx context.Context, repo Repo, branch, sha string) error
 	Commit(ctx context.Context, repo Repo, sha string) (Commit, error)
-	// CommitFiles commits files on top of parent through the Git Data API
-	// and moves branch to it without force: ErrNotFastForward when the
+	// CommitFiles commits files on top of parent and moves branch to it
+	// without force (GitHub signs the commit): ErrNotFastForward when the
 	// branch is no longer at parent; a *SecretError, with nothing
 	// written, when a file carries one of Forge's secrets.
 	CommitFiles(ctx context.Context, repo Repo, branch, parent, message string, files []FileChange) (string, error)
@@ -110,6 +110,8 @@ type Workspace interface {
 	// ReadFile reads a file at a branch or commit; errors.Is(err,
 	// fs.ErrNotExist) when it is absent.
 	ReadFile(ctx context.Context, repo Repo, ref, path string) ([]byte, error)
+	// CommitMessage is the message of the commit at a branch or commit.
+	CommitMessage(ctx context.Context, repo Repo, ref string) (string, error)
 	// Checkout makes a fresh working copy of ref; Remove it when done.
 	Checkout(ctx context.Context, repo Repo, ref string) (WorkingCopy, error)
 }
@@ -157,6 +159,12 @@ type FileChange struct {
 	Content    []byte
 	Executable bool
 	Deleted    bool
+	// Plain says no file mode is at stake: the change writes a regular,
+	// non-executable file where the commit it was made on has one or none,
+	// or deletes a file. GitHub commits such changes in one GraphQL call
+	// (createCommitOnBranch), which cannot say a mode; a change not known
+	// to be plain goes through the Git Data API, which can.
+	Plain bool
 }
 
 type PullRequest struct {

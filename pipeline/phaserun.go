@@ -230,7 +230,7 @@ func (r *run) generatePhases(ctx context.Context, plan string) error {
 	ph.Created, ph.Updated = day, day
 	p.Phases = &ph
 	path := PhasesFile(r.cfg.PlansDir, p.Number)
-	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{{Path: path, Content: []byte(phases.Serialize(ph))}}); err != nil {
+	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{ownFile(path, phases.Serialize(ph))}); err != nil {
 		return err
 	}
 	return r.save(ctx)
@@ -388,7 +388,7 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 		ph.Status = phases.Done
 	}
 	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
-	files = append(files, FileChange{Path: phasesPath, Content: []byte(phases.Serialize(*p.Phases))})
+	files = append(files, ownFile(phasesPath, phases.Serialize(*p.Phases)))
 	parent := p.HeadSHA
 	if err := r.commitFiles(ctx, msg, files); err != nil {
 		ph.Status = phases.InProgress
@@ -441,7 +441,9 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 		b, err := r.ws.ReadFile(ctx, p.Repo, p.FailedParent, f)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			files = append(files, FileChange{Path: f, Deleted: true})
+			// A deletion has no mode at stake; a file put back has
+			// the one it had, which only the Git Data API can say.
+			files = append(files, FileChange{Path: f, Deleted: true, Plain: true})
 		case err != nil:
 			return fmt.Errorf("read %s before the failed attempt: %w", f, err)
 		default:
@@ -496,7 +498,7 @@ func (r *run) done(ctx context.Context) error {
 	r.doing = templates.Step{Event: "handing-over"}
 	// The phases file on the branch ends with every phase's final status.
 	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
-	final := []FileChange{{Path: PhasesFile(r.cfg.PlansDir, p.Number), Content: []byte(phases.Serialize(*p.Phases))}}
+	final := []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(*p.Phases))}
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases complete", final); err != nil {
 		return err
 	}

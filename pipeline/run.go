@@ -366,7 +366,7 @@ const checkName = "forge"
 
 // commit writes the plan file on the plan branch (see commitFiles).
 func (r *run) commit(ctx context.Context, message, text string) error {
-	return r.commitFiles(ctx, message, []FileChange{{Path: r.p.PlanPath, Content: []byte(text)}})
+	return r.commitFiles(ctx, message, []FileChange{ownFile(r.p.PlanPath, text)})
 }
 
 // checkout reads the plan file at the plan branch's head and makes a
@@ -396,11 +396,18 @@ func (r *run) alreadyCommitted(ctx context.Context, message string) (bool, error
 	if !r.resumed || r.p.HeadSHA == "" {
 		return false, nil
 	}
-	c, err := r.gh.Commit(ctx, r.p.Repo, r.p.HeadSHA)
+	// From git objects, not the REST API: every resumed step asks. A
+	// commit git cannot fetch (on no branch since a force push) GitHub
+	// still has.
+	msg, err := r.ws.CommitMessage(ctx, r.p.Repo, r.p.HeadSHA)
 	if err != nil {
-		return false, err
+		c, cerr := r.gh.Commit(ctx, r.p.Repo, r.p.HeadSHA)
+		if cerr != nil {
+			return false, fmt.Errorf("read the head commit %s: %w (git: %v)", shortSHA(r.p.HeadSHA), cerr, err)
+		}
+		msg = c.Message
 	}
-	return strings.TrimSpace(c.Message) == message, nil
+	return strings.TrimSpace(msg) == message, nil
 }
 
 func (r *run) draft(ctx context.Context) error {

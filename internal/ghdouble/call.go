@@ -61,8 +61,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusNotFound, s.fillError(nil, http.StatusNotFound, &Error{Message: "Not Found"}))
 		return
 	}
-	s.calls.add(route.Endpoint())
 	body, err := io.ReadAll(r.Body)
+	s.calls.add(route.Endpoint(), r.URL.Path, body)
 	if err != nil {
 		s.reportf("%s %s: read request body: %v", r.Method, r.URL.Path, err)
 		w.WriteHeader(http.StatusBadRequest)

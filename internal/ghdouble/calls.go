@@ -4,7 +4,9 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -20,21 +22,38 @@ type callTable struct {
 	// graphql counts GraphQL mutations by name, apart from the REST
 	// endpoints whose totals tests budget.
 	graphql map[string]int
+	// log is every call in the order it came, REST and GraphQL.
+	log []CallRecord
 }
 
-func (ct *callTable) addGraphQL(mutation string) {
+// CallRecord is one request the double got: a REST endpoint with the
+// path it was asked at, or a GraphQL field (Endpoint "graphql <field>").
+type CallRecord struct {
+	Endpoint string
+	Path     string
+	// Body is the request's JSON body, for telling calls apart (the name of
+	// a check run created, the message of a commit).
+	Body []byte
+}
+
+// GraphQL reports whether the record is a GraphQL field, not a REST call.
+func (r CallRecord) GraphQL() bool { return strings.HasPrefix(r.Endpoint, "graphql ") }
+
+func (ct *callTable) addGraphQL(mutation string, body []byte) {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	if ct.graphql == nil {
 		ct.graphql = map[string]int{}
 	}
 	ct.graphql[mutation]++
+	ct.log = append(ct.log, CallRecord{Endpoint: "graphql " + mutation, Body: body})
 }
 
-func (ct *callTable) add(endpoint string) {
+func (ct *callTable) add(endpoint, path string, body []byte) {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	ct.counts[endpoint]++
+	ct.log = append(ct.log, CallRecord{Endpoint: endpoint, Path: path, Body: body})
 }
 
 func (ct *callTable) takeFailure(endpoint string) (Failure, bool) {
@@ -80,12 +99,21 @@ func (s *Server) CallCounts() map[string]int {
 	return maps.Clone(s.calls.counts)
 }
 
+// CallLog is every request since the start (or ResetCalls), oldest first,
+// the installation token requests included.
+func (s *Server) CallLog() []CallRecord {
+	s.calls.mu.Lock()
+	defer s.calls.mu.Unlock()
+	return slices.Clone(s.calls.log)
+}
+
 // ResetCalls sets every count back to zero; pending failures stay.
 func (s *Server) ResetCalls() {
 	s.calls.mu.Lock()
 	defer s.calls.mu.Unlock()
 	s.calls.counts = map[string]int{}
 	s.calls.graphql = nil
+	s.calls.log = nil
 }
 
 // FailNext makes the next n requests to endpoint answer f instead of being served.

@@ -60,11 +60,11 @@ const workflowsDir = ".github/workflows"
 // when none: without workflows:write an App may only point a ref at workflow
 // files that another branch already holds with the same content (as GitHub
 // documents for the workflow scope), and never delete one.
-func (s *Server) refusedWorkflow(c *Call, refName, old, commit string) (string, error) {
-	if c.Token == nil || c.Token.allows("workflows:write") {
+func (s *Server) refusedWorkflow(tok *Token, r *Repo, refName, old, commit string) (string, error) {
+	if tok == nil || tok.allows("workflows:write") {
 		return "", nil
 	}
-	g := c.Repo.git
+	g := r.git
 	files := func(treeish string) (map[string]string, error) {
 		out := map[string]string{}
 		if treeish == zeroSHA {
@@ -623,7 +623,7 @@ func (s *Server) createRef(c *Call) (int, any) {
 		return unprocessable(msgObjectMissing)
 	}
 	if typ == "commit" {
-		path, err := s.refusedWorkflow(c, req.Ref, zeroSHA, req.SHA)
+		path, err := s.refusedWorkflow(c.Token, c.Repo, req.Ref, zeroSHA, req.SHA)
 		if err != nil {
 			return s.gitFailure(c, err)
 		}
@@ -696,7 +696,7 @@ func (s *Server) updateRef(c *Call) (int, any) {
 			}
 		}
 		if typ == "commit" && cur.Type == "commit" {
-			path, err := s.refusedWorkflow(c, name, cur.SHA, req.SHA)
+			path, err := s.refusedWorkflow(c.Token, c.Repo, name, cur.SHA, req.SHA)
 			if err != nil {
 				return s.gitFailure(c, err)
 			}

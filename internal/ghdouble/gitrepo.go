@@ -169,6 +169,24 @@ func (r *Repo) File(ref, path string) (string, bool) {
 	return "", false
 }
 
+// FileMode is the git mode of path at ref ("100644", "100755", "120000",
+// "160000"), "" when the ref or the path does not exist or is a directory.
+func (r *Repo) FileMode(ref, path string) string {
+	r.server.t.Helper()
+	commit, ok, err := r.git.commitOf(ref)
+	if err == nil && ok {
+		var entries []treeEntry
+		entries, err = r.git.lsTree(commit, false, path)
+		if err == nil && len(entries) == 1 && entries[0].Type != "tree" && entries[0].Path == path {
+			return entries[0].Mode
+		}
+	}
+	if err != nil {
+		r.server.t.Fatalf("ghdouble: FileMode(%s, %q, %q): %v", r.FullName, ref, path, err)
+	}
+	return ""
+}
+
 // CommitInfo is a commit as tests look at it.
 type CommitInfo struct {
 	SHA     string
@@ -180,7 +198,8 @@ type CommitInfo struct {
 	AuthorLogin string
 	Committer   string
 	// Verified is what GitHub shows: commits the App made through the Git Data
-	// API without a custom author, committer or signature, and GitHub's merges.
+	// API without a custom author, committer or signature, or through
+	// GraphQL's createCommitOnBranch, and GitHub's merges.
 	Verified bool
 	// Files are the paths the commit changed against its first parent (every
 	// path for a root commit), sorted.
@@ -258,7 +277,7 @@ func (g *bareRepo) changedPaths(c *commitObject) ([]string, error) {
 }
 
 // RefWrite is a reference the App created, moved or deleted through the REST
-// API (pushes are not recorded): tests check Forge writes only where it may.
+// API or GraphQL's createCommitOnBranch (pushes are not recorded): tests check Forge writes only where it may.
 type RefWrite struct {
 	Ref    string // "refs/heads/plan-001/slug"
 	Old    string // "" when created

@@ -16,8 +16,10 @@ import (
 // The GraphQL API, where the layout puts it (GraphQLURL, github.v4_api_url):
 // POST /api/graphql beside the REST API's /api/v3 on Enterprise Server, POST
 // /graphql on the API host on github.com (ServeHTTP routes that one). It
-// serves the few mutations REST has no equivalent for, and the one query
-// that finds what they act on (a pull request's review threads); it is not
+// serves the few mutations REST has no equivalent for, createCommitOnBranch
+// (a commit in one call instead of the Git Data API's three or more), and
+// the one query that finds what they act on (a pull request's review
+// threads); it is not
 // validated against an OpenAPI description (there is none for GraphQL), and
 // any other operation is reported and answered with a GraphQL error.
 func (s *Server) graphqlWebRoutes() []WebRoute {
@@ -107,7 +109,8 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 	var errs []gqlError
 	for _, f := range op.selections {
 		key := cmpOr(f.alias, f.name)
-		s.calls.addGraphQL(f.name)
+		vars, _ := json.Marshal(body.Variables)
+		s.calls.addGraphQL(f.name, vars)
 		resolve, known := roots[f.name]
 		if !known {
 			s.reportf("POST %s: %s %s is not served by the double (only %s)", req.URL.Path, op.kind, f.name, strings.Join(slices.Sorted(maps.Keys(roots)), ", "))
@@ -174,6 +177,7 @@ func (s *Server) mutations() map[string]mutation {
 		"unresolveReviewThread": func(tok *Token, in map[string]any) (map[string]any, *gqlError) {
 			return s.resolveThread(tok, in, false)
 		},
+		"createCommitOnBranch": s.createCommitOnBranch,
 	}
 }
 

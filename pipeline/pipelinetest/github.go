@@ -94,8 +94,8 @@ func (g *GitHub) AfterNext(method string, fn func()) {
 }
 
 // BeforeNext runs fn when method is next called, before the call does
-// anything (only CreateComment takes it): another actor acting while this
-// one is in the middle of a write.
+// anything (CreateComment and CommitFiles take it): another actor acting
+// while this one is in the middle of a write.
 func (g *GitHub) BeforeNext(method string, fn func()) {
 	g.AfterNext("before "+method, fn)
 }
@@ -352,6 +352,7 @@ func (g *GitHub) Commit(_ context.Context, _ pipeline.Repo, sha string) (pipelin
 // CommitFiles moves branch from parent to a new commit, as GitHub's ref
 // update without force does: ErrNotFastForward when the branch moved.
 func (g *GitHub) CommitFiles(_ context.Context, _ pipeline.Repo, branch, parent, message string, files []pipeline.FileChange) (string, error) {
+	g.runAfter("before CommitFiles")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.call("CommitFiles"); err != nil {

@@ -42,6 +42,20 @@ func (g *GitHub) ReadFile(_ context.Context, _ pipeline.Repo, ref, path string) 
 	return slices.Clone(b), nil
 }
 
+// CommitMessage is the message of the commit at a branch or commit.
+func (g *GitHub) CommitMessage(_ context.Context, _ pipeline.Repo, ref string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CommitMessage"); err != nil {
+		return "", err
+	}
+	c := g.Commits[g.ref(ref)]
+	if c == nil {
+		return "", fmt.Errorf("no commit %s: %w", ref, pipeline.ErrNotFound)
+	}
+	return c.Message, nil
+}
+
 // Checkout writes ref's tree to a new folder.
 func (g *GitHub) Checkout(_ context.Context, _ pipeline.Repo, ref string) (pipeline.WorkingCopy, error) {
 	g.mu.Lock()
