@@ -286,7 +286,7 @@ func (c *commandCtx) help(ctx context.Context) error {
 			label = cfg.Labels.Trigger
 		}
 	}
-	return c.reply(ctx, &templates.Help{TriggerLabel: label, ListMost: command.ListMost})
+	return c.reply(ctx, &templates.Help{TriggerLabel: label, Commands: command.HelpLines()})
 }
 
 // list answers with the repository's plans, wherever it is asked.

@@ -176,9 +176,12 @@ type (
 	Help struct {
 		Head
 		TriggerLabel string
-		// ListMost is how many plans /forge list shows at most.
-		ListMost int
+		// Commands are the command table's lines (pipeline/command).
+		Commands []HelpLine
 	}
+	// HelpLine is one command of /forge help: its usage, where it works
+	// (issue, pull request or both) and what it does.
+	HelpLine struct{ Usage, On, Brief string }
 	// Inline is one finding as an inline review comment.
 	Inline struct{ audit.Finding }
 	// JobFailed: a job gave up after its attempts.

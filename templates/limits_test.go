@@ -8,6 +8,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/command"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
@@ -197,7 +198,7 @@ func TestSeedWording(t *testing.T) {
 		{templates.NoPlan{}, "No forge running."},
 		{templates.Complete{Head: templates.Head{PlanID: "plan-018"}, Rounds: 2, Elapsed: "87s", AutoImplement: true},
 			"Forge complete. Plan plan-018 ready for review (2 rounds, 87s)"},
-		{templates.Help{TriggerLabel: "forge"}, "- /forge cancel: cancel the running forge"},
+		{templates.Help{TriggerLabel: "forge", Commands: command.HelpLines()}, "- /forge cancel: cancel the running forge"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.data.Template(), func(t *testing.T) {

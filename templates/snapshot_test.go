@@ -266,7 +266,7 @@ func textCases(t *testing.T) []textCase {
 	}
 
 	return []textCase{
-		{"help", templates.Help{TriggerLabel: "forge", ListMost: 30}},
+		{"help", templates.Help{TriggerLabel: "forge", Commands: command.HelpLines()}},
 		{"open-plan/forge", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Review), PRURL: "#42", Command: "/forge"}},
 		{"open-plan/plan without a pull request yet", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Draft), PRURL: "", Command: "/plan"}},
 		{"plan-list/every plan", templates.PlanList{Total: 3, Most: 30, Plans: []templates.PlanListItem{

@@ -1,6 +1,9 @@
 package command
 
 import (
+	"strconv"
+	"strings"
+
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
@@ -41,8 +44,10 @@ type Spec struct {
 	// Usage is the argument syntax, as an answer to a wrong use shows it.
 	Usage string
 	On    Where
-	// Does is what the command does, in Markdown.
-	Does string
+	// Brief is its line in /forge help's answer, in Markdown; Does is
+	// what docs/commands.md says of it.
+	Brief string
+	Does  string
 	// Example is a comment that runs the command.
 	Example string
 	// Reply is Forge's answer to Example, as data of the answer's
@@ -85,6 +90,7 @@ func exPhases(done int, current string) templates.Checklist {
 // command where On does not allow it, and answers a wrong use with Usage.
 var Table = []Spec{
 	{Kind: Start, Usage: "/forge [new] <description>", On: OnIssue,
+		Brief: "draft a plan, audit it and revise it until no blocking finding is left; on an issue whose plan is still open, that plan is shown instead (`/forge new <description>` starts one more)",
 		Does: "Starts a forge: reserves the next plan id, creates the plan branch, opens a draft pull request, " +
 			"has the drafter write the plan from the issue and the description, then audits and revises it until no blocking " +
 			"finding is left or `max_audit_rounds` is reached. The lines of the comment after the command reach the drafter too. " +
@@ -99,6 +105,7 @@ var Table = []Spec{
 				Findings: []audit.Finding{exFinding}, ManualReasons: []templates.Reason{{Event: "auto-off"}}}),
 		}},
 	{Kind: Plan, Usage: "/plan [new] <description>", On: OnIssue,
+		Brief: "create a plan from the template, with no agent: you write it on the branch",
 		Does: "Creates a plan from the template (`.forge/plan-template.md`, or Forge's own) with no agent: the branch, " +
 			"the plan file and the draft pull request. People write the plan on the branch, then ask for `/forge audit`. " +
 			"`/plan new <description>` starts one more on an issue whose plan is still open.",
@@ -106,10 +113,12 @@ var Table = []Spec{
 		Reply: &templates.PlanCreated{Head: templates.Head{PlanID: exPlan}, Path: "docs/plans/plan-001-add-a-greeting-page.md",
 			Branch: exBranch, Title: exTitle, PRURL: "#2"}},
 	{Kind: Help, Words: []string{"help", "--help", "-h"}, Usage: "/forge help", On: Anywhere,
+		Brief:   "this list",
 		Does:    "Lists the commands. A bare `/forge` or `/plan` means the same.",
 		Example: "/forge help",
-		Reply:   &templates.Help{TriggerLabel: repoconfig.Default().Labels.Trigger, ListMost: ListMost}},
+		Reply:   &templates.Help{TriggerLabel: repoconfig.Default().Labels.Trigger}}, // its Commands: init,
 	{Kind: List, Words: []string{"list"}, Usage: "/forge list", On: Anywhere,
+		Brief:   "the repository's plans (the " + strconv.Itoa(ListMost) + " most recently active) with their status, pull request and last activity",
 		Does:    "Lists the repository's plans, the most recently active first, with their status, pull request, issue and last activity.",
 		Example: "/forge list",
 		Reply: &templates.PlanList{Total: 2, Most: ListMost, Plans: []templates.PlanListItem{
@@ -117,6 +126,7 @@ var Table = []Spec{
 			{PlanID: exPlan, Title: exTitle, Status: "REVIEW", Issue: 1, PR: 2, Activity: "2026-11-26 09:54 UTC"},
 		}}},
 	{Kind: Status, Words: []string{"status"}, Usage: "/forge status [plan-NNN]", On: Anywhere,
+		Brief: "the plan's status, last audit verdict and what runs now; with an id, any plan of the repository",
 		Does: "Shows the plan's status, what runs now, its objective, the last audit verdict and its phases. " +
 			"Without an id it is the plan of this issue or pull request; with one, any plan of the repository.",
 		Example: "/forge status",
@@ -124,33 +134,39 @@ var Table = []Spec{
 			Running: templates.Step{Event: "phase", PhaseID: "phase-2", Title: "Implement README.md"}, PRURL: "#2",
 			Objective: "Greet new users.", Round: 1, LastVerdict: "minor", Phases: exPhases(1, "in-progress")}},
 	{Kind: Cancel, Words: []string{"cancel"}, Usage: "/forge cancel [plan-NNN]", On: Anywhere,
+		Brief: "cancel the running forge",
 		Does: "Stops what runs on the plan: a running forge or revision leaves the plan CANCELLED, a queued one is " +
 			"cancelled at once, a phase run stops and leaves its phase failed.",
 		Example: "/forge cancel",
 		Reply:   &templates.Cancel{Head: templates.Head{PlanID: exPlan}}},
 	{Kind: Approve, Words: []string{"approve"}, Usage: "/forge approve [plan-NNN]", On: OnPR,
+		Brief: "approve the plan",
 		Does: "Approves the plan as the commenter, like an approving review on the pull request's head: once the approval " +
 			"gate holds (`approval.required_approvals`, no changes requested, `approval.required_checks`), the plan is APPROVED " +
 			"and its phases run. Otherwise Forge answers with every reason why not.",
 		Example: "/forge approve",
 		Reply:   &templates.Approval{Head: templates.Head{PlanID: exPlan}, Approved: true, Approvers: []string{"alice"}}},
 	{Kind: Revise, Words: []string{"revise"}, Usage: "/forge revise [plan-NNN] [notes]", On: OnPR,
+		Brief: "revise the plan with your notes and the open review comments, then audit it again",
 		Does: "Revises a plan in DRAFT or REVIEW with the notes (the rest of the line and the lines after it) and the " +
 			"open review comments, commits the revision, then audits it again: the audit rounds appear as reviews on the pull request.",
 		Example: "/forge revise say who reads the page",
 		Reply: &templates.Review{Round: 1, MaxRounds: repoconfig.Default().MaxAuditRounds, Verdict: "minor",
 			Findings: []audit.Finding{{Severity: audit.SeveritySuggestion, Description: "Link the page from the README."}}}},
 	{Kind: Audit, Words: []string{"audit"}, Usage: "/forge audit [plan-NNN]", On: OnPR,
+		Brief: "audit the plan again",
 		Does: "Audits a plan in DRAFT or REVIEW once more: the structural pre-flight, then the auditor agent. " +
 			"The round appears as a review on the pull request and in the plan's Audit Log.",
 		Example: "/forge audit",
 		Reply:   &templates.Review{Round: 1, MaxRounds: 1, Verdict: "minor", Findings: []audit.Finding{exFinding}, Inline: 1}},
 	{Kind: Phases, Words: []string{"phases"}, Usage: "/forge phases [--regenerate] [plan-NNN]", On: OnPR,
+		Brief: "show or generate the plan's phases",
 		Does: "Shows the plan's phases, generating the phases file on the branch first when there is none; " +
 			"`--regenerate` generates it again from the plan as it is now.",
 		Example: "/forge phases",
 		Reply:   &templates.PhasesList{Head: templates.Head{PlanID: exPlan}, Hash: "8e8c27c514e479c4", Phases: exPhases(0, "")}},
 	{Kind: Run, Words: []string{"run"}, Usage: "/forge run [plan-NNN]", On: OnPR,
+		Brief: "run all pending phases",
 		Does: "Runs the approved plan's pending phases, one commit each, waiting for the repository's checks after each " +
 			"(at most `phases.max_run` in one run). A phase that failed is retried.",
 		Example: "/forge run",
@@ -162,15 +178,18 @@ var Table = []Spec{
 				{ID: "phase-3", Title: "Post-implementation audit", Status: "done", Took: "2m49s"},
 			}}},
 	{Kind: RunOne, Words: []string{"run-one"}, Usage: "/forge run-one [plan-NNN]", On: OnPR,
+		Brief:   "run the next pending phase",
 		Does:    "Runs only the next pending phase of the approved plan.",
 		Example: "/forge run-one",
 		Reply:   &templates.PhaseRunDone{Head: templates.Head{PlanID: exPlan}, Ran: 1, Remaining: 1, Elapsed: "3m52s"}},
 	{Kind: Skip, Words: []string{"skip"}, Usage: "/forge skip [plan-NNN]", On: OnPR,
+		Brief: "skip the failed or running phase",
 		Does: "Marks the phase that failed, runs or waits for its checks `skipped`: a running one is stopped first. " +
 			"`/forge run` then goes on with the next.",
 		Example: "/forge skip",
 		Reply:   &templates.PhaseSkipped{Head: templates.Head{PlanID: exPlan}, PhaseID: "phase-2", Title: "Implement README.md", Was: "failed"}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
+		Brief: "close the plan",
 		Does: "Closes the plan for good (CLOSED): a running job is stopped first. Closing the pull request, or the *Cancel* " +
 			"button of the `forge` check run, does the same.",
 		Example: "/forge close",
@@ -195,6 +214,9 @@ var (
 func init() {
 	for i := range Table {
 		s := &Table[i]
+		if h, ok := s.Reply.(*templates.Help); ok {
+			h.Commands = HelpLines()
+		}
 		bySpec[s.Kind] = s
 		for _, w := range s.Words {
 			byWord[w] = s
@@ -209,4 +231,19 @@ func SpecOf(k Kind) (Spec, bool) {
 		return Spec{}, false
 	}
 	return *s, true
+}
+
+// HelpLines is /forge help's list: each command's usage, where it works
+// and its brief, in the table's order. The optional plan id every
+// command after /forge status takes is said once, below the list.
+func HelpLines() []templates.HelpLine {
+	out := make([]templates.HelpLine, 0, len(Table))
+	for _, c := range Table {
+		usage := c.Usage
+		if c.Kind != Status {
+			usage = strings.Replace(usage, " [plan-NNN]", "", 1)
+		}
+		out = append(out, templates.HelpLine{Usage: usage, On: c.On.String(), Brief: c.Brief})
+	}
+	return out
 }
