@@ -280,6 +280,13 @@ func (f *Forge) refuse(ctx context.Context, gh GitHub, p *Plan, cause plan.Cause
 // refusal is the answer to an event the plan's state does not take.
 func refusal(refused *plan.RefusedError) templates.Reply {
 	st := refused.State
+	switch st.Status() {
+	case plan.Done, plan.Closed, plan.Cancelled:
+		if refused.Event != "cancel" && st.Run() == plan.Idle {
+			// An ended plan: whatever was asked, nothing runs on it again.
+			return &templates.Closed{Refused: true, Status: string(st.Status())}
+		}
+	}
 	switch refused.Event {
 	case "approve":
 		return &templates.Approval{Missing: []templates.Reason{gate.NotApprovable(st.Status(), st.Run() != plan.Idle)}}

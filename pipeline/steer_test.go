@@ -41,23 +41,26 @@ func TestApprovalRefusalWording(t *testing.T) {
 	}
 }
 
-// TestRunPhasesRefusedWhenClosed: /forge run on a closed or cancelled plan
-// is refused by the table and answered, not run.
+// TestRunPhasesRefusedWhenClosed: /forge run or /forge skip on a plan
+// that has ended (DONE, CLOSED, CANCELLED) is refused by the table and
+// answered that it has ended, not that it awaits approval or a revision.
 func TestRunPhasesRefusedWhenClosed(t *testing.T) {
-	for _, st := range []plan.Status{plan.Closed, plan.Cancelled} {
-		s := plan.FromLegacy(plan.Legacy{Status: st, Run: plan.Idle})
-		_, effects, err := s.Apply(plan.RunPhases{Cause: plan.Cause{Trigger: "c1"}, Limit: 1})
-		var refused *plan.RefusedError
-		if !errors.As(err, &refused) || len(effects) != 0 {
-			t.Fatalf("%s: run_phases gave %v, %v; want a refusal", st, effects, err)
-		}
-		data := withPlan(refusal(refused), &Plan{Number: 1, State: s})
-		body, err := templates.Text(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if data.Template() != "approval" || !strings.Contains(body, "the plan is "+string(st)+": phases run only") {
-			t.Errorf("%s: answered %s %q", st, data.Template(), body)
+	for _, st := range []plan.Status{plan.Done, plan.Closed, plan.Cancelled} {
+		for _, ev := range []plan.Event{plan.RunPhases{Cause: plan.Cause{Trigger: "c1"}, Limit: 1}, plan.Skip{Cause: plan.Cause{Trigger: "c2"}}} {
+			s := plan.FromLegacy(plan.Legacy{Status: st, Run: plan.Idle})
+			_, effects, err := s.Apply(ev)
+			var refused *plan.RefusedError
+			if !errors.As(err, &refused) || len(effects) != 0 {
+				t.Fatalf("%s: %s gave %v, %v; want a refusal", st, ev.Name(), effects, err)
+			}
+			data := withPlan(refusal(refused), &Plan{Number: 1, State: s})
+			body, err := templates.Text(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data.Template() != "closed" || !strings.Contains(body, "is "+string(st)+": it has ended") {
+				t.Errorf("%s, %s: answered %s %q", st, ev.Name(), data.Template(), body)
+			}
 		}
 	}
 }
