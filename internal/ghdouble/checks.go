@@ -972,10 +972,12 @@ func (a *OtherApp) install(repo, held string) {
 }
 
 // ciApp is another App installed on a repository with checks:write; held
-// is the Actions state its new suites start in.
+// is the Actions state its new suites start in, workflow what GitHub
+// Actions runs on every push (AddWorkflow).
 type ciApp struct {
 	checkApp
-	held string
+	held     string
+	workflow *Workflow
 }
 
 // pushed records a push of sha to a branch of r: a queued suite for each
@@ -1008,6 +1010,9 @@ func (s *Server) pushedLocked(r *Repo, ref, sha string) {
 		}
 		if app.held != "" && len(suiteRunsLocked(r, su)) == 0 {
 			su.Held = app.held
+		}
+		if app.workflow != nil {
+			s.startWorkflowLocked(r, app.checkApp, *app.workflow, sha)
 		}
 	}
 	for _, ps := range r.pushStatuses {

@@ -1,6 +1,9 @@
 package ghdouble
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // hookQueue sends the webhooks of what happens on the double without the
 // test sending them itself (a person acting through Person, a workflow of
@@ -98,4 +101,18 @@ func (s *Server) SetHookURL(url string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.app.HookURL = url
+}
+
+// sendRecorded queues the webhook made of a recorded payload (Payload) and
+// edits.
+func (s *Server) sendRecorded(event, recorded string, edits ...Edit) error {
+	raw, err := Payload(recorded)
+	if err == nil {
+		raw, err = ApplyEdits(raw, edits...)
+	}
+	if err != nil {
+		return fmt.Errorf("%s webhook: %w", event, err)
+	}
+	s.hooks.send(event, raw)
+	return nil
 }
