@@ -3,6 +3,7 @@ package ghdouble
 import (
 	"cmp"
 	"maps"
+	"net/http"
 	"path"
 	"slices"
 	"strings"
@@ -184,4 +185,29 @@ func (r *Repo) Diff(base, head string) ([]FileChange, error) {
 		out = append(out, FileChange{Path: f.Path, PrevPath: f.PrevPath, Status: f.Status, Additions: f.Adds, Deletions: f.Dels, Patch: f.Patch})
 	}
 	return out, nil
+}
+
+// FindCheckRun is a copy of the check run id of repo, if there is one.
+func (s *Server) FindCheckRun(repo string, id int64) (CheckRun, bool) {
+	r := s.Repo(repo)
+	if r == nil {
+		return CheckRun{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run := r.checkRuns[id]
+	if run == nil {
+		return CheckRun{}, false
+	}
+	cp := *run
+	cp.Actions = slices.Clone(run.Actions)
+	cp.Output.Annotations = slices.Clone(run.Output.Annotations)
+	return cp, true
+}
+
+// HandleWeb serves h on the web side at pattern (an http.ServeMux pattern,
+// "GET /{owner}/{repo}/issues"), beside the pages the double serves itself:
+// the pages of package ghweb, shown to a person.
+func (s *Server) HandleWeb(pattern string, h http.Handler) {
+	s.web.Handle(pattern, h)
 }

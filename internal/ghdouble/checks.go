@@ -709,6 +709,7 @@ type CheckRunSpec struct {
 	Text       string
 	ExternalID string
 	DetailsURL string
+	Actions    []CheckAction // the buttons it shows
 }
 
 func (spec CheckRunSpec) request() checkRunRequest {
@@ -721,6 +722,9 @@ func (spec CheckRunSpec) request() checkRunRequest {
 	req := checkRunRequest{
 		Name: opt(spec.Name), HeadSHA: spec.HeadSHA, Status: opt(spec.Status), Conclusion: opt(spec.Conclusion),
 		ExternalID: opt(spec.ExternalID), DetailsURL: opt(spec.DetailsURL),
+	}
+	if spec.Actions != nil {
+		req.Actions = &spec.Actions
 	}
 	if spec.Title != "" || spec.Summary != "" || spec.Text != "" {
 		req.Output = &struct {
