@@ -67,7 +67,7 @@ func Mount(gh *ghdouble.Server, o Options) error {
 	}
 	s := &site{gh: gh, person: gh.As(o.Login), csrf: hex.EncodeToString(token), pages: map[string]*template.Template{}}
 	if o.Banner != "" {
-		s.banner = markdown(o.Banner)
+		s.banner = markdown("", o.Banner)
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {

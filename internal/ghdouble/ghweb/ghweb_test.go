@@ -99,7 +99,7 @@ func TestPagesShowTheDouble(t *testing.T) {
 	}{
 		{"", []string{"Says hello.", "README.md", "main.go", "<strong>hello</strong>", "Try <code>/forge</code> on an issue."}},
 		{"/issues", []string{"Rate-limit /hello", "#1 opened"}},
-		{fmt.Sprintf("/issues/%d", w.issue), []string{"Rate-limit /hello", "/forge add rate limiting", "<th>step</th>", `class="bot"`, "Clients hammer it."}},
+		{fmt.Sprintf("/issues/%d", w.issue), []string{"Rate-limit /hello", "/forge add rate limiting", "<th>step</th>", `class="botbadge"`, "Clients hammer it."}},
 		{"/pulls", []string{"plan-001: Rate limiting"}},
 		{fmt.Sprintf("/pull/%d", w.pr), []string{"plan-001: Rate limiting", "Audit round 1: needs revision.", "docs/plans/plan-001.md, line 5",
 			"<strong>Severity: blocking</strong>", "Approve &amp; run", `href="../blob/plan-001/rate-limit/docs/plans/plan-001.md"`, `id="approve"`, "Awaiting approval"}},

@@ -365,6 +365,8 @@ func (s *site) pullPageFor(w http.ResponseWriter, r *http.Request, tab string) (
 		layout: s.layout(r, fmt.Sprintf("%s · Pull Request #%d · %s", is.Title, is.Number, rp.FullName), rp, "pulls"),
 		Issue:  is, Labels: s.labelColors(rp.FullName),
 	}
+	p.Items = timeline(s.issueComments(rp.FullName, pl.Number), s.reviews(rp.FullName, pl.Number))
+	p.Comments = len(p.Items)
 	p.HeadRuns = s.runs(rp.FullName, pl.HeadSHA)
 	p.Checks = summarize(p.HeadRuns)
 	if log, err := rp.Log(pl.BaseSHA, pl.HeadSHA); err == nil {
@@ -374,13 +376,10 @@ func (s *site) pullPageFor(w http.ResponseWriter, r *http.Request, tab string) (
 }
 
 func (s *site) pull(w http.ResponseWriter, r *http.Request) {
-	rp, p := s.pullPageFor(w, r, "conversation")
+	_, p := s.pullPageFor(w, r, "conversation")
 	if p == nil {
 		return
 	}
-	comments := s.issueComments(rp.FullName, p.Pull.Number)
-	p.Comments = len(comments)
-	p.Items = timeline(comments, s.reviews(rp.FullName, p.Pull.Number))
 	s.render(w, r, "pull", p)
 }
 

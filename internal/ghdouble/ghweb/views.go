@@ -35,12 +35,12 @@ var funcs = template.FuncMap{
 	},
 	"bot": func(login string) bool { return strings.HasSuffix(login, "[bot]") },
 	"inc": func(i int) int { return i + 1 },
-	"issueBody": func(is ghdouble.Issue) commentView {
+	"issueBody": func(is ghdouble.Issue, repo string) commentView {
 		body := is.Body
 		if strings.TrimSpace(body) == "" {
 			body = "_No description provided._"
 		}
-		return commentView{Anchor: "issue-body", Author: is.Author, When: is.CreatedAt, Body: body, Reactions: reactions(is.Reactions)}
+		return commentView{Repo: repo, Anchor: "issue-body", Author: is.Author, When: is.CreatedAt, Body: body, Reactions: reactions(is.Reactions)}
 	},
 	// args passes several values to a shared template: (args "Run" . "Page" $).
 	"args": func(kv ...any) (map[string]any, error) {
@@ -64,6 +64,7 @@ func subject(msg string) string {
 // commentView is a comment of an issue's or a pull request's conversation,
 // or an inline comment of a review.
 type commentView struct {
+	Repo      string // owner/name, for its references (#12)
 	ID        int64
 	Anchor    string
 	Author    string
@@ -76,6 +77,7 @@ type commentView struct {
 
 type reactionView struct {
 	Emoji string
+	Name  string // GitHub's name of it: "eyes"
 	Count int
 }
 
@@ -94,7 +96,7 @@ func reactions(rs []ghdouble.Reaction) []reactionView {
 	}
 	var out []reactionView
 	for _, c := range order {
-		out = append(out, reactionView{Emoji: cmp.Or(emoji[c], c), Count: counts[c]})
+		out = append(out, reactionView{Emoji: cmp.Or(emoji[c], c), Name: c, Count: counts[c]})
 	}
 	return out
 }
@@ -103,8 +105,8 @@ func (s *site) issueComments(repo string, number int) []commentView {
 	var out []commentView
 	for _, c := range s.gh.Comments(repo, number) {
 		out = append(out, commentView{
-			ID: c.ID, Anchor: fmt.Sprintf("issuecomment-%d", c.ID), Author: c.Author, When: c.CreatedAt, Body: c.Body,
-			Reactions: reactions(c.Reactions), Minimized: s.gh.Minimized(repo, c.ID),
+			Repo: repo, ID: c.ID, Anchor: fmt.Sprintf("issuecomment-%d", c.ID), Author: c.Author, When: c.CreatedAt, Body: c.Body,
+			Reactions: reactions(c.Reactions), Minimized: strings.ToLower(s.gh.Minimized(repo, c.ID)),
 		})
 	}
 	return out
@@ -163,8 +165,8 @@ func (s *site) reviews(repo string, pr int) []reviewView {
 }
 
 func (s *site) reviewComment(repo string, c ghdouble.ReviewComment) commentView {
-	return commentView{ID: c.ID, Anchor: fmt.Sprintf("discussion_r%d", c.ID), Author: c.User, When: c.CreatedAt, Body: c.Body,
-		Minimized: s.gh.Minimized(repo, c.ID)}
+	return commentView{Repo: repo, ID: c.ID, Anchor: fmt.Sprintf("discussion_r%d", c.ID), Author: c.User, When: c.CreatedAt, Body: c.Body,
+		Minimized: strings.ToLower(s.gh.Minimized(repo, c.ID))}
 }
 
 // diffLine is one line of a patch, as a page colours it.
