@@ -1,7 +1,8 @@
 // Command forge is the Forge server: `forge serve` runs it, `forge migrate`
 // applies the database migrations and exits, `forge lifecycle` prints a
 // plan's lifecycle table (docs/lifecycle.md), `forge doctor` checks the
-// configuration, the database, the App on GitHub and the agents.
+// configuration, the database, the App on GitHub and the agents, `forge
+// demo` runs the playground.
 package main
 
 import (
@@ -26,6 +27,9 @@ commands:
   doctor    check the configuration, database, App, webhook, installations,
             agents and disk; print the fix for each failure (exit 1 if any)
   lifecycle print a plan's lifecycle table as Markdown (docs/lifecycle.md)
+  demo      the playground: Forge on a stand-in for GitHub with a sample
+            repository and scripted agents, no credentials, no network
+            (--addr 127.0.0.1:8081; --agents NAME: a runtime of --config)
 
 The configuration file may also be given as FORGE_CONFIG.
 `
@@ -43,9 +47,12 @@ func run(args []string) error {
 		return errors.New("no command given")
 	}
 	cmd := args[0]
-	if cmd == "lifecycle" {
+	switch cmd {
+	case "lifecycle":
 		_, err := fmt.Fprint(os.Stdout, plan.Markdown())
 		return err
+	case "demo":
+		return runDemo(args[1:], os.Stdout)
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file (YAML)")
