@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/forge-dev/forge/app"
@@ -17,12 +15,13 @@ import (
 	"github.com/forge-dev/forge/internal/demo"
 )
 
-// runDemo is `forge demo`: the playground, until Ctrl-C.
-func runDemo(args []string, out io.Writer) error {
+// runDemo is `forge demo`: the playground, until ctx ends (Ctrl-C).
+func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	addr := fs.String("addr", demo.DefaultAddr, "address of the playground's pages (port 0: any free port)")
 	runtime := fs.String("agents", "", "a runtime of the configuration (--config) to play every agent, instead of the scripted one")
 	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file holding the runtime --agents names")
+	logPath := fs.String("log", "", "file for Forge's log (default: a new file in the temporary directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -36,16 +35,14 @@ func runDemo(args []string, out io.Writer) error {
 		o.Agents, o.AgentsName = rt, *runtime
 	}
 	logFile, err := os.CreateTemp("", "forge-demo-*.log")
+	if *logPath != "" {
+		logFile, err = os.Create(*logPath)
+	}
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
 	o.Log = logFile
-	// The agents of --agents may be processes: as `forge serve` does, the
-	// server's memory and environment are kept from them.
-	if err := hideFromAgents(); err != nil {
-		return err
-	}
 	d, err := demo.Start(o)
 	if err != nil {
 		return err
@@ -54,8 +51,6 @@ func runDemo(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "Forge's playground is ready in %s: open %s\n", time.Since(start).Round(10*time.Millisecond), d.URL)
 	fmt.Fprintf(out, "You are %s. On issue #1, comment: /forge add rate limiting to /hello\n", demo.Person)
 	fmt.Fprintf(out, "Forge's log: %s. Ctrl-C stops the playground.\n", logFile.Name())
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	<-ctx.Done()
 	fmt.Fprintln(out, "Stopping the playground.")
 	return nil

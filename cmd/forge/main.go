@@ -52,7 +52,14 @@ func run(args []string) error {
 		_, err := fmt.Fprint(os.Stdout, plan.Markdown())
 		return err
 	case "demo":
-		return runDemo(args[1:], os.Stdout)
+		// The agents of --agents may be processes: as for `forge serve`,
+		// the server's memory and environment are kept from them.
+		if err := hideFromAgents(); err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		return runDemo(ctx, args[1:], os.Stdout)
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file (YAML)")
