@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/forge-dev/forge/app"
@@ -44,6 +46,9 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	defer logFile.Close()
 	o.Log = logFile
 	d, err := demo.Start(o)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w: give the playground another address with --addr", err)
+	}
 	if err != nil {
 		return err
 	}

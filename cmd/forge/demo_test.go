@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,6 +54,20 @@ func TestDemoCommand(t *testing.T) {
 	}
 	if _, err := http.Get(url[1]); err == nil {
 		t.Error("the playground still answers after it stopped")
+	}
+}
+
+// TestDemoAddressInUse: an address another program holds is refused with
+// the flag that moves the playground.
+func TestDemoAddressInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	err = runDemo(context.Background(), []string{"--addr", l.Addr().String(), "--log", filepath.Join(t.TempDir(), "forge.log")}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), "--addr") {
+		t.Errorf("forge demo on a busy address: %v", err)
 	}
 }
 

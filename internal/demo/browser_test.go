@@ -105,8 +105,9 @@ func (p *person) screenshot(name, sel, block string) {
 // request through the pages, in headless Chromium, as a person would:
 // open an issue, comment /forge, watch the draft, the blocking audit round
 // with its inline comment, the revision and the clean round arrive on the
-// pull request, approve it, watch the phases commit with their checks,
-// and merge it. Hostile text in the issue runs no script.
+// pull request, approve it with the forge check's Approve & run button,
+// watch the phases commit with their checks, and merge it. Hostile text in
+// the issue runs no script.
 func TestPlaygroundInABrowser(t *testing.T) {
 	d := start(t, Options{})
 	p := &person{t: t, b: browsertest.New(t)}
@@ -174,10 +175,12 @@ func TestPlaygroundInABrowser(t *testing.T) {
 		}
 	}
 
-	// Approved; the phases commit, CI runs on each, Forge marks it ready.
+	// Approved with the forge check's button; the phases commit, CI runs
+	// on each, Forge marks the pull request ready.
 	p.click("#tab-conversation", "#approve")
-	p.click("#approve", "#pulltabs")
+	p.click(`.check[data-name="forge"] button[value="approve"]`, "#pulltabs")
 	p.stay()
+	p.see(long, "Forge taking the approval", has(".comment.bot", "approved for implementation by @octocat"))
 	p.see(long, "the pull request ready to merge", `document.querySelector("#merge") !== null`)
 	if got := p.text("#state"); got != "Open" {
 		t.Errorf("the pull request after its phases is %q, want Open", got)
