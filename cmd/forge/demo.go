@@ -36,9 +36,12 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		}
 		o.Agents, o.AgentsName = rt, *runtime
 	}
-	logFile, err := os.CreateTemp("", "forge-demo-*.log")
+	var logFile *os.File
+	var err error
 	if *logPath != "" {
 		logFile, err = os.Create(*logPath)
+	} else {
+		logFile, err = os.CreateTemp("", "forge-demo-*.log")
 	}
 	if err != nil {
 		return err
