@@ -1,12 +1,27 @@
-# The two commands a fresh machine needs: `make run` and `make test`.
+# The commands a fresh machine needs: `make run`, `make test` and `make demo`.
 GO ?= go
 CONFIG ?= $(if $(wildcard forge.yml),forge.yml,)
 PKGS := ./...
 
-.PHONY: run build test test-layouts test-deploy lint bench tidy
+.PHONY: run build test test-layouts test-deploy lint bench tidy demo demo-screenshots
 
 run:
 	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
+
+# The playground: Forge on a stand-in for GitHub with a sample repository,
+# its CI and scripted agents; no credentials, no network. DEMO_FLAGS passes
+# `forge demo`'s flags: --addr HOST:PORT, --agents NAME --config FILE.
+demo:
+	$(GO) run ./cmd/forge demo $(DEMO_FLAGS)
+
+# Screenshots of the pages for the README, in $(SCREENSHOTS): the browser
+# tests of SCREENSHOT_PKGS whose names match SCREENSHOT_RUN save theirs
+# where FORGE_SCREENSHOTS says. A package with more joins the list.
+SCREENSHOTS := $(CURDIR)/docs/screenshots
+SCREENSHOT_PKGS := ./internal/demo/
+SCREENSHOT_RUN := InABrowser
+demo-screenshots:
+	FORGE_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -count=1 -run '$(SCREENSHOT_RUN)' $(SCREENSHOT_PKGS)
 
 build:
 	$(GO) build -o bin/forge ./cmd/forge

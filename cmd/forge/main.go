@@ -3,7 +3,7 @@
 // plan's lifecycle table (docs/lifecycle.md), `forge docs DIR` writes the
 // references generated from the code (go generate ./docs runs it),
 // `forge doctor` checks the configuration, the database, the App on
-// GitHub and the agents.
+// GitHub and the agents, `forge demo` runs the playground.
 package main
 
 import (
@@ -30,6 +30,9 @@ commands:
             agents and disk; print the fix for each failure (exit 1 if any)
   lifecycle print a plan's lifecycle table as Markdown (docs/lifecycle.md)
   docs DIR  write the command, configuration and lifecycle references into DIR
+  demo      the playground: Forge on a stand-in for GitHub with a sample
+            repository and scripted agents, no credentials, no network
+            (--addr 127.0.0.1:8081; --agents NAME: a runtime of --config)
 
 The configuration file may also be given as FORGE_CONFIG.
 `
@@ -47,9 +50,19 @@ func run(args []string) error {
 		return errors.New("no command given")
 	}
 	cmd := args[0]
-	if cmd == "lifecycle" {
+	switch cmd {
+	case "lifecycle":
 		_, err := fmt.Fprint(os.Stdout, plan.Markdown())
 		return err
+	case "demo":
+		// The agents of --agents may be processes: as for `forge serve`,
+		// the server's memory and environment are kept from them.
+		if err := hideFromAgents(); err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		return runDemo(ctx, args[1:], os.Stdout)
 	}
 	if cmd == "docs" {
 		if len(args) != 2 {

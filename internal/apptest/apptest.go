@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/internal/ghdouble"
+	"github.com/forge-dev/forge/internal/localforge"
 )
 
 // Server is a running Forge.
@@ -32,8 +32,7 @@ type Server struct {
 	Config app.Config
 	Logs   *SyncBuffer
 
-	cancel context.CancelFunc
-	done   chan error
+	run *localforge.Server
 }
 
 // Options tune a test server.
@@ -89,45 +88,20 @@ func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
 	if o.DataDir == "" {
 		o.DataDir = t.TempDir()
 	}
-	cfg := app.Config{DataDir: o.DataDir}
-	cfg.Server.Address, cfg.Server.Port = "127.0.0.1", 0
-	cfg.Server.ShutdownGrace = 10 * time.Second
-	cfg.Database.URL = filepath.Join(o.DataDir, "forge.db")
-	// Working copies of a test of their own, beside its data directory
-	// (never inside it), so no test finds another's.
-	cfg.Git.WorkDir = filepath.Join(t.TempDir(), "work")
-	// Only the REST API's URL is given, as an operator would: Forge derives
-	// GraphQL's and the web side's from it. The double's github.com layout
-	// has its web side on another port of 127.0.0.1, which no rule derives
-	// from the API's (github.com's is api.github.com without "api.").
-	cfg.Github.V3APIURL = gh.URL()
-	if gh.Layout() == ghdouble.DotCom {
-		cfg.Github.WebURL = gh.WebURL()
-	}
-	cfg.Logging.Level = "debug"
-	cfg.Queue.Workers = 4
-	if !o.Unconfigured {
-		cfg.Github.App.IntegrationID = gh.AppID()
-		cfg.Github.App.PrivateKey = string(gh.PrivateKeyPEM())
-		cfg.Github.App.WebhookSecret = gh.WebhookSecret()
-	}
-	if o.Configure != nil {
-		o.Configure(&cfg)
-	}
 	logs := &SyncBuffer{}
-	log := zerolog.New(logs).With().Timestamp().Logger()
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, log)
+	run, err := localforge.Start(gh, localforge.Options{
+		DataDir: o.DataDir,
+		// Working copies of a test of their own, beside its data directory
+		// (never inside it), so no test finds another's.
+		WorkDir:      filepath.Join(t.TempDir(), "work"),
+		Unconfigured: o.Unconfigured,
+		Configure:    o.Configure,
+		Log:          logs,
+	})
 	if err != nil {
-		cancel()
-		t.Fatalf("start forge: %v", err)
+		t.Fatalf("%v", err)
 	}
-	if err := a.Listen(); err != nil {
-		cancel()
-		t.Fatalf("listen: %v", err)
-	}
-	s := &Server{App: a, URL: "http://" + a.Addr(), Config: cfg, Logs: logs, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- a.Run(ctx) }()
+	s := &Server{App: run.App, URL: run.URL, Config: run.Config, Logs: logs, run: run}
 	t.Cleanup(func() {
 		s.Stop(t)
 		if t.Failed() {
@@ -138,45 +112,18 @@ func Start(t testing.TB, gh *ghdouble.Server, o Options) *Server {
 			t.Logf("forge log (last %d lines; GitHub double in the %s layout):\n%s", len(lines), gh.Layout(), strings.Join(lines, "\n"))
 		}
 	})
-	s.waitReady(t)
 	return s
 }
 
 // Stop shuts the server down as SIGTERM would and waits for it to exit.
 func (s *Server) Stop(t testing.TB) {
-	if s.cancel == nil {
-		return
+	if err := s.run.Stop(); err != nil {
+		t.Errorf("%v", err)
 	}
-	s.cancel()
-	s.cancel = nil
-	select {
-	case err := <-s.done:
-		if err != nil {
-			t.Errorf("forge exited with error: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Errorf("forge did not stop within 30s")
-	}
-}
-
-func (s *Server) waitReady(t testing.TB) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		res, err := http.Get(s.URL + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("forge not ready at %s", s.URL)
 }
 
 // HookURL is where GitHub sends webhooks.
-func (s *Server) HookURL() string { return s.URL + "/api/github/hook" }
+func (s *Server) HookURL() string { return s.run.HookURL() }
 
 // PauseQueue stops River from starting jobs: what is enqueued stays in the
 // queue until ResumeQueue. River registers the queue once its producer

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
@@ -277,11 +276,11 @@ func (s *Server) GithubappConfig() githubapp.Config {
 
 // UnreachableURL is an http URL on which nothing listens, for an App that
 // is down: a delivery to it fails to connect, as GitHub's would.
-func UnreachableURL(t testing.TB) string {
+func UnreachableURL(t T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("ghdouble: %v", err)
 	}
 	url := "http://" + l.Addr().String()
 	l.Close()

@@ -698,6 +698,7 @@ type CheckRunSpec struct {
 	Text       string
 	ExternalID string
 	DetailsURL string
+	Actions    []CheckAction // the buttons it shows
 }
 
 func (spec CheckRunSpec) request() checkRunRequest {
@@ -710,6 +711,9 @@ func (spec CheckRunSpec) request() checkRunRequest {
 	req := checkRunRequest{
 		Name: opt(spec.Name), HeadSHA: spec.HeadSHA, Status: opt(spec.Status), Conclusion: opt(spec.Conclusion),
 		ExternalID: opt(spec.ExternalID), DetailsURL: opt(spec.DetailsURL),
+	}
+	if spec.Actions != nil {
+		req.Actions = &spec.Actions
 	}
 	if spec.Title != "" || spec.Summary != "" || spec.Text != "" {
 		req.Output = &struct {
@@ -961,10 +965,12 @@ func (a *OtherApp) install(repo, held string) {
 }
 
 // ciApp is another App installed on a repository with checks:write; held
-// is the Actions state its new suites start in.
+// is the Actions state its new suites start in, workflow what GitHub
+// Actions runs on every push (AddWorkflow).
 type ciApp struct {
 	appRef
-	held string
+	held     string
+	workflow *Workflow
 }
 
 // pushed records a push of sha to a branch of r: a queued suite for each
@@ -997,6 +1003,9 @@ func (s *Server) pushedLocked(r *Repo, ref, sha string) {
 		}
 		if app.held != "" && len(suiteRunsLocked(r, su)) == 0 {
 			su.Held = app.held
+		}
+		if app.workflow != nil {
+			s.startWorkflowLocked(r, app.appRef, *app.workflow, sha)
 		}
 	}
 	for _, ps := range r.pushStatuses {

@@ -314,7 +314,7 @@ func (s *Server) getCommit(c *Call) (int, any) {
 }
 
 // emptyTree is git's well-known empty tree, the "parent" of a root commit.
-const emptyTree = "4b825dc642cb6eb9a060ae76d5ca5d6b1e1b9a8b"
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 // gitFailure answers a git command that failed unexpectedly: a bug of the
 // double or of its machine, reported so it cannot pass for GitHub's answer.

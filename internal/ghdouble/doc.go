@@ -1,6 +1,7 @@
 // Package ghdouble is a stateful fake of GitHub for Forge's tests: the REST API a
 // GitHub App uses, and the few github.com pages it meets, served over real HTTP on
-// 127.0.0.1 by New, which closes it when the test ends.
+// 127.0.0.1 by New, which closes it when the test ends. Start runs the same double
+// outside a test (`forge demo`): what would fail a test is logged instead.
 //
 // # Layout
 //

@@ -660,3 +660,16 @@ func TestCreateTreeDeletesOnlyWhatExists(t *testing.T) {
 		})
 	}
 }
+
+// TestGetRootCommit: a repository's first commit is compared with git's
+// empty tree, so its files are all added.
+func TestGetRootCommit(t *testing.T) {
+	f := newSeededFixture(t)
+	commit, _, err := f.gh.Repositories.GetCommit(context.Background(), "acme", "widgets", f.main, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(commit.Files) != 2 || commit.Files[0].GetStatus() != "added" {
+		t.Fatalf("files of the root commit: %v", commit.Files)
+	}
+}

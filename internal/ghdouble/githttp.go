@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"testing"
 )
 
 // gitWebRoutes serve clones, fetches and pushes at WebURL()<owner>/<repo>.git
@@ -214,7 +213,7 @@ func (s *Server) PushToken(repo, user string) string {
 // the user with their noreply address, pushes to branch and returns the
 // commit's SHA. The user needs at least the write role (SetPermission); the
 // push is refused, and the test fails, otherwise.
-func (s *Server) PushAs(t testing.TB, repo, user, branch string, files map[string]string, message string) string {
+func (s *Server) PushAs(t T, repo, user, branch string, files map[string]string, message string) string {
 	t.Helper()
 	return s.pushAs(t, repo, user, branch, files, nil, message)
 }
@@ -222,12 +221,12 @@ func (s *Server) PushAs(t testing.TB, repo, user, branch string, files map[strin
 // PushLinksAs is PushAs with symbolic links (path → target) instead of
 // files: what a person with push access can commit to point Forge at files
 // outside the repository.
-func (s *Server) PushLinksAs(t testing.TB, repo, user, branch string, links map[string]string, message string) string {
+func (s *Server) PushLinksAs(t T, repo, user, branch string, links map[string]string, message string) string {
 	t.Helper()
 	return s.pushAs(t, repo, user, branch, nil, links, message)
 }
 
-func (s *Server) pushAs(t testing.TB, repo, user, branch string, files, links map[string]string, message string) string {
+func (s *Server) pushAs(t T, repo, user, branch string, files, links map[string]string, message string) string {
 	t.Helper()
 	r := s.mustRepo(repo)
 	u := s.ensureUser(user, "User")

@@ -197,6 +197,7 @@ type CommitInfo struct {
 	Author      string
 	AuthorLogin string
 	Committer   string
+	When        time.Time // the committer's date
 	// Verified is what GitHub shows: commits the App made through the Git Data
 	// API without a custom author, committer or signature, or through
 	// GraphQL's createCommitOnBranch, and GitHub's merges.
@@ -227,6 +228,12 @@ func (r *Repo) commitInfos(rev string) ([]CommitInfo, error) {
 		return nil, err
 	}
 	slices.Reverse(shas)
+	return r.commitInfosOf(shas)
+}
+
+// commitInfosOf describes the commits shas, in that order.
+func (r *Repo) commitInfosOf(shas []string) ([]CommitInfo, error) {
+	g := r.git
 	commits, err := g.readCommits(shas)
 	if err != nil {
 		return nil, err
@@ -247,6 +254,7 @@ func (r *Repo) commitInfos(rev string) ([]CommitInfo, error) {
 			Author:      c.Author.String(),
 			AuthorLogin: r.server.loginForEmail(c.Author.Email),
 			Committer:   c.Committer.String(),
+			When:        c.Committer.When,
 			Verified:    verified[c.SHA],
 			Files:       files,
 		})

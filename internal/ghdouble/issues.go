@@ -62,9 +62,13 @@ func (s *Server) AddIssue(repo string, spec IssueSpec) int {
 		spec.Author = "octocat"
 	}
 	s.ensureUser(spec.Author, "User")
-	now := s.now().UTC().Truncate(time.Second)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return s.addIssueLocked(r, spec).Number
+}
+
+func (s *Server) addIssueLocked(r *Repo, spec IssueSpec) *Issue {
+	now := s.now().UTC().Truncate(time.Second)
 	is := &Issue{
 		Number:    r.nextNumberLocked(),
 		ID:        s.nextID(),
@@ -81,7 +85,7 @@ func (s *Server) AddIssue(repo string, spec IssueSpec) int {
 	}
 	s.setIssueLabelsLocked(r, is, spec.Labels)
 	r.issues[is.Number] = is
-	return is.Number
+	return is
 }
 
 // Issue is a copy of the issue (or pull request) number of repo.

@@ -4,51 +4,71 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"strconv"
 	"strings"
-	"testing"
+
+	forge "github.com/forge-dev/forge"
 )
 
-// LoadPayload reads a recorded webhook payload from testdata/webhooks:
-// "issue_comment/created" is issue_comment/created.payload.json, and an event
-// without actions ("ping") is ping/payload.json.
-func LoadPayload(t testing.TB, name string) []byte {
-	t.Helper()
-	dir := filepath.Join(repoRoot(), "testdata", "webhooks")
-	candidates := []string{filepath.Join(dir, name+".payload.json"), filepath.Join(dir, name, "payload.json")}
-	for _, path := range candidates {
-		data, err := os.ReadFile(path)
+// Payload reads a recorded webhook payload of testdata/webhooks, which the
+// binary embeds (forge.WebhookPayloads): "issue_comment/created" is
+// issue_comment/created.payload.json, and an event without actions ("ping")
+// is ping/payload.json.
+func Payload(name string) ([]byte, error) {
+	candidates := []string{path.Join(payloadDir, name+".payload.json"), path.Join(payloadDir, name, "payload.json")}
+	for _, p := range candidates {
+		data, err := fs.ReadFile(forge.WebhookPayloads, p)
 		if err == nil {
-			return data
+			return data, nil
 		}
-		if !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("ghdouble: load payload %s: %v", name, err)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("load payload %s: %w", name, err)
 		}
 	}
-	t.Fatalf("ghdouble: no webhook payload %q (looked for %s)", name, strings.Join(candidates, ", "))
-	return nil
+	return nil, fmt.Errorf("no webhook payload %q (looked for %s)", name, strings.Join(candidates, ", "))
+}
+
+const payloadDir = "testdata/webhooks"
+
+// LoadPayload is Payload for a test, which fails when there is none.
+func LoadPayload(t T, name string) []byte {
+	t.Helper()
+	data, err := Payload(name)
+	if err != nil {
+		t.Fatalf("ghdouble: %v", err)
+	}
+	return data
 }
 
 // Edit changes a decoded webhook payload.
 type Edit func(payload map[string]any) error
 
-// EditPayload applies the edits to a JSON payload and encodes it again.
-func EditPayload(t testing.TB, payload []byte, edits ...Edit) []byte {
-	t.Helper()
+// ApplyEdits applies the edits to a JSON payload and encodes it again.
+func ApplyEdits(payload []byte, edits ...Edit) ([]byte, error) {
 	var m map[string]any
 	if err := json.Unmarshal(payload, &m); err != nil {
-		t.Fatalf("ghdouble: decode payload: %v", err)
+		return nil, fmt.Errorf("decode payload: %w", err)
 	}
 	for _, edit := range edits {
 		if err := edit(m); err != nil {
-			t.Fatalf("ghdouble: edit payload: %v", err)
+			return nil, fmt.Errorf("edit payload: %w", err)
 		}
 	}
 	out, err := json.Marshal(m)
 	if err != nil {
-		t.Fatalf("ghdouble: encode payload: %v", err)
+		return nil, fmt.Errorf("encode payload: %w", err)
+	}
+	return out, nil
+}
+
+// EditPayload is ApplyEdits for a test, which fails on an error.
+func EditPayload(t T, payload []byte, edits ...Edit) []byte {
+	t.Helper()
+	out, err := ApplyEdits(payload, edits...)
+	if err != nil {
+		t.Fatalf("ghdouble: %v", err)
 	}
 	return out
 }

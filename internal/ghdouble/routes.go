@@ -119,7 +119,7 @@ func (rt *router) add(r Route) error {
 		op = item.GetOperation(r.Method)
 	}
 	if op == nil {
-		return fmt.Errorf("route %s is not in %s: run `go generate ./internal/ghdouble`", name, specPath())
+		return fmt.Errorf("route %s is not in %s: run `go generate ./internal/ghdouble`", name, specPath)
 	}
 	if r.Handler == nil {
 		return fmt.Errorf("route %s has no handler", name)

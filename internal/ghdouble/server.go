@@ -1,12 +1,16 @@
 package ghdouble
 
 import (
+	"context"
+	"fmt"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 )
 
@@ -16,7 +20,7 @@ import (
 // Locking order: a Repo's mu, then s.mu, then the leaf locks (users, calls,
 // router); s.mu is never held while a Repo's mu is taken. The id counters are atomic.
 type Server struct {
-	t      testing.TB
+	t      reporter
 	layout Layout
 	// http serves the REST API (and, in the Enterprise layout, everything);
 	// webHTTP the web side, the same server in the Enterprise layout.
@@ -28,6 +32,15 @@ type Server struct {
 	// gitRoot holds the bare repositories. It is removed after the server
 	// is closed, never under a request still running git (see New).
 	gitRoot string
+	// ownsRoot: Close removes gitRoot (Start made it; New's test does).
+	ownsRoot bool
+	// background is what the double does on its own (webhooks it sends,
+	// workflows it runs): Close cancels it and waits for it.
+	background context.Context
+	stop       context.CancelFunc
+	running    sync.WaitGroup
+	hooks      *hookQueue
+	closeOnce  sync.Once
 	// webLogin is the person signed in on the web side.
 	webLogin      string
 	lastID        atomic.Int64
@@ -63,6 +76,8 @@ type options struct {
 	webUser       string
 	now           func() time.Time
 	layout        Layout
+	addr          string
+	log           *log.Logger
 }
 
 // WithAppID sets the App's id (default: a fresh id).
@@ -114,9 +129,72 @@ func DefaultPermissions() map[string]string {
 	}
 }
 
-// New starts a double on 127.0.0.1; it is closed when the test ends.
-func New(t testing.TB, opts ...Option) *Server {
+// T is what the double needs of a test: testing.TB has it. The double
+// reports through it what GitHub would have refused and its own bugs
+// (Errorf), and fails the test on a helper's misuse (Fatalf).
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
+// reporter is the part of T a running double reports through.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+// New starts a double on 127.0.0.1 for a test; it is closed when the test ends.
+func New(t T, opts ...Option) *Server {
 	t.Helper()
+	// Cleanups run last registered first, and t.TempDir registers the
+	// removal of the test's temporary directories at its first call: made
+	// here, before the server's Close is registered, the repositories are
+	// removed only once Close has waited for the requests in flight. A
+	// request can outlive its client (a Forge killed by SIGKILL leaves its
+	// git writes running here); removed under it, git answers "bad file" or
+	// "invalid object" for what it had just written.
+	root := t.TempDir()
+	s, err := start(t, root, opts)
+	if err != nil {
+		t.Fatalf("ghdouble: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a double outside a test, as `forge demo` runs one: what a
+// test's double would fail the test for is logged instead (WithLog), and a
+// helper used against its contract (an unknown repository, an action
+// GitHub would refuse) panics. Close stops it and removes its repositories.
+func Start(opts ...Option) (*Server, error) {
+	root, err := os.MkdirTemp("", "ghdouble-")
+	if err != nil {
+		return nil, fmt.Errorf("ghdouble: %w", err)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	logger := o.log
+	if logger == nil {
+		logger = log.New(os.Stderr, "", log.LstdFlags)
+	}
+	s, err := start(logReporter{logger}, root, opts)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, fmt.Errorf("ghdouble: %w", err)
+	}
+	s.ownsRoot = true
+	return s, nil
+}
+
+func start(t reporter, gitRoot string, opts []Option) (*Server, error) {
 	o := options{
 		appName:     "Forge Test",
 		permissions: DefaultPermissions(),
@@ -129,7 +207,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	}
 	doc, err := loadSpec()
 	if err != nil {
-		t.Fatalf("ghdouble: %v", err)
+		return nil, err
 	}
 	s := &Server{
 		t:             t,
@@ -137,18 +215,21 @@ func New(t testing.TB, opts ...Option) *Server {
 		now:           o.now,
 		web:           http.NewServeMux(),
 		webLogin:      o.webUser,
+		gitRoot:       gitRoot,
 		installations: map[int64]*Installation{},
 		tokens:        map[string]*Token{},
 		repos:         map[string]*Repo{},
 		manifestCodes: map[string]*manifestCode{},
 		deliveries:    map[string]*delivery{},
 	}
+	s.background, s.stop = context.WithCancel(context.Background())
+	s.hooks = newHookQueue(s)
 	s.users.byLogin = map[string]*User{}
 	s.calls.counts = map[string]int{}
 	s.lastID.Store(1000)
 	s.routes, err = newRouter(doc, s.apiRoutes())
 	if err != nil {
-		t.Fatalf("ghdouble: %v", err)
+		return nil, err
 	}
 	for _, wr := range s.webRoutes() {
 		s.web.HandleFunc(wr.Pattern, wr.Handler)
@@ -157,25 +238,81 @@ func New(t testing.TB, opts ...Option) *Server {
 
 	app, err := s.newApp(o)
 	if err != nil {
-		t.Fatalf("ghdouble: %v", err)
+		return nil, err
 	}
 	s.app = app
-	// Cleanups run last registered first, and t.TempDir registers the
-	// removal of the test's temporary directories at its first call: made
-	// here, before the server's Close is registered, the repositories are
-	// removed only once Close has waited for the requests in flight. A
-	// request can outlive its client (a Forge killed by SIGKILL leaves its
-	// git writes running here); removed under it, git answers "bad file" or
-	// "invalid object" for what it had just written.
-	s.gitRoot = t.TempDir()
-	s.http = httptest.NewServer(s)
-	t.Cleanup(s.http.Close)
-	s.webHTTP = s.http
-	if s.layout == DotCom {
-		s.webHTTP = httptest.NewServer(s.web)
-		t.Cleanup(s.webHTTP.Close)
+	var l net.Listener
+	if o.addr != "" {
+		// The address a person gave: the web side's in the DotCom layout,
+		// the one server's in the Enterprise layout.
+		if l, err = net.Listen("tcp", o.addr); err != nil {
+			return nil, err
+		}
 	}
-	return s
+	if s.layout == DotCom {
+		s.http = httptest.NewServer(s)
+		s.webHTTP = serveOn(l, s.web)
+	} else {
+		s.http = serveOn(l, s)
+		s.webHTTP = s.http
+	}
+	return s, nil
+}
+
+// serveOn serves h on l, or on a fresh port of 127.0.0.1 when l is nil.
+func serveOn(l net.Listener, h http.Handler) *httptest.Server {
+	if l == nil {
+		return httptest.NewServer(h)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	return srv
+}
+
+// Close stops what the double does on its own (webhooks not yet sent are
+// dropped), waits for the requests in flight, and, for a double of Start,
+// removes its repositories.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.stop()
+		s.hooks.close()
+		s.running.Wait()
+		s.http.Close()
+		if s.webHTTP != s.http {
+			s.webHTTP.Close()
+		}
+		if s.ownsRoot {
+			os.RemoveAll(s.gitRoot)
+		}
+	})
+}
+
+// WithAddr makes the double listen on addr ("127.0.0.1:8081"; port 0 for
+// any): the one server in the Enterprise layout, the web side in the
+// DotCom layout. Default: a fresh port of 127.0.0.1 for each.
+func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
+
+// WithLog is where a double of Start logs what a test's would report
+// (default: standard error).
+func WithLog(l *log.Logger) Option { return func(o *options) { o.log = l } }
+
+// logReporter is the reporter of a double outside a test.
+type logReporter struct{ l *log.Logger }
+
+func (logReporter) Helper() {}
+
+func (r logReporter) Errorf(format string, args ...any) { r.l.Printf(format, args...) }
+
+func (r logReporter) Logf(format string, args ...any) { r.l.Printf(format, args...) }
+
+// Fatalf panics: a helper was used against its contract, and its caller
+// cannot go on as if it had done its work.
+func (r logReporter) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.l.Print(msg)
+	panic(msg)
 }
 
 // URL is the REST API base, ending in a slash as go-github's BaseURL requires:

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+
+	forge "github.com/forge-dev/forge"
 )
 
 var (
@@ -22,24 +22,16 @@ var (
 	specErr  error
 )
 
-// repoRoot is the module root, found from this file rather than the working
-// directory, which differs for every package whose tests use the double.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// specPath is the trimmed OpenAPI description internal/trimspec writes,
+// which the binary embeds (forge.GitHubDescription).
+const specPath = "testdata/openapi/api.github.com.json"
 
-// specPath is the trimmed OpenAPI description internal/trimspec writes.
-func specPath() string {
-	return filepath.Join(repoRoot(), "testdata", "openapi", "api.github.com.json")
-}
-
-// loadSpec reads the description once per test binary: the document is only read
+// loadSpec reads the description once per binary: the document is only read
 // afterwards, so every Server shares it.
 func loadSpec() (*openapi3.T, error) {
 	specOnce.Do(func() {
 		loader := openapi3.NewLoader()
-		specDoc, specErr = loader.LoadFromFile(specPath())
+		specDoc, specErr = loader.LoadFromData(forge.GitHubDescription)
 		if specErr != nil {
 			specErr = fmt.Errorf("load GitHub's OpenAPI description: %w", specErr)
 		}

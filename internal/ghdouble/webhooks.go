@@ -2,6 +2,7 @@ package ghdouble
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha1" //nolint:gosec // GitHub still sends X-Hub-Signature with SHA-1.
 	"crypto/sha256"
@@ -68,6 +69,10 @@ func redelivery() DeliveryOption { return func(c *deliveryConfig) { c.redelivery
 // webhook secret, and a 10 s timeout. The response body is read in full and
 // stays readable.
 func (s *Server) Deliver(url, event string, payload []byte, opts ...DeliveryOption) (*http.Response, string, error) {
+	return s.deliver(context.Background(), url, event, payload, opts...)
+}
+
+func (s *Server) deliver(ctx context.Context, url, event string, payload []byte, opts ...DeliveryOption) (*http.Response, string, error) {
 	cfg := deliveryConfig{id: uuid.NewString()}
 	for _, opt := range opts {
 		opt(&cfg)
@@ -77,7 +82,7 @@ func (s *Server) Deliver(url, event string, payload []byte, opts ...DeliveryOpti
 	s.deliveries[cfg.id] = &delivery{url: url, event: event, payload: payload}
 	s.mu.Unlock()
 
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
 		return nil, cfg.id, fmt.Errorf("deliver %s to %s: %w", event, url, err)
 	}
