@@ -133,3 +133,15 @@ func TestBinaryCodeImportsNoTesting(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoOnlyOnLoopback: the playground's pages act as a person with
+// write access for whoever opens them, so an address other machines
+// reach is refused before anything starts.
+func TestDemoOnlyOnLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:8081"} {
+		err := runDemo(context.Background(), []string{"--addr", addr, "--log", filepath.Join(t.TempDir(), "forge.log")}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("forge demo --addr %s: %v, want a refusal", addr, err)
+		}
+	}
+}

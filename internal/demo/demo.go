@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -69,6 +70,9 @@ type Demo struct {
 func Start(o Options) (*Demo, error) {
 	if o.Addr == "" {
 		o.Addr = DefaultAddr
+	}
+	if err := loopback(o.Addr); err != nil {
+		return nil, err
 	}
 	if o.Pace == 0 {
 		o.Pace = DefaultPace
@@ -133,6 +137,19 @@ func (d *Demo) start(o Options) error {
 	gh.SetHookURL(d.Forge.HookURL())
 	d.URL = gh.WebURL() + sampleRepo
 	return nil
+}
+
+// loopback refuses an address other machines could reach: the pages act
+// as a person with write access for whoever opens them.
+func loopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+		return nil
+	}
+	return fmt.Errorf("--addr %q: the playground listens only on a loopback address (127.0.0.1, [::1], localhost): its pages act as %s for whoever opens them", addr, Person)
 }
 
 // Close stops Forge, the agents and the double, and removes their files.

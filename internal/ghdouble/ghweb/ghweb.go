@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -124,15 +125,37 @@ func Mount(gh *ghdouble.Server, o Options) error {
 }
 
 // secured sets the headers every page carries: no script but the pages'
-// own file, no framing, no sniffing.
+// own file, no framing, no sniffing. A page answers only a request to a
+// loopback name: the pages act as the signed-in person for whoever
+// reaches them, and a site whose name an attacker rebinds to 127.0.0.1
+// would otherwise read them, form token and all, from the person's
+// browser.
 func secured(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, "the playground's pages answer only on 127.0.0.1, [::1] or localhost", http.StatusMisdirectedRequest)
+			return
+		}
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "same-origin")
 		h(w, r)
 	})
+}
+
+// loopbackHost reports whether a request's Host names this machine.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // layout is what every page shows around its content.

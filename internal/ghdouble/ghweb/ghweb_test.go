@@ -256,3 +256,36 @@ func TestPagesAct(t *testing.T) {
 		t.Errorf("the merged pull request's page")
 	}
 }
+
+// TestPagesAnswerOnlyLoopbackNames: a request whose Host is another name
+// (a site an attacker rebinds to 127.0.0.1, to read the pages and their
+// form token from a person's browser) is refused; 127.0.0.1, [::1] and
+// localhost are served.
+func TestPagesAnswerOnlyLoopbackNames(t *testing.T) {
+	w := newWorld(t)
+	u := w.gh.WebURL() + w.repo
+	for host, want := range map[string]int{
+		"":                       http.StatusOK, // the URL's own, 127.0.0.1:port
+		"localhost":              http.StatusOK,
+		"evil.example":           http.StatusMisdirectedRequest,
+		"evil.example:8081":      http.StatusMisdirectedRequest,
+		"127.0.0.1.nip.io":       http.StatusMisdirectedRequest,
+		"localhost.evil.example": http.StatusMisdirectedRequest,
+	} {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Host %q: %d, want %d", host, res.StatusCode, want)
+		}
+	}
+}
