@@ -427,7 +427,11 @@ func (c *commandCtx) findPlan(ctx context.Context, cmd command.Command) (*Plan, 
 	if errors.Is(err, ErrPlanNotFound) {
 		return nil, nil
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	c.f.working(ctx, p)
+	return p, nil
 }
 
 // planOrAnswer is the command's plan; when there is none it answers so

@@ -89,6 +89,7 @@ func (f *Forge) create(ctx context.Context, gh GitHub, p *Plan, ev plan.Create) 
 	if err != nil {
 		return err
 	}
+	f.working(ctx, p)
 	x := &executor{f: f, gh: gh, p: p}
 	if created {
 		for _, e := range effects {
@@ -114,6 +115,7 @@ type executor struct {
 }
 
 func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) error {
+	f.working(ctx, x.p)
 	held := x.owner
 	if !x.owner {
 		release, ok, err := f.hold(ctx, x)
