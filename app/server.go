@@ -37,6 +37,8 @@ type App struct {
 	store   *store.Store
 	river   *river.Client[*sql.Tx]
 	ingest  *store.Ingester
+	// timeline records what jobs do for each plan, for the dashboard.
+	timeline *timeline
 
 	// auth follows whether GitHub takes the App's JWT (clock, key).
 	auth *appAuth
@@ -149,6 +151,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		return nil, fmt.Errorf("open git cache: %w", err)
 	}
 	a.git = cache
+	a.timeline = newTimeline(st, log, a.redact, a.metrics.Registry)
 	host, _ := os.Hostname()
 	a.forge = &pipeline.Forge{
 		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a, LeaseTTL: a.cfg.Queue.LeaseTTL,
@@ -161,6 +164,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		},
 		Owner:       fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomID()),
 		RateLimited: a.metrics.RateLimited,
+		Timeline:    a.timeline,
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &pipeline.CommandWorker{Forge: a.forge})
@@ -185,7 +189,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		Workers:           workers,
 		MaxAttempts:       a.cfg.Queue.MaxAttempts,
 		RetryPolicy:       a.cfg.Queue.RetryPolicy,
-		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics, log: log}},
+		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics, log: log}, a.timeline},
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,
 		Logger:            slog.New(slog.NewJSONHandler(logWriter{log}, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -323,6 +327,7 @@ func (a *App) Run(ctx context.Context) error {
 		return fmt.Errorf("start queue: %w", err)
 	}
 	a.ingest.Start(context.WithoutCancel(ctx))
+	a.timeline.Start()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.server.Serve(a.listener) }()
 	a.log.Info().Str("addr", a.Addr()).Bool("configured", a.github.Load() != nil).Msg("forge serving")
@@ -358,6 +363,8 @@ func (a *App) shutdown() {
 		a.river.StopAndCancel(cctx)
 		ccancel()
 	}
+	// After the jobs: their last events are written before the store closes.
+	a.timeline.Stop(ctx)
 	a.store.Close()
 	a.log.Info().Msg("stopped")
 }
@@ -410,6 +417,15 @@ func randomID() string {
 	b := make([]byte, 4)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// redact removes the App's secrets, and any that look like one, from text
+// Forge shows.
+func (a *App) redact(s string) string {
+	if gs := a.github.Load(); gs != nil {
+		s, _ = gs.redactor.Redact(s)
+	}
+	return s
 }
 
 // Forget implements pipeline.Installations.
