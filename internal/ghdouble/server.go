@@ -36,6 +36,7 @@ type Server struct {
 	users userTable
 	calls callTable
 	rates rateTable
+	oauth oauthTable
 
 	mu            sync.Mutex
 	app           *App
