@@ -228,7 +228,7 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 // startRun starts the run's own fields afresh for a run in e.Mode, its
 // first job's generation being the plan's.
 func (p *Plan) startRun(e plan.StartRun) {
-	p.Notes, p.Error = e.Notes, ""
+	p.Notes, p.Error, p.ErrorStep, p.ErrorCause = e.Notes, "", "", ""
 	p.RunStartRound = p.Round
 	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
 	p.RunProgress = RunProgress{Gen: p.Generation}

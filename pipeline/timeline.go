@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
@@ -58,4 +59,16 @@ func callOutcome(err error) string {
 		return fmt.Sprintf("exit %d", fail.ExitCode)
 	}
 	return "failed"
+}
+
+// lastLine is the last line of an agent's output that says something, as
+// quoted data: what a person reads as the cause of its failure.
+func lastLine(tail string) string {
+	lines := strings.Split(strings.TrimSpace(tail), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return Untrusted(l, 300)
+		}
+	}
+	return ""
 }

@@ -83,3 +83,38 @@ func TestTimelineHearsPlansAndAgentCalls(t *testing.T) {
 		t.Errorf("/forge status did not say it works on plan %d: %v", p.ID, tl.working[before:])
 	}
 }
+
+// TestFailedRunKeepsItsCause: a run an agent failed keeps what it was
+// doing and the agent's last line beside the error, for the dashboard;
+// a later run that completes clears them.
+func TestFailedRunKeepsItsCause(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: false\n"})
+	fails := true
+	w.Agents[agent.Drafter] = func(req agent.Request) (agent.Result, error) {
+		if fails {
+			return agent.Result{}, &agent.Failure{ExitCode: 3, Tail: "reading the prompt\nmodel quota exceeded\n\n"}
+		}
+		return agent.Result{Output: pipelinetest.Plan(req.PlanID)}, nil
+	}
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if p.Error == "" || p.ErrorStep != "drafting" || p.ErrorCause != "model quota exceeded" {
+		t.Fatalf("after the failure: error %q, step %q, cause %q", p.Error, p.ErrorStep, p.ErrorCause)
+	}
+	fails = false
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge revise")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := planOf(t, w); p.Error != "" || p.ErrorStep != "" || p.ErrorCause != "" {
+		t.Errorf("the next run kept error %q, step %q, cause %q", p.Error, p.ErrorStep, p.ErrorCause)
+	}
+}
