@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,7 @@ type App struct {
 	// bodies bounds the webhook bodies held in memory at once.
 	bodies   *bodyBudget
 	setup    *setupFlow
+	ui       *dashboard
 	server   *http.Server
 	listener net.Listener
 }
@@ -201,6 +203,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	a.river = rc
 	a.ingest = store.NewIngester(st, rc, store.IngesterOptions{})
 	a.setup = newSetupFlow(a, a.cfg.AppConfigured())
+	a.ui = &dashboard{app: a, signIn: &signIn{app: a, now: time.Now}}
 
 	if a.cfg.AppConfigured() {
 		if err := a.configure(a.cfg); err != nil {
@@ -252,6 +255,7 @@ func (a *App) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", a.metrics.Handler())
 	a.setup.register(mux)
+	a.ui.register(mux)
 	return mux
 }
 
@@ -312,6 +316,28 @@ func (a *App) Listen() error {
 }
 
 func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// publicURL is where GitHub and people's browsers reach Forge:
+// server.public_url, else the address Forge listens on, never the
+// request's Host header, which whoever sends the request chooses.
+func (a *App) publicURL() string {
+	if u := a.cfg.Server.PublicURL; u != "" {
+		return strings.TrimSuffix(u, "/")
+	}
+	host, port, err := net.SplitHostPort(a.Addr())
+	if err != nil {
+		return "http://" + a.Addr()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		// Listening on every address: the loopback one is the only one
+		// known to work, and the setup page says to set server.public_url.
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
 
 // Run serves until ctx is done, then shuts down: stop accepting, answer the
 // requests in flight, let running jobs finish within the grace period.

@@ -185,7 +185,7 @@ func (s *Server) authorizeTarget(clientID, redirectURI string) (target string, m
 }
 
 var authorizePage = template.Must(template.New("authorize").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Authorize {{.App}}</title></head>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>Authorize {{.App}}</title></head>
 <body>
 <h1>Sign in to continue to {{.App}}</h1>
 <form method="post" action="/login/oauth/authorize">
