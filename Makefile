@@ -3,7 +3,7 @@ GO ?= go
 CONFIG ?= $(if $(wildcard forge.yml),forge.yml,)
 PKGS := ./...
 
-.PHONY: run build test test-layouts test-deploy lint bench tidy
+.PHONY: run build test test-layouts test-deploy lint bench tidy demo-screenshots
 
 run:
 	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
@@ -28,6 +28,12 @@ test-layouts:
 # so not in make test) is static and serves with the image's configuration.
 test-deploy:
 	$(GO) test -tags deploy -count=1 -timeout 15m ./deploy/
+
+# The README's screenshots (docs/screenshots/): the end-to-end tests that
+# drive headless Chromium save the pages they see where FORGE_SCREENSHOTS
+# says.
+demo-screenshots:
+	FORGE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run '^TestDashboardInBrowser$$' ./app/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

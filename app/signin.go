@@ -146,7 +146,9 @@ func (s *signIn) callback(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, http.StatusServiceUnavailable, templates.SignInPage{Reason: reason})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 60*time.Second)
+	// Within the server's write timeout: a person waiting on GitHub gets
+	// a page saying so rather than a dropped connection.
+	ctx, cancel := context.WithTimeout(r.Context(), 25*time.Second)
 	defer cancel()
 	tok, err := s.exchange(ctx, web, id, secret, q.Get("code"))
 	if err != nil {
@@ -344,6 +346,7 @@ func (s *signIn) session(ctx context.Context, r *http.Request) (*store.Dashboard
 // token only the session's pages hold: another site cannot sign a person
 // out.
 func (s *signIn) logout(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(csrfToken(c.Value))) != 1 {
 		s.refuse(w, http.StatusForbidden, templates.SignInPage{Reason: "state"})
