@@ -278,12 +278,19 @@ var hidden = regexp.MustCompile(`<input type="hidden" name="(\w+)" value="([^"]*
 // signIn opens /ui and signs in on GitHub's page as login.
 func (b *browser) signIn(forgeURL, login string) (*http.Response, string) {
 	b.t.Helper()
-	res, page := b.open(forgeURL + "/ui")
+	return b.signInAt(forgeURL+"/ui", login)
+}
+
+// signInAt opens a page of the dashboard and signs in on GitHub's page as
+// login.
+func (b *browser) signInAt(page, login string) (*http.Response, string) {
+	b.t.Helper()
+	res, authorize := b.open(page)
 	if !strings.Contains(res.Request.URL.Path, "/login/oauth/authorize") {
-		b.t.Fatalf("/ui led to %s, want GitHub's authorize page", res.Request.URL)
+		b.t.Fatalf("%s led to %s, want GitHub's authorize page", page, res.Request.URL)
 	}
 	form := url.Values{"login": {login}, "decision": {"authorize"}}
-	for _, m := range hidden.FindAllStringSubmatch(page, -1) {
+	for _, m := range hidden.FindAllStringSubmatch(authorize, -1) {
 		form.Set(m[1], strings.ReplaceAll(m[2], "&amp;", "&"))
 	}
 	post, err := b.c.PostForm(res.Request.URL.Scheme+"://"+res.Request.URL.Host+"/login/oauth/authorize", form)
@@ -342,6 +349,10 @@ func TestDashboardSignIn(t *testing.T) {
 			bob := newBrowser(t)
 			if _, page := bob.signIn(w.forge.URL, "bob"); !strings.Contains(page, `data-plan="octo/secret/plan-001"`) || strings.Contains(page, "octo/hello/plan") {
 				t.Errorf("bob's dashboard:\n%s", page)
+			}
+			// A plan's link opened before signing in leads there after.
+			if res, page := newBrowser(t).signInAt(w.forge.URL+"/ui/plans/octo/secret/plan-001", "bob"); res.Request.URL.Path != "/ui/plans/octo/secret/plan-001" || !strings.Contains(page, "rotate the signing keys") {
+				t.Errorf("signing in from a plan's link led to %s", res.Request.URL)
 			}
 
 			exchanges := w.gh.OAuthExchanges("ok")

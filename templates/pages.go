@@ -43,7 +43,8 @@ type (
 		Run string
 		// Step is what the running job does now.
 		Step string
-		// PhasesDone of PhasesTotal are done; PhasesTotal 0: no phases yet.
+		// PhasesDone of PhasesTotal are done or skipped; PhasesTotal 0: no
+		// phases yet.
 		PhasesDone, PhasesTotal int
 		Rounds                  int
 		Tokens                  int64
