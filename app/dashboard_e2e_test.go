@@ -227,8 +227,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the page was reloaded to show the change")
 	}
 
-	// A callback with a state this browser was not given is refused, and
-	// so is one after a sign-in it started.
+	// A callback with a state this browser was not given is refused
+	// before any code is exchanged.
 	res = browsertest.Get(b, wait, chromedp.NavigateResponse(w.forge.URL+"/ui/callback?code=stolen&state=forged"))
 	if text := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("h1"))); res.Status != http.StatusForbidden || text != "This sign-in was not started here" {
 		t.Errorf("a forged state: %d %q", res.Status, text)
