@@ -18,8 +18,8 @@ demo:
 # tests of SCREENSHOT_PKGS whose names match SCREENSHOT_RUN save theirs
 # where FORGE_SCREENSHOTS says. A package with more joins the list.
 SCREENSHOTS := $(CURDIR)/docs/screenshots
-SCREENSHOT_PKGS := ./internal/demo/
-SCREENSHOT_RUN := InABrowser
+SCREENSHOT_PKGS := ./internal/demo/ ./app/
+SCREENSHOT_RUN := ^TestPlaygroundInABrowser$$|^TestDashboardInBrowser$$
 demo-screenshots:
 	FORGE_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -count=1 -run '$(SCREENSHOT_RUN)' $(SCREENSHOT_PKGS)
 

@@ -24,18 +24,23 @@ func newClaudeWorld(t *testing.T, forgeYML string) (w *world, state, sessions st
 	state = t.TempDir()
 	t.Setenv("CLAUDE_CONFIG_DIR", state)
 	w = newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": forgeYML}, configure: func(c *app.Config) {
-		dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
-		c.Agents.Runtimes["claude"] = agents.RuntimeConfig{
-			Type:    "exec",
-			Command: []string{filepath.Join(dir, "claude.sh"), "-p", "--output-format", "json"},
-			Output:  agents.OutputClaudeJSON, Resume: []string{"--resume", agents.SessionPlaceholder},
-			Env: []string{"CLAUDE_CONFIG_DIR"}, ReadPaths: []string{dir}, WritePaths: []string{state},
-			SessionDir: filepath.Join(state, "projects"),
-		}
+		c.Agents.Runtimes["claude"] = claudeRuntime(filepath.Join(apptest.RepoRoot(), "testdata", "agents"), state)
 		c.Agents.Roles["drafter"], c.Agents.Roles["reviser"] = "claude", "claude"
 		sessions = filepath.Join(c.Git.WorkDir, ".sessions", "claude")
 	}})
 	return w, state, sessions
+}
+
+// claudeRuntime is the exec runtime of testdata/agents/claude.sh, whose
+// configuration directory is state.
+func claudeRuntime(dir, state string) agents.RuntimeConfig {
+	return agents.RuntimeConfig{
+		Type:    "exec",
+		Command: []string{filepath.Join(dir, "claude.sh"), "-p", "--output-format", "json"},
+		Output:  agents.OutputClaudeJSON, Resume: []string{"--resume", agents.SessionPlaceholder},
+		Env: []string{"CLAUDE_CONFIG_DIR"}, ReadPaths: []string{dir}, WritePaths: []string{state},
+		SessionDir: filepath.Join(state, "projects"),
+	}
 }
 
 func claudeCalls(t *testing.T, state string) []string {

@@ -27,6 +27,8 @@ type forgeOptions struct {
 	// the repository.
 	double []ghdouble.Option
 	repo   []ghdouble.RepoOption
+	// beforeStart edits the configuration with the double at hand.
+	beforeStart func(*ghdouble.Server, *app.Config)
 }
 
 // newForgeWorld is a repository with code, a person with write access, and
@@ -66,6 +68,9 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 		c.Policy = []repoconfig.Rule{{Match: "octo", AutoImplement: &allow}}
 		if o.configure != nil {
 			o.configure(c)
+		}
+		if o.beforeStart != nil {
+			o.beforeStart(gh, c)
 		}
 	}})
 	return w

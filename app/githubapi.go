@@ -284,7 +284,7 @@ func (g *githubAPI) commitOnBranch(ctx context.Context, repo pipeline.Repo, bran
 			}
 		} `graphql:"createCommitOnBranch(input: $input)"`
 	}
-	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
+	if err := g.mutate(ctx, "createCommitOnBranch", &m, in); err != nil {
 		err = apiError(err)
 		msg := err.Error()
 		switch {
@@ -426,6 +426,11 @@ func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, n
 	return apiError(err)
 }
 
+// mutate runs a GraphQL mutation, named for the plan's timeline.
+func (g *githubAPI) mutate(ctx context.Context, name string, m any, in githubv4.Input) error {
+	return g.v4.Mutate(withMutation(ctx, name), m, in, nil)
+}
+
 func (g *githubAPI) MarkReadyForReview(ctx context.Context, repo pipeline.Repo, nodeID string) error {
 	var m struct {
 		MarkPullRequestReadyForReview struct {
@@ -435,7 +440,7 @@ func (g *githubAPI) MarkReadyForReview(ctx context.Context, repo pipeline.Repo, 
 		} `graphql:"markPullRequestReadyForReview(input: $input)"`
 	}
 	in := githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: githubv4.ID(nodeID)}
-	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
+	if err := g.mutate(ctx, "markPullRequestReadyForReview", &m, in); err != nil {
 		return fmt.Errorf("mark ready for review: %w", apiError(err))
 	}
 	return nil
@@ -450,7 +455,7 @@ func (g *githubAPI) MinimizeComment(ctx context.Context, nodeID string) error {
 		} `graphql:"minimizeComment(input: $input)"`
 	}
 	in := githubv4.MinimizeCommentInput{SubjectID: githubv4.ID(nodeID), Classifier: githubv4.ReportedContentClassifiersOutdated}
-	if err := g.v4.Mutate(ctx, &m, in, nil); err != nil {
+	if err := g.mutate(ctx, "minimizeComment", &m, in); err != nil {
 		return fmt.Errorf("minimize comment: %w", apiError(err))
 	}
 	return nil
@@ -567,7 +572,7 @@ func (g *githubAPI) ResolveReviewThreads(ctx context.Context, repo pipeline.Repo
 				Thread struct{ IsResolved bool }
 			} `graphql:"resolveReviewThread(input: $input)"`
 		}
-		if err := g.v4.Mutate(ctx, &m, githubv4.ResolveReviewThreadInput{ThreadID: id}, nil); err != nil {
+		if err := g.mutate(ctx, "resolveReviewThread", &m, githubv4.ResolveReviewThreadInput{ThreadID: id}); err != nil {
 			return fmt.Errorf("resolve a review thread of #%d: %w", pr, apiError(err))
 		}
 	}

@@ -110,7 +110,8 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // ClientMiddleware records every GitHub API call, installation-token
-// requests included, by endpoint template and status.
+// requests included, by endpoint template and status, and each write a
+// job makes on its plan's timeline.
 func (m *Metrics) ClientMiddleware() githubapp.ClientMiddleware {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
@@ -123,6 +124,7 @@ func (m *Metrics) ClientMiddleware() githubapp.ClientMiddleware {
 			}
 			m.GitHubCalls.WithLabelValues(r.Method, endpoint, status).Inc()
 			m.GitHubDuration.WithLabelValues(r.Method, endpoint).Observe(time.Since(start).Seconds())
+			recordWrite(r, res, err, start)
 			return res, err
 		})
 	}

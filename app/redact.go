@@ -92,6 +92,7 @@ func NewRedactor(cfg Config, lookup func(string) (string, bool), log zerolog.Log
 		}
 	}
 	add(cfg.Github.App.WebhookSecret, "the webhook secret")
+	add(cfg.Github.OAuth.ClientSecret, "the App's OAuth client secret")
 	names := map[string]bool{}
 	for _, rc := range cfg.Agents.Runtimes {
 		if rc.APIKeyEnv != "" {

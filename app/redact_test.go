@@ -27,6 +27,7 @@ func testRedactor(t *testing.T) *Redactor {
 	var cfg Config
 	cfg.Github.App.PrivateKey = testKey
 	cfg.Github.App.WebhookSecret = "whsec-0123456789"
+	cfg.Github.OAuth.ClientSecret = "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
 	cfg.Agents.Runtimes = map[string]agents.RuntimeConfig{
 		"gpt":    {Type: "openai", APIKeyEnv: "OPENAI_API_KEY", Env: []string{"CI"}},
 		"claude": {Type: "exec", Env: []string{"ANTHROPIC_API_KEY", "UNSET", "AWS_REGION"}},
@@ -44,6 +45,7 @@ func TestRedact(t *testing.T) {
 	}{
 		{"clean text stays", "Forge finished plan-001 in 1 round.", "Forge finished plan-001 in 1 round.", nil},
 		{"webhook secret", "secret: whsec-0123456789.", "secret: [redacted].", []string{"the webhook secret"}},
+		{"OAuth client secret", "client_secret=0a1b2c3d4e5f60718293a4b5c6d7e8f901234567&code=x", "client_secret=[redacted]&code=x", []string{"the App's OAuth client secret"}},
 		{"api_key_env value", "key sk-openai-abcdef123456", "key [redacted]", []string{"the value of OPENAI_API_KEY"}},
 		{"env pass-through value", "sk-ant-api03-xyz987654!", "[redacted]!", []string{"the value of ANTHROPIC_API_KEY"}},
 		{"a short env value is no secret", "CI=1 in round 1", "CI=1 in round 1", nil},

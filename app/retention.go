@@ -13,11 +13,13 @@ import (
 )
 
 // RetentionConfig bounds how long Forge keeps what it recorded: webhook
-// deliveries (kept to recognise redeliveries) and agent sessions (which
-// hold tool outputs, that is repository content).
+// deliveries (kept to recognise redeliveries), agent sessions (which
+// hold tool outputs, that is repository content) and the plans' timeline
+// events.
 type RetentionConfig struct {
-	// MaxAge is how long a delivery or an untouched agent session is kept.
-	MaxAge time.Duration `yaml:"max_age" doc:"Deliveries whose jobs are done and agent sessions untouched this long are deleted."`
+	// MaxAge is how long a delivery, an untouched agent session or a
+	// plan's timeline event is kept.
+	MaxAge time.Duration `yaml:"max_age" doc:"Deliveries whose jobs are done, agent sessions untouched this long and plans' timeline events as old are deleted (with the dashboard's expired sign-ins)."`
 	// Interval is how often the pruning runs.
 	Interval time.Duration `yaml:"interval" doc:"How often the pruning runs, on one replica."`
 }
@@ -64,9 +66,10 @@ type pruneWorker struct {
 }
 
 // Work deletes the deliveries received before the cut-off whose jobs are
-// finished, and the agent sessions untouched since then unless a plan of
+// finished, the agent sessions untouched since then unless a plan of
 // their repository is queued or running, with their CLIs' session
-// directories.
+// directories, the plans' timeline events older than the cut-off, and the
+// dashboard's expired sign-ins.
 func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
 	before := time.Now().Add(-w.maxAge)
 	deliveries, err := w.store.PruneDeliveries(ctx, before)
@@ -83,7 +86,16 @@ func (w *pruneWorker) Work(ctx context.Context, _ *river.Job[PruneArgs]) error {
 	if err != nil {
 		return err
 	}
-	w.log.Info().Time("before", before).Int64("deliveries", deliveries).Int64("sessions", sessions).Int("session_dirs", dirs).Msg("pruned past retention.max_age")
+	events, err := w.store.PrunePlanEvents(ctx, before)
+	if err != nil {
+		return err
+	}
+	signIns, err := w.store.PruneDashboardSessions(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	w.log.Info().Time("before", before).Int64("deliveries", deliveries).Int64("sessions", sessions).Int("session_dirs", dirs).
+		Int64("plan_events", events).Int64("dashboard_sessions", signIns).Msg("pruned past retention.max_age")
 	return nil
 }
 

@@ -13,8 +13,8 @@ import (
 
 // TestRetentionPrunes: with retention.max_age one hour and the pruning
 // every 200 ms, the running server deletes a delivery older than that whose
-// job has run and an agent session untouched as long, and keeps a recent
-// delivery and session.
+// job has run, an agent session untouched as long, a plan's timeline event
+// as old and an expired dashboard sign-in, and keeps the recent ones.
 func TestRetentionPrunes(t *testing.T) {
 	gh := apptest.GitHub(t)
 	w := &world{gh: gh, repo: "octo/hello"}
@@ -56,12 +56,35 @@ func TestRetentionPrunes(t *testing.T) {
 		}
 	}
 
-	apptest.Eventually(t, 20*time.Second, "the old delivery and session to be pruned", func() bool {
+	for name, age := range map[string]time.Duration{"old": 2 * time.Hour, "recent": time.Minute} {
+		if _, err := db.Exec(`INSERT INTO plan_events (plan_id, kind, at_ms, name) VALUES (1, 'job', $1, $2)`,
+			time.Now().Add(-age).UnixMilli(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, expires := range map[string]time.Duration{"expired": -time.Second, "live": time.Hour} {
+		if _, err := db.Exec(`INSERT INTO dashboard_sessions (id, login, token, repos, repos_ms, expires_ms, created_ms) VALUES ($1, 'alice', '', '[]', 0, $2, 0)`,
+			id, time.Now().Add(expires).UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	count := func(query string) int {
+		var n int
+		if err := db.QueryRow(query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	apptest.Eventually(t, 20*time.Second, "the old delivery, session, event and sign-in to be pruned", func() bool {
 		_, kept := w.deliveries(t)[old]
-		var sessions int
-		err := db.QueryRow(`SELECT count(*) FROM agent_sessions WHERE session_key = 'octo/hello/plan-001/writer'`).Scan(&sessions)
-		return !kept && err == nil && sessions == 0
+		return !kept && count(`SELECT count(*) FROM agent_sessions WHERE session_key = 'octo/hello/plan-001/writer'`) == 0 &&
+			count(`SELECT count(*) FROM plan_events WHERE name = 'old'`) == 0 &&
+			count(`SELECT count(*) FROM dashboard_sessions WHERE id = 'expired'`) == 0
 	})
+	if count(`SELECT count(*) FROM plan_events WHERE name = 'recent'`) != 1 || count(`SELECT count(*) FROM dashboard_sessions WHERE id = 'live'`) != 1 {
+		t.Errorf("a recent timeline event or a live sign-in was pruned")
+	}
 	if _, ok := w.deliveries(t)[recent]; !ok {
 		t.Errorf("the recent delivery %s was pruned", recent)
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,8 @@ type App struct {
 	store   *store.Store
 	river   *river.Client[*sql.Tx]
 	ingest  *store.Ingester
+	// timeline records what jobs do for each plan, for the dashboard.
+	timeline *timeline
 
 	// auth follows whether GitHub takes the App's JWT (clock, key).
 	auth *appAuth
@@ -53,6 +56,7 @@ type App struct {
 	// bodies bounds the webhook bodies held in memory at once.
 	bodies   *bodyBudget
 	setup    *setupFlow
+	ui       *dashboard
 	server   *http.Server
 	listener net.Listener
 }
@@ -151,6 +155,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		return nil, fmt.Errorf("open git cache: %w", err)
 	}
 	a.git = cache
+	a.timeline = newTimeline(st, log, a.redact, a.metrics.Registry)
 	host, _ := os.Hostname()
 	a.forge = &pipeline.Forge{
 		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a, LeaseTTL: a.cfg.Queue.LeaseTTL,
@@ -163,6 +168,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		},
 		Owner:       fmt.Sprintf("%s/%d/%s", host, os.Getpid(), randomID()),
 		RateLimited: a.metrics.RateLimited,
+		Timeline:    a.timeline,
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &pipeline.CommandWorker{Forge: a.forge})
@@ -187,7 +193,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		Workers:           workers,
 		MaxAttempts:       a.cfg.Queue.MaxAttempts,
 		RetryPolicy:       a.cfg.Queue.RetryPolicy,
-		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics, log: log}},
+		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics, log: log}, a.timeline},
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,
 		Logger:            slog.New(slog.NewJSONHandler(logWriter{log}, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -199,6 +205,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	a.river = rc
 	a.ingest = store.NewIngester(st, rc, store.IngesterOptions{})
 	a.setup = newSetupFlow(a, a.cfg.AppConfigured())
+	a.ui = &dashboard{app: a, signIn: &signIn{app: a, now: time.Now}}
 
 	if a.cfg.AppConfigured() {
 		if err := a.configure(a.cfg); err != nil {
@@ -251,6 +258,7 @@ func (a *App) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", a.metrics.Handler())
 	a.setup.register(mux)
+	a.ui.register(mux)
 	return mux
 }
 
@@ -312,6 +320,28 @@ func (a *App) Listen() error {
 
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
+// publicURL is where GitHub and people's browsers reach Forge:
+// server.public_url, else the address Forge listens on, never the
+// request's Host header, which whoever sends the request chooses.
+func (a *App) publicURL() string {
+	if u := a.cfg.Server.PublicURL; u != "" {
+		return strings.TrimSuffix(u, "/")
+	}
+	host, port, err := net.SplitHostPort(a.Addr())
+	if err != nil {
+		return "http://" + a.Addr()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		// Listening on every address: the loopback one is the only one
+		// known to work, and the setup page says to set server.public_url.
+		host = "127.0.0.1"
+		if ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
 // Run serves until ctx is done, then shuts down: stop accepting, answer the
 // requests in flight, let running jobs finish within the grace period.
 func (a *App) Run(ctx context.Context) error {
@@ -326,6 +356,7 @@ func (a *App) Run(ctx context.Context) error {
 		return fmt.Errorf("start queue: %w", err)
 	}
 	a.ingest.Start(context.WithoutCancel(ctx))
+	a.timeline.Start()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- a.server.Serve(a.listener) }()
 	a.log.Info().Str("addr", a.Addr()).Bool("configured", a.github.Load() != nil).Msg("forge serving")
@@ -361,6 +392,8 @@ func (a *App) shutdown() {
 		a.river.StopAndCancel(cctx)
 		ccancel()
 	}
+	// After the jobs: their last events are written before the store closes.
+	a.timeline.Stop(ctx)
 	a.store.Close()
 	a.log.Info().Msg("stopped")
 }
@@ -413,6 +446,15 @@ func randomID() string {
 	b := make([]byte, 4)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// redact removes the App's secrets, and any that look like one, from text
+// Forge shows.
+func (a *App) redact(s string) string {
+	if gs := a.github.Load(); gs != nil {
+		s, _ = gs.redactor.Redact(s)
+	}
+	return s
 }
 
 // Forget implements pipeline.Installations.

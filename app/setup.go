@@ -320,29 +320,11 @@ func (s *setupFlow) retire() {
 	s.token, s.sessions, s.states = "", nil, map[string]setupState{}
 }
 
-// baseURL is where GitHub and the operator's browser reach Forge:
-// server.public_url, else the address Forge listens on, never the request's
-// Host header, which whoever sends the request chooses.
-func (s *setupFlow) baseURL() string {
-	if u := s.app.cfg.Server.PublicURL; u != "" {
-		return strings.TrimSuffix(u, "/")
-	}
-	host, port, err := net.SplitHostPort(s.app.Addr())
-	if err != nil {
-		return "http://" + s.app.Addr()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		// Listening on every address: the loopback one is the only one
-		// known to work, and the page says to set server.public_url.
-		host = "127.0.0.1"
-		if ip.To4() == nil {
-			host = "::1"
-		}
-	}
-	return "http://" + net.JoinHostPort(host, port)
-}
+// baseURL is where GitHub and the operator's browser reach Forge.
+func (s *setupFlow) baseURL() string { return s.app.publicURL() }
 
-// buildManifest fills app.yml's URLs for this server.
+// buildManifest fills app.yml's URLs for this server: the webhook, the
+// setup's callback and the dashboard sign-in's.
 func buildManifest(name, base string) ([]byte, error) {
 	var m map[string]any
 	if err := yaml.Unmarshal(forge.AppManifest, &m); err != nil {
@@ -351,6 +333,8 @@ func buildManifest(name, base string) ([]byte, error) {
 	m["name"] = name
 	m["hook_attributes"] = map[string]any{"url": base + githubapp.DefaultWebhookRoute, "active": true}
 	m["redirect_url"] = base + callbackPath
+	// Where GitHub sends a person back from signing in to the dashboard.
+	m["callback_urls"] = []string{base + uiCallback}
 	return json.Marshal(m)
 }
 

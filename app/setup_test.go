@@ -141,7 +141,7 @@ func callbackFor(t *testing.T, b *browser, link string) string {
 // to the holder of the logged link, registers the App from app.yml through
 // GitHub's manifest flow (played by the double), stores the credentials
 // with mode 0600, serves webhooks at once, and reads the credentials at the
-// next start.
+// next start; people sign in to the dashboard with the App's OAuth client.
 func TestFirstRunSetup(t *testing.T) {
 	gh := apptest.GitHub(t)
 	dir := t.TempDir()
@@ -214,6 +214,16 @@ func TestFirstRunSetup(t *testing.T) {
 	}
 	c1 := deliverComment(s)
 	apptest.Eventually(t, 20*time.Second, "the eyes reaction with the new App", func() bool { return eyes(gh, "octo/hello", c1) == 1 })
+
+	// People sign in to the dashboard with the new App's OAuth client: the
+	// manifest gave GitHub Forge's callback, the conversion Forge the
+	// client's id and secret.
+	if cb, _ := m["callback_urls"].([]any); len(cb) != 1 || cb[0] != s.URL+"/ui/callback" {
+		t.Errorf("manifest callback_urls %v, want [%s/ui/callback]", m["callback_urls"], s.URL)
+	}
+	if res, page := newBrowser(t).signIn(s.URL, "alice"); res.StatusCode != http.StatusOK || !strings.Contains(page, `<strong id="login">alice</strong>`) {
+		t.Errorf("signing in with the App the setup registered: %d\n%s", res.StatusCode, page)
+	}
 
 	// The next start reads the stored credentials and prints no setup link.
 	s.Stop(t)

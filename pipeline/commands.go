@@ -424,7 +424,11 @@ func (c *commandCtx) findPlan(ctx context.Context, cmd command.Command) (*Plan, 
 	if errors.Is(err, ErrPlanNotFound) {
 		return nil, nil
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	c.f.working(ctx, p)
+	return p, nil
 }
 
 // planOrAnswer is the command's plan; when there is none it answers so
@@ -517,6 +521,15 @@ func planObjective(text, title string) string {
 
 // runningWhat says what the running job does now: during phases, the
 // phase it runs or whose checks it waits for.
+// CurrentStep is what the job running a plan does now, as /forge status
+// says it; false when no job runs the plan.
+func CurrentStep(p *Plan) (templates.Step, bool) {
+	if p.State.Run() != plan.Running {
+		return templates.Step{}, false
+	}
+	return runningWhat(p), true
+}
+
 func runningWhat(p *Plan) templates.Step {
 	switch {
 	case p.State.Mode() == plan.ModePlan:

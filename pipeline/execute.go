@@ -89,6 +89,7 @@ func (f *Forge) create(ctx context.Context, gh GitHub, p *Plan, ev plan.Create) 
 	if err != nil {
 		return err
 	}
+	f.working(ctx, p)
 	x := &executor{f: f, gh: gh, p: p}
 	if created {
 		for _, e := range effects {
@@ -114,6 +115,7 @@ type executor struct {
 }
 
 func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) error {
+	f.working(ctx, x.p)
 	held := x.owner
 	if !x.owner {
 		release, ok, err := f.hold(ctx, x)
@@ -226,7 +228,7 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 // startRun starts the run's own fields afresh for a run in e.Mode, its
 // first job's generation being the plan's.
 func (p *Plan) startRun(e plan.StartRun) {
-	p.Notes, p.Error = e.Notes, ""
+	p.Notes, p.Error, p.ErrorStep, p.ErrorCause = e.Notes, "", "", ""
 	p.RunStartRound = p.Round
 	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
 	p.keepPhaseTimes()

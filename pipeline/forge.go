@@ -39,6 +39,9 @@ type Forge struct {
 	// RateLimited is told of each new pause of an installation's work by
 	// GitHub's rate limit (for metrics); nil is fine.
 	RateLimited func(installation int64, p RateLimitPause)
+	// Timeline hears which plan a job works on and its agent calls, for
+	// the dashboard; nil is fine.
+	Timeline Timeline
 
 	perms  permissionCache
 	paused rateLimitPauses
@@ -48,6 +51,8 @@ type Forge struct {
 // choice when it made one, else the server's default.
 type AgentSource interface {
 	Runtime(role agent.Role, choice repoconfig.Agent) (agent.Runtime, string, error)
+	// RuntimeName names the runtime Runtime picks, for the plan's timeline.
+	RuntimeName(role agent.Role, choice repoconfig.Agent) string
 	// Cost prices usage of a model from the server's price table; false
 	// when the model has no price.
 	Cost(model string, u agent.Usage) (float64, bool)

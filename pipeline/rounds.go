@@ -276,7 +276,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	if err != nil {
 		return err
 	}
-	p.Error = ""
+	p.Error, p.ErrorStep, p.ErrorCause = "", "", ""
 	check := plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "awaits"}, Buttons: []string{"approve", "revise", "cancel"}}
 	switch {
 	case capReached:
@@ -465,6 +465,10 @@ func (r *run) finish(ctx context.Context, err error) error {
 	}
 	r.log.Error().Err(err).Stringer("doing", r.doing).Msg("forge failed")
 	p.Error, p.Pending = err.Error(), nil
+	p.ErrorStep, p.ErrorCause = templates.Line(r.doing), ""
+	if fail != nil {
+		p.ErrorCause = lastLine(fail.Tail)
+	}
 	failed := plan.Failed{Reply: r.failureReply(err, ""),
 		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "failed", Step: r.doing}}}
 	if aerr := r.apply(ctx, failed); aerr != nil {

@@ -35,6 +35,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if p.Generation != args.Generation || (p.State.Run() != plan.Running && len(p.Outbox) == 0) {
 		return nil // replaced by a newer job; finished, or cancelled while queued
 	}
+	f.working(ctx, p)
 	owner := fmt.Sprintf("%s/job-%d", f.Owner, jobID)
 	ok, err := f.Plans.AcquireLease(ctx, p.ID, owner, f.leaseTTL())
 	// The handler that started this job holds the plan until its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -45,13 +46,20 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 	if err := r.checkTokens(); err != nil {
 		return agent.Result{}, err
 	}
-	res, err := rt.Run(ctx, req)
-	r.account(model, res.Usage)
+	runtime := r.f.Agents.RuntimeName(role, choice)
+	call := func() (agent.Result, error) {
+		start := time.Now()
+		res, err := rt.Run(ctx, req)
+		cost := r.account(model, res.Usage)
+		r.f.agentCalled(ctx, p, AgentCall{Role: role, Runtime: runtime, Model: model, Start: start, Duration: time.Since(start),
+			Tokens: res.Usage.Total(), Cost: cost, Outcome: callOutcome(err)})
+		return res, err
+	}
+	res, err := call()
 	var fail *agent.Failure
 	if errors.As(err, &fail) && !fail.TimedOut && ctx.Err() == nil {
 		r.log.Warn().Err(err).Str("role", string(role)).Msg("agent failed; retrying once")
-		res, err = rt.Run(ctx, req)
-		r.account(model, res.Usage)
+		res, err = call()
 	}
 	if err != nil {
 		return res, fmt.Errorf("%s agent: %w", role, err)
@@ -77,17 +85,16 @@ func sessionKey(p *Plan, role agent.Role) string {
 	return ""
 }
 
-// account adds a call's usage to the plan: the cost its runtime reported,
-// else the tokens priced from the server's table.
-func (r *run) account(model string, u agent.Usage) {
+// account adds a call's usage to the plan, and returns its cost: the one
+// its runtime reported, else the tokens priced from the server's table.
+func (r *run) account(model string, u agent.Usage) float64 {
 	r.p.Usage += u.Total()
-	if u.CostReported {
-		r.p.Cost += u.Cost
-		return
+	cost := u.Cost
+	if !u.CostReported {
+		cost, _ = r.f.Agents.Cost(model, u)
 	}
-	if c, ok := r.f.Agents.Cost(model, u); ok {
-		r.p.Cost += c
-	}
+	r.p.Cost += cost
+	return cost
 }
 
 // ErrTokenLimit stops a plan whose agents used more tokens than the

@@ -104,7 +104,12 @@ type Plan struct {
 	// counts the rounds of one run.
 	RunStartRound int
 	Error         string
-	Usage         int64
+	// ErrorStep is what the run was doing when Error happened, and
+	// ErrorCause the last line the failing agent printed, if an agent
+	// failed: what a person reads first.
+	ErrorStep  string `json:",omitempty"`
+	ErrorCause string `json:",omitempty"`
+	Usage      int64
 	// Cost is the priced part of Usage, in the price table's currency.
 	Cost      float64
 	StartedAt time.Time

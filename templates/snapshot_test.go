@@ -585,7 +585,48 @@ func pageCases() []pageCase {
 		{"setup_done", "setup_done", map[string]any{
 			"Slug": "acme-forge", "ID": int64(123456), "Path": "/var/lib/forge/github-app.json",
 			"InstallURL": "https://github.com/apps/acme-forge/installations/new"}},
-	}, setupRefusalCases()...)
+	}, append(setupRefusalCases(), dashboardCases()...)...)
+}
+
+// dashboardCases are the dashboard's pages: plans in each state, a hostile
+// title, a failed run's error with its cause, a timeline, and each
+// sign-in refusal.
+func dashboardCases() []pageCase {
+	session := templates.Session{Login: "alice", CSRF: "0f1e2d3c4b5a69788796a5b4c3d2e1f0", Live: "/ui", ETag: `"5eed"`}
+	review := templates.PlanRow{Repo: "octo/hello", PlanID: "plan-001", Title: `add rate limiting <script>alert("x")</script>`,
+		Link: "/ui/plans/octo/hello/plan-001", Status: "REVIEW", Rounds: 2, Tokens: 3162, Cost: "$0.02", PR: 2,
+		PRURL: "https://github.com/octo/hello/pull/2", Updated: "2026-11-26 10:25:46"}
+	failed := templates.PlanRow{Repo: "octo/hello", PlanID: "plan-002", Title: "retry failed webhook deliveries",
+		Link: "/ui/plans/octo/hello/plan-002", Status: "DRAFT", Tokens: 1505, Cost: "$0.01", PR: 4,
+		PRURL: "https://github.com/octo/hello/pull/4", Updated: "2026-11-26 10:25:47",
+		Error: templates.PlanError{Where: "while auditing (round 1)", What: "auditor agent: agent exited with status 3", Cause: "model quota exceeded"}}
+	running := templates.PlanRow{Repo: "octo/widgets", PlanID: "plan-003", Title: "add a greeting page",
+		Link: "/ui/plans/octo/widgets/plan-003", Status: "IMPLEMENTING", Run: "running", Step: "phase-2 (Implement docs/hello_test.md)",
+		PhasesDone: 1, PhasesTotal: 3, Rounds: 2, Tokens: 9000, Cost: "$0.05", PR: 7,
+		PRURL: "https://github.com/octo/widgets/pull/7", Updated: "2026-11-26 10:26:01"}
+	events := []templates.EventRow{
+		{At: "2026-11-26 10:22:05.161", Kind: "delivery", Name: "issue_comment.created", Detail: "7c977dba-9869-4853-90d3-da80d81bd10b", Duration: "33 ms"},
+		{At: "2026-11-26 10:22:05.194", Kind: "job", Name: "command", Outcome: "success", Duration: "107 ms"},
+		{At: "2026-11-26 10:22:05.250", Kind: "github", Name: "POST /repos/{owner}/{repo}/issues/comments/{n}/reactions", Outcome: "201", Duration: "12 ms"},
+		{At: "2026-11-26 10:22:05.591", Kind: "agent", Name: "drafter", Detail: "claude · sonnet", Outcome: "ok", Duration: "58.2 s", Tokens: 1505, Cost: "$0.01"},
+		{At: "2026-11-26 10:23:04.000", Kind: "agent", Name: "auditor", Detail: "local · qwen2.5-coder", Outcome: "exit 3", Failed: true, Duration: "2m05s"},
+		{At: "2026-11-26 10:25:09.100", Kind: "job", Name: "forge", Detail: "attempt 2 auditor agent: agent exited with status 3", Outcome: "error", Failed: true, Duration: "3m04s"},
+	}
+	return []pageCase{
+		{"dashboard/plans", "dashboard", templates.DashboardPage{Session: session, Repos: 2, Plans: []templates.PlanRow{running, failed, review}}},
+		{"dashboard/cut", "dashboard", templates.DashboardPage{Session: session, Repos: 1, Plans: []templates.PlanRow{review}, More: true, Most: 200}},
+		{"dashboard/no plans", "dashboard", templates.DashboardPage{Session: session, Repos: 3}},
+		{"dashboard_plan/timeline", "dashboard_plan", templates.PlanPage{Session: session, Plan: failed, Events: events}},
+		{"dashboard_plan/running, cut", "dashboard_plan", templates.PlanPage{Session: session, Plan: running, Events: events[:2], More: true, Most: 500}},
+		{"dashboard_plan/nothing yet", "dashboard_plan", templates.PlanPage{Session: session, Plan: templates.PlanRow{Repo: "octo/hello", PlanID: "plan-009", Title: "t", Status: "DRAFT", Link: "/ui/plans/octo/hello/plan-009"}}},
+		{"dashboard_signin/not configured", "dashboard_signin", templates.SignInPage{Reason: "not_configured", Callback: "https://forge.acme.dev/ui/callback"}},
+		{"dashboard_signin/no oauth", "dashboard_signin", templates.SignInPage{Reason: "no_oauth", Callback: "https://forge.acme.dev/ui/callback"}},
+		{"dashboard_signin/state", "dashboard_signin", templates.SignInPage{Reason: "state", Callback: "https://forge.acme.dev/ui/callback"}},
+		{"dashboard_signin/denied", "dashboard_signin", templates.SignInPage{Reason: "denied", Cause: "redirect_uri_mismatch: The redirect_uri MUST match the registered callback URL for this application.", Callback: "https://forge.acme.dev/ui/callback"}},
+		{"dashboard_signin/github", "dashboard_signin", templates.SignInPage{Reason: "github", Cause: "exchange the sign-in code: bad_verification_code (The code passed is incorrect or expired.)", Callback: "https://forge.acme.dev/ui/callback"}},
+		{"dashboard_signin/expired", "dashboard_signin", templates.SignInPage{Reason: "expired", Callback: "https://forge.acme.dev/ui/callback"}},
+		{"dashboard_signin/signed out", "dashboard_signin", templates.SignInPage{Reason: "signed_out", Callback: "https://forge.acme.dev/ui/callback"}},
+	}
 }
 
 // setupRefusal mirrors app.setupRefusal: one page per refused setup request.

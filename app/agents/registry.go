@@ -192,13 +192,7 @@ func (r *Registry) Sandbox() *ProcessSandbox { return r.sandbox }
 // Runtime picks the repository's runtime for the role when it chose one,
 // else the server's role default, else the server's default.
 func (r *Registry) Runtime(role agent.Role, choice repoconfig.Agent) (agent.Runtime, string, error) {
-	name := choice.Runtime
-	if name == "" {
-		name = r.roles[string(role)]
-	}
-	if name == "" {
-		name = r.roles["default"]
-	}
+	name := r.RuntimeName(role, choice)
 	if name == "" {
 		return nil, "", fmt.Errorf("no agent runtime is configured for the %s (set agents.roles.default in the server configuration)", role)
 	}
@@ -211,6 +205,18 @@ func (r *Registry) Runtime(role agent.Role, choice repoconfig.Agent) (agent.Runt
 		model = r.models[name]
 	}
 	return rt, model, nil
+}
+
+// RuntimeName is the runtime Runtime picks: the repository's choice, else
+// the server's for the role, else the server's default ("" for none).
+func (r *Registry) RuntimeName(role agent.Role, choice repoconfig.Agent) string {
+	if choice.Runtime != "" {
+		return choice.Runtime
+	}
+	if name := r.roles[string(role)]; name != "" {
+		return name
+	}
+	return r.roles["default"]
 }
 
 // callContext bounds one agent call by the runtime's timeout, or the

@@ -214,6 +214,10 @@ func stored(o Outcome) string {
 // unfinished: a redelivery in that time must still be recognised.
 const deliveryKey = "forge_delivery"
 
+// DeliveryMetadataKey is the job metadata key naming the delivery that
+// enqueued the job.
+const DeliveryMetadataKey = deliveryKey
+
 // withDelivery returns copies of jobs whose metadata names the delivery.
 func withDelivery(id string, jobs []river.InsertManyParams) ([]river.InsertManyParams, error) {
 	out := make([]river.InsertManyParams, len(jobs))

@@ -36,6 +36,9 @@ type App struct {
 	Events        []string
 	HookID        int64 // X-GitHub-Hook-ID of its deliveries
 	CreatedAt     time.Time
+	// CallbackURLs are where GitHub may send a person back after they
+	// authorize the App (see oauth.go).
+	CallbackURLs []string
 
 	key    *rsa.PrivateKey
 	keyPEM []byte
@@ -165,6 +168,7 @@ func (s *Server) App() App {
 	a := *s.app
 	a.Permissions = maps.Clone(a.Permissions)
 	a.Events = slices.Clone(a.Events)
+	a.CallbackURLs = slices.Clone(a.CallbackURLs)
 	return a
 }
 

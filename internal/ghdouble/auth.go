@@ -88,6 +88,8 @@ func (s *Server) authenticate(c *Call) (int, any) {
 			return status, &Error{Message: msg}
 		}
 		return 0, nil
+	case AuthUser:
+		return s.authenticateUser(c, scheme, value)
 	}
 	if value == "" {
 		return unauthorized(msgNoAuth)

@@ -17,6 +17,7 @@ type Call struct {
 	Params  map[string]string // path parameters, unescaped
 	Body    []byte
 	Token   *Token // the installation token, on AuthInstallation routes
+	User    *User  // the person, on AuthUser routes
 	Repo    *Repo  // the repository, on routes under /repos/{owner}/{repo}
 
 	server *Server

@@ -28,9 +28,11 @@
 //  2. Validation against GitHub's OpenAPI description (testdata/openapi, trimmed to
 //     the served operations): a violation fails the test (t.Errorf with method, path
 //     and reason) and answers as GitHub would (422, 404 for a bad path parameter).
-//  3. Authentication: the App's JWT on AuthApp routes, an installation token
-//     elsewhere (401 "Bad credentials" otherwise), the route's Permission checked
-//     against the token's permissions (403), and the token's repositories (404).
+//  3. Authentication: the App's JWT on AuthApp routes, a user access token on
+//     AuthUser routes (/user/...; see oauth.go for the web flow that issues
+//     them), an installation token elsewhere (401 "Bad credentials" otherwise),
+//     the route's Permission checked against the token's permissions (403), and
+//     the token's repositories (404).
 //  4. A failure queued with FailNext, if any.
 //  5. The handler; its answer is checked against GitHub's response schema, and a
 //     mismatch fails the test as a bug of the double.

@@ -135,6 +135,20 @@ func (s *Server) checkManifest(m map[string]any) []string {
 			problems = append(problems, field+" "+msg)
 		}
 	}
+	if v, ok := m["callback_urls"]; ok {
+		list, isList := v.([]any)
+		switch {
+		case !isList:
+			problems = append(problems, "callback_urls must be an array of URLs")
+		case len(list) > maxCallbackURLs:
+			problems = append(problems, fmt.Sprintf("callback_urls holds at most %d URLs", maxCallbackURLs))
+		}
+		for _, u := range list {
+			if msg := checkURL(u, true); msg != "" {
+				problems = append(problems, "callback_urls "+msg)
+			}
+		}
+	}
 	for _, field := range []string{"setup_url", "description"} {
 		if v, ok := m[field]; ok && v != nil {
 			if _, isString := v.(string); !isString {
@@ -286,6 +300,11 @@ func (s *Server) convertManifest(c *Call) (int, any) {
 	}
 	if d, ok := m["description"].(string); ok {
 		app.Description = d
+	}
+	if list, ok := m["callback_urls"].([]any); ok {
+		for _, u := range list {
+			app.CallbackURLs = append(app.CallbackURLs, u.(string))
+		}
 	}
 	s.mu.Lock()
 	s.app = app

@@ -21,6 +21,8 @@ const (
 	AuthApp
 	// AuthNone: no credential, e.g. the manifest conversion.
 	AuthNone
+	// AuthUser: a user access token from the OAuth web flow (oauth.go).
+	AuthUser
 )
 
 // Route is one REST endpoint of the double.
@@ -65,6 +67,7 @@ func (s *Server) apiRoutes() []Route {
 		s.reviewRoutes(),
 		s.checkRoutes(),
 		s.statusRoutes(),
+		s.userRoutes(),
 	)
 }
 
@@ -74,6 +77,7 @@ func (s *Server) webRoutes() []WebRoute {
 		s.manifestWebRoutes(),
 		s.gitWebRoutes(),
 		s.graphqlWebRoutes(),
+		s.oauthWebRoutes(),
 	)
 }
 

@@ -49,6 +49,7 @@ type Server struct {
 	users userTable
 	calls callTable
 	rates rateTable
+	oauth oauthTable
 
 	mu            sync.Mutex
 	app           *App

@@ -28,6 +28,8 @@ func (a Agents) Runtime(role agent.Role, _ repoconfig.Agent) (agent.Runtime, str
 	return nil, "", fmt.Errorf("pipelinetest: no agent plays %s", role)
 }
 
+func (Agents) RuntimeName(agent.Role, repoconfig.Agent) string { return "scripted" }
+
 func (Agents) Cost(string, agent.Usage) (float64, bool) { return 0, false }
 
 type runtime Agent

@@ -1,0 +1,393 @@
+package app_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/browsertest"
+	"github.com/forge-dev/forge/internal/ghdouble"
+)
+
+// ScreenshotsEnv names the folder `make demo-screenshots` has the browser
+// tests save their screenshots in (docs/screenshots); unset, none is saved.
+const ScreenshotsEnv = "FORGE_SCREENSHOTS"
+
+// hostileTitle is what a person may write as a plan's description: the
+// dashboard shows it as text.
+const hostileTitle = `add rate limiting <script>document.title="pwned"</script><img src=x onerror="document.title='pwned'">`
+
+// dashboardWorld is Forge with sign-in configured, a repository octo/hello
+// alice writes to, and a private repository octo/secret she cannot read,
+// where bob writes; each gets a plan from wants.
+type dashboardWorld struct {
+	*world
+	secret *world
+}
+
+// newDashboardWorld starts the world; command is how the plans are made:
+// "/forge" (agents, Claude Code's stand-in for the drafter and reviser,
+// which reports tokens and cost) or "/plan" (the template, no agents).
+func newDashboardWorld(t *testing.T, command string, opts ...ghdouble.Option) *dashboardWorld {
+	t.Helper()
+	state := t.TempDir()
+	t.Setenv("CLAUDE_CONFIG_DIR", state)
+	var gh *ghdouble.Server
+	dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
+	// The auditor of octo/hello's plan-002 fails, as a model over its
+	// quota does.
+	auditor := filepath.Join(t.TempDir(), "auditor.sh")
+	script := "#!/bin/sh\nif [ \"$FORGE_REPO/$FORGE_PLAN_ID\" = octo/hello/plan-002 ]; then cat >/dev/null; echo 'model quota exceeded' >&2; exit 3; fi\nexec " + filepath.Join(dir, "auditor.sh") + "\n"
+	if err := os.WriteFile(auditor, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := newForgeWorld(t, forgeOptions{double: opts, files: map[string]string{".github/forge.yml": "auto_implement: false\n"},
+		override: map[string][]string{"auditor": {auditor}}, configure: func(c *app.Config) {
+			c.Agents.Runtimes["claude"] = claudeRuntime(dir, state)
+			c.Agents.Roles["drafter"], c.Agents.Roles["reviser"] = "claude", "claude"
+		}, beforeStart: func(g *ghdouble.Server, c *app.Config) {
+			gh = g
+			c.Github.OAuth.ClientID, c.Github.OAuth.ClientSecret = g.ClientID(), g.ClientSecret()
+		}})
+	gh.SetCallbackURLs(w.forge.URL + "/ui/callback")
+	r := gh.AddRepo(w.inst, "octo/secret", ghdouble.RepoPrivate())
+	r.Seed(map[string]string{"README.md": "# secret\n", ".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"}, "initial commit")
+	gh.SetPermission("octo/secret", "bob", "write")
+	secret := &world{gh: gh, forge: w.forge, inst: w.inst, repo: "octo/secret"}
+	secret.issue = gh.AddIssue(secret.repo, ghdouble.IssueSpec{Title: "Rotate the keys", Author: "bob"})
+
+	w.command(t, "alice", command+" "+hostileTitle)
+	secret.command(t, "bob", command+" rotate the signing keys")
+	for _, x := range []*world{w, secret} {
+		x.waitComment(t, x.issue, "Forge finished", "Plan created:")
+	}
+	return &dashboardWorld{world: w, secret: secret}
+}
+
+// waitComment waits for a comment of Forge's on number holding one of
+// texts.
+func (w *world) waitComment(t *testing.T, number int, texts ...string) {
+	t.Helper()
+	apptest.Eventually(t, forgeWait, fmt.Sprintf("%q on %s#%d", texts, w.repo, number), func() bool {
+		for _, c := range w.botComments(t, number) {
+			for _, text := range texts {
+				if strings.Contains(c.Body, text) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// more adds the plans a person meets besides one in review: in octo/hello
+// a forge whose auditor failed, and in octo/widgets, which alice also
+// writes to, a plan implemented to DONE.
+func (w *dashboardWorld) more(t *testing.T) {
+	t.Helper()
+	failing := *w.world
+	failing.issue = w.gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Retry webhooks", Author: "alice"})
+	failing.command(t, "alice", "/forge retry failed webhook deliveries")
+	widgets := &world{gh: w.gh, forge: w.forge, inst: w.inst, repo: "octo/widgets"}
+	w.gh.AddRepo(w.inst, widgets.repo).Seed(map[string]string{"README.md": "# widgets\n", "main.go": "package main\n\nfunc main() {}\n",
+		".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 1s\n"}, "initial commit")
+	w.gh.SetPermission(widgets.repo, "alice", "write")
+	widgets.issue = w.gh.AddIssue(widgets.repo, ghdouble.IssueSpec{Title: "Greeting page", Author: "alice"})
+	widgets.command(t, "alice", "/forge add a greeting page")
+	failing.waitComment(t, failing.issue, "Forge failed")
+	widgets.waitComment(t, widgets.issue, "Forge finished")
+	widgets.waitComment(t, widgets.pulls(t)[0].Number, "Plan run complete")
+}
+
+// TestDashboardInBrowser: a person opens /ui in Chromium, signs in on
+// GitHub's page as alice, and sees the plan of the repository she can read
+// (title as text, status, audit rounds, tokens, cost, a link to its pull
+// request) and nothing of the one she cannot, whose plan page is not
+// found; her plan's page shows its timeline (the webhook, the jobs, the
+// agent calls, the writes to GitHub, each with its duration); when the
+// plan is closed on GitHub, the open page shows CLOSED without reloading.
+// A sign-in GitHub did not start from this browser is refused, and
+// signing out ends the session. With FORGE_SCREENSHOTS set, the pages are
+// saved there.
+func TestDashboardInBrowser(t *testing.T) {
+	w := newDashboardWorld(t, "/forge")
+	w.more(t)
+	b := browsertest.New(t)
+	const wait = 30 * time.Second
+
+	b.Do(wait, chromedp.Navigate(w.forge.URL+"/ui"))
+	if loc := browsertest.Get(b, wait, chromedp.Location()); !strings.HasPrefix(loc, w.gh.WebURL()+"login/oauth/authorize?") {
+		t.Fatalf("/ui took the browser to %s, want GitHub's authorize page", loc)
+	}
+	b.Do(wait, chromedp.SetValue(chromedp.CSS("#login"), "alice"), chromedp.Click(chromedp.CSS("#authorize")),
+		chromedp.WaitVisible(chromedp.CSS("strong#login")))
+	if who := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("strong#login"))); who != "alice" {
+		t.Fatalf("signed in as %q", who)
+	}
+	if loc := browsertest.Get(b, wait, chromedp.Location()); loc != w.forge.URL+"/ui" {
+		t.Errorf("after sign-in the browser is at %s, want %s/ui", loc, w.forge.URL)
+	}
+
+	page := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("main")))
+	row := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS(`tr.plan[data-plan="octo/hello/plan-001"]`)))
+	pr := w.pulls(t)[0]
+	if pr.Head != "plan-001/"+strings.SplitN(pr.Head, "/", 2)[1] {
+		t.Fatalf("the first pull request is %s's", pr.Head)
+	}
+	for _, want := range []string{"octo/hello", "plan-001", hostileTitle, "REVIEW", fmt.Sprintf("#%d", pr.Number), "$0.02"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("alice's plan row lacks %q:\n%s", want, row)
+		}
+	}
+	cell := func(plan, class string) string {
+		return browsertest.Get(b, wait, chromedp.Text(chromedp.CSS(`tr.plan[data-plan="`+plan+`"] td.`+class)))
+	}
+	if rounds := cell("octo/hello/plan-001", "rounds"); rounds != "2" {
+		t.Errorf("audit rounds %q, want 2", rounds)
+	}
+	if tokens := cell("octo/hello/plan-001", "tokens"); tokens == "" || tokens == "0" {
+		t.Errorf("tokens %q, want Claude Code's count", tokens)
+	}
+	failed := cell("octo/hello/plan-002", "last-error")
+	for _, want := range []string{"while auditing", "auditor agent: agent exited with status 3", "model quota exceeded"} {
+		if !strings.Contains(failed, want) {
+			t.Errorf("the failed plan's last error lacks %q: %q", want, failed)
+		}
+	}
+	if status, phases := cell("octo/widgets/plan-001", "state"), cell("octo/widgets/plan-001", "phases"); status != "DONE" || !regexp.MustCompile(`^(\d+)/(\d+)$`).MatchString(phases) || phases[0] == '0' {
+		t.Errorf("the implemented plan: %q, phases %q", status, phases)
+	}
+	if n := browsertest.Get(b, wait, chromedp.Evaluate[int](`document.querySelectorAll("tr.plan").length`)); n != 3 {
+		t.Errorf("%d plans shown, want alice's 3", n)
+	}
+	href := browsertest.Get(b, wait, chromedp.AttributeValue(chromedp.CSS(`tr.plan[data-plan="octo/hello/plan-001"] td.pr a`), "href"))
+	if want := fmt.Sprintf("%socto/hello/pull/%d", w.gh.WebURL(), pr.Number); href.Value != want {
+		t.Errorf("pull request link %q, want %q", href.Value, want)
+	}
+	if strings.Contains(page, "octo/secret") || strings.Contains(page, "signing keys") {
+		t.Errorf("alice sees the plan of a repository she cannot read:\n%s", page)
+	}
+	if title := browsertest.Get(b, wait, chromedp.Title()); strings.Contains(title, "pwned") {
+		t.Errorf("the plan's title ran as HTML: the page's title is %q", title)
+	}
+	if n := browsertest.Get(b, wait, chromedp.Evaluate[int](`document.querySelectorAll("main script, main img").length`)); n != 0 {
+		t.Errorf("the plan's title made %d elements", n)
+	}
+	screenshot(t, b, "dashboard.png")
+
+	res := browsertest.Get(b, wait, chromedp.NavigateResponse(w.forge.URL+"/ui/plans/octo/secret/plan-001"))
+	if res.Status != http.StatusNotFound {
+		t.Errorf("the plan page of octo/secret answered alice %d, want 404", res.Status)
+	}
+
+	b.Do(wait, chromedp.Navigate(w.forge.URL+"/ui"), chromedp.Click(chromedp.CSS(`tr.plan[data-plan="octo/hello/plan-001"] td.id a`)), chromedp.WaitVisible(chromedp.CSS("table.timeline")))
+	durations := regexp.MustCompile(`^\d+ ms$|^\d+\.\d s$|^\d+m\d\ds$`)
+	for _, kind := range []string{"delivery", "job", "agent", "github"} {
+		d := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("tr.event-"+kind+" td.duration")))
+		if !durations.MatchString(d) {
+			t.Errorf("the first %s of the timeline has duration %q", kind, d)
+		}
+	}
+	timeline := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("table.timeline")))
+	for _, want := range []string{"issue_comment.created", "webhook", "drafter", "claude", "POST /repos/{owner}/{repo}/pulls", "201", "GitHub write"} {
+		if !strings.Contains(timeline, want) {
+			t.Errorf("the timeline lacks %q:\n%s", want, timeline)
+		}
+	}
+	screenshot(t, b, "dashboard-plan.png")
+
+	// The page stays; only its main part changes.
+	b.Do(wait, chromedp.Evaluate[chromedp.Void](`window.forgeNotReloaded = true`))
+	w.command(t, "alice", "/forge close")
+	deadline := time.Now().Add(forgeWait)
+	for status := ""; status != "CLOSED"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the open page still shows %q, want CLOSED", status)
+		}
+		time.Sleep(100 * time.Millisecond)
+		// The page may swap its main part while it is read.
+		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Second)
+		status, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("dd.state .status").textContent`))
+		cancel()
+	}
+	if !browsertest.Get(b, wait, chromedp.Evaluate[bool](`window.forgeNotReloaded === true`)) {
+		t.Errorf("the page was reloaded to show the change")
+	}
+
+	// A callback with a state this browser was not given is refused
+	// before any code is exchanged.
+	res = browsertest.Get(b, wait, chromedp.NavigateResponse(w.forge.URL+"/ui/callback?code=stolen&state=forged"))
+	if text := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("h1"))); res.Status != http.StatusForbidden || text != "This sign-in was not started here" {
+		t.Errorf("a forged state: %d %q", res.Status, text)
+	}
+	if n := w.gh.OAuthExchanges("ok") + w.gh.OAuthExchanges("bad_verification_code"); n != 1 {
+		t.Errorf("Forge exchanged %d codes, want only alice's sign-in", n)
+	}
+
+	b.Do(wait, chromedp.Navigate(w.forge.URL+"/ui"), chromedp.Click(chromedp.CSS(`header form button`)), chromedp.WaitVisible(chromedp.CSS("main.signin h1")))
+	if text := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("h1"))); text != "Signed out" {
+		t.Errorf("after signing out: %q", text)
+	}
+	b.Do(wait, chromedp.Navigate(w.forge.URL+"/ui"))
+	if loc := browsertest.Get(b, wait, chromedp.Location()); !strings.HasPrefix(loc, w.gh.WebURL()+"login/oauth/authorize?") {
+		t.Errorf("after signing out /ui is at %s, want GitHub's authorize page", loc)
+	}
+	if errs := b.Errors(); len(errs) > 0 {
+		t.Errorf("the pages threw: %q", errs)
+	}
+}
+
+// screenshot saves the page under FORGE_SCREENSHOTS, if set.
+func screenshot(t *testing.T, b *browsertest.Browser, name string) {
+	t.Helper()
+	dir := os.Getenv(ScreenshotsEnv)
+	if dir == "" {
+		return
+	}
+	b.Screenshot(filepath.Join(dir, name))
+	t.Logf("saved %s", filepath.Join(dir, name))
+}
+
+// open gets a page, following redirects, and returns the last answer.
+func (b *browser) open(target string) (*http.Response, string) {
+	b.t.Helper()
+	res, err := b.c.Get(target)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res, string(body)
+}
+
+var hidden = regexp.MustCompile(`<input type="hidden" name="(\w+)" value="([^"]*)">`)
+
+// signIn opens /ui and signs in on GitHub's page as login.
+func (b *browser) signIn(forgeURL, login string) (*http.Response, string) {
+	b.t.Helper()
+	return b.signInAt(forgeURL+"/ui", login)
+}
+
+// signInAt opens a page of the dashboard and signs in on GitHub's page as
+// login.
+func (b *browser) signInAt(page, login string) (*http.Response, string) {
+	b.t.Helper()
+	res, authorize := b.open(page)
+	if !strings.Contains(res.Request.URL.Path, "/login/oauth/authorize") {
+		b.t.Fatalf("%s led to %s, want GitHub's authorize page", page, res.Request.URL)
+	}
+	form := url.Values{"login": {login}, "decision": {"authorize"}}
+	for _, m := range hidden.FindAllStringSubmatch(authorize, -1) {
+		form.Set(m[1], strings.ReplaceAll(m[2], "&amp;", "&"))
+	}
+	post, err := b.c.PostForm(res.Request.URL.Scheme+"://"+res.Request.URL.Host+"/login/oauth/authorize", form)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer post.Body.Close()
+	body, _ := io.ReadAll(post.Body)
+	return post, string(body)
+}
+
+// TestDashboardSignIn: in each of GitHub's layouts, signing in with
+// GitHub shows alice the plans of the repository she can read and none of
+// the other's, whose plan page, live updates included, is not found; a
+// callback without the state this browser was given is refused before any
+// code is exchanged; a sign-in GitHub no longer takes ends.
+func TestDashboardSignIn(t *testing.T) {
+	for _, layout := range []ghdouble.Layout{ghdouble.Enterprise, ghdouble.DotCom} {
+		t.Run(layout.String(), func(t *testing.T) {
+			w := newDashboardWorld(t, "/plan", ghdouble.WithLayout(layout))
+			alice := newBrowser(t)
+			res, page := alice.signIn(w.forge.URL, "alice")
+			if res.StatusCode != http.StatusOK || res.Request.URL.String() != w.forge.URL+"/ui" || !strings.Contains(page, `<strong id="login">alice</strong>`) {
+				t.Fatalf("after sign-in: %d at %s:\n%s", res.StatusCode, res.Request.URL, page)
+			}
+			if !strings.Contains(page, `data-plan="octo/hello/plan-001"`) || strings.Contains(page, "octo/secret") {
+				t.Errorf("alice's dashboard:\n%s", page)
+			}
+			if !strings.Contains(page, "add rate limiting &lt;script&gt;") {
+				t.Errorf("the title is not escaped:\n%s", page)
+			}
+			if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+				t.Errorf("Content-Security-Policy %q", csp)
+			}
+			for _, c := range alice.c.Jar.Cookies(res.Request.URL) {
+				if strings.HasPrefix(c.Value, "ghu_") {
+					t.Errorf("cookie %s holds the GitHub token", c.Name)
+				}
+			}
+			if res, _ := alice.open(w.forge.URL + "/ui/plans/octo/hello/plan-001"); res.StatusCode != http.StatusOK {
+				t.Errorf("alice's plan page: %d", res.StatusCode)
+			}
+			for _, path := range []string{"/ui/plans/octo/secret/plan-001", "/ui/plans/OCTO/SECRET/plan-001", "/ui/plans/octo/hello/plan-002"} {
+				req, _ := http.NewRequest(http.MethodGet, w.forge.URL+path, nil)
+				req.Header.Set("X-Forge-Live", "1")
+				live, err := alice.c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				live.Body.Close()
+				if res, _ := alice.open(w.forge.URL + path); res.StatusCode != http.StatusNotFound || live.StatusCode != http.StatusNotFound {
+					t.Errorf("%s answered alice %d (live %d), want 404", path, res.StatusCode, live.StatusCode)
+				}
+			}
+
+			bob := newBrowser(t)
+			if _, page := bob.signIn(w.forge.URL, "bob"); !strings.Contains(page, `data-plan="octo/secret/plan-001"`) || strings.Contains(page, "octo/hello/plan") {
+				t.Errorf("bob's dashboard:\n%s", page)
+			}
+			// A plan's link opened before signing in leads there after.
+			if res, page := newBrowser(t).signInAt(w.forge.URL+"/ui/plans/octo/secret/plan-001", "bob"); res.Request.URL.Path != "/ui/plans/octo/secret/plan-001" || !strings.Contains(page, "rotate the signing keys") {
+				t.Errorf("signing in from a plan's link led to %s", res.Request.URL)
+			}
+
+			exchanges := w.gh.OAuthExchanges("ok")
+			mallory := newBrowser(t)
+			if res, page := mallory.open(w.forge.URL + "/ui/callback?code=stolen"); res.StatusCode != http.StatusForbidden || !strings.Contains(page, "not started here") {
+				t.Errorf("a callback without a state: %d", res.StatusCode)
+			}
+			res, _ = mallory.open(w.forge.URL + "/ui/login")
+			if state := res.Request.URL.Query().Get("state"); state == "" {
+				t.Fatalf("GitHub was given no state: %s", res.Request.URL)
+			}
+			if res, _ := mallory.open(w.forge.URL + "/ui/callback?code=stolen&state=forged"); res.StatusCode != http.StatusForbidden {
+				t.Errorf("a forged state: %d", res.StatusCode)
+			}
+			if got := w.gh.OAuthExchanges("ok") + w.gh.OAuthExchanges("bad_verification_code"); got != exchanges {
+				t.Errorf("refused callbacks exchanged codes (%d, then %d)", exchanges, got)
+			}
+			if res, _ := mallory.open(w.forge.URL + "/ui/plans/octo/hello/plan-001"); res.Request.URL.Path != "/login/oauth/authorize" {
+				t.Errorf("a browser without a sign-in reached %s", res.Request.URL)
+			}
+
+			// GitHub no longer takes alice's token: once her list of
+			// repositories is due again, her session ends.
+			w.gh.RevokeUserTokens("alice")
+			db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`UPDATE dashboard_sessions SET repos_ms = 0`); err != nil {
+				t.Fatal(err)
+			}
+			if res, page := alice.open(w.forge.URL + "/ui"); res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "Your sign-in has ended") {
+				t.Errorf("after GitHub revoked alice's token: %d\n%s", res.StatusCode, page)
+			}
+		})
+	}
+}
