@@ -155,7 +155,7 @@ func TestPlanPRCommands(t *testing.T) {
 		return false
 	})
 	w.commandOn(t, pr, "alice", "/forge revise again")
-	w.waitReply(t, pr, "only plans in DRAFT or REVIEW")
+	w.waitReply(t, pr, "is CLOSED: it has ended, and nothing runs on it again")
 }
 
 // TestForkPRCommandsIgnored: a command on a pull request from a fork starts
