@@ -18,6 +18,9 @@ import (
 type Server struct {
 	t      testing.TB
 	layout Layout
+	// noCommitOnBranch: the GraphQL schema has no createCommitOnBranch
+	// (WithoutCommitOnBranch).
+	noCommitOnBranch bool
 	// http serves the REST API (and, in the Enterprise layout, everything);
 	// webHTTP the web side, the same server in the Enterprise layout.
 	http    *httptest.Server
@@ -63,6 +66,9 @@ type options struct {
 	webUser       string
 	now           func() time.Time
 	layout        Layout
+	// noCommitOnBranch leaves createCommitOnBranch out of the GraphQL
+	// schema (WithoutCommitOnBranch).
+	noCommitOnBranch bool
 }
 
 // WithAppID sets the App's id (default: a fresh id).
@@ -132,16 +138,17 @@ func New(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("ghdouble: %v", err)
 	}
 	s := &Server{
-		t:             t,
-		layout:        o.layout,
-		now:           o.now,
-		web:           http.NewServeMux(),
-		webLogin:      o.webUser,
-		installations: map[int64]*Installation{},
-		tokens:        map[string]*Token{},
-		repos:         map[string]*Repo{},
-		manifestCodes: map[string]*manifestCode{},
-		deliveries:    map[string]*delivery{},
+		t:                t,
+		layout:           o.layout,
+		noCommitOnBranch: o.noCommitOnBranch,
+		now:              o.now,
+		web:              http.NewServeMux(),
+		webLogin:         o.webUser,
+		installations:    map[int64]*Installation{},
+		tokens:           map[string]*Token{},
+		repos:            map[string]*Repo{},
+		manifestCodes:    map[string]*manifestCode{},
+		deliveries:       map[string]*delivery{},
 	}
 	s.users.byLogin = map[string]*User{}
 	s.calls.counts = map[string]int{}
