@@ -75,23 +75,26 @@ func rateLimitError(err error, now time.Time) *pipeline.RateLimitError {
 // limits and query limits for the GraphQL API"; octokit's
 // plugin-throttling reads them alike).
 func graphQLRateLimit(res *http.Response) error {
-	switch res.StatusCode {
-	case http.StatusOK:
-	case http.StatusForbidden, http.StatusTooManyRequests:
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusForbidden && res.StatusCode != http.StatusTooManyRequests {
+		return nil
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	if res.StatusCode != http.StatusOK {
 		err := github.CheckResponse(res)
+		res.Body = io.NopCloser(bytes.NewReader(body))
 		var rl *github.RateLimitError
 		var arl *github.AbuseRateLimitError
 		if errors.As(err, &rl) || errors.As(err, &arl) || res.StatusCode == http.StatusTooManyRequests {
 			return err
 		}
 		return nil
-	default:
-		return nil
 	}
-	body, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	res.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil || !bytes.Contains(body, []byte(`"errors"`)) {
+	if !bytes.Contains(body, []byte(`"errors"`)) {
 		return nil
 	}
 	var answer struct {

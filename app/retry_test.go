@@ -319,6 +319,8 @@ func TestRetryMiddlewareGraphQLRateLimits(t *testing.T) {
 		{"200 NOT_FOUND", "", []func(http.ResponseWriter, *http.Request){
 			graphQLAnswer(200, `{"data":{"markPullRequestReadyForReview":null},"errors":[{"type":"NOT_FOUND","message":"Could not resolve to a node with the global id of 'x'"}]}`)},
 			1, nil, 0, "Could not resolve to a node"},
+		{"403 without a limit", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(403, `{"message":"Resource not accessible by integration"}`)}, 1, nil, 0, "Resource not accessible by integration"},
 		{"RATE_LIMITED at another path", "/api/v3/graphql-lookalike", []func(http.ResponseWriter, *http.Request){graphQLAnswer(200, primary)}, 1, nil, 0, "API rate limit exceeded"},
 	}
 	for _, tt := range tests {
