@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 )
 
@@ -20,11 +22,15 @@ const userAgent = "forge/0 (+https://github.com/forge-dev/forge)"
 // extra options come last (the server's base transport, which watches the
 // installation-token requests).
 func NewClientCreator(c Config, m *Metrics, r *Redactor, extra ...githubapp.ClientOption) (githubapp.ClientCreator, error) {
+	retry := DefaultRetry
+	if u, err := url.Parse(c.Github.V4APIURL); err == nil {
+		retry.GraphQLPath = u.Path
+	}
 	cc, err := githubapp.NewDefaultCachingClientCreator(c.Github, append([]githubapp.ClientOption{
 		githubapp.WithClientUserAgent(userAgent),
 		// Outermost first: a request is redacted once, before any attempt,
 		// and a retried request is recorded once per attempt.
-		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(DefaultRetry), m.ClientMiddleware(),
+		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(retry), m.ClientMiddleware(),
 			githubapp.ClientMetrics(m.clientRegistry)),
 		// Conditional requests: a poll GitHub answers 304 is not counted
 		// against the rate limit. Always revalidated, so no answer is
@@ -54,6 +60,15 @@ type RetryPolicy struct {
 	AttemptTimeout time.Duration
 	// Sleep waits d, or less when ctx ends first (then its error).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// GraphQLPath is the path of GitHub's GraphQL endpoint (of
+	// github.v4_api_url): its answers may say a rate limit with 200, in
+	// the body (graphQLRateLimit).
+	GraphQLPath string
+}
+
+// graphQL says whether r asks GitHub's GraphQL API.
+func (p RetryPolicy) graphQL(r *http.Request) bool {
+	return p.GraphQLPath != "" && r.Method == http.MethodPost && r.URL.Path == p.GraphQLPath
 }
 
 var DefaultRetry = RetryPolicy{Attempts: 3, Backoff: 500 * time.Millisecond, MaxWait: 60 * time.Second,
@@ -74,7 +89,11 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 // limits (403/429 with Retry-After) for any method, and 5xx answers for idempotent methods
 // only, since a POST that failed with a 5xx may still have been carried out.
 // Every attempt has its own timeout and every wait ends with the request's
-// context.
+// context. GraphQL's answers are read for the rate limits GitHub says in
+// their body: a limit not waited out here comes back as the error go-github
+// gives for REST's (*github.RateLimitError or *github.AbuseRateLimitError),
+// so that a job pauses for either alike (rateLimitError), where the GraphQL
+// client would return a plain error.
 func RetryMiddleware(p RetryPolicy) githubapp.ClientMiddleware {
 	sleep := p.Sleep
 	if sleep == nil {
@@ -121,12 +140,16 @@ func RetryMiddleware(p RetryPolicy) githubapp.ClientMiddleware {
 				// The attempt's context lives until the caller closes the
 				// body: cancelling it now would cut off a body still read.
 				res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
-				if attempt >= p.Attempts {
-					return res, nil
+				var limit error
+				if p.graphQL(r) {
+					limit = graphQLRateLimit(res)
 				}
-				d, retry := retryAfter(req.Method, res, wait)
+				if attempt >= p.Attempts {
+					return refused(res, limit)
+				}
+				d, retry := retryAfter(req.Method, res, wait, limit)
 				if !retry || d > p.MaxWait {
-					return res, nil
+					return refused(res, limit)
 				}
 				io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 				res.Body.Close()
@@ -151,8 +174,31 @@ func (c *cancelOnClose) Close() error {
 	return err
 }
 
-func retryAfter(method string, res *http.Response, backoff time.Duration) (time.Duration, bool) {
+// refused is what an answer becomes once the policy gives up on it: a
+// GraphQL rate limit its error, the body closed; any other answer itself.
+func refused(res *http.Response, limit error) (*http.Response, error) {
+	if limit == nil {
+		return res, nil
+	}
+	res.Body.Close()
+	return nil, limit
+}
+
+// retryAfter is how long to wait before trying the request again, false
+// when it is not tried again here. limit is a GraphQL answer's rate limit
+// (graphQLRateLimit), which a 200 may carry.
+func retryAfter(method string, res *http.Response, backoff time.Duration, limit error) (time.Duration, bool) {
 	limited := res.StatusCode == http.StatusForbidden || res.StatusCode == http.StatusTooManyRequests
+	var primary *github.RateLimitError
+	var secondary *github.AbuseRateLimitError
+	switch {
+	case errors.As(limit, &primary):
+		// GraphQL's primary limit, said with 200: as REST's, the job is
+		// snoozed until the reset.
+		return 0, false
+	case errors.As(limit, &secondary):
+		limited = true
+	}
 	ra := res.Header.Get("Retry-After")
 	switch {
 	case limited && ra != "":

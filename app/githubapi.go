@@ -14,6 +14,7 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
+	"github.com/rs/zerolog"
 	"github.com/shurcooL/githubv4"
 
 	"github.com/forge-dev/forge/pipeline"
@@ -33,9 +34,48 @@ type githubAPI struct {
 	appID int64
 	// self tells Forge's own comments and reviews from everyone else's.
 	self *botIdentity
+	// schema remembers what this GitHub's GraphQL schema lacks; graphQL
+	// is its GraphQL URL (github.v4_api_url), which names it there.
+	schema  *graphQLSchemas
+	graphQL string
 }
 
 var _ pipeline.GitHub = (*githubAPI)(nil)
+
+// graphQLSchemas remembers, for the process, the GraphQL mutations each
+// GitHub (by its GraphQL URL) refused as absent from its schema, so that
+// Forge asks for one once and not at every commit. A nil one remembers
+// nothing.
+type graphQLSchemas struct {
+	mu    sync.Mutex
+	lacks map[[2]string]bool // GraphQL URL, mutation
+}
+
+func (s *graphQLSchemas) lacking(url, mutation string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lacks[[2]string{url, mutation}]
+}
+
+// lack records that the GitHub at url lacks mutation; first is true the
+// first time it is told.
+func (s *graphQLSchemas) lack(url, mutation string) (first bool) {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lacks == nil {
+		s.lacks = map[[2]string]bool{}
+	}
+	key := [2]string{url, mutation}
+	first = !s.lacks[key]
+	s.lacks[key] = true
+	return first
+}
 
 type treeCache struct {
 	mu sync.Mutex
@@ -203,18 +243,41 @@ func (g *githubAPI) Commit(ctx context.Context, repo pipeline.Repo, sha string) 
 
 // CommitFiles makes a commit that GitHub signs and never lets overwrite a
 // push it did not see: in one GraphQL call (createCommitOnBranch, whose
-// expectedHeadOid is parent) when it can say the change, else through the
-// Git Data API (blobs where needed, a tree, a commit, a ref update without
-// force). Files carrying a secret are refused before anything is written
-// (*pipeline.SecretError).
+// expectedHeadOid is parent) when it can say the change and this GitHub
+// has the mutation, else through the Git Data API (blobs where needed, a
+// tree, a commit, a ref update without force). Files carrying a secret are
+// refused before anything is written (*pipeline.SecretError).
 func (g *githubAPI) CommitFiles(ctx context.Context, repo pipeline.Repo, branch, parent, message string, files []pipeline.FileChange) (string, error) {
 	if err := g.secrets.CheckFiles(files); err != nil {
 		return "", err
 	}
-	if onBranch(message, files) {
-		return g.commitOnBranch(ctx, repo, branch, parent, message, files)
+	if onBranch(message, files) && !g.schema.lacking(g.graphQL, "createCommitOnBranch") {
+		sha, err := g.commitOnBranch(ctx, repo, branch, parent, message, files)
+		if !errors.Is(err, errNoCommitOnBranch) {
+			return sha, err
+		}
+		if g.schema.lack(g.graphQL, "createCommitOnBranch") {
+			zerolog.Ctx(ctx).Warn().Str("graphql", g.graphQL).Err(err).
+				Msg("this GitHub's GraphQL API has no createCommitOnBranch (GitHub Enterprise Server before 3.3): commits go through the Git Data API")
+		}
 	}
 	return g.commitTree(ctx, repo, branch, parent, message, files)
+}
+
+// errNoCommitOnBranch is GitHub refusing createCommitOnBranch as absent
+// from its schema: nothing was run.
+var errNoCommitOnBranch = errors.New("GitHub's GraphQL schema has no createCommitOnBranch")
+
+// lacksCommitOnBranch reads GitHub's validation errors for a document
+// asking for createCommitOnBranch on a GitHub without it: the variable's
+// type "CreateCommitOnBranchInput isn't a defined input type (on $input)"
+// comes first, then "Field 'createCommitOnBranch' doesn't exist on type
+// 'Mutation'" (code undefinedField); the GraphQL client reports the first
+// error's message only, either of the two.
+func lacksCommitOnBranch(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "CreateCommitOnBranchInput isn't a defined input type") ||
+		strings.Contains(msg, "Field 'createCommitOnBranch' doesn't exist on type 'Mutation'")
 }
 
 // maxOnBranchBytes bounds the files one createCommitOnBranch carries
@@ -285,6 +348,9 @@ func (g *githubAPI) commitOnBranch(ctx context.Context, repo pipeline.Repo, bran
 		} `graphql:"createCommitOnBranch(input: $input)"`
 	}
 	if err := g.mutate(ctx, "createCommitOnBranch", &m, in); err != nil {
+		if lacksCommitOnBranch(err) {
+			return "", fmt.Errorf("%w: %v", errNoCommitOnBranch, err)
+		}
 		err = apiError(err)
 		msg := err.Error()
 		switch {

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -60,6 +63,75 @@ func rateLimitError(err error, now time.Time) *pipeline.RateLimitError {
 		return &pipeline.RateLimitError{Reset: now.Add(wait), Err: err}
 	}
 	return nil
+}
+
+// graphQLRateLimit is GitHub's refusal of a GraphQL request for a rate
+// limit as go-github's error for REST's same refusal, nil for any other
+// answer; the body stays readable. GitHub says a primary limit with 200
+// and an error of type RATE_LIMITED in the body (RATE_LIMIT has been seen
+// too), x-ratelimit-remaining 0 not always with it, the reset in
+// x-ratelimit-reset; a secondary limit with 403 or 429 as REST does, or
+// with 200 and an error whose message says so (docs.github.com, "Rate
+// limits and query limits for the GraphQL API"; octokit's
+// plugin-throttling reads them alike).
+func graphQLRateLimit(res *http.Response) error {
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusForbidden && res.StatusCode != http.StatusTooManyRequests {
+		return nil
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	if res.StatusCode != http.StatusOK {
+		err := github.CheckResponse(res)
+		res.Body = io.NopCloser(bytes.NewReader(body))
+		var rl *github.RateLimitError
+		var arl *github.AbuseRateLimitError
+		if errors.As(err, &rl) || errors.As(err, &arl) || res.StatusCode == http.StatusTooManyRequests {
+			return err
+		}
+		return nil
+	}
+	if !bytes.Contains(body, []byte(`"errors"`)) {
+		return nil
+	}
+	var answer struct {
+		Errors []struct{ Type, Message string }
+	}
+	if json.Unmarshal(body, &answer) != nil {
+		return nil
+	}
+	for _, e := range answer.Errors {
+		switch {
+		case strings.Contains(strings.ToLower(e.Message), "secondary rate limit"):
+			arl := &github.AbuseRateLimitError{Response: res, Message: e.Message}
+			if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
+				d := time.Duration(s) * time.Second
+				arl.RetryAfter = &d
+			}
+			return arl
+		case e.Type == "RATE_LIMITED" || e.Type == "RATE_LIMIT":
+			return &github.RateLimitError{Rate: headerRate(res.Header), Response: res, Message: e.Message}
+		}
+	}
+	return nil
+}
+
+// headerRate is the primary limit an answer's x-ratelimit-* headers tell;
+// a header missing leaves its field zero (a zero reset is read as a
+// minute away).
+func headerRate(h http.Header) github.Rate {
+	num := func(name string) int {
+		n, _ := strconv.Atoi(h.Get(name))
+		return n
+	}
+	r := github.Rate{Limit: num("X-Ratelimit-Limit"), Remaining: num("X-Ratelimit-Remaining")}
+	if s, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && s > 0 {
+		r.Reset = github.Timestamp{Time: time.Unix(s, 0)}
+	}
+	return r
 }
 
 // rateGauges exports forge_github_rate_remaining{installation} and

@@ -1,17 +1,23 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shurcooL/githubv4"
+
+	"github.com/forge-dev/forge/pipeline"
 )
 
 // retryServer answers each request with the next of answers (the last one
@@ -250,5 +256,105 @@ func TestRetryBackoffDoubles(t *testing.T) {
 			t.Errorf("waits %v, want %v", s.waits, want)
 			break
 		}
+	}
+}
+
+// graphQLAnswer is a GraphQL answer of status with body and headers.
+func graphQLAnswer(code int, body string, header ...string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}
+}
+
+// TestRetryMiddlewareGraphQLRateLimits: GitHub says GraphQL's rate limits
+// in the body of a 200 as well as with 403/429. Through the one retry
+// policy, the GraphQL client (shurcooL/githubv4, as Forge's) meets them as
+// REST's: a primary limit is not retried and pauses the job until the
+// reset; a secondary one is waited out as REST's when it names a wait
+// within MaxWait, else pauses the job for it; any other GraphQL error, and
+// the same body at a REST path, are left as they are.
+func TestRetryMiddlewareGraphQLRateLimits(t *testing.T) {
+	reset := time.Now().Add(40 * time.Minute).Truncate(time.Second)
+	resetHeader := strconv.FormatInt(reset.Unix(), 10)
+	primary := `{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded for installation ID 7."}]}`
+	secondary := `{"errors":[{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}]}`
+	ok := `{"data":{"markPullRequestReadyForReview":{"pullRequest":{"isDraft":false}}}}`
+	tests := []struct {
+		name      string
+		path      string // the request's path; "" for the GraphQL endpoint
+		answers   []func(http.ResponseWriter, *http.Request)
+		wantCalls int32
+		wantWaits []time.Duration
+		// wantPause is the pause apiError reads, zero for none; wantErr a
+		// part of the error without a pause, "" for none.
+		wantPause time.Duration
+		wantErr   string
+	}{
+		{"200 RATE_LIMITED", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(200, primary, "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", resetHeader, "X-Ratelimit-Resource", "graphql"),
+			graphQLAnswer(200, ok)}, 1, nil, time.Until(reset), ""},
+		{"200 RATE_LIMITED, remaining not 0", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(200, primary, "X-Ratelimit-Remaining", "12", "X-Ratelimit-Reset", resetHeader), graphQLAnswer(200, ok)}, 1, nil, time.Until(reset), ""},
+		{"200 RATE_LIMIT", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(200, `{"errors":[{"type":"RATE_LIMIT","code":"graphql_rate_limit","message":"API rate limit already exceeded for installation ID 7."}]}`,
+				"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", resetHeader), graphQLAnswer(200, ok)}, 1, nil, time.Until(reset), ""},
+		{"200 RATE_LIMITED without a reset", "", []func(http.ResponseWriter, *http.Request){graphQLAnswer(200, primary)}, 1, nil, time.Minute, ""},
+		{"200 secondary with Retry-After", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(200, secondary, "Retry-After", "7"), graphQLAnswer(200, ok)}, 2, []time.Duration{7 * time.Second}, 0, ""},
+		{"200 secondary without Retry-After", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(200, secondary), graphQLAnswer(200, ok)}, 1, nil, time.Minute, ""},
+		{"403 secondary over MaxWait", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(403, `{"message":"You have exceeded a secondary rate limit.","documentation_url":"https://docs.github.com/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api#secondary-rate-limits"}`,
+				"Retry-After", "300"), graphQLAnswer(200, ok)}, 1, nil, 5 * time.Minute, ""},
+		{"403 secondary within MaxWait", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(403, `{"message":"You have exceeded a secondary rate limit.","documentation_url":"https://docs.github.com/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api#secondary-rate-limits"}`,
+				"Retry-After", "3"), graphQLAnswer(200, ok)}, 2, []time.Duration{3 * time.Second}, 0, ""},
+		{"429 without Retry-After", "", []func(http.ResponseWriter, *http.Request){graphQLAnswer(429, `{"message":"Too Many Requests"}`)}, 1, nil, time.Minute, ""},
+		{"200 NOT_FOUND", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(200, `{"data":{"markPullRequestReadyForReview":null},"errors":[{"type":"NOT_FOUND","message":"Could not resolve to a node with the global id of 'x'"}]}`)},
+			1, nil, 0, "Could not resolve to a node"},
+		{"403 without a limit", "", []func(http.ResponseWriter, *http.Request){
+			graphQLAnswer(403, `{"message":"Resource not accessible by integration"}`)}, 1, nil, 0, "Resource not accessible by integration"},
+		{"RATE_LIMITED at another path", "/api/v3/graphql-lookalike", []func(http.ResponseWriter, *http.Request){graphQLAnswer(200, primary)}, 1, nil, 0, "API rate limit exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newRetryServer(t, tt.answers...)
+			var s recordSleep
+			p := RetryPolicy{Attempts: 3, Backoff: 100 * time.Millisecond, MaxWait: time.Minute, AttemptTimeout: 5 * time.Second, Sleep: s.sleep,
+				GraphQLPath: "/api/graphql"}
+			path := cmp.Or(tt.path, p.GraphQLPath)
+			v4 := githubv4.NewEnterpriseClient(srv.URL+path, retryClient(p))
+			var m struct {
+				MarkPullRequestReadyForReview struct {
+					PullRequest struct{ IsDraft bool }
+				} `graphql:"markPullRequestReadyForReview(input: $input)"`
+			}
+			err := apiError(v4.Mutate(context.Background(), &m, githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: "PR_1"}, nil))
+			if srv.calls.Load() != tt.wantCalls || !slices.Equal(s.waits, tt.wantWaits) {
+				t.Fatalf("%d calls, waits %v; want %d, %v", srv.calls.Load(), s.waits, tt.wantCalls, tt.wantWaits)
+			}
+			var rl *pipeline.RateLimitError
+			switch {
+			case tt.wantPause != 0:
+				if !errors.As(err, &rl) || time.Until(rl.Reset).Round(time.Second) != tt.wantPause.Round(time.Second) {
+					t.Fatalf("error %v, want a pause of %v", err, tt.wantPause)
+				}
+			case tt.wantErr != "":
+				if err == nil || errors.As(err, &rl) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q and no pause", err, tt.wantErr)
+				}
+			default:
+				if err != nil || m.MarkPullRequestReadyForReview.PullRequest.IsDraft {
+					t.Fatalf("error %v, answer %+v; want the answer after the wait", err, m)
+				}
+			}
+		})
 	}
 }

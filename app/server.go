@@ -49,6 +49,8 @@ type App struct {
 	github atomic.Pointer[githubState]
 	mu     sync.Mutex // serializes configure
 	trees  treeCache
+	// schemas are what each GitHub's GraphQL schema lacks, for the process.
+	schemas graphQLSchemas
 
 	forge *pipeline.Forge
 	git   *gitops.Cache
@@ -412,7 +414,8 @@ func (a *App) GitHub(ctx context.Context, installationID int64) (pipeline.GitHub
 	if err != nil {
 		return nil, fmt.Errorf("installation %d GraphQL client: %w", installationID, err)
 	}
-	return &githubAPI{c: c, v4: v4, trees: &a.trees, secrets: st.redactor, appID: st.cfg.Github.App.IntegrationID, self: st.self}, nil
+	return &githubAPI{c: c, v4: v4, trees: &a.trees, secrets: st.redactor, appID: st.cfg.Github.App.IntegrationID, self: st.self,
+		schema: &a.schemas, graphQL: st.cfg.Github.V4APIURL}, nil
 }
 
 // Workspace implements pipeline.Installations.

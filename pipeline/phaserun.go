@@ -85,11 +85,18 @@ func (r *run) runPhases(ctx context.Context) error {
 		start := r.f.now()
 		perr := r.runPhase(ctx, ph)
 		var asked *stopAsked
+		var limited *RateLimitError
 		switch {
 		case perr != nil && ctx.Err() != nil:
 			return perr // shutdown or lost lease: resumed later
 		case errors.As(perr, &asked):
 			continue // the loop's stop check acts on it
+		case errors.As(perr, &limited):
+			// GitHub refused the phase's writes until a reset, not the
+			// phase: the job is snoozed till then and the phase, still in
+			// progress, runs again (a commit it made is found, not made
+			// twice).
+			return perr
 		case perr != nil:
 			ph.Status, ph.Error = phases.Failed, perr.Error()
 			return r.apply(ctx, plan.PhaseFailed{Reply: r.failureReply(perr, ph.ID),
@@ -263,6 +270,10 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 		return &stopAsked{stop: stopAt()}
 	case errors.Is(pctx.Err(), context.DeadlineExceeded):
 		err = fmt.Errorf("timed out after %s", r.cfg.Phases.Timeout)
+	}
+	var limited *RateLimitError
+	if errors.As(err, &limited) {
+		return err // no outcome yet: the phase runs again after the reset
 	}
 	// The phase's check run goes on the commit it made (where CI runs),
 	// or on the branch head when it made none.

@@ -222,3 +222,45 @@ func TestCreateCommitOnBranchRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateCommitOnBranchNotInSchema: a GitHub whose schema has no
+// createCommitOnBranch (Enterprise Server before 3.3) refuses the document
+// shurcooL/githubv4 sends in validation, as graphql-ruby does: 200, no
+// data, the variable's undefined input type first, then the undefined
+// field, each with its code, path and place; nothing is written. The
+// mutations it has are served as before.
+func TestCreateCommitOnBranchNotInSchema(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t, WithoutCommitOnBranch())
+	head := planBranch(t, f)
+	tok := "bearer " + installationToken(t, f.s, f.inst)
+	a := graphql(t, f.s, tok, `mutation($input:CreateCommitOnBranchInput!){createCommitOnBranch(input: $input){commit{oid}}}`,
+		map[string]any{"input": branchInput("acme/widgets", "plan-001/widgets", head, "x", []any{map[string]any{"path": "a.txt", "contents": b64("a")}}, nil)})
+	want := `{"errors":[` +
+		`{"path":["mutation"],"extensions":{"code":"variableRequiresValidType","typeName":"CreateCommitOnBranchInput","variableName":"input"},"locations":[{"line":1,"column":10}],"message":"CreateCommitOnBranchInput isn't a defined input type (on $input)"},` +
+		`{"path":["mutation","createCommitOnBranch"],"extensions":{"code":"undefinedField","fieldName":"createCommitOnBranch","typeName":"Mutation"},"locations":[{"line":1,"column":45}],"message":"Field 'createCommitOnBranch' doesn't exist on type 'Mutation'"}]}`
+	if a.status != 200 || a.raw != want {
+		t.Errorf("answer %d\n%s\nwant\n%s", a.status, a.raw, want)
+	}
+	if got := f.r.Head("plan-001/widgets"); got != head {
+		t.Errorf("the branch moved to %s", got)
+	}
+	if n := f.s.GraphQLCalls("createCommitOnBranch"); n != 1 {
+		t.Errorf("GraphQLCalls = %d, want the refused call counted", n)
+	}
+
+	// A named operation's path names it; the document's lines count.
+	a = graphql(t, f.s, tok, "mutation Commit(\n  $in: CreateCommitOnBranchInput!\n) {\n  c: createCommitOnBranch(input: $in) { commit { oid } }\n}",
+		map[string]any{"in": branchInput("acme/widgets", "plan-001/widgets", head, "x", nil, nil)})
+	if !strings.Contains(a.raw, `"path":["mutation Commit"],`) || !strings.Contains(a.raw, `"locations":[{"line":2,"column":3}]`) ||
+		!strings.Contains(a.raw, `"path":["mutation Commit","c"],`) || !strings.Contains(a.raw, `"locations":[{"line":4,"column":3}]`) {
+		t.Errorf("named operation: %s", a.raw)
+	}
+
+	pr := openPlanPull(t, f, true)
+	a = graphql(t, f.s, tok, `mutation($input:MarkPullRequestReadyForReviewInput!){markPullRequestReadyForReview(input:$input){pullRequest{isDraft}}}`,
+		map[string]any{"input": map[string]any{"pullRequestId": pr.GetNodeID()}})
+	if a.json["errors"] != nil || f.s.Pull(f.repo, pr.GetNumber()).Draft {
+		t.Errorf("markPullRequestReadyForReview on the same GitHub: %s", a.raw)
+	}
+}

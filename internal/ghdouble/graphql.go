@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The GraphQL API, where the layout puts it (GraphQLURL, github.v4_api_url):
@@ -21,7 +22,9 @@ import (
 // the one query that finds what they act on (a pull request's review
 // threads); it is not
 // validated against an OpenAPI description (there is none for GraphQL), and
-// any other operation is reported and answered with a GraphQL error.
+// any other operation is reported and answered with a GraphQL error. It
+// counts GraphQL's own primary limit (takeGraphQLRate) and can serve a
+// schema without createCommitOnBranch (WithoutCommitOnBranch).
 func (s *Server) graphqlWebRoutes() []WebRoute {
 	if s.layout != Enterprise {
 		return nil
@@ -49,11 +52,21 @@ func (s *Server) GraphQLCalls(field string) int {
 	return s.calls.graphql[field]
 }
 
-// gqlError is one entry of a GraphQL answer's "errors".
+// gqlError is one entry of a GraphQL answer's "errors": an execution
+// error has a type (NOT_FOUND, FORBIDDEN, RATE_LIMITED, ...), a validation
+// error a code in its extensions and the place in the document.
 type gqlError struct {
-	Type    string `json:"type,omitempty"`
-	Path    []any  `json:"path,omitempty"`
-	Message string `json:"message"`
+	Type       string         `json:"type,omitempty"`
+	Path       []any          `json:"path,omitempty"`
+	Extensions map[string]any `json:"extensions,omitempty"`
+	Locations  []gqlLocation  `json:"locations,omitempty"`
+	Message    string         `json:"message"`
+}
+
+// gqlLocation is a place in a GraphQL document, line and column from 1.
+type gqlLocation struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
 }
 
 func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
@@ -84,6 +97,14 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{{Message: err.Error()}}})
 		return
 	}
+	vars, _ := json.Marshal(body.Variables)
+	for _, f := range op.selections {
+		s.calls.addGraphQL(f.name, vars)
+	}
+	if s.takeGraphQLRate(tok, w.Header()) {
+		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{graphQLRateLimited(tok.InstallationID)}})
+		return
+	}
 	var roots map[string]gqlRoot
 	switch op.kind {
 	case "mutation":
@@ -105,18 +126,20 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 		s.writeJSON(w, http.StatusOK, map[string]any{"errors": []gqlError{{Message: "The GitHub double serves no GraphQL " + op.kind}}})
 		return
 	}
+	for _, f := range op.selections {
+		if _, known := roots[f.name]; !known {
+			s.reportf("POST %s: %s %s is not served by the double (only %s)", req.URL.Path, op.kind, f.name, strings.Join(slices.Sorted(maps.Keys(roots)), ", "))
+		}
+	}
+	if errs := s.schemaErrors(op, roots); len(errs) > 0 {
+		s.writeJSON(w, http.StatusOK, map[string]any{"errors": errs})
+		return
+	}
 	data := map[string]any{}
 	var errs []gqlError
 	for _, f := range op.selections {
 		key := cmpOr(f.alias, f.name)
-		vars, _ := json.Marshal(body.Variables)
-		s.calls.addGraphQL(f.name, vars)
-		resolve, known := roots[f.name]
-		if !known {
-			s.reportf("POST %s: %s %s is not served by the double (only %s)", req.URL.Path, op.kind, f.name, strings.Join(slices.Sorted(maps.Keys(roots)), ", "))
-			errs = append(errs, gqlError{Type: "undefinedField", Path: []any{key}, Message: fmt.Sprintf("Field '%s' doesn't exist on type '%s'", f.name, gqlRootType[op.kind])})
-			continue
-		}
+		resolve := roots[f.name]
 		args, err := f.resolveArgs(body.Variables)
 		if err != nil {
 			errs = append(errs, gqlError{Path: []any{key}, Message: err.Error()})
@@ -146,6 +169,15 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, req *http.Request) {
 }
 
 var gqlRootType = map[string]string{"query": "Query", "mutation": "Mutation"}
+
+// graphQLRateLimited is GitHub's answer to a GraphQL request over the
+// installation's primary limit: HTTP 200, this error and no data, with
+// x-ratelimit-remaining 0 and the reset in x-ratelimit-reset (docs.github.com
+// "Rate limits and query limits for the GraphQL API", "Exceeding the rate
+// limit"; the type as octokit's plugin-throttling reads it).
+func graphQLRateLimited(installation int64) gqlError {
+	return gqlError{Type: "RATE_LIMITED", Message: fmt.Sprintf("API rate limit exceeded for installation ID %d.", installation)}
+}
 
 // gqlRoot resolves a top-level field from its arguments.
 type gqlRoot func(tok *Token, args map[string]any) (map[string]any, *gqlError)
@@ -394,16 +426,27 @@ func project(v any, sel []*gqlField, vars map[string]any, path []any, errs *[]gq
 	return nil, fmt.Errorf("cannot select fields of a %T", v)
 }
 
-// gqlOperation is a parsed GraphQL operation: its kind and top-level fields.
+// gqlOperation is a parsed GraphQL operation: its kind, name, variables
+// and top-level fields.
 type gqlOperation struct {
 	kind       string // "query" or "mutation" or "subscription"
+	name       string // "" for an anonymous operation
+	vars       []gqlVarDef
 	selections []*gqlField
+}
+
+// gqlVarDef is a variable the operation defines: its name and named type
+// (without list or non-null), at its "$".
+type gqlVarDef struct {
+	name, typ string
+	at        gqlLocation
 }
 
 type gqlField struct {
 	alias, name string
 	args        map[string]any // values; variables are gqlVar
 	selections  []*gqlField
+	at          gqlLocation
 }
 
 type gqlVar string
@@ -455,23 +498,24 @@ func substitute(v any, vars map[string]any) (any, error) {
 // fragments or directives.
 type gqlParser struct {
 	toks []string
+	at   []gqlLocation // each token's place
 	pos  int
 }
 
 func parseGraphQL(doc string) (*gqlOperation, error) {
-	toks, err := lexGraphQL(doc)
+	toks, at, err := lexGraphQL(doc)
 	if err != nil {
 		return nil, err
 	}
-	p := &gqlParser{toks: toks}
+	p := &gqlParser{toks: toks, at: at}
 	op := &gqlOperation{kind: "query"}
 	if tok := p.peek(); tok == "query" || tok == "mutation" || tok == "subscription" {
 		op.kind = p.next()
 		if isName(p.peek()) {
-			p.next()
+			op.name = p.next()
 		}
 		if p.peek() == "(" {
-			if err := p.skipVariableDefinitions(); err != nil {
+			if op.vars, err = p.variableDefinitions(); err != nil {
 				return nil, err
 			}
 		}
@@ -498,6 +542,14 @@ func (p *gqlParser) next() string {
 	return t
 }
 
+// here is the place of the next token.
+func (p *gqlParser) here() gqlLocation {
+	if p.pos < len(p.at) {
+		return p.at[p.pos]
+	}
+	return gqlLocation{}
+}
+
 func (p *gqlParser) expect(t string) error {
 	if got := p.next(); got != t {
 		return fmt.Errorf("expected %q, got %q", t, got)
@@ -505,21 +557,42 @@ func (p *gqlParser) expect(t string) error {
 	return nil
 }
 
-func (p *gqlParser) skipVariableDefinitions() error {
-	depth := 0
-	for {
-		switch p.next() {
-		case "(":
-			depth++
-		case ")":
-			depth--
-			if depth == 0 {
-				return nil
-			}
-		case "":
-			return fmt.Errorf("unterminated variable definitions")
+// variableDefinitions reads "($name: Type!, ...)": each variable's name
+// and named type; default values are skipped.
+func (p *gqlParser) variableDefinitions() ([]gqlVarDef, error) {
+	p.next()
+	var defs []gqlVarDef
+	for p.peek() != ")" {
+		at := p.here()
+		if err := p.expect("$"); err != nil {
+			return nil, err
 		}
+		d := gqlVarDef{name: p.next(), at: at}
+		if err := p.expect(":"); err != nil {
+			return nil, err
+		}
+		for p.peek() == "[" {
+			p.next()
+		}
+		if d.typ = p.next(); !isName(d.typ) {
+			return nil, fmt.Errorf("expected the type of $%s, got %q", d.name, d.typ)
+		}
+		for p.peek() == "]" || p.peek() == "!" {
+			p.next()
+		}
+		if p.peek() == "=" {
+			p.next()
+			if _, err := p.value(); err != nil {
+				return nil, err
+			}
+		}
+		if p.peek() == "" {
+			return nil, fmt.Errorf("unterminated variable definitions")
+		}
+		defs = append(defs, d)
 	}
+	p.next()
+	return defs, nil
 }
 
 func (p *gqlParser) selectionSet() ([]*gqlField, error) {
@@ -531,11 +604,12 @@ func (p *gqlParser) selectionSet() ([]*gqlField, error) {
 		if p.peek() == "..." || p.peek() == "@" {
 			return nil, fmt.Errorf("fragments and directives are not served by the double")
 		}
+		at := p.here()
 		name := p.next()
 		if !isName(name) {
 			return nil, fmt.Errorf("expected a field, got %q", name)
 		}
-		f := &gqlField{name: name}
+		f := &gqlField{name: name, at: at}
 		if p.peek() == ":" {
 			p.next()
 			f.alias, f.name = name, p.next()
@@ -640,11 +714,16 @@ func isName(t string) bool {
 }
 
 // lexGraphQL splits a document into tokens: punctuators, names, numbers and
-// strings (kept quoted); commas, whitespace and comments are ignored.
-func lexGraphQL(doc string) ([]string, error) {
+// strings (kept quoted), each with its place (line, and column in
+// characters); commas, whitespace and comments are ignored.
+func lexGraphQL(doc string) ([]string, []gqlLocation, error) {
 	var toks []string
+	var at []gqlLocation
+	line, lineStart := 1, 0
 	for i := 0; i < len(doc); {
 		c := doc[i]
+		here := gqlLocation{Line: line, Column: utf8.RuneCountInString(doc[lineStart:i]) + 1}
+		from := i
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',':
 			i++
@@ -658,17 +737,15 @@ func lexGraphQL(doc string) ([]string, error) {
 		case strings.ContainsRune("!$():=@[]{}|", rune(c)):
 			toks = append(toks, string(c))
 			i++
-		case c == '"':
-			if strings.HasPrefix(doc[i:], `"""`) {
-				end := strings.Index(doc[i+3:], `"""`)
-				if end < 0 {
-					return nil, fmt.Errorf("unterminated block string")
-				}
-				quoted, _ := json.Marshal(doc[i+3 : i+3+end])
-				toks = append(toks, string(quoted))
-				i += end + 6
-				continue
+		case strings.HasPrefix(doc[i:], `"""`):
+			end := strings.Index(doc[i+3:], `"""`)
+			if end < 0 {
+				return nil, nil, fmt.Errorf("unterminated block string")
 			}
+			quoted, _ := json.Marshal(doc[i+3 : i+3+end])
+			toks = append(toks, string(quoted))
+			i += end + 6
+		case c == '"':
 			j := i + 1
 			for j < len(doc) && doc[j] != '"' {
 				if doc[j] == '\\' {
@@ -677,7 +754,7 @@ func lexGraphQL(doc string) ([]string, error) {
 				j++
 			}
 			if j >= len(doc) {
-				return nil, fmt.Errorf("unterminated string")
+				return nil, nil, fmt.Errorf("unterminated string")
 			}
 			toks = append(toks, doc[i:j+1])
 			i = j + 1
@@ -688,13 +765,20 @@ func lexGraphQL(doc string) ([]string, error) {
 				j++
 			}
 			if j == i {
-				return nil, fmt.Errorf("unexpected character %q", c)
+				return nil, nil, fmt.Errorf("unexpected character %q", c)
 			}
 			toks = append(toks, doc[i:j])
 			i = j
 		}
+		if len(at) < len(toks) {
+			at = append(at, here)
+		}
+		if n := strings.LastIndexByte(doc[from:i], '\n'); n >= 0 {
+			line += strings.Count(doc[from:i], "\n")
+			lineStart = from + n + 1
+		}
 	}
-	return toks, nil
+	return toks, at, nil
 }
 
 func (s *Server) queries() map[string]gqlRoot {

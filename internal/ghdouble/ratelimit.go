@@ -12,23 +12,35 @@ import (
 )
 
 // defaultRateLimit is GitHub's primary limit for an installation (and an
-// App's JWT) on a non-Enterprise account: 5,000 requests an hour.
+// App's JWT) on a non-Enterprise account: 5,000 requests an hour for REST,
+// and 5,000 points an hour for GraphQL, a budget of its own.
 const (
 	defaultRateLimit  = 5000
 	defaultRateWindow = time.Hour
 )
 
+// The resources of GitHub's primary limits the double counts, as
+// x-ratelimit-resource names them: REST's and GraphQL's.
+const (
+	resourceCore    = "core"
+	resourceGraphQL = "graphql"
+)
+
 // rateTable counts each installation's and the App's requests in GitHub's
-// primary rate limit windows.
+// primary rate limit windows, one window per resource.
 type rateTable struct {
 	mu      sync.Mutex
-	windows map[string]*rateWindow // "installation:N" or "app"
-	// limit and until are a test's small limit: it holds for windows
-	// started before until, after which GitHub's default applies again.
-	limit int
-	until time.Time
+	windows map[string]*rateWindow // "installation:N core", "app core", "installation:N graphql"
+	// small are a test's small limits by resource: each holds for windows
+	// started before its until, after which GitHub's default applies again.
+	small map[string]smallLimit
 	// notModified counts the 304 answers.
 	notModified int
+}
+
+type smallLimit struct {
+	limit int
+	until time.Time
 }
 
 type rateWindow struct {
@@ -48,20 +60,32 @@ func rateBucket(c *Call) string {
 	return ""
 }
 
-// window is the bucket's current window, a new one once the last reset.
-func (rt *rateTable) window(bucket string, now time.Time) *rateWindow {
+// window is the bucket's current window of the resource, a new one once
+// the last reset.
+func (rt *rateTable) window(bucket, resource string, now time.Time) *rateWindow {
 	if rt.windows == nil {
 		rt.windows = map[string]*rateWindow{}
 	}
-	w := rt.windows[bucket]
+	key := bucket + " " + resource
+	w := rt.windows[key]
 	if w == nil || !now.Before(w.reset) {
 		w = &rateWindow{limit: defaultRateLimit, reset: now.Add(defaultRateWindow).Truncate(time.Second)}
-		if now.Before(rt.until) {
-			w.limit, w.reset = rt.limit, rt.until
+		if small, ok := rt.small[resource]; ok && now.Before(small.until) {
+			w.limit, w.reset = small.limit, small.until
 		}
-		rt.windows[bucket] = w
+		rt.windows[key] = w
 	}
 	return w
+}
+
+// setHeaders are the x-ratelimit-* headers GitHub sends with every counted
+// answer.
+func (w *rateWindow) setHeaders(h http.Header, resource string) {
+	h.Set("X-Ratelimit-Limit", strconv.Itoa(w.limit))
+	h.Set("X-Ratelimit-Remaining", strconv.Itoa(max(w.limit-w.used, 0)))
+	h.Set("X-Ratelimit-Used", strconv.Itoa(w.used))
+	h.Set("X-Ratelimit-Reset", strconv.FormatInt(w.reset.Unix(), 10))
+	h.Set("X-Ratelimit-Resource", resource)
 }
 
 // takeRate spends one request of the caller's limit, or answers GitHub's
@@ -78,7 +102,7 @@ func (s *Server) takeRate(c *Call) (int, any) {
 	}
 	s.rates.mu.Lock()
 	defer s.rates.mu.Unlock()
-	w := s.rates.window(bucket, s.now())
+	w := s.rates.window(bucket, resourceCore, s.now())
 	if w.used >= w.limit {
 		return http.StatusForbidden, &Error{
 			Message: fmt.Sprintf("API rate limit exceeded for %s. If you reach out to GitHub Support for help, please include the request ID %s.",
@@ -100,7 +124,7 @@ func (s *Server) rateAndCondition(c *Call, h http.Header, status int, data []byt
 	defer s.rates.mu.Unlock()
 	var w *rateWindow
 	if bucket != "" {
-		w = s.rates.window(bucket, s.now())
+		w = s.rates.window(bucket, resourceCore, s.now())
 	}
 	if c.Request.Method == http.MethodGet && status == http.StatusOK && data != nil {
 		sum := sha256.Sum256(data)
@@ -116,13 +140,27 @@ func (s *Server) rateAndCondition(c *Call, h http.Header, status int, data []byt
 		}
 	}
 	if w != nil {
-		h.Set("X-Ratelimit-Limit", strconv.Itoa(w.limit))
-		h.Set("X-Ratelimit-Remaining", strconv.Itoa(max(w.limit-w.used, 0)))
-		h.Set("X-Ratelimit-Used", strconv.Itoa(w.used))
-		h.Set("X-Ratelimit-Reset", strconv.FormatInt(w.reset.Unix(), 10))
-		h.Set("X-Ratelimit-Resource", "core")
+		w.setHeaders(h, resourceCore)
 	}
 	return status, data
+}
+
+// takeGraphQLRate spends a point of the installation's GraphQL limit and
+// sets the x-ratelimit-* headers of the answer (resource graphql), or
+// says the limit is spent: GitHub then answers 200 with a RATE_LIMITED
+// error (graphQLRateLimited), remaining 0. Every request costs one point,
+// the least a call costs and what each of the double's documents costs on
+// GitHub (a connection of up to 100 nodes, one request per node below it,
+// divided by 100).
+func (s *Server) takeGraphQLRate(tok *Token, h http.Header) (limited bool) {
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	w := s.rates.window("installation:"+strconv.FormatInt(tok.InstallationID, 10), resourceGraphQL, s.now())
+	if limited = w.used >= w.limit; !limited {
+		w.used++
+	}
+	w.setHeaders(h, resourceGraphQL)
+	return limited
 }
 
 // etagMatches compares weakly, as If-None-Match does.
@@ -137,24 +175,45 @@ func etagMatches(header, etag string) bool {
 }
 
 // LimitRate gives every installation and the App a primary limit of limit
-// requests from now until until (rounded up to a second, as GitHub's reset
-// is), after which GitHub's default of 5,000 an hour applies again.
+// REST requests from now until until (rounded up to a second, as GitHub's
+// reset is), after which GitHub's default of 5,000 an hour applies again.
+// GraphQL's limit is apart (LimitGraphQLRate).
 func (s *Server) LimitRate(limit int, until time.Time) {
+	s.limitRate(resourceCore, limit, until)
+}
+
+// LimitGraphQLRate gives every installation a GraphQL limit of limit
+// points (a point a request here) from now until until, rounded up to a
+// second, after which GitHub's default of 5,000 an hour applies again.
+// REST's limit is apart (LimitRate).
+func (s *Server) LimitGraphQLRate(limit int, until time.Time) {
+	s.limitRate(resourceGraphQL, limit, until)
+}
+
+func (s *Server) limitRate(resource string, limit int, until time.Time) {
 	s.rates.mu.Lock()
 	defer s.rates.mu.Unlock()
 	if t := until.Truncate(time.Second); t.Before(until) {
 		until = t.Add(time.Second)
 	}
-	s.rates.limit, s.rates.until = limit, until
-	s.rates.windows = nil
+	if s.rates.small == nil {
+		s.rates.small = map[string]smallLimit{}
+	}
+	s.rates.small[resource] = smallLimit{limit: limit, until: until}
+	for key := range s.rates.windows {
+		if strings.HasSuffix(key, " "+resource) {
+			delete(s.rates.windows, key)
+		}
+	}
 }
 
 // ResetRateLimits ends every window now, as GitHub's reset does: each
-// installation and the App start a fresh window with GitHub's default limit.
+// installation and the App start a fresh window with GitHub's default
+// limits, REST's and GraphQL's.
 func (s *Server) ResetRateLimits() {
 	s.rates.mu.Lock()
 	defer s.rates.mu.Unlock()
-	s.rates.limit, s.rates.until = 0, time.Time{}
+	s.rates.small = nil
 	s.rates.windows = nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,5 +153,70 @@ func TestConditionalRequestNotModified(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK || res.Header.Get("ETag") == etag {
 		t.Fatalf("after a change: %d, ETag %q", res.StatusCode, res.Header.Get("ETag"))
+	}
+}
+
+// TestGraphQLRateLimit: GraphQL spends a budget of its own (resource
+// graphql, a point a request here), apart from REST's. Over it GitHub
+// answers 200 with a RATE_LIMITED error and no data, remaining 0 and the
+// reset, and runs nothing; another installation has its own; the limit
+// comes back at the reset.
+func TestGraphQLRateLimit(t *testing.T) {
+	f := newSeededFixture(t)
+	head := planBranch(t, f)
+	other := f.s.AddInstallation("globex")
+	f.s.AddRepo(other, "globex/gadgets")
+	tok := "bearer " + installationToken(t, f.s, f.inst)
+	otherTok := "bearer " + installationToken(t, f.s, other)
+	add := []any{map[string]any{"path": "a.txt", "contents": b64("a")}}
+	restUsed := func() int {
+		t.Helper()
+		r := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+strings.TrimPrefix(tok, "bearer "), nil)
+		if r.status != http.StatusOK || r.header.Get("X-Ratelimit-Resource") != "core" {
+			t.Fatalf("REST: %d %v", r.status, r.header)
+		}
+		n, _ := strconv.Atoi(r.header.Get("X-Ratelimit-Used"))
+		return n
+	}
+	before := restUsed()
+
+	a := commitOnBranch(t, f.s, tok, branchInput("acme/widgets", "plan-001/widgets", head, "one", add, nil))
+	if a.json["errors"] != nil || a.header.Get("X-Ratelimit-Resource") != "graphql" || a.header.Get("X-Ratelimit-Limit") != "5000" ||
+		a.header.Get("X-Ratelimit-Used") != "1" || a.header.Get("X-Ratelimit-Remaining") != "4999" {
+		t.Fatalf("within the default limit: %s %v", a.raw, a.header)
+	}
+	if after := restUsed(); after != before+1 {
+		t.Fatalf("REST used %d, then %d: GraphQL spent REST's budget", before, after)
+	}
+
+	until := time.Now().Add(2 * time.Second)
+	f.s.LimitGraphQLRate(1, until)
+	head = f.r.Head("plan-001/widgets")
+	if a := commitOnBranch(t, f.s, tok, branchInput("acme/widgets", "plan-001/widgets", head, "two", add, nil)); a.json["errors"] != nil || a.header.Get("X-Ratelimit-Remaining") != "0" {
+		t.Fatalf("the last point: %s %v", a.raw, a.header)
+	}
+	head = f.r.Head("plan-001/widgets")
+	a = commitOnBranch(t, f.s, tok, branchInput("acme/widgets", "plan-001/widgets", head, "three", add, nil))
+	want := fmt.Sprintf(`{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded for installation ID %d."}]}`, f.inst)
+	if a.status != http.StatusOK || a.raw != want {
+		t.Fatalf("over the limit: %d %s, want %s", a.status, a.raw, want)
+	}
+	if a.header.Get("X-Ratelimit-Remaining") != "0" || a.header.Get("X-Ratelimit-Resource") != "graphql" ||
+		a.header.Get("X-Ratelimit-Reset") != strconv.FormatInt(until.Unix()+1, 10) {
+		t.Fatalf("over the limit: headers %v", a.header)
+	}
+	if f.r.Head("plan-001/widgets") != head {
+		t.Fatal("a refused commit moved the branch")
+	}
+	// REST is not limited by GraphQL's limit, nor another installation.
+	restUsed()
+	if o := graphql(t, f.s, otherTok, `query($owner:String!$name:String!){repository(owner: $owner, name: $name){nameWithOwner}}`,
+		map[string]any{"owner": "globex", "name": "gadgets"}); o.json["errors"] != nil {
+		t.Fatalf("another installation: %s", o.raw)
+	}
+
+	time.Sleep(time.Until(time.Unix(until.Unix()+1, 0)) + 50*time.Millisecond)
+	if a := commitOnBranch(t, f.s, tok, branchInput("acme/widgets", "plan-001/widgets", head, "three", add, nil)); a.json["errors"] != nil {
+		t.Fatalf("after the reset: %s", a.raw)
 	}
 }

@@ -22,6 +22,9 @@ import (
 type Server struct {
 	t      reporter
 	layout Layout
+	// noCommitOnBranch: the GraphQL schema has no createCommitOnBranch
+	// (WithoutCommitOnBranch).
+	noCommitOnBranch bool
 	// http serves the REST API (and, in the Enterprise layout, everything);
 	// webHTTP the web side, the same server in the Enterprise layout.
 	http    *httptest.Server
@@ -79,6 +82,9 @@ type options struct {
 	layout        Layout
 	addr          string
 	log           *log.Logger
+	// noCommitOnBranch leaves createCommitOnBranch out of the GraphQL
+	// schema (WithoutCommitOnBranch).
+	noCommitOnBranch bool
 }
 
 // WithAppID sets the App's id (default: a fresh id).
@@ -211,17 +217,18 @@ func start(t reporter, gitRoot string, opts []Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		t:             t,
-		layout:        o.layout,
-		now:           o.now,
-		web:           http.NewServeMux(),
-		webLogin:      o.webUser,
-		gitRoot:       gitRoot,
-		installations: map[int64]*Installation{},
-		tokens:        map[string]*Token{},
-		repos:         map[string]*Repo{},
-		manifestCodes: map[string]*manifestCode{},
-		deliveries:    map[string]*delivery{},
+		t:                t,
+		layout:           o.layout,
+		noCommitOnBranch: o.noCommitOnBranch,
+		now:              o.now,
+		web:              http.NewServeMux(),
+		webLogin:         o.webUser,
+		gitRoot:          gitRoot,
+		installations:    map[int64]*Installation{},
+		tokens:           map[string]*Token{},
+		repos:            map[string]*Repo{},
+		manifestCodes:    map[string]*manifestCode{},
+		deliveries:       map[string]*delivery{},
 	}
 	s.background, s.stop = context.WithCancel(context.Background())
 	s.hooks = newHookQueue(s)
