@@ -57,6 +57,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer d.Close()
 	fmt.Fprintf(out, "Forge's playground is ready in %s: open %s\n", time.Since(start).Round(10*time.Millisecond), d.URL)
+	fmt.Fprintf(out, "Forge's dashboard: %s\n", d.Dashboard)
 	fmt.Fprintf(out, "You are %s. On issue #1, comment: /forge add rate limiting to /hello\n", demo.Person)
 	fmt.Fprintf(out, "Forge's log: %s. Ctrl-C stops the playground.\n", logFile.Name())
 	<-ctx.Done()

@@ -226,6 +226,30 @@ func TestPlaygroundInABrowser(t *testing.T) {
 	if !strings.Contains(p.text("#files"), "ratelimit") {
 		t.Error("main lacks ratelimit/ after the merge")
 	}
+	// Forge's dashboard, from the playground's banner: signed in through
+	// this GitHub's own sign-in as the playground's person, it shows the
+	// plan, closed after the merge, with its timeline.
+	dash := browsertest.Get(p.b, 10*time.Second, chromedp.AttributeValue(chromedp.CSS(`.md a[href$="/ui"]`), "href")).Value
+	if dash != d.Dashboard {
+		t.Errorf("the banner's dashboard link is %q, want %q", dash, d.Dashboard)
+	}
+	p.do(chromedp.Navigate(dash), chromedp.WaitVisible(chromedp.CSS("#authorize")))
+	p.click("#authorize", "strong#login")
+	if who := p.text("strong#login"); who != Person {
+		t.Errorf("signed in to the dashboard as %q, want %s", who, Person)
+	}
+	row := p.text(`tr.plan[data-plan="` + sampleRepo + `/plan-001"]`)
+	for _, want := range []string{"plan-001", "CLOSED", "2/2"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the dashboard's row of plan-001 lacks %q: %q", want, row)
+		}
+	}
+	p.click(`tr.plan[data-plan="`+sampleRepo+`/plan-001"] td.id a`, "table.timeline")
+	if tl := p.text("table.timeline"); !strings.Contains(tl, "createCommitOnBranch") || !strings.Contains(tl, "implementer") {
+		t.Errorf("the plan's timeline lacks its commits or its implementer:\n%s", tl)
+	}
+	p.screenshot("demo-dashboard-plan.png", "", "")
+
 	if pwned := browsertest.Get(p.b, 5*time.Second, chromedp.Evaluate[bool](`window.pwned !== undefined`)); pwned {
 		t.Error("the issue's text ran script")
 	}

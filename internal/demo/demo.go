@@ -56,10 +56,12 @@ const (
 
 // Demo is a running playground.
 type Demo struct {
-	// URL is the sample repository's page.
-	URL    string
-	GitHub *ghdouble.Server
-	Forge  *localforge.Server
+	// URL is the sample repository's page; Dashboard is Forge's own
+	// (sign in there as the playground's person).
+	URL       string
+	Dashboard string
+	GitHub    *ghdouble.Server
+	Forge     *localforge.Server
 
 	model *httptest.Server
 	dir   string
@@ -119,22 +121,29 @@ func (d *Demo) start(o Options) error {
 			Roles:    map[string]string{"default": "demo"},
 		}
 	}
-	if err := ghweb.Mount(gh, ghweb.Options{Login: Person, Banner: banner(o)}); err != nil {
-		return err
-	}
 	d.Forge, err = localforge.Start(gh, localforge.Options{
 		DataDir: filepath.Join(d.dir, "data"),
 		WorkDir: filepath.Join(d.dir, "work"),
 		Log:     o.Log,
 		Configure: func(c *app.Config) {
 			c.Agents = *runtimes
+			// The dashboard signs people in through the App's OAuth
+			// client, as it would on GitHub.
+			c.Github.OAuth.ClientID = gh.ClientID()
+			c.Github.OAuth.ClientSecret = gh.ClientSecret()
 		},
 	})
 	if err != nil {
 		return err
 	}
-	// GitHub sends the App's webhooks where its settings say.
+	// GitHub sends the App's webhooks where its settings say, and a
+	// person signing in to the dashboard back to its callback.
 	gh.SetHookURL(d.Forge.HookURL())
+	gh.SetCallbackURLs(d.Forge.URL + "/ui/callback")
+	d.Dashboard = d.Forge.URL + "/ui"
+	if err := ghweb.Mount(gh, ghweb.Options{Login: Person, Banner: banner(o, d.Dashboard)}); err != nil {
+		return err
+	}
 	d.URL = gh.WebURL() + sampleRepo
 	return nil
 }
@@ -174,7 +183,7 @@ func (d *Demo) Close() error {
 }
 
 // banner is what the pages say at their top: where this is and what to do.
-func banner(o Options) string {
+func banner(o Options, dashboard string) string {
 	agentsLine := "The agents are scripted: whatever you ask, they plan rate limiting for this service " +
 		"(`forge demo --agents NAME` uses a runtime of your configuration instead)."
 	if o.Agents != nil {
@@ -185,5 +194,7 @@ func banner(o Options) string {
 1. On issue [#1](/%s/issues/1) (or a [new issue](/%s/issues/new)), comment `+"`/forge add rate limiting to /hello`"+`.
 2. Watch the plan's pull request arrive: a draft, an audit round that blocks it, a revision, a clean round.
 3. Approve the pull request (a review, or the *Approve & run* button of its `+"`forge`"+` check), and watch each phase commit with its CI.
-4. Merge it.`, Person, sampleRepo, agentsLine, sampleRepo, sampleRepo)
+4. Merge it.
+
+Forge's own [dashboard](%s) shows every plan with its timeline: sign in with this GitHub as **%s**.`, Person, sampleRepo, agentsLine, sampleRepo, sampleRepo, dashboard, Person)
 }
