@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -462,7 +463,7 @@ func (d *Doctor) runtimes(ctx context.Context, cfg Config) {
 		name := "runtime " + n
 		switch rc.Type {
 		case "exec":
-			d.execRuntime(ctx, name, n, cfg.Agents, sb)
+			d.execRuntime(ctx, name, n, cfg, sb)
 		case "openai":
 			d.openaiRuntime(ctx, name, n, rc)
 		default:
@@ -481,9 +482,12 @@ func sandboxFix(err error) string {
 
 // execRuntime runs the runtime's program with its probe where its agents
 // will run: in the sandbox, with the runtime's paths and environment. A
-// program that fails there is run once more unconfined, to tell a path the
-// sandbox does not show from a probe the program does not take.
-func (d *Doctor) execRuntime(ctx context.Context, name, n string, ac agents.Config, sb *agents.ProcessSandbox) {
+// program that fails there is run once more in the sandbox with its
+// installation shown too, to tell a path the sandbox does not show from a
+// probe the program does not take. Never unconfined: the program is the
+// operator's, but what it reads is Forge's user's, data directory and all.
+func (d *Doctor) execRuntime(ctx context.Context, name, n string, cfg Config, sb *agents.ProcessSandbox) {
+	ac := cfg.Agents
 	rc := ac.Runtimes[n]
 	e, err := ac.Exec(n, sb)
 	if err == nil {
@@ -520,23 +524,54 @@ func (d *Doctor) execRuntime(ctx context.Context, name, n string, ac agents.Conf
 			fmt.Sprintf("run it as Forge's user: a CLI that waits asks for a login or a prompt, and would wait under Forge too; or set %s to arguments it answers at once", probeKey))
 		return
 	}
-	if !sb.Off() && d.runsUnconfined(ctx, ac, n, probe) {
-		d.fail(name, fmt.Sprintf("%s exits 0 outside the sandbox but fails in it: %s", shown, probeFailure(err)),
-			fmt.Sprintf("list what the CLI needs besides its program (its installation directory, its interpreter, its libraries, its settings) in agents.runtimes.%s.read_paths", n))
+	if install := installation(rc.Command[0], cfg.DataDir, cfg.Git.WorkDir); !sb.Off() && install != "" && d.runsWith(ctx, ac, n, install, sb, probe) {
+		d.fail(name, fmt.Sprintf("%s fails in the sandbox but exits 0 there with %s shown too: %s", shown, install, probeFailure(err)),
+			fmt.Sprintf("list what the CLI needs besides its program (its installation directory, its interpreter, its libraries, its settings) in agents.runtimes.%s.read_paths: %s, or the parts of it the CLI reads", n, install))
 		return
 	}
 	d.fail(name, fmt.Sprintf("%s fails %s: %s", shown, where, probeFailure(err)),
-		fmt.Sprintf("run it as Forge's user to see why; if the CLI does not take %q, set %s to arguments it answers with exit status 0", strings.Join(probe, " "), probeKey))
+		fmt.Sprintf("run it as Forge's user to see why; if the CLI does not take %q, set %s to arguments it answers with exit status 0; if it needs files besides its program, list them in agents.runtimes.%s.read_paths", strings.Join(probe, " "), probeKey, n))
 }
 
-// runsUnconfined reports whether the runtime's program passes its probe
-// with the sandbox off.
-func (d *Doctor) runsUnconfined(ctx context.Context, ac agents.Config, n string, probe []string) bool {
-	off, err := agents.NewProcessSandbox(agents.SandboxNone)
+// installation is the directory a program is installed in, the parent of
+// the directory that holds it (…/lib beside …/bin), once links are
+// followed; "" when that is the root, or holds or lies in Forge's data
+// directory or git.work_dir, which no sandbox shows.
+func installation(program, dataDir, workDir string) string {
+	path, err := exec.LookPath(program)
 	if err != nil {
-		return false
+		return ""
 	}
-	e, err := ac.Exec(n, off)
+	if path, err = filepath.EvalSymlinks(path); err != nil {
+		return ""
+	}
+	if path, err = filepath.Abs(path); err != nil {
+		return ""
+	}
+	dir := filepath.Dir(filepath.Dir(path))
+	if dir == "/" || dir == "." {
+		return ""
+	}
+	for _, p := range []string{dataDir, workDir} {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil && (within(abs, dir) || within(dir, abs)) {
+			return ""
+		}
+	}
+	return dir
+}
+
+// runsWith reports whether the runtime's program passes its probe in the
+// sandbox with dir shown read-only besides its read_paths.
+func (d *Doctor) runsWith(ctx context.Context, ac agents.Config, n, dir string, sb *agents.ProcessSandbox, probe []string) bool {
+	rc := ac.Runtimes[n]
+	rc.ReadPaths = append(slices.Clone(rc.ReadPaths), dir)
+	more := ac
+	more.Runtimes = maps.Clone(ac.Runtimes)
+	more.Runtimes[n] = rc
+	e, err := more.Exec(n, sb)
 	if err != nil {
 		return false
 	}

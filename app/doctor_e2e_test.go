@@ -232,7 +232,7 @@ func TestDoctorFaults(t *testing.T) {
 		{"exec binary missing", func(_ *testing.T, s *doctorSetup) { s.exec = "/nonexistent/agent-cli" },
 			"runtime cli", `"/nonexistent/agent-cli"`, "correct agents.runtimes.cli.command"},
 		{"exec CLI's files outside the sandbox", func(_ *testing.T, s *doctorSetup) { s.read = nil },
-			"runtime cli", "--version exits 0 outside the sandbox but fails in it: agent exited with status 2: ",
+			"runtime cli", "/agent-cli shown too: agent exited with status 2: ", // its installation, shown in a second sandbox
 			"list what the CLI needs besides its program (its installation directory, its interpreter, its libraries, its settings) in agents.runtimes.cli.read_paths"},
 		{"exec CLI refuses the probe", func(_ *testing.T, s *doctorSetup) { s.probe = []string{"--health"} },
 			"runtime cli", "--health fails in the sandbox: agent exited with status 2: agent-cli: unknown option --health",
