@@ -239,7 +239,7 @@ func TestPlaygroundInABrowser(t *testing.T) {
 		t.Errorf("signed in to the dashboard as %q, want %s", who, Person)
 	}
 	row := p.text(`tr.plan[data-plan="` + sampleRepo + `/plan-001"]`)
-	for _, want := range []string{"plan-001", "CLOSED", "2/2"} {
+	for _, want := range []string{"plan-001", "CLOSED", "3/3"} { // two phases and the final audit
 		if !strings.Contains(row, want) {
 			t.Errorf("the dashboard's row of plan-001 lacks %q: %q", want, row)
 		}

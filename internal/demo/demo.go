@@ -98,7 +98,7 @@ func Start(o Options) (*Demo, error) {
 }
 
 func (d *Demo) start(o Options) error {
-	gh, err := ghdouble.Start(ghdouble.WithAddr(o.Addr), ghdouble.WithAppName("Forge"),
+	gh, err := ghdouble.Start(ghdouble.WithAddr(o.Addr), ghdouble.WithAppName("Forge"), ghdouble.WithWebUser(Person),
 		ghdouble.WithLog(log.New(o.Log, "github double: ", log.LstdFlags)))
 	if err != nil {
 		return fmt.Errorf("start the GitHub double on %s: %w", o.Addr, err)
