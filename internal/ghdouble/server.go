@@ -48,6 +48,9 @@ type Server struct {
 	webLogin      string
 	lastID        atomic.Int64
 	lastRequestID atomic.Int64
+	// staleCommits is how many createCommitOnBranch mutations are still to
+	// answer STALE_DATA on a branch that did not move (StaleCommitOnBranch).
+	staleCommits atomic.Int64
 
 	users userTable
 	calls callTable
