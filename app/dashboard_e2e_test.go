@@ -289,6 +289,13 @@ func (b *browser) signInAt(page, login string) (*http.Response, string) {
 	if !strings.Contains(res.Request.URL.Path, "/login/oauth/authorize") {
 		b.t.Fatalf("%s led to %s, want GitHub's authorize page", page, res.Request.URL)
 	}
+	return b.authorize(res, authorize, login)
+}
+
+// authorize answers GitHub's authorize page (res, its HTML page) as login.
+func (b *browser) authorize(res *http.Response, page, login string) (*http.Response, string) {
+	b.t.Helper()
+	authorize := page
 	form := url.Values{"login": {login}, "decision": {"authorize"}}
 	for _, m := range hidden.FindAllStringSubmatch(authorize, -1) {
 		form.Set(m[1], strings.ReplaceAll(m[2], "&amp;", "&"))
@@ -389,5 +396,157 @@ func TestDashboardSignIn(t *testing.T) {
 				t.Errorf("after GitHub revoked alice's token: %d\n%s", res.StatusCode, page)
 			}
 		})
+	}
+}
+
+// newSignInWorld is Forge with sign-in configured, and nothing more.
+func newSignInWorld(t *testing.T) *world {
+	t.Helper()
+	w := newForgeWorld(t, forgeOptions{beforeStart: func(g *ghdouble.Server, c *app.Config) {
+		c.Github.OAuth.ClientID, c.Github.OAuth.ClientSecret = g.ClientID(), g.ClientSecret()
+	}})
+	w.gh.SetCallbackURLs(w.forge.URL + "/ui/callback")
+	return w
+}
+
+var csrfField = regexp.MustCompile(`<input type="hidden" name="csrf" value="([0-9a-f]+)">`)
+
+// TestDashboardSignOutNeedsItsToken: POST /ui/logout ends a session only
+// with the token of its own sign-out form: without one, with another
+// session's, with the right one in the URL rather than the form, or
+// without the session's cookie, it is refused and the session lives on;
+// a GET does not sign out. With the token, the session ends, in the
+// database too: its cookie replayed no longer signs anyone in.
+func TestDashboardSignOutNeedsItsToken(t *testing.T) {
+	w := newSignInWorld(t)
+	alice, rita := newBrowser(t), newBrowser(t)
+	_, page := alice.signIn(w.forge.URL, "alice")
+	_, ritas := rita.signIn(w.forge.URL, "rita")
+	token, other := csrfField.FindStringSubmatch(page), csrfField.FindStringSubmatch(ritas)
+	if token == nil || other == nil || token[1] == other[1] {
+		t.Fatalf("the sign-out forms' tokens: %q, %q", token, other)
+	}
+	logout := w.forge.URL + "/ui/logout"
+	post := func(b *browser, target string, form url.Values) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return b.do(req)
+	}
+	signedIn := func(what string) {
+		t.Helper()
+		if res, page := alice.open(w.forge.URL + "/ui"); res.Request.URL.Path != "/ui" || !strings.Contains(page, `<strong id="login">alice</strong>`) {
+			t.Fatalf("%s ended alice's session: /ui led to %s", what, res.Request.URL)
+		}
+	}
+	refusals := []struct {
+		name   string
+		b      *browser
+		target string
+		form   url.Values
+	}{
+		{"no token", alice, logout, url.Values{}},
+		{"an empty token", alice, logout, url.Values{"csrf": {""}}},
+		{"rita's token", alice, logout, url.Values{"csrf": {other[1]}}},
+		{"the token in the URL", alice, logout + "?csrf=" + token[1], url.Values{}},
+		{"no session cookie", newBrowser(t), logout, url.Values{"csrf": {token[1]}}},
+	}
+	for _, r := range refusals {
+		if code, page := post(r.b, r.target, r.form); code != http.StatusForbidden || strings.Contains(page, "signed out") {
+			t.Errorf("sign-out with %s: %d, want 403", r.name, code)
+		}
+		signedIn("a sign-out with " + r.name)
+	}
+	if code, _ := alice.get(logout + "?csrf=" + token[1]); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /ui/logout: %d, want 405", code)
+	}
+	signedIn("GET /ui/logout")
+
+	cookies := alice.c.Jar.Cookies(mustURL(t, w.forge.URL+"/ui"))
+	if code, _ := post(alice, logout, url.Values{"csrf": {token[1]}}); code != http.StatusOK {
+		t.Fatalf("sign-out with the form's token: %d", code)
+	}
+	if res, _ := alice.open(w.forge.URL + "/ui"); res.Request.URL.Path != "/login/oauth/authorize" {
+		t.Errorf("after signing out, /ui led to %s", res.Request.URL)
+	}
+	replay := newBrowser(t)
+	replay.c.Jar.SetCookies(mustURL(t, w.forge.URL+"/ui"), cookies)
+	if res, _ := replay.open(w.forge.URL + "/ui"); res.Request.URL.Path != "/login/oauth/authorize" {
+		t.Errorf("the signed-out session's cookie replayed reached %s", res.Request.URL)
+	}
+	if _, page := rita.open(w.forge.URL + "/ui"); !strings.Contains(page, `<strong id="login">rita</strong>`) {
+		t.Errorf("alice's sign-out ended rita's session")
+	}
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestDashboardSignInStaysWithinUI: the page a sign-in returns to
+// (/ui/login?next=…) is one of the dashboard's, or /ui: never another
+// site (//evil.example, https://evil.example, /\evil, %2F%2Fevil) nor a
+// path out of /ui (/ui/../x). Forge's redirect after GitHub's is checked
+// itself, and holds also when the sign-in's cookie was not the one
+// /ui/login set (a site beside Forge's may set cookies for their parent
+// domain).
+func TestDashboardSignInStaysWithinUI(t *testing.T) {
+	w := newSignInWorld(t)
+	// returnsTo is where Forge's redirect after GitHub's sends b.
+	returnsTo := func(b *browser, res *http.Response) string {
+		t.Helper()
+		if res.Request.URL.Path != "/ui/callback" || res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("the sign-in ended at %s with %d, want Forge's redirect from /ui/callback", res.Request.URL, res.StatusCode)
+		}
+		return res.Header.Get("Location")
+	}
+	stopAtCallback := func(b *browser) *browser {
+		b.c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if via[len(via)-1].URL.Path == "/ui/callback" {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		}
+		return b
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"next=" + url.QueryEscape("/ui/plans/octo/hello/plan-001"), "/ui/plans/octo/hello/plan-001"},
+		{"next=" + url.QueryEscape("//evil.example"), "/ui"},
+		{"next=" + url.QueryEscape("https://evil.example"), "/ui"},
+		{"next=" + url.QueryEscape("/ui/../x"), "/ui"},
+		{"next=" + url.QueryEscape(`/\evil`), "/ui"},
+		{"next=" + url.QueryEscape(`/ui/\evil`), "/ui"},
+		{"next=%2F%2Fevil", "/ui"},
+		{"next=%2Fui%2F..%2F..%2Fx", "/ui"},
+		{"next=" + url.QueryEscape("/ui//evil.example"), "/ui"},
+		{"next=" + url.QueryEscape("/uievil"), "/ui"},
+		{"next=" + url.QueryEscape("javascript:alert(1)"), "/ui"},
+	} {
+		b := stopAtCallback(newBrowser(t))
+		res, _ := b.signInAt(w.forge.URL+"/ui/login?"+tc.query, "alice")
+		if got := returnsTo(b, res); got != tc.want {
+			t.Errorf("/ui/login?%s returns to %q, want %q", tc.query, got, tc.want)
+		}
+	}
+
+	for _, planted := range []string{"/ui/../x", "/ui/..//evil.example", "//evil.example", "https://evil.example"} {
+		b := stopAtCallback(newBrowser(t))
+		res, page := b.open(w.forge.URL + "/ui/login")
+		state := res.Request.URL.Query().Get("state")
+		if state == "" {
+			t.Fatalf("GitHub was given no state: %s", res.Request.URL)
+		}
+		b.c.Jar.SetCookies(mustURL(t, w.forge.URL+"/ui"), []*http.Cookie{{Name: "forge_signin", Value: state + "|" + planted, Path: "/ui"}})
+		res, _ = b.authorize(res, page, "alice")
+		if got := returnsTo(b, res); got != "/ui" {
+			t.Errorf("a sign-in cookie naming %q returns to %q, want /ui", planted, got)
+		}
 	}
 }

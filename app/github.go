@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/shurcooL/githubv4"
+	"golang.org/x/oauth2"
 )
 
 const userAgent = "forge/0 (+https://github.com/forge-dev/forge)"
@@ -20,29 +22,82 @@ const userAgent = "forge/0 (+https://github.com/forge-dev/forge)"
 // NewClientCreator is the one place GitHub clients are built: installation
 // and App clients share the redactor, the metrics and the retry policy.
 // extra options come last (the server's base transport, which watches the
-// installation-token requests).
+// installation-token requests). Clients of a person's own token (the
+// dashboard's sign-in) are built the same way but for two things that
+// are the App's alone: the shared response cache, and the rate gauges
+// (forge_github_rate_remaining and _limit), which would report the
+// person's limit as the App's (installation 0).
 func NewClientCreator(c Config, m *Metrics, r *Redactor, extra ...githubapp.ClientOption) (githubapp.ClientCreator, error) {
+	app, err := newClientCreator(c, m, r, appClients, extra)
+	if err != nil {
+		return nil, err
+	}
+	people, err := newClientCreator(c, m, r, peopleClients, extra)
+	if err != nil {
+		return nil, err
+	}
+	return clientCreator{ClientCreator: app, people: people}, nil
+}
+
+// clientsFor says whose clients a client creator builds.
+type clientsFor int
+
+const (
+	// appClients act as the App or one of its installations.
+	appClients clientsFor = iota
+	// peopleClients act as a person, with their own token.
+	peopleClients
+)
+
+func newClientCreator(c Config, m *Metrics, r *Redactor, whose clientsFor, extra []githubapp.ClientOption) (githubapp.ClientCreator, error) {
 	retry := DefaultRetry
 	if u, err := url.Parse(c.Github.V4APIURL); err == nil {
 		retry.GraphQLPath = u.Path
 	}
-	cc, err := githubapp.NewDefaultCachingClientCreator(c.Github, append([]githubapp.ClientOption{
-		githubapp.WithClientUserAgent(userAgent),
-		// Outermost first: a request is redacted once, before any attempt,
-		// and a retried request is recorded once per attempt.
-		githubapp.WithClientMiddleware(r.Middleware(), RetryMiddleware(retry), m.ClientMiddleware(),
-			githubapp.ClientMetrics(m.clientRegistry)),
-		// Conditional requests: a poll GitHub answers 304 is not counted
-		// against the rate limit. Always revalidated, so no answer is
-		// older than the request; each client (each installation) has a
-		// key space of its own in one cache bounded for them all.
-		githubapp.WithClientCaching(true, m.responses.client),
-	}, extra...)...,
-	)
+	// Outermost first: a request is redacted once, before any attempt,
+	// and a retried request is recorded once per attempt.
+	middleware := []githubapp.ClientMiddleware{r.Middleware(), RetryMiddleware(retry), m.ClientMiddleware()}
+	opts := []githubapp.ClientOption{githubapp.WithClientUserAgent(userAgent)}
+	if whose == appClients {
+		opts = append(opts,
+			githubapp.WithClientMiddleware(append(middleware, githubapp.ClientMetrics(m.clientRegistry))...),
+			// Conditional requests: a poll GitHub answers 304 is not
+			// counted against the rate limit. Always revalidated, so no
+			// answer is older than the request; each client (each
+			// installation) has a key space of its own in one cache
+			// bounded for them all.
+			githubapp.WithClientCaching(true, m.responses.client))
+	} else {
+		opts = append(opts, githubapp.WithClientMiddleware(middleware...))
+	}
+	cc, err := githubapp.NewDefaultCachingClientCreator(c.Github, append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("create GitHub client creator: %w", err)
 	}
 	return cc, nil
+}
+
+// clientCreator builds the App's and its installations' clients, and
+// people's token clients with people's creator.
+type clientCreator struct {
+	githubapp.ClientCreator
+	people githubapp.ClientCreator
+}
+
+func (c clientCreator) NewTokenClient(token string) (*github.Client, error) {
+	return c.people.NewTokenClient(token)
+}
+
+func (c clientCreator) NewTokenSourceClient(ts oauth2.TokenSource) (*github.Client, error) {
+	return c.people.NewTokenSourceClient(ts)
+}
+
+func (c clientCreator) NewTokenV4Client(token string) (*githubv4.Client, error) {
+	return c.people.NewTokenV4Client(token)
+}
+
+func (c clientCreator) NewTokenSourceV4Client(ts oauth2.TokenSource) (*githubv4.Client, error) {
+	return c.people.NewTokenSourceV4Client(ts)
 }
 
 // RetryPolicy is Forge's single retry policy for GitHub API calls.

@@ -479,6 +479,10 @@ func (g *githubAPI) CreatePullRequest(ctx context.Context, repo pipeline.Repo, n
 	return toPR(pr), nil
 }
 
+// UpdatePullRequest edits a pull request, its title clipped to what
+// GitHub accepts. The body goes as it is: it holds people's text, which
+// is never cut, and the pipeline keeps it within GitHub's limit by
+// shrinking Forge's part of it.
 func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, number int, title, body string) error {
 	u := &github.PullRequest{}
 	if title != "" {
@@ -486,7 +490,7 @@ func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, n
 		u.Title = &title
 	}
 	if body != "" {
-		u.Body = github.String(g.fitChars(body, maxBodyChars))
+		u.Body = github.String(body)
 	}
 	_, _, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, u)
 	return apiError(err)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/templates"
 )
@@ -13,7 +14,7 @@ import (
 const (
 	// maxBodyChars bounds an issue or pull request comment, a review and a
 	// review comment: "Body is too long (maximum is 65536 characters)".
-	maxBodyChars = 65536
+	maxBodyChars = pipeline.MaxBody
 	// maxCheckOutputBytes bounds a check run's output summary and text:
 	// "summary exceeds a maximum bytesize of 65535". GitHub's documentation
 	// says characters, its check counts bytes.

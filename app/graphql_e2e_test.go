@@ -164,3 +164,30 @@ func TestPhaseCommitPausedByGraphQLRateLimit(t *testing.T) {
 		t.Errorf("forge jobs: %d snoozes, %d errors; want a snooze and no error", snoozed, errs)
 	}
 }
+
+// TestSpuriousStaleDataIsNoPush: GitHub answers the first commit on the
+// new plan branch STALE_DATA ("Expected branch to point to …") though the
+// branch is where Forge expects it, as it does while its replicas catch up
+// with a branch just created. Forge reads the branch back, finds nobody
+// pushed, and makes the same commit again after a pause: no merge, and
+// the plan, with no human commit on its branch, is auto-implemented.
+func TestSpuriousStaleDataIsNoPush(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: true\nphases:\n  wait_for_checks: false\n"}})
+	w.gh.StaleCommitOnBranch(1)
+	w.command(t, "alice", "/forge add a greeting page")
+	done := w.waitProgress(t, "the forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+	})
+	if strings.Contains(done, "someone else pushed to the plan branch") || !strings.Contains(done, "Forge finished") {
+		t.Fatalf("the forge did not finish as one nobody pushed to:\n%s", done)
+	}
+	pr := w.pulls(t)[0]
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	if n := countPrefix(msgs, "plan-001: create plan from template"); n != 1 {
+		t.Errorf("%d commits of the template, want 1: %q", n, msgs)
+	}
+	if !strings.Contains(w.forge.Logs.String(), "GitHub refused a commit on a branch that did not move; trying again") {
+		t.Errorf("the commit tried again is not logged")
+	}
+}

@@ -13,7 +13,9 @@ import (
 // on the reply to a command, on an audit round's review. Forge takes none
 // of them for its own: it answers the command, posts the round's review
 // and its own progress comment, and edits neither of theirs. Which
-// account is Forge's bot is asked of GitHub once.
+// account is Forge's bot is asked of GitHub once. (This run of the audit
+// is fresh and looks for no review of its own: a resumed round, which does,
+// is TestResumedRoundPostsItsOwnReview's.)
 func TestForgeTrustsOnlyItsOwnMarkers(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	lookalike := w.gh.OtherApp("Lookalike")

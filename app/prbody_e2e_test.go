@@ -3,6 +3,7 @@ package app_test
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
@@ -121,5 +122,54 @@ func TestPlanShapeInPRBody(t *testing.T) {
 	w.status(t, "DONE")
 	if run := w.liveForgeRun(pr); run.Conclusion != "success" || !strings.Contains(run.Output.Summary, "Plan run complete for **plan-001**: 3 phases executed") {
 		t.Errorf("the forge check run at DONE: %s %q", run.Conclusion, run.Output.Summary)
+	}
+}
+
+// TestPRBodyAtGitHubsLimit: people filled the plan PR's description above
+// and below Forge's part, up to 600 characters short of GitHub's 65,536;
+// the phases made next take more than that. Forge's part leaves out the
+// phases' graph and says so, people's text stays whole, GitHub takes the
+// body, and the next step that changes nothing of the part (the phases made
+// again) reads the body and writes nothing.
+func TestPRBodyAtGitHubsLimit(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	w.command(t, "alice", "/forge greet new users")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.planPR(t)
+	body := func() string { return w.gh.Pull(w.repo, pr.Number).Body }
+	part := body()
+	rest := 65536 - 600 - utf8.RuneCountInString(part) - len("\r\n\r\n\r\n")
+	above := "## Context\r\n" + strings.Repeat("Why this matters. ", rest/2/18)
+	below := "## Rollout\r\n" + strings.Repeat("é", rest-utf8.RuneCountInString(above)-len("## Rollout\r\n"))
+	w.gh.EditPullBody(w.repo, pr.Number, above+"\r\n\r\n"+part+"\r\n"+below)
+
+	w.commandOn(t, pr.Number, "alice", "/forge phases")
+	w.waitReply(t, pr.Number, "**Phases for plan-001**")
+	var b string
+	apptest.Eventually(t, forgeWait, "the body to show the phases", func() bool {
+		b = body()
+		return strings.Contains(b, "| **phase-1** ")
+	})
+	if !strings.HasPrefix(b, above+"\r\n\r\n<!-- forge:plan-001:pr -->\n") || !strings.HasSuffix(b, "<!-- forge:plan-001:pr:end -->\n\r\n"+below) {
+		t.Errorf("people's text is not whole around Forge's part")
+	}
+	if strings.Contains(b, "```mermaid") || !strings.Contains(b, "the phases' graph. The `forge` check run shows every phase._") {
+		t.Errorf("the part does not leave out the graph, or does not say so:\n%s", b[len(above):len(b)-len(below)])
+	}
+	if n := utf8.RuneCountInString(b); n > 65536 {
+		t.Errorf("the body is %d characters", n)
+	}
+	const read, edit = "GET /repos/{owner}/{repo}/pulls/{pull_number}", "PATCH /repos/{owner}/{repo}/pulls/{pull_number}"
+	reads, edits := w.gh.Calls(read), w.gh.Calls(edit)
+	w.commandOn(t, pr.Number, "alice", "/forge phases --regenerate")
+	apptest.Eventually(t, forgeWait, "the phases made again", func() bool {
+		return countPrefix(commitMessages(w.gh.Repo(w.repo).Commits(pr.Head)), "plan-001: phases") == 2
+	})
+	w.waitIdle(t)
+	if w.gh.Calls(read) == reads {
+		t.Fatal("the phases made again did not read the body")
+	}
+	if n := w.gh.Calls(edit) - edits; n != 0 || body() != b {
+		t.Errorf("a step that changed nothing of Forge's part edited the pull request %d times", n)
 	}
 }

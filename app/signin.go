@@ -101,16 +101,23 @@ func (s *signIn) refuse(w http.ResponseWriter, status int, p templates.SignInPag
 // dashboard's own: never another site.
 var nextPath = regexp.MustCompile(`^/ui(/[A-Za-z0-9._/-]*)?$`)
 
+// safeNext is next when it is a page of the dashboard's, /ui otherwise:
+// no other site ("//host", "/\host", a scheme), and no path out of /ui
+// ("/ui/../x", whose dot segments a browser resolves).
+func safeNext(next string) string {
+	if !nextPath.MatchString(next) || strings.Contains(next, "..") || strings.Contains(next, "//") {
+		return uiPath
+	}
+	return next
+}
+
 func (s *signIn) login(w http.ResponseWriter, r *http.Request) {
 	id, _, web, reason := s.client()
 	if reason != "" {
 		s.refuse(w, http.StatusServiceUnavailable, templates.SignInPage{Reason: reason})
 		return
 	}
-	next := r.URL.Query().Get("next")
-	if !nextPath.MatchString(next) || strings.Contains(next, "..") || strings.Contains(next, "//") {
-		next = uiPath
-	}
+	next := safeNext(r.URL.Query().Get("next"))
 	state := randomToken(16)
 	http.SetCookie(w, &http.Cookie{
 		Name: stateCookie, Value: state + "|" + next, Path: uiPath, MaxAge: int(stateMaxAge.Seconds()),
@@ -186,11 +193,10 @@ func (s *signIn) callback(w http.ResponseWriter, r *http.Request) {
 		Name: sessionCookie, Value: cookie, Path: uiPath, Expires: now.Add(life), MaxAge: int(life.Seconds()),
 		HttpOnly: true, Secure: s.secure(), SameSite: http.SameSiteLaxMode,
 	})
-	if !nextPath.MatchString(next) {
-		next = uiPath
-	}
+	// Checked again: the cookie may not be the one login set (a site
+	// beside this one may set cookies for its parent domain).
 	dashboardHeaders(w)
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
 }
 
 // userToken is GitHub's answer to a code exchange.

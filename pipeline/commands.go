@@ -519,8 +519,6 @@ func planObjective(text, title string) string {
 	return title
 }
 
-// runningWhat says what the running job does now: during phases, the
-// phase it runs or whose checks it waits for.
 // CurrentStep is what the job running a plan does now, as /forge status
 // says it; false when no job runs the plan.
 func CurrentStep(p *Plan) (templates.Step, bool) {
@@ -530,6 +528,8 @@ func CurrentStep(p *Plan) (templates.Step, bool) {
 	return runningWhat(p), true
 }
 
+// runningWhat says what the running job does now: during phases, the
+// phase it runs or whose checks it waits for.
 func runningWhat(p *Plan) templates.Step {
 	switch {
 	case p.State.Mode() == plan.ModePlan:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
@@ -16,26 +17,45 @@ import (
 // the branch moved is either that same commit (kept) or a person's push:
 // Forge's files are then merged with it file by file against the commit the
 // step started from, and committed on top of it, or the step stops with a
-// MergeConflictError and the person's commit stays the head.
+// MergeConflictError and the person's commit stays the head. A refusal of
+// a branch that did not move is GitHub lagging behind itself: the same
+// commit is tried again after a pause (staleHeadWaits).
 func (r *run) commitFiles(ctx context.Context, message string, files []FileChange) error {
 	p := r.p
 	if done, err := r.alreadyCommitted(ctx, message); err != nil || done {
 		return err
 	}
 	base, parent, want := p.HeadSHA, p.HeadSHA, files
-	for attempt := 1; ; attempt++ {
-		sha, err := r.writeCommit(ctx, parent, message, want)
-		if err == nil {
+	stale := 0
+	for attempt := 1; ; {
+		sha, cerr := r.writeCommit(ctx, parent, message, want)
+		if cerr == nil {
 			p.HeadSHA = sha
 			return r.save(ctx)
 		}
-		if !errors.Is(err, ErrNotFastForward) || attempt > maxMergeAttempts {
-			return fmt.Errorf("commit %q: %w", message, err)
+		if !errors.Is(cerr, ErrNotFastForward) || attempt > maxMergeAttempts {
+			return fmt.Errorf("commit %q: %w", message, cerr)
 		}
 		head, err := r.gh.BranchHead(ctx, p.Repo, p.Branch)
 		if err != nil {
 			return fmt.Errorf("read the head of %s: %w", p.Branch, err)
 		}
+		if head == parent {
+			// GitHub answers createCommitOnBranch STALE_DATA ("Expected
+			// branch to point to") even when the branch is where Forge
+			// expects it, as its replicas catch up with a branch just
+			// created or moved: nobody pushed.
+			if stale == len(staleHeadWaits) {
+				return fmt.Errorf("commit %q: %w", message, cerr)
+			}
+			r.log.Warn().Err(cerr).Str("head", head).Dur("wait", staleHeadWaits[stale]).Msg("GitHub refused a commit on a branch that did not move; trying again")
+			if err := pause(ctx, staleHeadWaits[stale]); err != nil {
+				return fmt.Errorf("commit %q: %w", message, err)
+			}
+			stale++
+			continue
+		}
+		attempt++
 		c, err := r.gh.Commit(ctx, p.Repo, head)
 		if err != nil {
 			return fmt.Errorf("read the head of %s: %w", p.Branch, err)
@@ -62,6 +82,22 @@ func (r *run) commitFiles(ctx context.Context, message string, files []FileChang
 			return nil // the push already holds every change Forge meant
 		}
 		parent, want = head, merged
+	}
+}
+
+// staleHeadWaits are the pauses before each new try of a commit GitHub
+// refused on a branch that had not moved: three tries in all.
+var staleHeadWaits = []time.Duration{time.Second, 2 * time.Second}
+
+// pause waits d, or less when ctx ends first (then its error).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -63,6 +63,9 @@ type GitHub interface {
 	// PullRequest reads pull request number.
 	PullRequest(ctx context.Context, repo Repo, number int) (PullRequest, error)
 	CreatePullRequest(ctx context.Context, repo Repo, pr NewPullRequest) (PullRequest, error)
+	// UpdatePullRequest edits a pull request's title and body (empty:
+	// left as they are). A body over MaxBody characters is refused
+	// (ErrRejected), not cut: it holds people's text.
 	UpdatePullRequest(ctx context.Context, repo Repo, number int, title, body string) error
 	// MarkReadyForReview takes the PR out of draft (GraphQL: REST ignores
 	// draft).

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -27,8 +30,10 @@ import (
 const maxPhaseTitle = 120
 
 // writePRBody brings Forge's part of the plan PR's body up to date,
-// keeping what people wrote around it. A body already up to date is not
-// written again.
+// keeping what people wrote around it. The part is written only when it
+// changed. It shrinks to leave the whole within GitHub's limit (fitPart):
+// people's text is never cut; when it leaves no room for even the
+// smallest part, nothing is written.
 func (f *Forge) writePRBody(ctx context.Context, gh GitHub, p *Plan) error {
 	if p.PR == 0 {
 		return nil
@@ -40,18 +45,69 @@ func (f *Forge) writePRBody(ctx context.Context, gh GitHub, p *Plan) error {
 	if p.PRURL == "" {
 		p.PRURL = pr.HTMLURL
 	}
-	part, err := prBody(p)
+	start, end := Marker(p.Number, "pr"), Marker(p.Number, "pr", "end")
+	part, body, fits, err := fitPart(pr.Body, p, start, end)
 	if err != nil {
 		return err
 	}
-	body := withPart(pr.Body, part, Marker(p.Number, "pr"), Marker(p.Number, "pr", "end"))
-	if body == pr.Body {
+	if !fits {
+		zerolog.Ctx(ctx).Warn().Str("plan", PlanID(p.Number)).Int("pr", p.PR).Int("characters", utf8.RuneCountInString(pr.Body)).
+			Msg("the pull request's description leaves Forge's part no room within GitHub's limit; the part is not written")
+		return nil
+	}
+	if now, ok := currentPart(pr.Body, start, end); ok && now == strings.TrimSuffix(part, "\n") {
 		return nil
 	}
 	if err := gh.UpdatePullRequest(ctx, p.Repo, p.PR, "", body); err != nil {
 		return fmt.Errorf("update the pull request's body: %w", err)
 	}
 	return nil
+}
+
+// fitPart is Forge's part of the plan PR's body and the body with it in
+// place of the one in body (withPart), within MaxBody characters: when
+// people's text around the part leaves too little room, the part leaves
+// out the phases' graph, then the table's rows from the last, and says so.
+// fits is false when even the part without any phase is too long.
+func fitPart(body string, p *Plan, start, end string) (part, out string, fits bool, err error) {
+	d := prBodyData(p)
+	try := func(d templates.PRBody) bool {
+		if part, err = templates.Text(d); err != nil {
+			return false
+		}
+		out = withPart(body, part, start, end)
+		return utf8.RuneCountInString(out) <= MaxBody
+	}
+	if try(d) || err != nil {
+		return part, out, err == nil, err
+	}
+	rows := d.Phases
+	if len(rows) == 0 {
+		return part, out, false, nil
+	}
+	d.GraphCut = true
+	for keep := len(rows); keep >= 0; keep-- {
+		d.Phases, d.RowsCut = rows[:keep], len(rows)-keep
+		if try(d) || err != nil {
+			return part, out, err == nil, err
+		}
+	}
+	return part, out, false, nil
+}
+
+// currentPart is Forge's part in body, from the line of marker start to
+// marker end, without the line break after it; false when body has none
+// with both markers.
+func currentPart(body, start, end string) (string, bool) {
+	i := markerLine(body, start, 0)
+	if i < 0 {
+		return "", false
+	}
+	j := markerLine(body, end, i)
+	if j < 0 {
+		return "", false
+	}
+	return body[i : j+strings.Index(body[j:], end)+len(end)], true
 }
 
 // withPart is body with Forge's part, from the line of marker start to
@@ -101,9 +157,15 @@ func markerLine(text, marker string, from int) int {
 	return -1
 }
 
-// prBody is Forge's part of the plan PR's description. From approval on
-// it closes the plan's issue when merged (DESIGN §4).
+// prBody is Forge's part of the plan PR's description, every phase
+// shown.
 func prBody(p *Plan) (string, error) {
+	return templates.Text(prBodyData(p))
+}
+
+// prBodyData is what Forge's part of the plan PR's description says. From
+// approval on it closes the plan's issue when merged (DESIGN §4).
+func prBodyData(p *Plan) templates.PRBody {
 	last := ""
 	if n := len(p.Audits); n > 0 {
 		last = p.Audits[n-1].Verdict.String()
@@ -114,14 +176,14 @@ func prBody(p *Plan) (string, error) {
 	case plan.Approved, plan.Implementing, plan.Auditing, plan.Done:
 		closes = p.Issue
 	}
-	return templates.Text(templates.PRBody{
+	return templates.PRBody{
 		// The summary is the requester's; without its HTML comments it
 		// cannot hold the part's end marker.
 		Marker: Marker(p.Number, "pr"), Summary: oneLine(Sanitize(p.Title)), PlanID: PlanID(p.Number),
 		Path: p.PlanPath, FileURL: "../blob/" + p.Branch + "/" + p.PlanPath, Status: string(st),
 		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
 		NotDraft: p.DraftRefused, Closes: closes, Phases: phaseRows(p), End: Marker(p.Number, "pr", "end"),
-	})
+	}
 }
 
 // phaseTable is the plan's phases as the forge check run's summary ends

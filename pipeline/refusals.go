@@ -47,6 +47,11 @@ func WorkflowPaths(files []FileChange) []string {
 // characters: a longer one is refused with 422 "title is too long".
 const MaxTitle = 256
 
+// MaxBody is GitHub's limit on the body of an issue, a pull request, a
+// comment or a review, in characters: a longer one is refused with 422
+// "Body is too long (maximum is 65536 characters)".
+const MaxBody = 65536
+
 // ClipTitle shortens a title to at most max characters, cut on a character
 // boundary and ending in an ellipsis, so GitHub accepts it; a title that
 // fits is returned as it is.

@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"testing"
+	"time"
 )
 
 // treeFiles is a Workspace holding one commit's files; nothing else of it
@@ -68,5 +71,46 @@ func TestWriteCommitDropsGoneDeletions(t *testing.T) {
 				t.Errorf("committed %v (%s), want %v", paths, sha, tt.want)
 			}
 		})
+	}
+}
+
+// unmovedBranch is a GitHub that refuses every commit as not a fast
+// forward while its branch stays at head, as GitHub's STALE_DATA does
+// while its replicas lag.
+type unmovedBranch struct {
+	GitHub
+	head    string
+	commits int
+	reads   int
+}
+
+func (g *unmovedBranch) CommitFiles(context.Context, Repo, string, string, string, []FileChange) (string, error) {
+	g.commits++
+	return "", fmt.Errorf("%w: Expected branch to point to %q but it did not. Pull and try again.", ErrNotFastForward, g.head)
+}
+
+func (g *unmovedBranch) BranchHead(context.Context, Repo, string) (string, error) { return g.head, nil }
+
+func (g *unmovedBranch) Commit(context.Context, Repo, string) (Commit, error) {
+	g.reads++
+	return Commit{}, errors.New("not asked for: nobody pushed")
+}
+
+// TestCommitOnAnUnmovedBranch: a commit GitHub refuses though the branch
+// did not move is tried again after each of staleHeadWaits, three times in
+// all, and then fails with GitHub's refusal; it is never taken for a
+// person's push (no merge, no human change).
+func TestCommitOnAnUnmovedBranch(t *testing.T) {
+	waits := staleHeadWaits
+	staleHeadWaits = []time.Duration{time.Millisecond, 2 * time.Millisecond}
+	t.Cleanup(func() { staleHeadWaits = waits })
+	gh := &unmovedBranch{head: "parent"}
+	r := &run{p: &Plan{Repo: Repo{Owner: "o", Name: "r"}, Branch: "plan-001/x", HeadSHA: "parent"}, gh: gh, ws: treeFiles{}}
+	err := r.commitFiles(context.Background(), "plan-001: draft", []FileChange{{Path: "a.go", Content: []byte("a")}})
+	if !errors.Is(err, ErrNotFastForward) || gh.commits != 3 {
+		t.Errorf("after %d tries: %v; want 3 tries, then GitHub's refusal", gh.commits, err)
+	}
+	if r.humanChange || gh.reads != 0 || r.p.HeadSHA != "parent" {
+		t.Errorf("the unmoved branch was taken for a push: human change %v, %d commits read, head %s", r.humanChange, gh.reads, r.p.HeadSHA)
 	}
 }

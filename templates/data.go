@@ -317,7 +317,13 @@ type (
 		Closes      int
 		// Phases are the plan's phases once made: their graph and table.
 		Phases []PhaseRow
-		End    string
+		// GraphCut and RowsCut say what of the phases is left out for the
+		// description, with the text people wrote around the part, to stay
+		// within GitHub's limit: the graph, and the last RowsCut phases'
+		// rows (all of them when Phases is empty).
+		GraphCut bool
+		RowsCut  int
+		End      string
 	}
 	// PhaseRow is one phase as the plan's phase graph and status table
 	// show it. Title is the phase's own (plan text: the templates escape

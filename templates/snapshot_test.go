@@ -527,6 +527,11 @@ func textCases(t *testing.T) []textCase {
 		{"pr-body/4 phase 1 done, phase 2 running", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "running")})},
 		{"pr-body/5 phase 2 failed", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "failed")})},
 		{"pr-body/6 done", prBody(templates.PRBody{Status: string(plan.Done), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "skipped", "done")})},
+		// A description whose people's text leaves Forge's part less room:
+		// the graph goes first, then the table's rows from the end.
+		{"pr-body/graph left out", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("running"), GraphCut: true})},
+		{"pr-body/rows left out", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("running")[:1], GraphCut: true, RowsCut: 2})},
+		{"pr-body/every phase left out", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, GraphCut: true, RowsCut: 3})},
 		{"phase-graph/a read phase first, fan-in to the audit", templates.PhaseGraph(append([]templates.PhaseRow{{ID: "phase-0", Title: "Read the codebase", Kind: "read", State: "done", Took: "20s"}}, stageRows("running")...))},
 		{"phase-graph/hostile titles", templates.PhaseGraph(hostileRows)},
 		{"phase-table/phase 2 waits for its checks", templates.PhaseTable(stageRows("done", "waiting"))},

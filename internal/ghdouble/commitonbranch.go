@@ -74,7 +74,7 @@ func (s *Server) createCommitOnBranch(tok *Token, in map[string]any) (map[string
 	if !ok {
 		return nil, &gqlError{Type: "NOT_FOUND", Message: fmt.Sprintf("A ref named %q does not exist in %s.", refName, r.FullName)}
 	}
-	if cur.SHA != expected {
+	if cur.SHA != expected || s.takeStaleCommit() {
 		return nil, staleHead(expected)
 	}
 	changes, gerr := s.fileChanges(r, cur.SHA, in["fileChanges"])
@@ -117,6 +117,26 @@ func (s *Server) createCommitOnBranch(tok *Token, in map[string]any) (map[string
 		},
 		"ref": map[string]any{"__typename": "Ref", "id": nodeID("Ref", shaID(sha)), "name": strings.TrimPrefix(refName, "refs/heads/"), "prefix": "refs/heads/"},
 	}, nil
+}
+
+// StaleCommitOnBranch makes the next n createCommitOnBranch mutations
+// answer STALE_DATA, writing nothing, though the branch is at their
+// expectedHeadOid: github.com does so right after a branch is created or
+// moved, until its replicas agree on the branch's head.
+func (s *Server) StaleCommitOnBranch(n int) { s.staleCommits.Add(int64(n)) }
+
+// takeStaleCommit uses up one of StaleCommitOnBranch's refusals, false
+// when none is left.
+func (s *Server) takeStaleCommit() bool {
+	for {
+		n := s.staleCommits.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.staleCommits.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 // staleHead is GitHub's refusal of a createCommitOnBranch whose

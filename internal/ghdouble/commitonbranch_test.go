@@ -264,3 +264,25 @@ func TestCreateCommitOnBranchNotInSchema(t *testing.T) {
 		t.Errorf("markPullRequestReadyForReview on the same GitHub: %s", a.raw)
 	}
 }
+
+// TestStaleCommitOnBranch: StaleCommitOnBranch(1) makes the next commit on
+// a branch at its expected head answer GitHub's STALE_DATA, writing
+// nothing; the same commit tried again goes through.
+func TestStaleCommitOnBranch(t *testing.T) {
+	t.Parallel()
+	f := newSeededFixture(t)
+	head := planBranch(t, f)
+	tok := "bearer " + installationToken(t, f.s, f.inst)
+	in := branchInput("acme/widgets", "plan-001/widgets", head, "plan-001: draft", []any{map[string]any{"path": "docs/plan.md", "contents": b64("# Plan\n")}}, nil)
+	f.s.StaleCommitOnBranch(1)
+	a := commitOnBranch(t, f.s, tok, in)
+	if typ, msg := gqlErrorOf(t, a); typ != "STALE_DATA" || !strings.HasPrefix(msg, `Expected branch to point to "`+head+`"`) {
+		t.Errorf("the spurious refusal: %s %q", typ, msg)
+	}
+	if got := f.r.Head("plan-001/widgets"); got != head {
+		t.Fatalf("the refused commit moved the branch to %s", got)
+	}
+	if a := commitOnBranch(t, f.s, tok, in); a.json["errors"] != nil || f.r.Head("plan-001/widgets") == head {
+		t.Errorf("the commit tried again: %s", a.raw)
+	}
+}

@@ -26,11 +26,12 @@ const (
 	resourceGraphQL = "graphql"
 )
 
-// rateTable counts each installation's and the App's requests in GitHub's
-// primary rate limit windows, one window per resource.
+// rateTable counts each installation's, the App's and each person's (a
+// user access token's: their own 5,000 an hour on GitHub) requests in
+// GitHub's primary rate limit windows, one window per resource.
 type rateTable struct {
 	mu      sync.Mutex
-	windows map[string]*rateWindow // "installation:N core", "app core", "installation:N graphql"
+	windows map[string]*rateWindow // "installation:N core", "app core", "user:N core", "installation:N graphql"
 	// small are a test's small limits by resource: each holds for windows
 	// started before its until, after which GitHub's default applies again.
 	small map[string]smallLimit
@@ -54,6 +55,8 @@ func rateBucket(c *Call) string {
 	switch {
 	case c.Token != nil:
 		return "installation:" + strconv.FormatInt(c.Token.InstallationID, 10)
+	case c.User != nil:
+		return "user:" + strconv.FormatInt(c.User.ID, 10)
 	case c.Route.Auth == AuthApp:
 		return "app"
 	}
@@ -96,8 +99,13 @@ func (s *Server) takeRate(c *Call) (int, any) {
 		return 0, nil
 	}
 	// Named before the leaf lock is taken: AppID takes s.mu.
-	who := "installation ID " + strings.TrimPrefix(bucket, "installation:")
-	if c.Token == nil {
+	var who string
+	switch {
+	case c.Token != nil:
+		who = "installation ID " + strings.TrimPrefix(bucket, "installation:")
+	case c.User != nil:
+		who = "user ID " + strings.TrimPrefix(bucket, "user:")
+	default:
 		who = "app ID " + strconv.FormatInt(s.AppID(), 10)
 	}
 	s.rates.mu.Lock()

@@ -36,6 +36,36 @@ func TestRateLimitHeadersOnEveryAnswer(t *testing.T) {
 	}
 }
 
+// A person's user access token spends a limit of its own, neither the
+// App's nor an installation's, and its answers say so.
+func TestRateLimitOfAUserToken(t *testing.T) {
+	f := newFixture(t)
+	tok := installationToken(t, f.s, f.inst)
+	call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil)
+	alice := f.s.UserToken("alice")
+	for i := 1; i <= 2; i++ {
+		a := call(t, "GET", f.s.URL()+"user/installations", "token "+alice, nil)
+		if a.status != http.StatusOK || a.header.Get("X-Ratelimit-Limit") != "5000" || a.header.Get("X-Ratelimit-Used") != strconv.Itoa(i) {
+			t.Fatalf("alice's call %d: %d, rate headers %v", i, a.status, a.header)
+		}
+	}
+	if a := call(t, "GET", f.s.URL()+"user", "token "+f.s.UserToken("bob"), nil); a.header.Get("X-Ratelimit-Used") != "1" {
+		t.Errorf("bob's first call: used %q, want his own limit", a.header.Get("X-Ratelimit-Used"))
+	}
+	if a := call(t, "GET", f.s.URL()+"repos/acme/widgets", "token "+tok, nil); a.header.Get("X-Ratelimit-Used") != "2" {
+		t.Errorf("the installation's second call: used %q", a.header.Get("X-Ratelimit-Used"))
+	}
+	f.s.LimitRate(2, time.Now().Add(time.Hour))
+	carol := f.s.UserToken("carol")
+	for range 2 {
+		call(t, "GET", f.s.URL()+"user", "token "+carol, nil)
+	}
+	a := call(t, "GET", f.s.URL()+"user", "token "+carol, nil)
+	if want := "API rate limit exceeded for user ID "; a.status != http.StatusForbidden || !strings.HasPrefix(a.json["message"].(string), want) {
+		t.Errorf("over carol's limit: %d %s", a.status, a.raw)
+	}
+}
+
 // An installation that spent its limit gets GitHub's 403 until the reset;
 // another installation has a limit of its own.
 func TestRateLimitInstallationExhausted(t *testing.T) {

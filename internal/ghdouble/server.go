@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,9 @@ type Server struct {
 	webLogin      string
 	lastID        atomic.Int64
 	lastRequestID atomic.Int64
+	// staleCommits is how many createCommitOnBranch mutations are still to
+	// answer STALE_DATA on a branch that did not move (StaleCommitOnBranch).
+	staleCommits atomic.Int64
 
 	users userTable
 	calls callTable
@@ -85,6 +89,9 @@ type options struct {
 	// noCommitOnBranch leaves createCommitOnBranch out of the GraphQL
 	// schema (WithoutCommitOnBranch).
 	noCommitOnBranch bool
+	// loopbackOnly refuses requests to any other name than this
+	// machine's (Start).
+	loopbackOnly bool
 }
 
 // WithAppID sets the App's id (default: a fresh id).
@@ -178,8 +185,11 @@ func New(t T, opts ...Option) *Server {
 // Start starts a double outside a test, as `forge demo` runs one: what a
 // test's double would fail the test for is logged instead (WithLog), and a
 // helper used against its contract (an unknown repository, an action
-// GitHub would refuse) panics. Close stops it and removes its repositories.
+// GitHub would refuse) panics. It answers only requests to this machine's
+// names (LoopbackHost), on every route. Close stops it and removes its
+// repositories.
 func Start(opts ...Option) (*Server, error) {
+	opts = append(slices.Clip(opts), func(o *options) { o.loopbackOnly = true })
 	root, err := os.MkdirTemp("", "ghdouble-")
 	if err != nil {
 		return nil, fmt.Errorf("ghdouble: %w", err)
@@ -257,11 +267,15 @@ func start(t reporter, gitRoot string, opts []Option) (*Server, error) {
 			return nil, err
 		}
 	}
+	api, web := http.Handler(s), http.Handler(s.web)
+	if o.loopbackOnly {
+		api, web = loopbackOnly(api), loopbackOnly(web)
+	}
 	if s.layout == DotCom {
-		s.http = httptest.NewServer(s)
-		s.webHTTP = serveOn(l, s.web)
+		s.http = httptest.NewServer(api)
+		s.webHTTP = serveOn(l, web)
 	} else {
-		s.http = serveOn(l, s)
+		s.http = serveOn(l, api)
 		s.webHTTP = s.http
 	}
 	return s, nil

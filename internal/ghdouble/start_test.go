@@ -6,6 +6,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -91,4 +92,73 @@ func TestStartOutsideATest(t *testing.T) {
 		c.Close()
 		t.Errorf("%s still accepts connections after Close", addr)
 	}
+}
+
+// TestStartAnswersOnlyLoopbackNames: a double of Start, in either layout,
+// refuses a request whose Host is not this machine's (a site an attacker
+// rebinds to 127.0.0.1, reaching it from a person's browser) on every
+// route: the REST API, GraphQL, the OAuth authorize page, git over HTTP
+// and an unknown page alike. 127.0.0.1, [::1] and localhost are served.
+func TestStartAnswersOnlyLoopbackNames(t *testing.T) {
+	for _, layout := range []Layout{Enterprise, DotCom} {
+		t.Run(layout.String(), func(t *testing.T) {
+			var logs syncBuffer
+			s, err := Start(WithLayout(layout), WithLog(log.New(&logs, "", 0)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			inst := s.AddInstallation("acme")
+			s.AddRepo(inst, "acme/widgets").Seed(map[string]string{"README.md": "# widgets\n"}, "initial commit")
+			tok := installationToken(t, s, inst)
+			routes := []struct {
+				name, method, url, auth string
+			}{
+				{"the REST API", "GET", s.URL() + "repos/acme/widgets", "token " + tok},
+				{"GraphQL", "POST", s.GraphQLURL(), "bearer " + tok},
+				{"the OAuth authorize page", "GET", s.WebURL() + "login/oauth/authorize?client_id=" + s.ClientID(), ""},
+				{"git over HTTP", "GET", s.WebURL() + "acme/widgets.git/info/refs?service=git-upload-pack", ""},
+			}
+			for _, rt := range routes {
+				port := mustPort(t, rt.url)
+				for host, refused := range map[string]bool{
+					"":                       false, // the URL's own, 127.0.0.1:port
+					"localhost:" + port:      false,
+					"[::1]:" + port:          false,
+					"evil.example":           true,
+					"evil.example:" + port:   true,
+					"127.0.0.1.nip.io":       true,
+					"localhost.evil.example": true,
+				} {
+					req, err := http.NewRequest(rt.method, rt.url, strings.NewReader(`{"query":"{ viewer { login } }"}`))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if host != "" {
+						req.Host = host
+					}
+					if rt.auth != "" {
+						req.Header.Set("Authorization", rt.auth)
+					}
+					res, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res.Body.Close()
+					if got := res.StatusCode == http.StatusMisdirectedRequest; got != refused {
+						t.Errorf("%s with Host %q: %d, refused %v, want %v", rt.name, host, res.StatusCode, got, refused)
+					}
+				}
+			}
+		})
+	}
+}
+
+func mustPort(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Port()
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/forge-dev/forge/pipeline"
 )
@@ -436,6 +437,10 @@ func (g *GitHub) UpdatePullRequest(_ context.Context, _ pipeline.Repo, number in
 	pr := g.Pulls[number]
 	if pr == nil {
 		return pipeline.ErrNotFound
+	}
+	if utf8.RuneCountInString(body) > pipeline.MaxBody {
+		// GitHub: 422 "Body is too long (maximum is 65536 characters)".
+		return fmt.Errorf("%w: body is too long (maximum is %d characters)", pipeline.ErrRejected, pipeline.MaxBody)
 	}
 	if title != "" {
 		pr.Title = title

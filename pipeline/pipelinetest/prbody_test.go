@@ -1,12 +1,16 @@
 package pipelinetest_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gkampitakis/go-snaps/snaps"
+	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
@@ -251,6 +255,115 @@ func TestPRBodyWhenARunEndsOtherwise(t *testing.T) {
 		}
 		if body := w.GitHub.PRBody(p.PR); !strings.Contains(body, "    class n_phase_2 done\n") {
 			t.Errorf("the body after the failure does not show phase-2 done:\n%s", body)
+		}
+	})
+}
+
+// TestPRBodyWithinGitHubsLimit: people wrote text above and below Forge's
+// part, filling the description but for what the part then took; the
+// phases made since need more. Forge's part shrinks so that the whole
+// stays within GitHub's 65,536 characters (counted as characters, not
+// bytes): the phases' graph goes first, then the table's last rows, and
+// the part says so; people's text is never cut. When even the part
+// without any phase would not fit, nothing is written and Forge logs why.
+// A write that would not change the part is not made.
+func TestPRBodyWithinGitHubsLimit(t *testing.T) {
+	const start, end = "<!-- forge:plan-001:pr -->", "<!-- forge:plan-001:pr:end -->\n"
+	partOf := func(body string) string {
+		i, j := strings.Index(body, start), strings.Index(body, end)
+		if i < 0 || j < i {
+			return ""
+		}
+		return body[i : j+len(end)]
+	}
+	// people is n characters of people's text, each two bytes in UTF-8.
+	people := func(n int) string { return strings.Repeat("ü", n) }
+	// phases makes the phases of a plan in REVIEW whose description has
+	// room for room characters more than its part takes: people wrote the
+	// rest, half above the part, half below. It returns what they wrote,
+	// the body then and the plan's log.
+	phases := func(t *testing.T, room int) (above, below, body string, log *bytes.Buffer) {
+		t.Helper()
+		w, p, _ := clockWorld(t)
+		part := w.GitHub.PRBody(p.PR)
+		rest := pipeline.MaxBody - room - utf8.RuneCountInString(part) - len("\n\n\n")
+		above, below = people(rest/2), people(rest-rest/2)
+		w.GitHub.EditPRBody(p.PR, above+"\n\n"+part+"\n"+below)
+		log = &bytes.Buffer{}
+		ctx := zerolog.New(log).WithContext(context.Background())
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge phases")); err != nil {
+			t.Fatal(err)
+		}
+		body = w.GitHub.PRBody(p.PR)
+		if !strings.HasPrefix(body, above+"\n\n"+start) || !strings.HasSuffix(body, end+"\n"+below) {
+			t.Errorf("people's text is not kept whole around Forge's part")
+		}
+		if n := utf8.RuneCountInString(body); n > pipeline.MaxBody {
+			t.Errorf("the body is %d characters, over GitHub's %d", n, pipeline.MaxBody)
+		}
+		reads, writes := w.GitHub.Calls["PullRequest"], w.GitHub.Calls["UpdatePullRequest"]
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge phases --regenerate")); err != nil {
+			t.Fatal(err)
+		}
+		if w.GitHub.Calls["PullRequest"] == reads {
+			t.Fatal("the phases made again did not read the body")
+		}
+		if n := w.GitHub.Calls["UpdatePullRequest"] - writes; n != 0 || w.GitHub.PRBody(p.PR) != body {
+			t.Errorf("a step that changes nothing of the part wrote the body %d times", n)
+		}
+		return above, below, body, log
+	}
+	const note = "_Left out here to keep this description within GitHub's 65,536 characters beside the text around it: "
+	rows := func(part string) int { return strings.Count(part, "\n| **phase-") }
+
+	// The part before the phases and with every phase shown, in a
+	// description of its own: how much the phases add.
+	w, p, _ := clockWorld(t)
+	before := utf8.RuneCountInString(w.GitHub.PRBody(p.PR))
+	if err := w.Forge.HandleCommand(context.Background(), command(w, p.PR, true, "/forge phases")); err != nil {
+		t.Fatal(err)
+	}
+	full := partOf(w.GitHub.PRBody(p.PR))
+	fullRows := rows(full)
+	if !strings.Contains(full, "```mermaid") || fullRows < 2 {
+		t.Fatalf("the part of a plan with phases:\n%s", full)
+	}
+	grown := utf8.RuneCountInString(full) - before
+
+	t.Run("room for every phase", func(t *testing.T) {
+		_, _, body, _ := phases(t, grown)
+		if got := partOf(body); got != full {
+			t.Errorf("with room for it, the part is not the whole one:\n%s", got)
+		}
+	})
+	var noGraph string
+	t.Run("no room for the graph", func(t *testing.T) {
+		_, _, body, _ := phases(t, grown-1)
+		noGraph = partOf(body)
+		if strings.Contains(noGraph, "```mermaid") || rows(noGraph) != fullRows || !strings.Contains(noGraph, note+"the phases' graph. The `forge` check run shows every phase._") {
+			t.Errorf("one character short, the part does not leave out the graph alone:\n%s", noGraph)
+		}
+	})
+	t.Run("no room for every row", func(t *testing.T) {
+		_, _, body, _ := phases(t, utf8.RuneCountInString(noGraph)-before-1)
+		part := partOf(body)
+		if cut := fullRows - rows(part); cut < 1 || rows(part) < 1 || !strings.Contains(part, fmt.Sprintf(note+"the phases' graph and the table's last %d rows.", cut)) {
+			t.Errorf("the part leaves out rows without saying so, or leaves out none:\n%s", part)
+		}
+		if !strings.Contains(part, "| **phase-1** ") {
+			t.Errorf("the first row went before the last:\n%s", part)
+		}
+	})
+	t.Run("no room for any part", func(t *testing.T) {
+		above, below, body, log := phases(t, 0)
+		if part := partOf(body); strings.Contains(part, "### Phases") || !strings.Contains(part, "| Status | REVIEW |") {
+			t.Errorf("the part was written though nothing of it fits:\n%s", part)
+		}
+		if !strings.HasPrefix(body, above) || !strings.HasSuffix(body, below) {
+			t.Errorf("people's text changed")
+		}
+		if !strings.Contains(log.String(), "leaves Forge's part no room") {
+			t.Errorf("the skipped write is not logged:\n%s", log)
 		}
 	})
 }

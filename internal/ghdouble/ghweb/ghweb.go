@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -132,7 +131,7 @@ func Mount(gh *ghdouble.Server, o Options) error {
 // browser.
 func secured(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) {
+		if !ghdouble.LoopbackHost(r.Host) {
 			http.Error(w, "the playground's pages answer only on 127.0.0.1, [::1] or localhost", http.StatusMisdirectedRequest)
 			return
 		}
@@ -142,20 +141,6 @@ func secured(h http.HandlerFunc) http.Handler {
 		hd.Set("Referrer-Policy", "same-origin")
 		h(w, r)
 	})
-}
-
-// loopbackHost reports whether a request's Host names this machine.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // layout is what every page shows around its content.
