@@ -551,33 +551,6 @@ func TestNothingSecretReachesAgents(t *testing.T) {
 	}
 }
 
-// TestReadOnlyAgentWritesAreDiscarded: an exec auditor that changes files
-// has its changes thrown away, never committed, and reported.
-func TestReadOnlyAgentWritesAreDiscarded(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "writer-auditor.sh")
-	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", "auditor.sh")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\necho pwned > hacked.txt\necho x >> README.md\nexec "+real+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The sandbox gives an auditor its working copy read-only; without it
-	// (agents.sandbox: none) the writes land and must be thrown away.
-	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"auditor": {p}},
-		configure: func(c *app.Config) { c.Agents.Sandbox = "none" }})
-	w.command(t, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
-	report := w.waitReply(t, w.issue, "changed files in its working copy")
-	if !strings.Contains(report, "`hacked.txt`") || !strings.Contains(report, "`README.md`") || !strings.Contains(report, "auditor") {
-		t.Errorf("report:\n%s", report)
-	}
-	head := w.pulls(t)[0].Head
-	if _, ok := w.gh.Repo(w.repo).File(head, "hacked.txt"); ok {
-		t.Errorf("the auditor's file was committed")
-	}
-	if readme, _ := w.gh.Repo(w.repo).File(head, "README.md"); strings.Contains(readme, "x\n") && strings.Count(readme, "\n") > 3 {
-		t.Errorf("the auditor's edit was committed: %q", readme)
-	}
-}
-
 // TestAutoImplementRunsPhases: a clean review is approved by Forge itself
 // and its phases run: one commit per implement phase with only its files,
 // a check run per phase, the post-implementation audit as a review on the

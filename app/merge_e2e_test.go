@@ -15,9 +15,10 @@ import (
 // waitingImplementer is an implementer that, while README.md still holds
 // the seeded greeting, signals in its working copy that it runs and waits
 // for the test to let it go on (the test pushes meanwhile); then it edits
-// the greeting's line and writes docs/hello.md. The rendezvous files live
-// in the working copy, the one place every sandbox lets the implementer
-// write, and are gone before Forge reads the changes.
+// the greeting's line and writes hello.md, the two files of its phase
+// (readmeDrafter). The rendezvous files live in the working copy, the one
+// place every sandbox lets the implementer write, and are gone before
+// Forge reads the changes.
 func waitingImplementer(t *testing.T) []string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "waiting-implementer.sh")
@@ -36,14 +37,22 @@ if grep -q '^Hello, world\.$' README.md; then
 	sed 's/^Hello, world\.$/Hello, world, from Forge./' README.md > README.md.new
 	mv README.md.new README.md
 fi
-mkdir -p docs
-printf 'Written by %s.\n' "$FORGE_PHASE_ID" > docs/hello.md
+printf 'Written by %s.\n' "$FORGE_PHASE_ID" > hello.md
 echo "Implemented $FORGE_PHASE_ID"
 `
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return []string{p}
+}
+
+// readmeDrafter answers a plan of one phase changing README.md and adding
+// hello.md beside it: the files waitingImplementer changes.
+func readmeDrafter(t *testing.T) []string {
+	t.Helper()
+	return drafterScript(t, "Say in the README that the greeting comes from Forge, with a page beside it.", "The README's greeting and one new page.",
+		"- `README.md` — the greeting says it comes from Forge.\n- `hello.md` (new) — the greeting page.",
+		"- People's edits of the README meanwhile; they are merged.", "- Read the README and the page.")
 }
 
 // pushWhileImplementing approves the plan, waits until the implementer
@@ -83,7 +92,7 @@ func pushWhileImplementing(t *testing.T, w *world, files map[string]string) (ghd
 // its whole README.md on the new head and the person's title was gone.
 func TestPushDuringPhaseIsMerged(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{
-		override: map[string][]string{"implementer": waitingImplementer(t)},
+		override: map[string][]string{"drafter": readmeDrafter(t), "implementer": waitingImplementer(t)},
 		files:    map[string]string{".github/forge.yml": "auto_implement: false\n"},
 	})
 	t.Cleanup(func() {
@@ -99,9 +108,9 @@ func TestPushDuringPhaseIsMerged(t *testing.T) {
 
 	repo := w.gh.Repo(w.repo)
 	for path, want := range map[string]string{
-		"README.md":     "# hello, edited by Alice\n\nHello, world, from Forge.\n",
-		"alice.txt":     "Alice was here.\n",
-		"docs/hello.md": "Written by phase-1.\n",
+		"README.md": "# hello, edited by Alice\n\nHello, world, from Forge.\n",
+		"alice.txt": "Alice was here.\n",
+		"hello.md":  "Written by phase-1.\n",
 	} {
 		if got, _ := repo.File(pr.Head, path); got != want {
 			t.Errorf("%s on the branch:\n%q\nwant\n%q", path, got, want)
@@ -130,7 +139,7 @@ func TestPushDuringPhaseIsMerged(t *testing.T) {
 // retry starts from it. Before, Forge's README.md replaced the person's.
 func TestPushDuringPhaseConflicts(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{
-		override: map[string][]string{"implementer": waitingImplementer(t)},
+		override: map[string][]string{"drafter": readmeDrafter(t), "implementer": waitingImplementer(t)},
 		files:    map[string]string{".github/forge.yml": "auto_implement: false\n"},
 	})
 	t.Cleanup(func() {
@@ -164,8 +173,8 @@ func TestPushDuringPhaseConflicts(t *testing.T) {
 	if got, _ := repo.File(pr.Head, "README.md"); got != theirs {
 		t.Errorf("README.md after the retry: %q", got)
 	}
-	if got, _ := repo.File(pr.Head, "docs/hello.md"); got != "Written by phase-1.\n" {
-		t.Errorf("docs/hello.md after the retry: %q", got)
+	if got, _ := repo.File(pr.Head, "hello.md"); got != "Written by phase-1.\n" {
+		t.Errorf("hello.md after the retry: %q", got)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
 // TestPrivateFreeRepoGetsARegularPR: GitHub refuses draft pull requests on
@@ -86,7 +88,19 @@ func workflowDrafter(t *testing.T) []string {
 		"- The workflow could run on forks with secrets; it uses none.", "- Open a pull request and watch the check.")
 }
 
-// TestWorkflowPhaseNeedsThePermission: a phase that writes
+// githubWrites is a repository whose implementer may change .github/:
+// its paths.deny leaves .github/** out, under a policy that lets it.
+func githubWrites(o forgeOptions) forgeOptions {
+	o.files = map[string]string{".github/forge.yml": "paths:\n  deny: []\n"}
+	o.configure = func(c *app.Config) {
+		yes := true
+		c.Policy = []repoconfig.Rule{{Match: "octo", AutoImplement: &yes, GitHubWrites: &yes}}
+	}
+	return o
+}
+
+// TestWorkflowPhaseNeedsThePermission: in a repository that lets its
+// implementer change .github/, a phase that writes
 // .github/workflows/ci.yml is refused by GitHub without the workflows
 // permission; the phase stops at once, nothing is retried, and the PR gets
 // the comment naming the file, the permission and the command that
@@ -94,7 +108,7 @@ func workflowDrafter(t *testing.T) []string {
 func TestWorkflowPhaseNeedsThePermission(t *testing.T) {
 	const refs = "PATCH /repos/{owner}/{repo}/git/refs/{ref}"
 	t.Run("without workflows permission", func(t *testing.T) {
-		w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": workflowDrafter(t)}})
+		w := newForgeWorld(t, githubWrites(forgeOptions{override: map[string][]string{"drafter": workflowDrafter(t)}}))
 		w.command(t, "alice", "/forge add CI for pull requests")
 		w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 		pr := w.pulls(t)[0]
@@ -142,8 +156,8 @@ func TestWorkflowPhaseNeedsThePermission(t *testing.T) {
 	t.Run("with workflows:write", func(t *testing.T) {
 		perms := ghdouble.DefaultPermissions()
 		perms["workflows"] = "write"
-		w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": workflowDrafter(t)},
-			double: []ghdouble.Option{ghdouble.WithAppPermissions(perms)}})
+		w := newForgeWorld(t, githubWrites(forgeOptions{override: map[string][]string{"drafter": workflowDrafter(t)},
+			double: []ghdouble.Option{ghdouble.WithAppPermissions(perms)}}))
 		w.command(t, "alice", "/forge add CI for pull requests")
 		w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 		pr := w.pulls(t)[0]

@@ -121,14 +121,16 @@ func plain(c gitops.Change) bool {
 	return c.Mode == filemode.Regular && (c.Base == 0 || c.Base == filemode.Regular)
 }
 
-func (w workingCopy) ChangedPaths() ([]string, error) {
+func (w workingCopy) ChangedPaths() ([]pipeline.ChangedPath, error) {
 	changes, err := w.changes()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(changes))
+	out := make([]pipeline.ChangedPath, len(changes))
 	for i, c := range changes {
-		out[i] = c.Path
+		// Links are listed too: an agent made them, though none is
+		// committed.
+		out[i] = pipeline.ChangedPath{Path: c.Path, New: c.Base == 0, Deleted: c.Deleted}
 	}
 	return out, nil
 }

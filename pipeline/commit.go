@@ -186,10 +186,10 @@ func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error)
 // refusal is the comment for a step Forge refused to carry out on what it
 // was given (a file carrying a secret, a conflict with a person's push,
 // changes too large to commit, a file that is a link, a workflow file the
-// App may not write), false for any other
-// failure. It says which file, that nothing of it was written, and the
-// command that retries. phaseID is the refused phase, empty outside a phase
-// run.
+// App may not write, files the implementer may not change), false for any
+// other failure. It says which file, that nothing of it was written, and
+// the command that retries. phaseID is the refused phase, empty outside a
+// phase run.
 func (r *run) refusal(err error, phaseID string) (key string, data templates.Reply, ok bool) {
 	p := r.p
 	retry := "/forge revise"
@@ -205,6 +205,7 @@ func (r *run) refusal(err error, phaseID string) (key string, data templates.Rep
 	var large *ChangeTooLargeError
 	var link *NotRegularFileError
 	var workflows *WorkflowPermissionError
+	var guard *WriteGuardError
 	switch {
 	case errors.As(err, &secret):
 		// The path is the agent's: it must not end the code span.
@@ -232,6 +233,17 @@ func (r *run) refusal(err error, phaseID string) (key string, data templates.Rep
 			paths = append(paths, strings.ReplaceAll(path, "`", "'"))
 		}
 		return r.failureKey(), &templates.WorkflowsRefused{Failure: fail, Paths: paths}, true
+	case errors.As(err, &guard):
+		names := make([]string, len(guard.Paths))
+		for i, w := range guard.Paths {
+			names[i] = w.Path
+		}
+		n := shownPaths(names)
+		paths := make([]templates.RefusedPath, 0, n)
+		for _, w := range guard.Paths[:n] {
+			paths = append(paths, templates.RefusedPath{Path: w.Path, Why: w.Why, Pattern: w.Pattern})
+		}
+		return r.failureKey(), &templates.WriteRefused{Failure: fail, Role: string(guard.Role), Paths: paths, More: len(guard.Paths) - n}, true
 	}
 	return "", nil, false
 }

@@ -122,11 +122,21 @@ type Workspace interface {
 // WorkingCopy is a checkout an agent works in.
 type WorkingCopy interface {
 	Dir() string
-	// ChangedPaths lists the files changed since the checkout.
-	ChangedPaths() ([]string, error)
+	// ChangedPaths lists the files changed since the checkout, sorted by
+	// path.
+	ChangedPaths() ([]ChangedPath, error)
 	// Changes are the files changed since the checkout, with contents.
 	Changes() ([]FileChange, error)
 	Remove() error
+}
+
+// ChangedPath is a file added, modified or deleted in a working copy since
+// its checkout.
+type ChangedPath struct {
+	Path string
+	// New says the commit checked out holds nothing at Path.
+	New     bool
+	Deleted bool
 }
 
 // DiffFile is one file of a diff; Patch is its unified diff hunks.

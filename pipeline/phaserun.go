@@ -483,8 +483,8 @@ func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCop
 		r.cfg.Agents.Timeout = r.cfg.Phases.Timeout
 	}
 	defer func() { r.cfg.Agents.Timeout = saved }()
-	r.phaseID = ph.ID
-	defer func() { r.phaseID = "" }()
+	r.phaseID, r.phaseFiles = ph.ID, declaredFiles(ph, r.p.PlanPath)
+	defer func() { r.phaseID, r.phaseFiles = "", nil }()
 	return r.callAgent(ctx, role, prompt, wc.Dir(), 0)
 }
 

@@ -179,6 +179,9 @@ type run struct {
 	// phaseID is the phase being run, for the agent's FORGE_PHASE_ID;
 	// prevError why its last attempt failed.
 	phaseID, prevError string
+	// phaseFiles are the files the phase being run names, which bound
+	// what its implementer may change (writeRules); nil when it names none.
+	phaseFiles []string
 	// current holds the working copies checked out now, by directory.
 	current map[string]WorkingCopy
 	// await is the checks wait the phase just committed starts, raised

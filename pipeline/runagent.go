@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
-	"github.com/forge-dev/forge/pipeline/plan"
-	"github.com/forge-dev/forge/templates"
 )
 
 // projectContext is the repository's standing constraints for agents.
@@ -64,10 +62,8 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 	if err != nil {
 		return res, fmt.Errorf("%s agent: %w", role, err)
 	}
-	if !role.Writes() {
-		if err := r.discardWrites(ctx, role, dir); err != nil {
-			return res, err
-		}
+	if err := r.guardWrites(ctx, role, dir, round); err != nil {
+		return res, err
 	}
 	return res, r.checkTokens()
 }
@@ -107,22 +103,6 @@ func (r *run) checkTokens() error {
 		return fmt.Errorf("%w: the plan's agents used %d tokens, and limits.max_tokens_per_plan is %d", ErrTokenLimit, r.p.Usage, limit)
 	}
 	return nil
-}
-
-// discardWrites reports files a read-only role changed in its working
-// copy: they are thrown away with the copy and never committed.
-func (r *run) discardWrites(ctx context.Context, role agent.Role, dir string) error {
-	wc, ok := r.current[dir]
-	if !ok {
-		return nil
-	}
-	changed, err := wc.ChangedPaths()
-	if err != nil || len(changed) == 0 {
-		return err
-	}
-	r.log.Warn().Str("role", string(role)).Strs("files", changed).Msg("read-only agent changed files; discarded")
-	return r.say(ctx, plan.Reply{On: plan.OnIssue, Key: fmt.Sprintf("%s:%d", role, r.p.Round),
-		Data: &templates.AgentWrote{Role: string(role), Files: changed}})
 }
 
 func costText(c float64) string {

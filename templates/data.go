@@ -70,11 +70,15 @@ type Failure struct {
 }
 
 type (
-	// AgentWrote: an agent changed files it was not allowed to.
+	// AgentWrote: an agent that answers with text (a plan role, the
+	// phase auditor) changed files its role may not; PhaseID names the
+	// phase it ran in, if any, and More the files left out of Files.
 	AgentWrote struct {
 		Head
-		Role  string
-		Files []string
+		Role    string
+		PhaseID string
+		Files   []string
+		More    int
 	}
 	// AlreadyRunning: a command that needs an idle plan met a running one.
 	AlreadyRunning struct{ Head }
@@ -201,6 +205,11 @@ type (
 	}
 	// Conflict is one file of a MergeConflict and why it does not merge.
 	Conflict struct{ Path, Why string }
+	// RefusedPath is one path of WriteRefused: Why is deny (Pattern the
+	// paths.deny pattern it matches), allow (it matches no paths.allow
+	// pattern) or phase (not a file of the phase, nor a new file beside
+	// one).
+	RefusedPath struct{ Path, Why, Pattern string }
 	// NoPlan: a command names no plan and there is none.
 	NoPlan struct {
 		Head
@@ -504,6 +513,15 @@ type (
 		Failure
 		Paths []string
 	}
+	// WriteRefused: the implementer changed files it may not (paths.allow,
+	// paths.deny, the phase's files); More counts the paths left out.
+	WriteRefused struct {
+		Head
+		Failure
+		Role  string
+		Paths []RefusedPath
+		More  int
+	}
 	// Doctor is `forge doctor`'s report: each check with its verdict (ok,
 	// warn, skip or FAIL), what it found and, for a failure, the fix.
 	Doctor struct {
@@ -567,6 +585,7 @@ func (UnsafeFile) Template() string       { return "unsafe-file" }
 func (UsageError) Template() string       { return "usage-error" }
 func (UsageProblem) Template() string     { return "usage-problem" }
 func (WorkflowsRefused) Template() string { return "workflows-refused" }
+func (WriteRefused) Template() string     { return "write-refused" }
 func (WrongPlace) Template() string       { return "wrong-place" }
 
 // The prompts' data (prompts/<role>.md).

@@ -1,9 +1,12 @@
 package templates
 
 import (
+	"html"
 	"strings"
 	"testing"
 	"text/template"
+
+	"github.com/yuin/goldmark"
 )
 
 func TestQuote(t *testing.T) {
@@ -76,5 +79,40 @@ func TestFuncsInTemplates(t *testing.T) {
 		if b.String() != tc.want {
 			t.Errorf("%s with %q = %q, want %q", tc.src, tc.data, b.String(), tc.want)
 		}
+	}
+}
+
+// TestCode: a file name an agent chose shows as one code span holding
+// exactly that name, whatever it holds: goldmark (CommonMark) renders
+// "- " + code(name) as one list item whose one child is <code> with the
+// name, its control and format characters shown as U+FFFD.
+func TestCode(t *testing.T) {
+	code := funcs["code"].(func(string) string)
+	md := goldmark.New()
+	for _, tc := range []struct{ name, in, shown string }{
+		{"plain", "src/main.go", "src/main.go"},
+		{"backticks inside", "a`b``c", "a`b``c"},
+		{"backtick first and last", "`x`", "`x`"},
+		{"spaces at the ends", " x ", " x "},
+		{"a space first", " x", " x"},
+		{"markup", "<img src=x onerror=alert(1)> *em* [l](https://e.example) @octocat :smile:", "<img src=x onerror=alert(1)> *em* [l](https://e.example) @octocat :smile:"},
+		{"a newline and a heading", "a\n\n# b", "a\ufffd\ufffd# b"},
+		{"bidi override", "x\u202egp.exe", "x\ufffdgp.exe"},
+		{"a marker", "<!-- forge:plan-001:wrote:x -->", "<!-- forge:plan-001:wrote:x -->"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := code(tc.in)
+			if strings.ContainsAny(out, "\n\r") {
+				t.Fatalf("code(%q) = %q spans lines", tc.in, out)
+			}
+			var b strings.Builder
+			if err := md.Convert([]byte("- "+out+"\n"), &b); err != nil {
+				t.Fatal(err)
+			}
+			want := "<ul>\n<li><code>" + html.EscapeString(tc.shown) + "</code></li>\n</ul>\n"
+			if got := strings.ReplaceAll(b.String(), "&quot;", "&#34;"); got != strings.ReplaceAll(want, "&quot;", "&#34;") {
+				t.Errorf("code(%q) = %q renders\n%s\nwant\n%s", tc.in, out, b.String(), want)
+			}
+		})
 	}
 }

@@ -31,6 +31,7 @@ var funcs = template.FuncMap{
 		return strings.Join(strings.Fields(strings.ReplaceAll(s, "|", "\\|")), " ")
 	},
 	"cell":      cell,
+	"code":      code,
 	"mermaid":   mermaidLabel,
 	"mermaidID": mermaidID,
 }
@@ -52,6 +53,36 @@ func cell(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// code shows text others wrote (a file name an agent chose) as one inline
+// code span, as written: control and invisible format characters (a
+// newline, a bidirectional override) become U+FFFD, and the span's fence
+// of backticks is longer than any run of backticks inside it, padded with
+// a space where the text begins or ends with a backtick or a space, so
+// nothing in it ends the span, starts a line, notifies anyone or renders
+// as markup.
+func code(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if s == "" || strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
 }
 
 // mermaidLabel makes text others wrote safe inside a double-quoted label

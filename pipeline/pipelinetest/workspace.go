@@ -90,11 +90,12 @@ type workingCopy struct {
 func (w *workingCopy) Dir() string   { return w.dir }
 func (w *workingCopy) Remove() error { return os.RemoveAll(w.dir) }
 
-func (w *workingCopy) ChangedPaths() ([]string, error) {
+func (w *workingCopy) ChangedPaths() ([]pipeline.ChangedPath, error) {
 	changes, err := w.Changes()
-	var out []string
+	var out []pipeline.ChangedPath
 	for _, c := range changes {
-		out = append(out, c.Path)
+		_, had := w.files[c.Path]
+		out = append(out, pipeline.ChangedPath{Path: c.Path, New: !had, Deleted: c.Deleted})
 	}
 	return out, err
 }

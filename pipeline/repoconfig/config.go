@@ -2,8 +2,11 @@ package repoconfig
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Path is where a repository keeps its Forge settings, on its
@@ -26,6 +29,45 @@ type Config struct {
 	Limits   Limits   `yaml:"limits" doc:"What a repository's plans may use."`
 	Phases   Phases   `yaml:"phases" doc:"Phase runs: one commit per phase, each waiting for the repository's checks."`
 	Agents   Agents   `yaml:"agents" doc:"Which of the server's runtimes and which model each role uses; a role left out uses the server's 'agents.roles'. A repository chooses runtimes by name, it never defines one."`
+	Paths    Paths    `yaml:"paths" doc:"The files the implementer may change. Each path it changed is checked after every call: one that matches no 'allow' pattern, or any 'deny' pattern, fails the phase with the list, and nothing of it is committed. Patterns are globs over the path from the repository root: '*' stays within a directory, '**' crosses directories."`
+}
+
+// Paths bounds the files the implementer may change (a phase that names
+// its files bounds them further, to those and new files beside them).
+type Paths struct {
+	Allow []string `yaml:"allow" doc:"Globs of the files the implementer may change ('src/**', '*.md'); '**' is every file."`
+	Deny  []string `yaml:"deny" doc:"Globs of the files the implementer may never change, whatever 'allow' says. A list given replaces the default, and must keep '.github/**' unless the operator's policy lets the repository leave it out ('github_writes')."`
+}
+
+// GitHubDirGlob is the default deny: the repository's GitHub settings
+// (workflows, CODEOWNERS, this file) are no implementer's to change.
+const GitHubDirGlob = ".github/**"
+
+// DeniesGitHubDir reports whether the deny list keeps the implementer out
+// of .github/: it names GitHubDirGlob, or "**" (every file).
+func (p Paths) DeniesGitHubDir() bool {
+	return slices.Contains(p.Deny, GitHubDirGlob) || slices.Contains(p.Deny, "**")
+}
+
+// Denied is the first deny pattern path matches, and whether there is one.
+// path is slash-separated and relative to the repository root.
+func (p Paths) Denied(path string) (string, bool) {
+	for _, g := range p.Deny {
+		if doublestar.MatchUnvalidated(g, path) {
+			return g, true
+		}
+	}
+	return "", false
+}
+
+// Allowed reports whether path matches an allow pattern.
+func (p Paths) Allowed(path string) bool {
+	for _, g := range p.Allow {
+		if doublestar.MatchUnvalidated(g, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // Labels names the labels Forge reacts to.
@@ -120,6 +162,7 @@ func Default() Config {
 			ChecksTimeout:   2 * time.Hour,
 		},
 		Agents: Agents{Timeout: 30 * time.Minute},
+		Paths:  Paths{Allow: []string{"**"}, Deny: []string{GitHubDirGlob}},
 	}
 }
 

@@ -23,6 +23,7 @@ func TestDefault(t *testing.T) {
 		Limits:           Limits{MaxConcurrentRuns: 3},
 		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, WaitForChecks: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
 		Agents:           Agents{Timeout: 30 * time.Minute},
+		Paths:            Paths{Allow: []string{"**"}, Deny: []string{".github/**"}},
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", got, want)
@@ -72,6 +73,7 @@ func TestParse(t *testing.T) {
 						Implementer:  Agent{Model: "sonnet"},
 						PhaseAuditor: Agent{Runtime: "local"},
 					},
+					Paths: Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
 				}
 			},
 		},
@@ -115,6 +117,13 @@ func TestParse(t *testing.T) {
 			name: "version 1",
 			yaml: "version: 1\n",
 		},
+		{
+			name: "paths",
+			yaml: "paths:\n  allow: [\"src/**\", \"*.{md,txt}\"]\n  deny: []\n",
+			want: func(c *Config) {
+				c.Paths = Paths{Allow: []string{"src/**", "*.{md,txt}"}, Deny: []string{}}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,9 +157,22 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "unknown keys at each level",
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
-				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, labels, limits, max_audit_rounds, phases, plans_dir, progress_throttle, version)",
+				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, labels, limits, max_audit_rounds, paths, phases, plans_dir, progress_throttle, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_context_files, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, phase_auditor, reviser, timeout)",
+			},
+		},
+		{
+			name: "path globs: not a list, empty, absolute, malformed",
+			yaml: "paths:\n  allow: \"src/**\"\n  deny:\n    - \"\"\n    - /etc/**\n    - ../x\n    - \"src/[a\"\n    - \"{a,b\"\n    - [x]\n",
+			want: []string{
+				`line 2: paths.allow: must be a list of path globs (e.g. ["src/**", "*.md"])`,
+				"line 4: paths.deny[0]: a path glob may not be empty",
+				`line 5: paths.deny[1]: "/etc/**" must be relative to the repository root, without a leading '/', './' or '../'`,
+				`line 6: paths.deny[2]: "../x" must be relative to the repository root, without a leading '/', './' or '../'`,
+				`line 7: paths.deny[3]: "src/[a" is not a valid glob (an unclosed or empty '[', an unclosed '{' or a stray '}', or a '\' at the end)`,
+				`line 8: paths.deny[4]: "{a,b" is not a valid glob (an unclosed or empty '[', an unclosed '{' or a stray '}', or a '\' at the end)`,
+				"line 9: paths.deny[5]: must be a single value, not a list",
 			},
 		},
 		{

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
 )
 
@@ -244,7 +245,44 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"roles":    "set a role's runtime as agents.<role>.runtime (roles: drafter, auditor, reviser, implementer, phase_auditor)",
 			})
 		},
+		"paths": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"allow": d.globsField(&cfg.Paths.Allow),
+				"deny":  d.globsField(&cfg.Paths.Deny),
+			}, nil)
+		},
 	}, nil)
+}
+
+// globsField decodes a list of path globs (paths.allow, paths.deny): each
+// a valid doublestar pattern, relative to the repository root.
+func (d *cfgDecoder) globsField(dst *[]string) cfgField {
+	return func(at string, v *yaml.Node) {
+		if v.Kind != yaml.SequenceNode {
+			d.fail(v, at, "must be a list of path globs (e.g. [\"src/**\", \"*.md\"])")
+			return
+		}
+		globs := []string{}
+		for i, item := range v.Content {
+			key := fmt.Sprintf("%s[%d]", at, i)
+			var s string
+			if !d.str(key, item, &s) {
+				continue
+			}
+			switch {
+			case strings.TrimSpace(s) == "":
+				d.fail(item, key, "a path glob may not be empty")
+			case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "./") || strings.HasPrefix(s, "../"):
+				d.fail(item, key, "%q must be relative to the repository root, without a leading '/', './' or '../'", s)
+			case !doublestar.ValidatePattern(s):
+				d.fail(item, key, "%q is not a valid glob (an unclosed or empty '[', an unclosed '{' or a stray '}', or a '\\' at the end)", s)
+			default:
+				globs = append(globs, s)
+			}
+		}
+		// A problem above fails the whole file: the list is used only whole.
+		*dst = globs
+	}
 }
 
 var cfgRuntimeNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)

@@ -40,6 +40,10 @@ type Rule struct {
 	MaxTokensPerPlan  *Ceiling         `yaml:"max_tokens_per_plan" doc:"The most tokens a repository may let a plan use ('limits.max_tokens_per_plan'; a repository's 0, no limit, becomes the ceiling)."`
 	// AutoImplement says whether a repository may turn auto_implement on.
 	AutoImplement *bool `yaml:"auto_implement" doc:"Whether a repository may turn 'auto_implement' on."`
+	// GitHubWrites says whether a repository may let its implementer
+	// change files under .github/ (workflows run with the repository's
+	// secrets; CODEOWNERS and this file steer reviews and Forge).
+	GitHubWrites *bool `yaml:"github_writes" doc:"Whether a repository may let the implementer change files under '.github/', by a 'paths.deny' without '.github/**'. GitHub still refuses workflow files to an App without the workflows permission."`
 	// Agents maps a role, or "default" for the roles not named, to the
 	// runtimes and models a repository may choose for it.
 	Agents map[string]AgentRule `yaml:"agents" key:"role" default:"any" doc:"Per role, or 'default' for the roles not named: the runtimes and models a repository may choose."`
@@ -72,14 +76,16 @@ type AgentRule struct {
 
 // DefaultRule is the shipped default: auto-implement off, at least one
 // approval by a writer, at most DefaultMaxConcurrentRuns forges at once,
-// and any runtime and model the server defines.
+// no implementer writes under .github/, and any runtime and model the
+// server defines.
 func DefaultRule() Rule {
-	no := false
+	no, noGitHub := false, false
 	return Rule{
 		RequiredApprovals: &Floor{Min: 1},
 		MinPermission:     &PermissionFloor{Min: "write"},
 		MaxConcurrentRuns: &Ceiling{Max: DefaultMaxConcurrentRuns},
 		AutoImplement:     &no,
+		GitHubWrites:      &noGitHub,
 	}
 }
 
@@ -207,6 +213,9 @@ func (p Policy) For(repo plan.Repo) (Rule, string) {
 		if r.AutoImplement == nil {
 			r.AutoImplement = def.AutoImplement
 		}
+		if r.GitHubWrites == nil {
+			r.GitHubWrites = def.GitHubWrites
+		}
 		return r, fmt.Sprintf("the operator's policy for %q", r.Match)
 	}
 	return def, "the default policy"
@@ -282,6 +291,11 @@ func (p Policy) Apply(repo plan.Repo, cfg *Config, set map[string]int) []Problem
 	if cfg.AutoImplement && !*rule.AutoImplement {
 		refuse("auto_implement", "%s does not let a repository turn auto_implement on (auto_implement: false); approve plans with a review, /forge approve or the Approve & run button", name)
 		cfg.AutoImplement = false
+	}
+
+	if !cfg.Paths.DeniesGitHubDir() && !*rule.GitHubWrites {
+		refuse("paths.deny", "%s does not let a repository's implementer change files under .github/ (github_writes: false): keep %q in paths.deny", name, GitHubDirGlob)
+		cfg.Paths.Deny = append(cfg.Paths.Deny, GitHubDirGlob)
 	}
 
 	for _, role := range agent.Roles() {

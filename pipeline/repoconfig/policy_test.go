@@ -150,6 +150,32 @@ func TestPolicyApply(t *testing.T) {
 		{name: "token ceiling against an explicit 0", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "*", MaxTokensPerPlan: &Ceiling{Max: 1000}}}},
 			repo: "any/one", yaml: "limits:\n  max_tokens_per_plan: 0\n",
 			want: []string{`line 2: limits.max_tokens_per_plan: 0 (no limit) is above the maximum of 1000 set by the operator's policy for "*" (max_tokens_per_plan.max)`}},
+		{name: "default: paths.deny must keep .github/**", policy: def, repo: "octo/hello",
+			yaml: "paths:\n  allow: [\"**\"]\n  deny: [\"secrets/**\"]\n",
+			want: []string{`line 3: paths.deny: the default policy does not let a repository's implementer change files under .github/ (github_writes: false): keep ".github/**" in paths.deny`}},
+		{name: "default: an empty paths.deny", policy: def, repo: "octo/hello",
+			yaml: "paths: {deny: []}\n",
+			want: []string{`line 1: paths.deny: the default policy does not let a repository's implementer change files under .github/ (github_writes: false): keep ".github/**" in paths.deny`}},
+		{name: "default: paths.deny with .github/** and more", policy: def, repo: "octo/hello",
+			yaml: "paths:\n  deny: [\"secrets/**\", \".github/**\"]\n",
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.Paths.Deny, []string{"secrets/**", ".github/**"}) || !reflect.DeepEqual(c.Paths.Allow, []string{"**"}) {
+					t.Errorf("paths: %+v", c.Paths)
+				}
+			}},
+		{name: "default: paths left out deny .github/", policy: def, repo: "octo/hello", yaml: "max_audit_rounds: 2\n",
+			check: func(t *testing.T, c Config) {
+				if !reflect.DeepEqual(c.Paths.Deny, []string{".github/**"}) {
+					t.Errorf("paths.deny: %v", c.Paths.Deny)
+				}
+			}},
+		{name: "github_writes lets a repository leave .github/** out", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "octo", GitHubWrites: boolPtr(true)}}},
+			repo: "octo/hello", yaml: "paths: {deny: []}\n",
+			check: func(t *testing.T, c Config) {
+				if len(c.Paths.Deny) != 0 {
+					t.Errorf("paths.deny: %v", c.Paths.Deny)
+				}
+			}},
 		{name: "a rule's omitted fields keep the default policy's", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "*/*", MaxConcurrentRuns: &Ceiling{Max: 10}}}},
 			repo: "any/one", yaml: "limits: {max_concurrent_runs: 10}\nauto_implement: true\n",
 			want: []string{`line 2: auto_implement: the operator's policy for "*/*" does not let a repository turn auto_implement on (auto_implement: false); approve plans with a review, /forge approve or the Approve & run button`}},
