@@ -15,6 +15,7 @@ func TestDefault(t *testing.T) {
 	want := Config{
 		Version:          1,
 		MaxAuditRounds:   5,
+		Convergence:      Convergence{CriticalMax: 0, MediumMax: 3, MinorMax: 5},
 		ProgressThrottle: 3 * time.Second,
 		AutoImplement:    false,
 		PlansDir:         "docs/plans",
@@ -57,6 +58,7 @@ func TestParse(t *testing.T) {
 				*c = Config{
 					Version:          1,
 					MaxAuditRounds:   7,
+					Convergence:      Convergence{CriticalMax: 1, MediumMax: 2, MinorMax: 8},
 					ProgressThrottle: 5 * time.Second,
 					AutoImplement:    true,
 					PlansDir:         "plans",
@@ -148,10 +150,15 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "unknown keys at each level",
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
-				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, labels, limits, max_audit_rounds, phases, plans_dir, progress_throttle, version)",
+				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, phases, plans_dir, progress_throttle, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_context_files, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, phase_auditor, reviser, timeout)",
 			},
+		},
+		{
+			name: "convergence thresholds out of range",
+			yaml: "convergence:\n  critical_max: -1\n  minor_max: 101\n",
+			want: []string{"line 2: convergence.critical_max: -1 is out of range (0 to 100)", "line 3: convergence.minor_max: 101 is out of range (0 to 100)"},
 		},
 		{
 			name: "a checks timeout within the grace",
