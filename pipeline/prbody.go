@@ -114,6 +114,14 @@ func prBody(p *Plan) (string, error) {
 	case plan.Approved, plan.Implementing, plan.Auditing, plan.Done:
 		closes = p.Issue
 	}
+	guard, haltRound := "", 0
+	if h := p.State.Halt(); h != nil {
+		guard, haltRound = h.Reason, h.Round
+	}
+	var overrides []templates.Overridden
+	for _, o := range p.Overrides {
+		overrides = append(overrides, templates.Overridden{By: o.By, Guard: o.Guard, PhaseID: o.Phase, Round: o.Round})
+	}
 	return templates.Text(templates.PRBody{
 		// The summary is the requester's; without its HTML comments it
 		// cannot hold the part's end marker.
@@ -121,6 +129,7 @@ func prBody(p *Plan) (string, error) {
 		Path: p.PlanPath, FileURL: "../blob/" + p.Branch + "/" + p.PlanPath, Status: string(st),
 		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
 		NotDraft: p.DraftRefused, Closes: closes, Phases: phaseRows(p), End: Marker(p.Number, "pr", "end"),
+		Guard: guard, HaltRound: haltRound, Overrides: overrides,
 	})
 }
 
