@@ -216,6 +216,8 @@ func (d *dashboard) row(p *pipeline.Plan) templates.PlanRow {
 		row.Run = "running"
 	case plan.Queued:
 		row.Run = "queued"
+	case plan.Halted:
+		row.Run = "halted"
 	}
 	if step, ok := pipeline.CurrentStep(p); ok {
 		row.Step = templates.Line(step)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
-	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
+	w.forgeOpts = apptest.Options{DataDir: t.TempDir(), Configure: func(c *app.Config) {
 		apptest.ScriptAgents(c, timeout, o.override)
 		allow := true
 		c.Policy = []repoconfig.Rule{{Match: "octo", AutoImplement: &allow}}
@@ -72,8 +73,17 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 		if o.beforeStart != nil {
 			o.beforeStart(gh, c)
 		}
-	}})
+	}}
+	w.forge = apptest.Start(t, gh, w.forgeOpts)
 	return w
+}
+
+// restart stops Forge as SIGTERM would and starts it again on the same
+// data directory, as an operator's restart does.
+func (w *world) restart(t *testing.T) {
+	t.Helper()
+	w.forge.Stop(t)
+	w.forge = apptest.Start(t, w.gh, w.forgeOpts)
 }
 
 // command posts a comment as author and delivers it.
@@ -250,26 +260,34 @@ func forgeChecks(w *world, pr ghdouble.Pull) []ghdouble.CheckRun {
 	return out
 }
 
-// TestForgeCapReached: five blocking rounds end with CAP_REACHED and the
-// plan left for people to review.
+// TestForgeCapReached: five blocking rounds reach the round cap, which
+// halts the plan with its lowest count and the round it was reached, for
+// people to decide; /forge terminate on the issue ends it for good.
 func TestForgeCapReached(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{})
 	w.command(t, "alice", "/forge stubborn plan forge-test: always-blocking")
-	body := w.waitProgress(t, "the forge to stop at the cap", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	body := w.waitProgress(t, "the forge to halt at the cap", func(b string) bool { return strings.Contains(b, "Forge halted") })
 	pr := w.pulls(t)[0]
 	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 5 {
 		t.Errorf("reviews: %d, want 5", n)
 	}
 	plan, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-stubborn-plan-forge-test-always-blocking.md")
-	if !strings.Contains(plan, "VERDICT: CAP_REACHED") || !strings.Contains(plan, "**Status:** REVIEW") {
-		t.Errorf("plan file lacks the cap or the REVIEW status:\n%s", plan)
+	if !strings.Contains(plan, "2 → 2 → 2 → 2 → 2 — HALTED by the round cap guard after round 5") || !strings.Contains(plan, "**Status:** DRAFT") {
+		t.Errorf("plan file lacks the halt or the DRAFT status:\n%s", plan)
 	}
-	if !strings.Contains(body, "CAP_REACHED") || strings.Contains(body, "Auto-implement:") {
-		t.Errorf("completion comment:\n%s", body)
+	if !strings.Contains(body, "max 5 rounds reached. Average findings a round: 2.0. Lowest: 2 at round 1") || strings.Contains(body, "Auto-implement:") {
+		t.Errorf("progress comment:\n%s", body)
 	}
+	wantHalted(t, w, pr, "2 → 2 → 2 → 2 → 2", "halted after round 5")
+
+	w.command(t, "alice", "/forge terminate")
+	w.waitReply(t, w.issue, "Terminated by @alice: **plan-001** is CLOSED for good (halted by the round cap guard after round 5).")
+	apptest.Eventually(t, forgeWait, "the forge:closed label", func() bool {
+		return slices.Equal(w.gh.Labels(w.repo, pr.Number), []string{"forge:closed"})
+	})
 	checks := forgeChecks(w, pr)
-	if c := checks[len(checks)-1]; c.Conclusion != "action_required" || !strings.Contains(c.Output.Title, "CAP_REACHED") {
-		t.Errorf("forge check: %s %q", c.Conclusion, c.Output.Title)
+	if c := checks[len(checks)-1]; c.Conclusion != "neutral" || len(c.Actions) != 0 {
+		t.Errorf("forge check after terminate: %s %q %v", c.Conclusion, c.Output.Title, identifiers(c.Actions))
 	}
 }
 

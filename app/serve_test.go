@@ -28,6 +28,8 @@ type world struct {
 	inst  int64
 	repo  string
 	issue int
+	// forgeOpts started forge: restart starts it again with them.
+	forgeOpts apptest.Options
 }
 
 func newWorld(t *testing.T) *world {

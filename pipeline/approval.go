@@ -36,7 +36,7 @@ type CheckActionArgs struct {
 	InstallationID int64  `json:"installation_id"`
 	Repo           Repo   `json:"repo"`
 	ExternalID     string `json:"external_id"` // plan-NNN
-	Identifier     string `json:"identifier"`  // approve, revise, cancel
+	Identifier     string `json:"identifier"`  // approve, revise, cancel; resume, override, terminate
 	Author         string `json:"author"`
 	DeliveryID     string `json:"delivery_id"`
 	// HeadSHA is the commit the check run, and so the button, was shown on.
@@ -280,6 +280,10 @@ func (f *Forge) refuse(ctx context.Context, gh GitHub, p *Plan, cause plan.Cause
 // refusal is the answer to an event the plan's state does not take.
 func refusal(refused *plan.RefusedError) templates.Reply {
 	st := refused.State
+	if h := st.Halt(); h != nil {
+		// Nothing runs on a halted plan before people decide on it.
+		return &templates.Halt{Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase}
+	}
 	switch st.Status() {
 	case plan.Done, plan.Closed, plan.Cancelled:
 		if refused.Event != "cancel" && st.Run() == plan.Idle {
@@ -288,6 +292,8 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 		}
 	}
 	switch refused.Event {
+	case "resume", "override", "terminate":
+		return &templates.Halt{Event: "not-halted", Status: string(st.Status())}
 	case "approve":
 		return &templates.Approval{Missing: []templates.Reason{gate.NotApprovable(st.Status(), st.Run() != plan.Idle)}}
 	case "run_phases":
@@ -353,6 +359,8 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 		return f.press(ctx, gh, p, a.Identifier, plan.Revise{Cause: cause})
 	case "cancel":
 		return f.press(ctx, gh, p, a.Identifier, plan.Close{Cause: cause})
+	case "resume", "override", "terminate":
+		return f.press(ctx, gh, p, a.Identifier, haltDecision(p, a.Identifier, a.Author, cause))
 	}
 	return nil
 }

@@ -119,6 +119,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		return c.runPhases(ctx, cmd)
 	case command.Skip:
 		return c.skip(ctx, cmd)
+	case command.Resume, command.Override, command.Terminate:
+		return c.decide(ctx, cmd)
 	}
 	return fmt.Errorf("command %q has no handler", cmd.Kind)
 }
@@ -132,7 +134,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 	}
 	if p.Phases == nil || cmd.Regenerate {
 		if p.State.Run() != plan.Idle {
-			return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(p.Number)}})
+			return c.reply(ctx, withPlan(refusal(&plan.RefusedError{State: p.State, Event: plan.PhasesMade{}.Name()}), p))
 		}
 		ws, err := c.f.Installations.Workspace(ctx, p.InstallationID)
 		if err != nil {
@@ -205,6 +207,16 @@ func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 		return c.reply(ctx, &templates.PhaseSkipped{Head: templates.Head{PlanID: PlanID(p.Number)}})
 	}
 	return c.apply(ctx, p, ev)
+}
+
+// decide resumes, overrides or terminates a plan a convergence guard
+// halted.
+func (c *commandCtx) decide(ctx context.Context, cmd command.Command) error {
+	p, err := c.planOrAnswer(ctx, cmd)
+	if p == nil {
+		return err
+	}
+	return c.apply(ctx, p, haltDecision(p, string(cmd.Kind), c.a.Author, c.cause()))
 }
 
 // skipIdle skips the next phase of a plan no job runs, in its phases, and
@@ -298,7 +310,7 @@ func (c *commandCtx) list(ctx context.Context) error {
 	v := &templates.PlanList{Total: total, Most: command.ListMost}
 	for _, p := range plans {
 		v.Plans = append(v.Plans, templates.PlanListItem{PlanID: PlanID(p.Number), Title: Untrusted(p.Title, 200), Status: string(p.State.Status()),
-			Running: p.State.Run() == plan.Running, Queued: p.State.Run() == plan.Queued, Issue: p.Issue, PR: p.PR,
+			Running: p.State.Run() == plan.Running, Queued: p.State.Run() == plan.Queued, Halted: p.State.Run() == plan.Halted, Issue: p.Issue, PR: p.PR,
 			Activity: p.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")})
 	}
 	return c.reply(ctx, v)
@@ -324,7 +336,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		return err
 	case existing.State.Run() != plan.Idle && existing.Trigger == c.trigger():
 		return nil // this very command, run again
-	case existing.State.Run() != plan.Idle:
+	case existing.State.Run() != plan.Idle && existing.State.Run() != plan.Halted:
 		return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(existing.Number)}})
 	case existing.State.Status().Active() && !cmd.New && existing.Trigger != c.trigger():
 		// The seed's dedup: the issue's open plan, not one more.
@@ -460,6 +472,9 @@ func (c *commandCtx) status(ctx context.Context, cmd command.Command) error {
 		Title: p.Title, Status: string(p.State.Status()), Queued: p.State.Run() == plan.Queued, Error: p.Error}
 	if p.State.Run() == plan.Running {
 		v.Running = runningWhat(p)
+	}
+	if h := p.State.Halt(); h != nil {
+		v.Guard, v.HaltRound = h.Reason, h.Round
 	}
 	if p.PR != 0 {
 		v.PRURL = "#" + strconv.Itoa(p.PR)

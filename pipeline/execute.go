@@ -10,6 +10,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/forge-dev/forge/pipeline/converge"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
@@ -231,6 +232,7 @@ func (p *Plan) startRun(e plan.StartRun) {
 	p.Notes, p.Error, p.ErrorStep, p.ErrorCause = e.Notes, "", "", ""
 	p.RunStartRound = p.Round
 	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
+	p.Loop = nil // a new run's review loop starts afresh
 	p.keepPhaseTimes()
 	p.RunProgress = RunProgress{Gen: p.Generation}
 	p.RunLimit, p.PhasesRun = phases.MaxPerRun, 0
@@ -411,6 +413,11 @@ var checkButtons = map[string]CheckAction{
 	"approve": {Label: "Approve & run", Description: "Approve the plan and run its phases", Identifier: "approve"},
 	"revise":  {Label: "Revise", Description: "Revise the plan and audit it again", Identifier: "revise"},
 	"cancel":  {Label: "Cancel", Description: "Close the plan", Identifier: "cancel"},
+	// A halted plan's (GitHub: at most 3 buttons, label 20 characters,
+	// description 40, identifier 20).
+	"resume":    {Label: "Resume", Description: "Go on from the round the loop halted", Identifier: "resume"},
+	"override":  {Label: "Override", Description: "Accept as reviewed despite the halt", Identifier: "override"},
+	"terminate": {Label: "Terminate", Description: "End the plan for good", Identifier: "terminate"},
 }
 
 // setCheck brings the plan's forge check run to c, on the plan's head: a
@@ -453,10 +460,21 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 	if maxRounds == 0 {
 		maxRounds = p.MaxRounds
 	}
-	summary := templates.Line(templates.CheckSummary{Event: "plan", PlanID: PlanID(p.Number), Status: string(p.State.Status())})
+	guard := ""
+	if h := p.State.Halt(); h != nil {
+		guard = h.Reason
+	}
+	// The review loop's findings by round (the plan's audit rounds, or
+	// an audit phase's), with the guard that halted it.
+	trajectory := converge.Trajectory(loopRounds(p))
+	summary := templates.Line(templates.CheckSummary{Event: "plan", PlanID: PlanID(p.Number), Status: string(p.State.Status()),
+		Guard: guard, Trajectory: trajectory})
 	if p.RunProgress.Text != "" {
 		// A phase run's summary is its progress comment, as last written.
 		summary = p.RunProgress.Text
+		if len(trajectory) > 0 {
+			summary += "\n\n" + templates.Line(templates.CheckSummary{Event: "trajectory", Trajectory: trajectory, Guard: guard})
+		}
 	}
 	if table := phaseTable(p); table != "" {
 		// Then the phases' status table, as the PR body shows it.

@@ -6,10 +6,14 @@ import (
 	"strings"
 )
 
-// syncLabel puts the plan's forge:<status> label on its pull request,
-// replacing the one it had, and records it (the caller saves the plan).
+// syncLabel puts the plan's forge:<status> label on its pull request, or
+// forge:halted while a guard holds it for people to decide, replacing
+// the one it had, and records it (the caller saves the plan).
 func (f *Forge) syncLabel(ctx context.Context, gh GitHub, p *Plan) error {
 	want := "forge:" + strings.ToLower(string(p.State.Status()))
+	if h := p.State.Halt(); h != nil {
+		want = "forge:" + h.Label()
+	}
 	if p.PR == 0 || p.Label == want {
 		return nil
 	}

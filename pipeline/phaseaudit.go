@@ -9,34 +9,78 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/converge"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/templates"
 )
 
-// auditPhase reviews the whole PR diff against the plan; blocking
-// findings get up to phases.audit_fix_max fix rounds by the implementer,
-// each audited again. The findings a fix round addressed (the next audit
-// does not report them again) are hidden on the pull request, as between
-// plan rounds.
+// auditPhase reviews the whole PR diff against the plan; while the
+// convergence guards find the loop not done, the implementer makes a fix
+// round and the change is audited again, up to phases.audit_fix_max fix
+// rounds. The findings a fix round addressed (the next audit does not
+// report them again) are hidden on the pull request, as between plan
+// rounds. A loop a guard halts ends the phase with *loopHalted; a halted
+// loop resumed goes on from its last audit, one overridden passes.
 func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
-	var audits []audit.Round
-	for fix := 0; ; fix++ {
-		done, err := r.auditOnce(ctx, ph, fix)
+	p := r.p
+	if p.Loop == nil || p.Loop.Phase != ph.ID {
+		p.Loop = &Loop{Phase: ph.ID, Gen: p.Generation}
+	}
+	loop := p.Loop
+	if loop.OverriddenBy != "" {
+		ph.Output = templates.Line(templates.CheckSummary{Event: "overridden", By: loop.OverriddenBy, Guard: loop.Guard})
+		return nil
+	}
+	for {
+		if loop.FixDue {
+			last := loop.Rounds[len(loop.Rounds)-1]
+			if err := r.fixRound(ctx, ph, last.Findings, len(loop.Rounds)); err != nil {
+				return err
+			}
+			loop.FixDue = false
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+		}
+		done, err := r.auditOnce(ctx, ph, len(loop.Rounds))
 		if err != nil {
 			return err
 		}
-		r.hideAddressed(ctx, audit.Addressed(audits, done))
-		audits = append(audits, done)
-		if !done.Loop {
+		r.hideAddressed(ctx, audit.Addressed(loop.Rounds, done))
+		loop.Rounds = append(loop.Rounds, done)
+		rounds := loopRounds(p)
+		atCap := done.Round-loop.CapFrom >= r.cfg.Phases.AuditFixMax+1
+		d := converge.Judge(rounds, thresholds(r.cfg), atCap)
+		if d.Warn && d.Outcome != converge.Halt {
+			if err := r.warnRegression(ctx, d, ph.ID); err != nil {
+				return err
+			}
+		}
+		switch d.Outcome {
+		case converge.Halt:
+			// Resumed, the loop goes on with the fix of this audit.
+			loop.FixDue = true
+			return &loopHalted{d: d, trajectory: converge.Trajectory(rounds)}
+		case converge.Done:
+			loop.Guard = string(d.Guard)
 			return nil
 		}
-		if fix >= r.cfg.Phases.AuditFixMax {
-			return fmt.Errorf("the post-implementation audit found blocking problems after %d fix round(s) (%d findings)", fix, len(done.Findings))
-		}
-		if err := r.fixRound(ctx, ph, done.Findings, fix+1); err != nil {
+		loop.FixDue = true
+		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
+}
+
+// loopHalted ends an audit phase whose fix rounds a convergence guard
+// halted: the phase stays in progress, and the run halts.
+type loopHalted struct {
+	d          converge.Decision
+	trajectory []int
+}
+
+func (e *loopHalted) Error() string {
+	return fmt.Sprintf("halted by the %s guard after audit %d", e.d.Guard, e.d.Round)
 }
 
 // fixRound has the implementer resolve the audit's findings, committed as

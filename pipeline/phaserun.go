@@ -86,11 +86,16 @@ func (r *run) runPhases(ctx context.Context) error {
 		perr := r.runPhase(ctx, ph)
 		var asked *stopAsked
 		var limited *RateLimitError
+		var halted *loopHalted
 		switch {
 		case perr != nil && ctx.Err() != nil:
 			return perr // shutdown or lost lease: resumed later
 		case errors.As(perr, &asked):
 			continue // the loop's stop check acts on it
+		case errors.As(perr, &halted):
+			// The phase stays in progress: a resumed run goes on with its
+			// fix rounds, an overridden one passes it.
+			return r.halt(ctx, halted.d, ph.ID)
 		case errors.As(perr, &limited):
 			// GitHub refused the phase's writes until a reset, not the
 			// phase: the job is snoozed till then and the phase, still in
@@ -279,7 +284,13 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	// or on the branch head when it made none.
 	c := CheckRun{Name: name, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: ph.Output,
 		ExternalID: PlanID(p.Number) + "/" + ph.ID}
-	if err != nil {
+	var halted *loopHalted
+	switch {
+	case errors.As(err, &halted):
+		// The plan's forge check run holds the halt's buttons.
+		c.Conclusion = "action_required"
+		c.Summary = templates.Line(templates.CheckSummary{Event: "trajectory", Trajectory: halted.trajectory, Guard: string(halted.d.Guard)})
+	case err != nil:
 		c.Conclusion, c.Summary = "failure", oneLine(err.Error())
 		c.Actions = phaseFailureActions
 	}
@@ -297,7 +308,7 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	if err == nil && r.await != nil {
 		r.await.CheckRunID = id
 	}
-	if err != nil && id != 0 {
+	if err != nil && halted == nil && id != 0 {
 		p.PhaseButtonsRun = id
 	}
 	return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/templates"
 )
 
 func TestSlug(t *testing.T) {
@@ -67,7 +68,7 @@ func TestWithAuditLog(t *testing.T) {
 		{Round: 2, Verdict: audit.SeverityMinor, Findings: []audit.Finding{{Severity: audit.SeverityMinor, Description: "Naming"}}},
 	}
 	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
-	got, err := WithAuditLog(plan, rounds, true, day)
+	got, err := WithAuditLog(plan, rounds, templates.AuditLogEnd{CapReached: true}, day)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,21 +80,21 @@ func TestWithAuditLog(t *testing.T) {
 	if strings.Contains(got, "agent scribbles") {
 		t.Errorf("the agent's text in the audit log survived:\n%s", got)
 	}
-	again, _ := WithAuditLog(got, rounds, true, day)
+	again, _ := WithAuditLog(got, rounds, templates.AuditLogEnd{CapReached: true}, day)
 	if again != got {
 		t.Errorf("rebuilding the log is not stable:\n%s\n---\n%s", got, again)
 	}
 	// A plan written with CRLF keeps its line endings: the whole file, not
 	// only the lines Forge did not touch, or every audit round would show
 	// as a rewrite of the file in the pull request's diff.
-	crlf, err := WithAuditLog(strings.ReplaceAll(plan, "\n", "\r\n"), rounds, true, day)
+	crlf, err := WithAuditLog(strings.ReplaceAll(plan, "\n", "\r\n"), rounds, templates.AuditLogEnd{CapReached: true}, day)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := strings.ReplaceAll(got, "\n", "\r\n"); crlf != want {
 		t.Errorf("a CRLF plan's audit log:\n%q\nwant\n%q", crlf, want)
 	}
-	noLog, _ := WithAuditLog("# Plan: y\n\n## Testing\n\nt\n", rounds[:1], false, day)
+	noLog, _ := WithAuditLog("# Plan: y\n\n## Testing\n\nt\n", rounds[:1], templates.AuditLogEnd{}, day)
 	if !strings.Contains(noLog, "## Audit Log") || !strings.Contains(noLog, "### Review 1") {
 		t.Errorf("a dropped audit log section is not restored:\n%s", noLog)
 	}

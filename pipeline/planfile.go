@@ -32,9 +32,10 @@ func FillTemplate(tmpl string, v TemplateValues) string {
 }
 
 // WithAuditLog rebuilds the plan's ## Audit Log section from the rounds
-// Forge recorded, so the log is never the agent's to write or lose. The
+// Forge recorded and the end of their loop (its findings by round, how a
+// guard ended it), so the log is never the agent's to write or lose. The
 // section ends at the next "---" rule or "## " heading.
-func WithAuditLog(plan string, rounds []audit.Round, capReached bool, date time.Time) (string, error) {
+func WithAuditLog(plan string, rounds []audit.Round, loopEnd templates.AuditLogEnd, date time.Time) (string, error) {
 	var log strings.Builder
 	for _, r := range rounds {
 		entry, err := templates.Text(templates.AuditLog{
@@ -47,8 +48,12 @@ func WithAuditLog(plan string, rounds []audit.Round, capReached bool, date time.
 		log.WriteString(entry)
 		log.WriteString("\n")
 	}
-	if capReached {
-		log.WriteString("VERDICT: CAP_REACHED\n\n")
+	tail, err := templates.Text(loopEnd)
+	if err != nil {
+		return "", err
+	}
+	if tail = strings.TrimSpace(tail); tail != "" {
+		log.WriteString(tail + "\n\n")
 	}
 	body := strings.TrimRight(log.String(), "\n")
 

@@ -11,6 +11,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
 )
 
 // The phases' plan hash must survive what Forge itself writes into the
@@ -24,7 +25,7 @@ func TestPlanHash(t *testing.T) {
 		}},
 		{Round: 2, Verdict: audit.SeverityMinor, Preflight: true},
 	}
-	withLog, err := WithAuditLog(base, rounds, true, time.Date(2026, 2, 13, 0, 0, 0, 0, time.UTC))
+	withLog, err := WithAuditLog(base, rounds, templates.AuditLogEnd{CapReached: true}, time.Date(2026, 2, 13, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestPlanHash(t *testing.T) {
 		t.Fatal("WithAuditLog changed nothing: the test would prove nothing")
 	}
 	noLog := regexp.MustCompile(`(?s)\n---\n\n## Audit Log.*?\n---\n`).ReplaceAllString(base, "\n")
-	restored, err := WithAuditLog(noLog, rounds, false, time.Now())
+	restored, err := WithAuditLog(noLog, rounds, templates.AuditLogEnd{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,6 +176,14 @@ func prBodyData(p *Plan) templates.PRBody {
 	case plan.Approved, plan.Implementing, plan.Auditing, plan.Done:
 		closes = p.Issue
 	}
+	guard, haltRound := "", 0
+	if h := p.State.Halt(); h != nil {
+		guard, haltRound = h.Reason, h.Round
+	}
+	var overrides []templates.Overridden
+	for _, o := range p.Overrides {
+		overrides = append(overrides, templates.Overridden{By: o.By, Guard: o.Guard, PhaseID: o.Phase, Round: o.Round})
+	}
 	return templates.PRBody{
 		// The summary is the requester's; without its HTML comments it
 		// cannot hold the part's end marker.
@@ -183,6 +191,7 @@ func prBodyData(p *Plan) templates.PRBody {
 		Path: p.PlanPath, FileURL: "../blob/" + p.Branch + "/" + p.PlanPath, Status: string(st),
 		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
 		NotDraft: p.DraftRefused, Closes: closes, Phases: phaseRows(p), End: Marker(p.Number, "pr", "end"),
+		Guard: guard, HaltRound: haltRound, Overrides: overrides,
 	}
 }
 

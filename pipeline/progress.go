@@ -443,6 +443,8 @@ func (r *run) endingRun(ev plan.Event) (body string, ok bool) {
 		reply = &e.Reply
 	case plan.Failed:
 		reply = &e.Reply
+	case plan.LoopHalted:
+		reply = &e.Reply
 	case plan.Stopped:
 		reply = e.Reply
 		line = r.line(templates.ProgressLine{Event: "closed"})

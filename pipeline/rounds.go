@@ -11,14 +11,18 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/converge"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
-// rounds audits and revises until no blocking finding is left or the run's
-// rounds are used up (DESIGN §3 steps 3–4).
+// rounds audits and revises until the convergence guards end the loop
+// (DESIGN §3 steps 3–4, seed 003): done when the last round's findings
+// are within the thresholds or on a plateau, halted for people to decide
+// when a fix keeps adding findings, the auditor spikes or invents them,
+// or the rounds are used up.
 func (r *run) rounds(ctx context.Context) error {
 	p := r.p
 	max := r.cfg.MaxAuditRounds
@@ -32,7 +36,11 @@ func (r *run) rounds(ctx context.Context) error {
 		if p.State.ReviseNext() {
 			last := p.Audits[len(p.Audits)-1]
 			r.doing = templates.Step{Event: "revising", Round: last.Round}
-			if err := r.progress(ctx, r.line(templates.ProgressLine{Event: "revising", Round: last.Round - p.RunStartRound}), false, ""); err != nil {
+			event := "revising"
+			if last.Verdict != audit.SeverityBlocking {
+				event = "revising-over"
+			}
+			if err := r.progress(ctx, r.line(templates.ProgressLine{Event: event, Round: last.Round - p.RunStartRound}), false, ""); err != nil {
 				return err
 			}
 			if err := r.revise(ctx, last.Findings, ""); err != nil {
@@ -41,7 +49,7 @@ func (r *run) rounds(ctx context.Context) error {
 			if err := r.apply(ctx, plan.Revised{}); err != nil {
 				return err
 			}
-			if p.Round-p.RunStartRound < max {
+			if p.Round-capFrom(p) < max {
 				if err := r.progress(ctx, r.line(templates.ProgressLine{Event: "revised", Round: p.Round - p.RunStartRound + 1, MaxRounds: max}), false, ""); err != nil {
 					return err
 				}
@@ -49,7 +57,9 @@ func (r *run) rounds(ctx context.Context) error {
 			continue
 		}
 		if p.Pending == nil {
-			if p.Round-p.RunStartRound >= max {
+			if p.Round-capFrom(p) >= max {
+				// A plan whose rounds were used up before the guards judged
+				// them (recorded by an earlier version).
 				return r.complete(ctx, true)
 			}
 			if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
@@ -71,9 +81,29 @@ func (r *run) rounds(ctx context.Context) error {
 		r.hideAddressed(ctx, audit.Addressed(p.Audits, round))
 		p.Audits = append(p.Audits, round)
 		p.Round, p.Pending = round.Round, nil
+		d := r.judgeRounds()
+		if d.Outcome == converge.Halt {
+			// A cancel or close asked for during the round is obeyed
+			// rather than halting for a decision.
+			if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
+				if err != nil {
+					return err
+				}
+				return r.stopped(ctx, stop, nil)
+			}
+			return r.halt(ctx, d, "")
+		}
+		if d.Warn {
+			if err := r.warnRegression(ctx, d, ""); err != nil {
+				return err
+			}
+		}
+		if d.Outcome == converge.Done && d.Guard != "" {
+			r.planLoop().Guard = string(d.Guard)
+		}
 		// The revision is recorded as due in the same save, so a run that
 		// dies now revises when it resumes rather than auditing again.
-		if err := r.apply(ctx, plan.RoundPosted{Blocking: round.Loop}); err != nil {
+		if err := r.apply(ctx, plan.RoundPosted{Revise: d.Outcome == converge.Continue}); err != nil {
 			return err
 		}
 		if !p.State.ReviseNext() {
@@ -228,6 +258,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	if capReached && len(p.Audits) > 0 {
 		p.Audits[len(p.Audits)-1].CapNote = true
 	}
+	plateau := p.Loop != nil && p.Loop.Phase == "" && p.Loop.Guard == string(converge.Stagnation) && p.State.Mode() != plan.ModeAudit
 	msg := fmt.Sprintf("%s: audit log (round %d)", PlanID(p.Number), p.Round)
 	done, err := r.alreadyCommitted(ctx, msg)
 	if err != nil {
@@ -239,7 +270,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 			return err
 		}
 		wc.Remove()
-		if err := r.commitPlan(ctx, msg, text, capReached); err != nil {
+		if err := r.commitPlan(ctx, msg, text, r.logEnd(capReached)); err != nil {
 			return err
 		}
 	}
@@ -252,7 +283,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		}
 		return r.stopped(ctx, stop, nil)
 	}
-	auto, reasons, err := r.autoImplement(ctx, last, capReached)
+	auto, reasons, err := r.autoImplement(ctx, last, capReached, plateau)
 	if err != nil {
 		return err
 	}
@@ -272,6 +303,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		Rounds: p.Round - p.RunStartRound, Elapsed: elapsed(r.f.now().Sub(r.started)),
 		CapReached: capReached, Findings: open,
 		AutoImplement: auto, ManualReasons: reasons, Revising: notes != "",
+		Plateau: plateau, Trajectory: converge.Trajectory(planRounds(p)),
 	})
 	if err != nil {
 		return err
@@ -281,6 +313,8 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	switch {
 	case capReached:
 		check.Title = templates.CheckTitle{Event: "cap"}
+	case plateau:
+		check.Title = templates.CheckTitle{Event: "plateau"}
 	case last.Verdict == audit.SeverityBlocking:
 		check.Title = templates.CheckTitle{Event: "blocking", Verdict: last.Verdict.String()}
 	}
@@ -337,9 +371,10 @@ func (r *run) completionLine(capReached, auto bool) string {
 }
 
 // autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
-// and a clean context (no human commit on the branch, no open
+// no plateau (a loop that ended with more findings than its thresholds
+// allow), and a clean context (no human commit on the branch, no open
 // changes-requested review). It returns why not when it says no.
-func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bool) (bool, []templates.Reason, error) {
+func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached, plateau bool) (bool, []templates.Reason, error) {
 	p := r.p
 	var reasons []templates.Reason
 	if !r.cfg.AutoImplement {
@@ -353,6 +388,9 @@ func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached bo
 	}
 	if last.Verdict == audit.SeverityBlocking {
 		reasons = append(reasons, templates.Reason{Event: "blocking"})
+	}
+	if plateau {
+		reasons = append(reasons, templates.Reason{Event: "plateau"})
 	}
 	if last.Preflight {
 		reasons = append(reasons, templates.Reason{Event: "preflight"})

@@ -448,7 +448,7 @@ func (r *run) draft(ctx context.Context) error {
 	if strings.TrimSpace(draft) == "" {
 		return errors.New("the drafter answered with an empty plan")
 	}
-	if err := r.commitPlan(ctx, msg, draft, false); err != nil {
+	if err := r.commitPlan(ctx, msg, draft, r.logEnd(false)); err != nil {
 		return err
 	}
 	if err := r.step(ctx, plan.StepDrafted); err != nil {
@@ -464,15 +464,16 @@ func fenceIf(s string) string {
 	return FenceUntrusted(s)
 }
 
-// commitPlan commits an agent's plan text with Forge's audit log and
-// status line; a forge's last commit says the status it ends in.
-func (r *run) commitPlan(ctx context.Context, message, text string, capReached bool) error {
+// commitPlan commits an agent's plan text with Forge's audit log, ending
+// as end says, and status line; a forge's last commit says the status it
+// ends in.
+func (r *run) commitPlan(ctx context.Context, message, text string, end templates.AuditLogEnd) error {
 	status := r.p.State.Status()
 	if r.p.State.Step() == plan.StepFinished {
 		status = plan.Review
 	}
 	text = plan.SetStatusLine(text, status)
-	text, err := WithAuditLog(text, r.p.Audits, capReached, r.f.now())
+	text, err := WithAuditLog(text, r.p.Audits, end, r.f.now())
 	if err != nil {
 		return err
 	}
@@ -552,7 +553,7 @@ func (r *run) revise(ctx context.Context, findings []audit.Finding, notes string
 	if strings.TrimSpace(revised) == "" {
 		return errors.New("the reviser answered with an empty plan")
 	}
-	if err := r.commitPlan(ctx, msg, revised, false); err != nil {
+	if err := r.commitPlan(ctx, msg, revised, r.logEnd(false)); err != nil {
 		return err
 	}
 	p.Revisions++

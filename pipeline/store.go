@@ -93,6 +93,10 @@ type Plan struct {
 	// Audits are the rounds so far: verdicts, for the status table and
 	// the completion comment.
 	Audits []audit.Round
+	// Loop is what the convergence guards keep of the review loop the run
+	// is in; Overrides are the halted loops people accepted as reviewed.
+	Loop      *Loop      `json:",omitempty"`
+	Overrides []Override `json:",omitempty"`
 	// Pending is an audit round whose verdict is known but whose review
 	// may not be posted yet: a step that resumes posts this one instead
 	// of asking the auditor again.

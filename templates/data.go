@@ -92,6 +92,18 @@ type (
 		NotPhaseable bool
 		Status       string
 	}
+	// AuditLogEnd ends the plan's ## Audit Log: the loop's findings by
+	// round from round From and how it ended when a guard decided (a
+	// plateau, or a halt after Round), or the round cap of a plan audited
+	// before the guards.
+	AuditLogEnd struct {
+		From       int
+		Trajectory Trajectory
+		Guard      string
+		Halted     bool
+		Round      int
+		CapReached bool
+	}
 	// AuditLog is one round's entry in the plan's ## Audit Log.
 	AuditLog struct {
 		Round     int
@@ -115,19 +127,27 @@ type (
 		Size, Limit string
 	}
 	// CheckTitle is the forge check run's title after the plan id
-	// (text/check-title.md lists the events).
+	// (text/check-title.md lists the events); Guard is the convergence
+	// guard that halted the plan.
 	CheckTitle struct {
 		Event   string
 		PhaseID string
 		Verdict string
+		Guard   string
 		Step    Step
 	}
-	// CheckSummary is a check run's summary line.
+	// CheckSummary is a check run's summary line. Guard is the convergence
+	// guard that halted the plan, Trajectory its review loop's findings
+	// by round.
 	CheckSummary struct {
-		Event  string
-		PlanID string
-		Status string
-		Wait   string
+		Event      string
+		PlanID     string
+		Status     string
+		Guard      string
+		Trajectory Trajectory
+		// By accepted a halted audit phase's change as reviewed.
+		By   string
+		Wait string
 		// Ignored are the suites a phase did not wait for: none of their
 		// runs started within Wait.
 		Ignored []string
@@ -161,6 +181,10 @@ type (
 		AutoImplement bool
 		ManualReasons []Reason
 		Findings      []audit.Finding
+		// Plateau: the loop ended on a plateau (the stagnation guard), its
+		// findings by round in Trajectory.
+		Plateau    bool
+		Trajectory Trajectory
 	}
 	// ConfigError: .github/forge.yml could not be used.
 	ConfigError struct {
@@ -182,6 +206,46 @@ type (
 		TriggerLabel string
 		// Commands are the command table's lines (pipeline/command).
 		Commands []HelpLine
+	}
+	// Halt is what is said of a review loop a convergence guard halted,
+	// and of people's decisions on it; Event says which (text/halt.md
+	// lists them). Guard is the guard, Round the round the loop halted
+	// after, PhaseID the audit phase whose fix rounds halted (empty for
+	// the plan's audit rounds), Trajectory the loop's findings by round.
+	Halt struct {
+		Head
+		Event      string
+		Guard      string
+		Round      int
+		PhaseID    string
+		Trajectory Trajectory
+		// What the guard saw: a hallucination's decreases in a row before
+		// the spike to Spike; a fabrication's Severity, its Count and its
+		// Average over the rounds before, once Near was within twice the
+		// thresholds; the cap's MaxRounds, the Mean findings a round and
+		// the Lowest round.
+		Decreases int
+		Spike     int
+		Severity  string
+		Count     int
+		Average   string
+		Near      RoundCounts
+		MaxRounds int
+		Mean      string
+		Lowest    RoundCounts
+		// By resumed, overrode or terminated it; Status is the plan's, for
+		// a decision asked of a plan no guard halted.
+		By     string
+		Status string
+	}
+	// RoundCounts is one round's findings by the seed's severities.
+	RoundCounts struct{ Round, Critical, Medium, Minor, Total int }
+	// Trajectory is a review loop's total findings, round by round.
+	Trajectory []int
+	// Overridden is a halted review loop people accepted as reviewed.
+	Overridden struct {
+		By, Guard, PhaseID string
+		Round              int
 	}
 	// HelpLine is one command of /forge help: its usage, where it works
 	// (issue, pull request or both) and what it does.
@@ -292,8 +356,10 @@ type (
 	PlanListItem struct {
 		PlanID, Title, Status string
 		Running, Queued       bool
-		Issue, PR             int
-		Activity              string
+		// Halted: a convergence guard stopped it for people to decide.
+		Halted    bool
+		Issue, PR int
+		Activity  string
 	}
 	// PhasesList answers /forge phases.
 	PhasesList struct {
@@ -324,6 +390,11 @@ type (
 		RequestedBy string
 		NotDraft    bool
 		Closes      int
+		// Guard halted the plan's review loop after HaltRound; Overrides
+		// are the halted loops people accepted as reviewed.
+		Guard     string
+		HaltRound int
+		Overrides []Overridden
 		// Phases are the plan's phases once made: their graph and table.
 		Phases []PhaseRow
 		// GraphCut and RowsCut say what of the phases is left out for the
@@ -380,6 +451,8 @@ type (
 		Wait                string
 		Ran                 int
 		Elapsed             string
+		// Guard halted the run's review loop.
+		Guard string
 	}
 	// RunProgress is a phase run's progress comment on the pull request:
 	// what runs now, or how the run ended, then the plan's phases.
@@ -462,6 +535,9 @@ type (
 		PausedFrom  string
 		PausedUntil string
 		PauseHolds  bool
+		// Guard halted the plan's review loop after HaltRound.
+		Guard     string
+		HaltRound int
 	}
 	// PhaseItem is one phase as people read it in lists.
 	PhaseItem struct {
@@ -541,6 +617,9 @@ func (AgentWrote) Template() string       { return "agent-wrote" }
 func (AlreadyRunning) Template() string   { return "already-running" }
 func (Approval) Template() string         { return "approval" }
 func (AuditLog) Template() string         { return "audit-log" }
+func (AuditLogEnd) Template() string      { return "audit-log-end" }
+func (Halt) Template() string             { return "halt" }
+func (Trajectory) Template() string       { return "trajectory" }
 func (Doctor) Template() string           { return "doctor" }
 func (Cancel) Template() string           { return "cancel" }
 func (ChangeTooLarge) Template() string   { return "change-too-large" }

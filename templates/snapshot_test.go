@@ -241,6 +241,10 @@ func textCases(t *testing.T) []textCase {
 		}
 		return d
 	}
+	halt := func(d templates.Halt) templates.Halt {
+		d.Marker, d.PlanID = pipeline.Marker(planNumber, "halt", "rounds", d.Round), planID
+		return d
+	}
 	status := func(d templates.Status) templates.Status {
 		d.PlanID, d.Title = planID, title
 		if d.Status == "" {
@@ -273,6 +277,8 @@ func textCases(t *testing.T) []textCase {
 			{PlanID: planID, Title: title, Status: string(plan.Implementing), Running: true, Queued: false, Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"},
 			{PlanID: "plan-017", Title: "Retry | back off", Status: string(plan.Draft), Running: false, Queued: true, Issue: 11, PR: 0, Activity: "2025-03-13 17:02 UTC"},
 			{PlanID: "plan-016", Title: "Add forge orchestrator", Status: string(plan.Done), Issue: 9, PR: 40, Activity: "2025-03-01 08:00 UTC"}}}},
+		{"plan-list/a halted plan", templates.PlanList{Total: 1, Most: 30, Plans: []templates.PlanListItem{
+			{PlanID: planID, Title: title, Status: string(plan.Draft), Halted: true, Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"}}}},
 		{"plan-list/the most recent of more", templates.PlanList{Total: 42, Most: 1, Plans: []templates.PlanListItem{
 			{PlanID: planID, Title: title, Status: string(plan.Review), Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"}}}},
 		{"plan-list/none", templates.PlanList{Total: 0, Most: 30, Plans: nil}},
@@ -284,7 +290,9 @@ func textCases(t *testing.T) []textCase {
 		{"progress-line/drafting", templates.ProgressLine{Event: "drafting", PlanID: planID}},
 		{"progress-line/drafted", templates.ProgressLine{Event: "drafted", PlanID: planID, MaxRounds: 5}},
 		{"progress-line/revising", templates.ProgressLine{Event: "revising", PlanID: planID, Round: 1}},
+		{"progress-line/revising-over", templates.ProgressLine{Event: "revising-over", PlanID: planID, Round: 1}},
 		{"progress-line/revised", templates.ProgressLine{Event: "revised", PlanID: planID, Round: 2, MaxRounds: 5}},
+		{"progress-line/halted", templates.ProgressLine{Event: "halted", PlanID: planID, Guard: "hallucination", Round: 4}},
 		{"progress-line/finished", templates.ProgressLine{Event: "finished", PlanID: planID, Status: "REVIEW"}},
 		{"progress-line/cap", templates.ProgressLine{Event: "cap", PlanID: planID}},
 		{"progress-line/cancelled", templates.ProgressLine{Event: "cancelled", PlanID: planID}},
@@ -328,7 +336,15 @@ func textCases(t *testing.T) []textCase {
 		{"check-title/phase-run-cancelled", templates.CheckTitle{Event: "phase-run-cancelled"}},
 		{"check-title/closed", templates.CheckTitle{Event: "closed"}},
 		{"check-title/superseded", templates.CheckTitle{Event: "superseded"}},
+		{"check-title/halted", templates.CheckTitle{Event: "halted", Guard: "round-cap"}},
+		{"check-title/resumed", templates.CheckTitle{Event: "resumed"}},
+		{"check-title/overridden", templates.CheckTitle{Event: "overridden"}},
+		{"check-title/plateau", templates.CheckTitle{Event: "plateau"}},
 		{"check-summary/plan", templates.CheckSummary{Event: "plan", PlanID: planID, Status: "REVIEW"}},
+		{"check-summary/plan with its findings by round", templates.CheckSummary{Event: "plan", PlanID: planID, Status: "REVIEW", Trajectory: templates.Trajectory{9, 6, 3}}},
+		{"check-summary/plan halted", templates.CheckSummary{Event: "plan", PlanID: planID, Status: "DRAFT", Guard: "hallucination", Trajectory: templates.Trajectory{9, 6, 4, 7}}},
+		{"check-summary/trajectory", templates.CheckSummary{Event: "trajectory", Trajectory: templates.Trajectory{3, 2, 3, 4}, Guard: "fix-regression"}},
+		{"check-summary/overridden", templates.CheckSummary{Event: "overridden", By: "octocat", Guard: "round-cap"}},
 		{"check-summary/superseded", templates.CheckSummary{Event: "superseded"}},
 		{"check-summary/passed", templates.CheckSummary{Event: "passed"}},
 		{"check-summary/no-checks", templates.CheckSummary{Event: "no-checks", Wait: "2m0s"}},
@@ -374,6 +390,7 @@ func textCases(t *testing.T) []textCase {
 		{"reason/no-markers", templates.Reason{Event: "no-markers"}},
 		{"reason/pushed", templates.Reason{Event: "pushed"}},
 		{"reason/changes-pending", templates.Reason{Event: "changes-pending"}},
+		{"reason/plateau", templates.Reason{Event: "plateau"}},
 		{"progress/revising", progress("Forging plan-018... Audit round 1 found blocking concerns. Revising...", "")},
 		{"progress/complete", progress("Forge finished plan-018: APPROVED.", completed)},
 
@@ -382,6 +399,7 @@ func textCases(t *testing.T) []textCase {
 		{"complete/manual with reasons", complete(templates.Complete{Findings: []audit.Finding{minor}, ManualReasons: []templates.Reason{{Event: "auto-off"}, {Event: "pushed"}}})},
 		{"complete/manual, auditor gave no markers", complete(templates.Complete{Rounds: 1, ManualReasons: []templates.Reason{{Event: "no-markers"}}})},
 		{"complete/cap reached", complete(templates.Complete{Rounds: 5, Elapsed: "6m12s", CapReached: true, Findings: []audit.Finding{blocking, medium}, ManualReasons: []templates.Reason{{Event: "cap"}, {Event: "blocking"}}})},
+		{"complete/plateau", complete(templates.Complete{Rounds: 3, Elapsed: "4m2s", Plateau: true, Trajectory: templates.Trajectory{5, 5, 5}, Findings: []audit.Finding{medium, minor}, ManualReasons: []templates.Reason{{Event: "plateau"}}})},
 		{"complete/cancelled after one round", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 1, Cancelled: true}},
 		{"complete/cancelled before any round", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 0, Cancelled: true}},
 
@@ -397,6 +415,28 @@ func textCases(t *testing.T) []textCase {
 
 		{"audit-log/findings", templates.AuditLog{Round: 2, Date: "2025-03-14", Verdict: "blocking", Preflight: false, Findings: []audit.Finding{blocking, medium}}},
 		{"audit-log/preflight", templates.AuditLog{Round: 1, Date: "2025-03-14", Verdict: worst(pre).String(), Preflight: true, Findings: pre}},
+		{"audit-log-end/findings by round", templates.AuditLogEnd{From: 1, Trajectory: templates.Trajectory{4, 2, 1}, Guard: "termination"}},
+		{"audit-log-end/plateau", templates.AuditLogEnd{From: 3, Trajectory: templates.Trajectory{5, 5, 5}, Guard: "stagnation"}},
+		{"audit-log-end/halted", templates.AuditLogEnd{From: 1, Trajectory: templates.Trajectory{9, 6, 4, 7}, Guard: "hallucination", Halted: true, Round: 4}},
+		{"audit-log-end/cap reached before the guards", templates.AuditLogEnd{CapReached: true}},
+		{"trajectory", templates.Trajectory{9, 6, 7}},
+		{"halt/halted by fix regression", halt(templates.Halt{Event: "halted", Guard: "fix-regression", Round: 3, Trajectory: templates.Trajectory{2, 3, 4}})},
+		{"halt/halted by hallucination", halt(templates.Halt{Event: "halted", Guard: "hallucination", Round: 4, Trajectory: templates.Trajectory{8, 6, 5, 7}, Decreases: 2, Spike: 7})},
+		{"halt/halted by fabrication", halt(templates.Halt{Event: "halted", Guard: "fabrication", Round: 3, Trajectory: templates.Trajectory{5, 4, 7},
+			Severity: "critical", Count: 3, Average: "0.0", Near: templates.RoundCounts{Round: 2, Medium: 4, Total: 4}})},
+		{"halt/halted by the round cap", halt(templates.Halt{Event: "halted", Guard: "round-cap", Round: 5, Trajectory: templates.Trajectory{2, 2, 1, 2, 2},
+			MaxRounds: 5, Mean: "1.8", Lowest: templates.RoundCounts{Round: 3, Critical: 1, Total: 1}})},
+		{"halt/an audit phase halted", halt(templates.Halt{Event: "halted", Guard: "round-cap", Round: 3, PhaseID: "phase-3", Trajectory: templates.Trajectory{3, 2, 2},
+			MaxRounds: 3, Mean: "2.3", Lowest: templates.RoundCounts{Round: 2, Critical: 1, Minor: 1, Total: 2}})},
+		{"halt/regression", halt(templates.Halt{Event: "regression", Round: 2, Trajectory: templates.Trajectory{1, 2}})},
+		{"halt/regression of a fix round", halt(templates.Halt{Event: "regression", Round: 2, PhaseID: "phase-3", Trajectory: templates.Trajectory{1, 2}})},
+		{"halt/resumed", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "hallucination", Round: 4})},
+		{"halt/resumed audit phase", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "round-cap", Round: 3, PhaseID: "phase-3"})},
+		{"halt/overridden", halt(templates.Halt{Event: "overridden", By: "octocat", Guard: "round-cap", Round: 5})},
+		{"halt/overridden change", halt(templates.Halt{Event: "overridden", By: "octocat", Guard: "fabrication", Round: 3, PhaseID: "phase-3"})},
+		{"halt/terminated", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "round-cap", Round: 5})},
+		{"halt/refused", halt(templates.Halt{Event: "refused", Guard: "fix-regression", Round: 3})},
+		{"halt/not-halted", halt(templates.Halt{Event: "not-halted", Status: string(plan.Review)})},
 		{"audit-log/no findings", templates.AuditLog{Round: 3, Date: "2025-03-14", Verdict: "none", Preflight: false, Findings: []audit.Finding(nil)}},
 		{"doctor/healthy", templates.Doctor{Checks: []templates.DoctorCheck{
 			{Verdict: "ok", Name: "configuration", Detail: "/etc/forge/forge.yml"},
@@ -415,6 +455,7 @@ func textCases(t *testing.T) []textCase {
 		{"status/queued", status(templates.Status{Queued: true})},
 		{"status/phases", status(templates.Status{Status: string(plan.Implementing), Running: templates.Step{Event: "phase-waits", PhaseID: "phase-2", SHA: "1a2b3c4"}, PRURL: "#42", Round: 3, LastVerdict: "minor", Objective: "Retry webhook deliveries that fail, with backoff.", Phases: phaseItems})},
 		{"status/review", status(templates.Status{Status: string(plan.Review), PRURL: "#42", Round: 3, LastVerdict: "minor"})},
+		{"status/halted", status(templates.Status{Status: string(plan.Draft), PRURL: "#42", Round: 5, LastVerdict: "blocking", Guard: "round-cap", HaltRound: 5})},
 		{"status/after an error", status(templates.Status{PRURL: "#42", Round: 1, LastVerdict: "blocking", Error: "reviser agent: agent exited with status 2:\nexit status 2"})},
 		{"status/after a rate-limit pause", status(templates.Status{Running: templates.Step{Event: "drafting"}, PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 19:57:16 UTC"})},
 		{"status/rate limit holding", status(templates.Status{PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 20:57:12 UTC", PauseHolds: true})},
@@ -534,6 +575,9 @@ func textCases(t *testing.T) []textCase {
 		{"pr-body/new", prBody(templates.PRBody{Status: string(plan.Draft)})},
 		{"pr-body/not a draft", prBody(templates.PRBody{Status: string(plan.Draft), NotDraft: true})},
 		{"pr-body/audited", prBody(templates.PRBody{Status: string(plan.Review), Rounds: 3, LastVerdict: "minor"})},
+		{"pr-body/halted", prBody(templates.PRBody{Status: string(plan.Draft), Rounds: 4, LastVerdict: "medium", Guard: "hallucination", HaltRound: 4})},
+		{"pr-body/overridden", prBody(templates.PRBody{Status: string(plan.Review), Rounds: 5, LastVerdict: "blocking", Overrides: []templates.Overridden{
+			{By: "octocat", Guard: "round-cap", Round: 5}, {By: "hubot", Guard: "fabrication", Round: 3, PhaseID: "phase-3"}}})},
 		// The body at each stage of a plan: drafted, approved (its phases
 		// made when the run starts), phase 1 running, phase 1 done and
 		// phase 2 running, a failed phase, done.
@@ -705,13 +749,18 @@ func TestPlanTemplate(t *testing.T) {
 		{Round: 1, Verdict: audit.SeverityBlocking, Loop: true, Findings: []audit.Finding{blocking, medium}},
 		{Round: 2, Verdict: audit.SeverityNone},
 	}
-	withLog, err := pipeline.WithAuditLog(filled, rounds, true, created)
+	withLog, err := pipeline.WithAuditLog(filled, rounds, templates.AuditLogEnd{CapReached: true}, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	halted, err := pipeline.WithAuditLog(filled, rounds, templates.AuditLogEnd{From: 1, Trajectory: templates.Trajectory{2, 0}, Guard: "round-cap", Halted: true, Round: 2}, created)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, out string }{
 		{"filled", filled},
 		{"with audit log, cap reached", withLog},
+		{"with audit log, halted", halted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if strings.Contains(tc.out, "{{") {

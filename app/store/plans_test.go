@@ -421,3 +421,47 @@ func TestPlanStoredInTheOldShape(t *testing.T) {
 		}
 	})
 }
+
+// TestHaltedPlanIsNotAdopted: a plan a guard halted while its job ran is
+// no orphan: its run column says idle, so no worker adopts it (when Forge
+// restarts, or its lease ran out), it holds no slot of its installation
+// and not its issue's one active plan; read back, it is Halted with its
+// halt, until people decide.
+func TestHaltedPlanIsNotAdopted(t *testing.T) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
+		ctx := context.Background()
+		p := newPlan("comment:1", 7, plan.Running)
+		if _, err := ps.CreatePlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := ps.AcquireLease(ctx, p.ID, "job", time.Millisecond); !ok || err != nil {
+			t.Fatalf("acquire: %v %v", ok, err)
+		}
+		next, _, err := p.State.Apply(plan.LoopHalted{Halt: plan.Halt{Reason: "hallucination", Round: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.State = next
+		if err := ps.SavePlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if adopted, err := ps.AdoptOrphans(ctx, 0); err != nil || len(adopted) != 0 {
+			t.Fatalf("a halted plan adopted: %d plans, %v", len(adopted), err)
+		}
+		if n, err := ps.CountRunning(ctx, p.InstallationID); err != nil || n != 0 {
+			t.Errorf("running plans: %d %v, want none", n, err)
+		}
+		got, err := ps.Plan(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State.Run() != plan.Halted || got.State.Halt() == nil || got.State.Halt().Reason != "hallucination" {
+			t.Errorf("read back: %s, halt %+v", got.State, got.State.Halt())
+		}
+		// The issue may start another plan meanwhile (/forge new).
+		if created, err := ps.CreatePlan(ctx, newPlan("comment:2", 7, plan.Running)); err != nil || !created {
+			t.Errorf("another plan on the issue: %v %v", created, err)
+		}
+	})
+}

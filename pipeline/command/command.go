@@ -30,6 +30,11 @@ const (
 	RunOne  Kind = "run-one"
 	Skip    Kind = "skip"
 	Close   Kind = "close"
+	// A plan a convergence guard halted: go on, accept it as reviewed, or
+	// end it.
+	Resume    Kind = "resume"
+	Override  Kind = "override"
+	Terminate Kind = "terminate"
 )
 
 // Usage returns the command's usage line, e.g. "/forge phases [--regenerate] [plan-NNN]".

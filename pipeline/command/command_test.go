@@ -125,6 +125,11 @@ func TestParseCommand(t *testing.T) {
 			cmdResult{Kind: Close, PlanID: "plan-002", Raw: "/forge close plan-002"}},
 		{"same plan id twice", "/forge skip plan-002 plan-002", true,
 			cmdResult{Kind: Skip, PlanID: "plan-002", Raw: "/forge skip plan-002 plan-002"}},
+		{"resume plan id", "/forge resume plan-007", true,
+			cmdResult{Kind: Resume, PlanID: "plan-007", Raw: "/forge resume plan-007"}},
+		{"override", "/plan Override", true, cmdResult{Kind: Override, Raw: "/plan Override"}},
+		{"terminate with a word", "/forge terminate now", true,
+			cmdResult{Kind: Terminate, Err: `unexpected argument "now"; usage: /forge terminate [plan-NNN]`, Raw: "/forge terminate now"}},
 
 		// Phases.
 		{"phases regenerate", "/forge phases --regenerate", true,
@@ -248,6 +253,9 @@ func TestCommandKindAllowedOn(t *testing.T) {
 		{Run, false, true, "/forge run "},
 		{RunOne, false, true, "/forge run-one"},
 		{Skip, false, true, "/forge skip"},
+		{Resume, true, true, "/forge resume"},
+		{Override, true, true, "/forge override"},
+		{Terminate, true, true, "/forge terminate"},
 		{Kind("bogus"), false, false, ""},
 	}
 	for _, tt := range tests {
@@ -269,7 +277,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 // usage line, a place, a description and an example that parses back to
 // it, without a usage error, and is allowed where the row says.
 func TestCommandTable(t *testing.T) {
-	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Close}
+	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Resume, Override, Terminate, Close}
 	doc := Markdown()
 	if len(Table) != len(kinds) {
 		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))

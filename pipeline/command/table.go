@@ -188,6 +188,27 @@ var Table = []Spec{
 			"`/forge run` then goes on with the next.",
 		Example: "/forge skip",
 		Reply:   &templates.PhaseSkipped{Head: templates.Head{PlanID: exPlan}, PhaseID: "phase-2", Title: "Implement README.md", Was: "failed"}},
+	{Kind: Resume, Words: []string{"resume"}, Usage: "/forge resume [plan-NNN]", On: Anywhere,
+		Brief: "go on with a plan a convergence guard halted, from the round it stopped at",
+		Does: "Resumes a plan whose review loop a convergence guard halted (label `forge:halted`): the loop goes on from the " +
+			"round it halted after, its rounds numbered on and their history kept (the plan's audit rounds with a revision, " +
+			"an audit phase's with a fix round), and the round cap counts afresh. The *Resume* button of the `forge` check run " +
+			"does the same. Like every decision on a halted plan, it takes `approval.min_permission`.",
+		Example: "/forge resume",
+		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "resumed", By: "alice", Guard: "round-cap", Round: 1}},
+	{Kind: Override, Words: []string{"override"}, Usage: "/forge override [plan-NNN]", On: Anywhere,
+		Brief: "accept a halted plan, or the change its audit halted on, as reviewed",
+		Does: "Accepts a halted plan as reviewed: it goes to REVIEW and awaits approval, and Forge never implements it by " +
+			"itself. On an audit phase's halted fix rounds, the change is accepted: the audit phase passes and the phase run " +
+			"goes on. The pull request lists every override. The *Override* button does the same.",
+		Example: "/forge override",
+		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "overridden", By: "alice", Guard: "round-cap", Round: 1}},
+	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere,
+		Brief: "end a halted plan for good",
+		Does: "Ends a plan a convergence guard halted for good: it is CLOSED, and nothing runs on it again. " +
+			"The *Terminate* button does the same.",
+		Example: "/forge terminate",
+		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "terminated", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
 		Brief: "close the plan",
 		Does: "Closes the plan for good (CLOSED): a running job is stopped first. Closing the pull request, or the *Cancel* " +

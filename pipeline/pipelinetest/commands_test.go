@@ -26,16 +26,25 @@ func twoFilePlan(req agent.Request) (agent.Result, error) {
 // issue #1 for plan-001, "add a greeting page", whose pull request is #2
 // and whose phases are phase-1 (docs/hello.md), phase-2 (README.md) and
 // phase-3 (the audit). to says how far it goes: "issue" (nothing yet),
-// "running" (the forge is started, its job not run), "review", "paused"
-// (approved, phase-1 run, max_run 1) or "failed" (approved, phase-2
-// failed).
+// "running" (the forge is started, its job not run), "review", "halted"
+// (its auditor blocks and max_audit_rounds is 1: the round cap halted
+// it), "paused" (approved, phase-1 run, max_run 1) or "failed" (approved,
+// phase-2 failed).
 func docWorld(t *testing.T, to string) *pipelinetest.World {
 	t.Helper()
 	cfg := "auto_implement: false\nphases: {wait_for_checks: false, max_context_files: 1}\n"
-	if to == "paused" {
+	switch to {
+	case "paused":
 		cfg = "auto_implement: false\nphases: {wait_for_checks: false, max_context_files: 1, max_run: 1}\n"
+	case "halted":
+		cfg = "auto_implement: false\nmax_audit_rounds: 1\nphases: {wait_for_checks: false, max_context_files: 1}\n"
 	}
 	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n", ".github/forge.yml": cfg})
+	if to == "halted" {
+		w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+			return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
+		}
+	}
 	w.Agents[agent.Drafter], w.Agents[agent.Reviser] = twoFilePlan, twoFilePlan
 	failing := to == "failed"
 	w.Agents[agent.Implementer] = func(req agent.Request) (agent.Result, error) {
@@ -58,7 +67,7 @@ func docWorld(t *testing.T, to string) *pipelinetest.World {
 	if err := w.RunJobs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if to == "review" {
+	if to == "review" || to == "halted" {
 		return w
 	}
 	if err := w.Forge.HandleCommand(ctx, command(w, 2, true, "/forge approve")); err != nil {
@@ -81,20 +90,23 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 		on    int // 1: the issue, 2: the pull request
 		jobs  bool
 	}{
-		forgecmd.Start:   {"issue", 1, true},
-		forgecmd.Plan:    {"issue", 1, true},
-		forgecmd.Help:    {"review", 1, false},
-		forgecmd.List:    {"review", 1, false},
-		forgecmd.Status:  {"review", 1, false},
-		forgecmd.Cancel:  {"running", 1, false},
-		forgecmd.Approve: {"review", 2, false},
-		forgecmd.Revise:  {"review", 2, true},
-		forgecmd.Audit:   {"review", 2, true},
-		forgecmd.Phases:  {"review", 2, false},
-		forgecmd.Run:     {"failed", 2, true},
-		forgecmd.RunOne:  {"paused", 2, true},
-		forgecmd.Skip:    {"failed", 2, false},
-		forgecmd.Close:   {"review", 2, false},
+		forgecmd.Start:     {"issue", 1, true},
+		forgecmd.Plan:      {"issue", 1, true},
+		forgecmd.Help:      {"review", 1, false},
+		forgecmd.List:      {"review", 1, false},
+		forgecmd.Status:    {"review", 1, false},
+		forgecmd.Cancel:    {"running", 1, false},
+		forgecmd.Approve:   {"review", 2, false},
+		forgecmd.Revise:    {"review", 2, true},
+		forgecmd.Audit:     {"review", 2, true},
+		forgecmd.Phases:    {"review", 2, false},
+		forgecmd.Run:       {"failed", 2, true},
+		forgecmd.RunOne:    {"paused", 2, true},
+		forgecmd.Skip:      {"failed", 2, false},
+		forgecmd.Close:     {"review", 2, false},
+		forgecmd.Resume:    {"halted", 2, false},
+		forgecmd.Override:  {"halted", 2, false},
+		forgecmd.Terminate: {"halted", 2, false},
 	}
 	for _, spec := range forgecmd.Table {
 		t.Run(string(spec.Kind), func(t *testing.T) {

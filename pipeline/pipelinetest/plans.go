@@ -86,9 +86,9 @@ func (s *Plans) CreatePlan(_ context.Context, p *pipeline.Plan) (bool, error) {
 		*p = *existing
 		return false, nil
 	}
-	if p.State.Run() != plan.Idle {
+	if p.State.Columns().Run != plan.Idle {
 		if _, err := s.find(func(q *pipeline.Plan) bool {
-			return q.Repo == p.Repo && q.Issue == p.Issue && q.State.Run() != plan.Idle
+			return q.Repo == p.Repo && q.Issue == p.Issue && q.State.Columns().Run != plan.Idle
 		}, newestFirst); err == nil {
 			return false, pipeline.ErrForgeRunning
 		}
@@ -135,7 +135,7 @@ func (s *Plans) PlanForIssue(_ context.Context, repo pipeline.Repo, issue int) (
 	defer s.mu.Unlock()
 	return s.find(func(p *pipeline.Plan) bool { return p.Repo == repo && p.Issue == issue }, func(a, b *pipeline.Plan) int {
 		// Running first, then the newest: as the SQL store orders them.
-		if ra, rb := a.State.Run() != plan.Idle, b.State.Run() != plan.Idle; ra != rb {
+		if ra, rb := a.State.Columns().Run != plan.Idle, b.State.Columns().Run != plan.Idle; ra != rb {
 			if ra {
 				return -1
 			}

@@ -70,6 +70,23 @@ type (
 	}
 	// PhasesMade is /forge phases having (re)generated the phases file.
 	PhasesMade struct{ Cause }
+	// Resume goes on with a halted plan's review loop from the round it
+	// stopped after, with its numbering and history; By is who asked.
+	Resume struct {
+		Cause
+		By string
+	}
+	// Override accepts a halted plan, or the change its audit phase
+	// halted on, as reviewed.
+	Override struct {
+		Cause
+		By string
+	}
+	// Terminate ends a halted plan for good.
+	Terminate struct {
+		Cause
+		By string
+	}
 )
 
 // Events raised by the pipeline itself.
@@ -85,9 +102,9 @@ type (
 	StepDone struct{ To Step }
 	// PlanCreated ends a /plan run: branch, file and pull request exist.
 	PlanCreated struct{ Reply Reply }
-	// RoundPosted is an audit round's review posted; Blocking when it
-	// found blocking concerns, which a forge revises next.
-	RoundPosted struct{ Blocking bool }
+	// RoundPosted is an audit round's review posted; Revise when the
+	// convergence guards found the loop not done, so a forge revises next.
+	RoundPosted struct{ Revise bool }
 	// Revised is that revision committed.
 	Revised struct{}
 	// ForgeDone ends a forge run that audited to the end. Check is the
@@ -135,6 +152,15 @@ type (
 	PhasesStaleStop struct{ Reply Reply }
 	// PhasesDone hands the finished plan over.
 	PhasesDone struct{ Reply Reply }
+	// LoopHalted is the run's review loop stopped by a convergence guard:
+	// Halt says why and where, Reply tells people on the pull request,
+	// Check is the forge check run's action_required with the Resume,
+	// Override and Terminate buttons.
+	LoopHalted struct {
+		Halt  Halt
+		Reply Reply
+		Check Check
+	}
 )
 
 func (Create) Name() string            { return "create" }
@@ -147,6 +173,10 @@ func (Cancel) Name() string            { return "cancel" }
 func (Close) Name() string             { return "close" }
 func (Push) Name() string              { return "push" }
 func (PhasesMade) Name() string        { return "phases_made" }
+func (Resume) Name() string            { return "resume" }
+func (Override) Name() string          { return "override" }
+func (Terminate) Name() string         { return "terminate" }
+func (LoopHalted) Name() string        { return "halted" }
 func (Promote) Name() string           { return "promote" }
 func (Adopt) Name() string             { return "adopt" }
 func (Wake) Name() string              { return "wake" }
@@ -188,3 +218,4 @@ func (PhaseFailed) Origin() Cause       { return Cause{} }
 func (RunPaused) Origin() Cause         { return Cause{} }
 func (PhasesStaleStop) Origin() Cause   { return Cause{} }
 func (PhasesDone) Origin() Cause        { return Cause{} }
+func (LoopHalted) Origin() Cause        { return Cause{} }

@@ -20,9 +20,11 @@ type State struct {
 	// phasesStale is set by a person's push after the phases were made:
 	// they must be regenerated before a run.
 	phasesStale bool
-	// reviseNext is set once a blocking round is posted, until its
-	// revision is committed.
+	// reviseNext is set once a round the loop goes on from is posted
+	// (or a halted loop resumes), until its revision is committed.
 	reviseNext bool
+	// halt is why and where a Halted plan stopped; nil otherwise.
+	halt *Halt
 	// applied is the trigger of the last event applied (a comment,
 	// delivery or review id): a retried job finds its event applied and
 	// only finishes the effects.
@@ -38,6 +40,16 @@ func (s State) Stop() Stop            { return s.stop }
 func (s State) PhasesStale() bool     { return s.phasesStale }
 func (s State) ReviseNext() bool      { return s.reviseNext }
 func (s State) Applied(t string) bool { return t != "" && s.applied == t }
+
+// Halt is why a Halted plan stopped, nil for any other. The copy it
+// returns changes nothing.
+func (s State) Halt() *Halt {
+	if s.halt == nil {
+		return nil
+	}
+	h := *s.halt
+	return &h
+}
 
 // Await is the phase commit the run waits on, nil when it waits on none.
 // The copy it returns changes nothing.
@@ -60,6 +72,9 @@ func (s State) String() string {
 	if s.parked {
 		out += ", parked"
 	}
+	if s.halt != nil {
+		out += ", " + s.halt.Reason
+	}
 	return out + ")"
 }
 
@@ -71,14 +86,29 @@ type Columns struct {
 	Stop   Stop
 }
 
-// Columns are the state's columns, for a store to write.
-func (s State) Columns() Columns { return Columns{Status: s.status, Run: s.run, Stop: s.stop} }
+// Columns are the state's columns, for a store to write. A halted plan's
+// run column says idle: no job works on it, so it holds no slot of its
+// installation nor its issue's one active plan, and no worker adopts it
+// when Forge restarts; its halt, kept in the plan's data, makes it
+// Halted again when it is read (WithColumns).
+func (s State) Columns() Columns {
+	run := s.run
+	if run == Halted {
+		run = Idle
+	}
+	return Columns{Status: s.status, Run: run, Stop: s.stop}
+}
 
 // WithColumns is the state as a store read it: the columns override what
 // the plan's data says (a stop request is written to its column alone).
 // Only stores call it.
 func (s State) WithColumns(c Columns) State {
 	s.status, s.run, s.stop = c.Status, c.Run, c.Stop
+	if s.run == Idle && s.halt != nil {
+		s.run = Halted
+	} else if s.run != Halted {
+		s.halt = nil
+	}
 	return s
 }
 
@@ -93,11 +123,12 @@ type stateJSON struct {
 	Stop        Stop     `json:"stop,omitempty"`
 	PhasesStale bool     `json:"phases_stale,omitempty"`
 	ReviseNext  bool     `json:"revise_next,omitempty"`
+	Halt        *Halt    `json:"halt,omitempty"`
 	Applied     string   `json:"applied,omitempty"`
 }
 
 func (s State) MarshalJSON() ([]byte, error) {
-	return json.Marshal(stateJSON{s.status, s.run, s.mode, s.step, s.await, s.parked, s.stop, s.phasesStale, s.reviseNext, s.applied})
+	return json.Marshal(stateJSON{s.status, s.run, s.mode, s.step, s.await, s.parked, s.stop, s.phasesStale, s.reviseNext, s.halt, s.applied})
 }
 
 func (s *State) UnmarshalJSON(b []byte) error {
@@ -105,7 +136,7 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*s = State{j.Status, j.Run, j.Mode, j.Step, j.Await, j.Parked, j.Stop, j.PhasesStale, j.ReviseNext, j.Applied}
+	*s = State{j.Status, j.Run, j.Mode, j.Step, j.Await, j.Parked, j.Stop, j.PhasesStale, j.ReviseNext, j.Halt, j.Applied}
 	return nil
 }
 

@@ -41,7 +41,27 @@ const (
 	Idle    RunState = "idle"
 	Queued  RunState = "queued"  // waiting for a free slot of the installation
 	Running RunState = "running" // a forge job owns it (see leases)
+	// Halted: a guard stopped the run's review loop, and it waits for
+	// people to resume, override or terminate it (see Halt). No job
+	// works on it: stores keep its run column idle (see Columns).
+	Halted RunState = "halted"
 )
+
+// Halt is why a plan's run stopped for people to decide, and where:
+// Reason is the convergence guard that stopped its review loop
+// (fix-regression, hallucination, fabrication, round-cap), Round the
+// round it stopped after, and Phase the audit phase whose fix rounds
+// stopped (empty for the plan's audit rounds). Resume goes on from
+// there, Override accepts the plan or the change as reviewed, Terminate
+// ends the plan.
+type Halt struct {
+	Reason string `json:"reason"`
+	Round  int    `json:"round"`
+	Phase  string `json:"phase,omitempty"`
+}
+
+// Label is the word of the label a plan halted so carries: forge:halted.
+func (h Halt) Label() string { return "halted" }
 
 // Mode is what a run does.
 type Mode string

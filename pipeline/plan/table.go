@@ -64,6 +64,13 @@ func (s State) Apply(ev Event) (State, []Effect, error) {
 		// Nothing runs: nothing waits, nothing is to stop, no step is due.
 		next.await, next.parked, next.stop, next.reviseNext = nil, false, StopNone, false
 	}
+	if next.run == Halted {
+		// Nothing runs until people decide; the step the loop resumes
+		// with (its revision) stays due.
+		next.await, next.parked, next.stop = nil, false, StopNone
+	} else {
+		next.halt = nil
+	}
 	if c.Trigger != "" {
 		next.applied = c.Trigger
 	}
@@ -106,8 +113,10 @@ var (
 	idle       = []RunState{Idle}
 	running    = []RunState{Running}
 	queued     = []RunState{Queued}
+	halted     = []RunState{Halted}
 	forgeable  = []Status{Draft, Review}
 	phaseable  = []Status{Approved, Implementing, Auditing}
+	active     = []Status{Draft, Review, Approved, Implementing, Auditing}
 	notClosed  = []Status{Draft, Review, Approved, Implementing, Auditing, Done, Cancelled}
 	planButton = []string{"approve", "revise", "cancel"}
 )
@@ -122,6 +131,12 @@ func stopIs(stop Stop) func(State, Event) bool {
 func forgeMode(s State, _ Event) bool { return s.mode != ModePhases && s.mode != ModePlan }
 
 func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: data} }
+
+// haltReply is the answer to a person's decision on a halted plan, event
+// saying which, by whom.
+func haltReply(s *State, event, by string) Reply {
+	return reply(OnCause, &templates.Halt{Event: event, By: by, Guard: s.halt.Reason, Round: s.halt.Round, PhaseID: s.halt.Phase})
+}
 
 // closing is what closing a plan does on GitHub. The plan file's status
 // is committed first: the check run then goes on the commit that says
@@ -235,7 +250,7 @@ var table = []Row{
 			s.mode, s.step = ModeAudit, StepRounds
 			return []Effect{StartRun{Mode: ModeAudit}}
 		}},
-	{Event: "push", Run: []RunState{Idle, Queued}, Does: "phases made before are stale",
+	{Event: "push", Run: []RunState{Idle, Queued, Halted}, Does: "phases made before are stale",
 		apply: func(s *State, ev Event) []Effect {
 			s.phasesStale = s.phasesStale || ev.(Push).HasPhases
 			return nil
@@ -276,7 +291,7 @@ var table = []Row{
 			}
 			return out
 		}},
-	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued}, To: Closed, RunTo: Idle,
+	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued, Halted}, To: Closed, RunTo: Idle,
 		Does:  "buttons off, plan file status (unless merged), check run neutral, label, PR body (unless merged), answer (unless the PR was closed)",
 		apply: closing},
 
@@ -288,10 +303,10 @@ var table = []Row{
 		apply: func(s *State, ev Event) []Effect { s.step = ev.(StepDone).To; return nil }},
 	{Event: "plan_created", From: []Status{Draft}, Run: running, RunTo: Idle, Does: "answer on the issue",
 		apply: func(s *State, ev Event) []Effect { s.step = StepPR; return []Effect{ev.(PlanCreated).Reply} }},
-	{Event: "round_posted", Run: running, Guard: "a forge or revision", Does: "a blocking round is revised next",
+	{Event: "round_posted", Run: running, Guard: "a forge or revision", Does: "a round the convergence guards found not done is revised next",
 		when: forgeMode,
 		apply: func(s *State, ev Event) []Effect {
-			s.reviseNext = ev.(RoundPosted).Blocking && s.mode != ModeAudit
+			s.reviseNext = ev.(RoundPosted).Revise && s.mode != ModeAudit
 			return nil
 		}},
 	{Event: "revised", Run: running, Does: "the revision is done", apply: func(s *State, _ Event) []Effect {
@@ -388,5 +403,41 @@ var table = []Row{
 		apply: func(_ *State, ev Event) []Effect {
 			return []Effect{StatusLine{}, UpdatePR{Ready: true}, SetCheck{Check{Status: "completed", Conclusion: "success", Title: templates.CheckTitle{Event: "done"}}},
 				SyncLabel{}, ev.(PhasesDone).Reply}
+		}},
+
+	// A review loop a convergence guard halted, and people's decision.
+	{Event: "halted", From: active, Run: running, RunTo: Halted,
+		Does: "label forge:halted, check run action required with Resume, Override and Terminate, PR body, say which guard halted the loop, what it saw and how to go on",
+		apply: func(s *State, ev Event) []Effect {
+			h := ev.(LoopHalted)
+			s.halt = &h.Halt
+			// A plan's audit rounds go on with the revision of the round
+			// they halted after.
+			s.reviseNext = s.mode == ModeForge || s.mode == ModeRevise
+			return []Effect{SyncLabel{}, SetCheck{h.Check}, UpdatePR{}, h.Reply}
+		}},
+	{Event: "resume", From: active, Run: halted, RunTo: Running,
+		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept",
+		apply: func(s *State, ev Event) []Effect {
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "resumed"}}},
+				haltReply(s, "resumed", ev.(Resume).By), StartJob{}}
+		}},
+	{Event: "override", From: forgeable, Run: halted, Guard: "the plan's audit rounds halted", To: Review, RunTo: Idle,
+		Does: "accept the plan as reviewed: check run awaits approval (never auto-implemented), label, plan file status, PR body lists the override, answer",
+		apply: func(s *State, ev Event) []Effect {
+			s.step = StepFinished
+			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "overridden"}, Buttons: planButton}},
+				SyncLabel{}, StatusLine{}, UpdatePR{}, haltReply(s, "overridden", ev.(Override).By)}
+		}},
+	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted", RunTo: Running,
+		Does: "accept the change as reviewed: label, check run in progress, PR body lists the override, answer, start the job (the audit phase passes, the phase run goes on)",
+		apply: func(s *State, ev Event) []Effect {
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}, UpdatePR{},
+				haltReply(s, "overridden", ev.(Override).By), StartJob{}}
+		}},
+	{Event: "terminate", From: active, Run: halted, To: Closed, RunTo: Idle,
+		Does: "end the plan for good: buttons off, plan file status, check run neutral, label, PR body, answer",
+		apply: func(s *State, ev Event) []Effect {
+			return append(closing(s, ev), haltReply(s, "terminated", ev.(Terminate).By))
 		}},
 }

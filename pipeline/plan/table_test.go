@@ -52,7 +52,14 @@ var (
 )
 
 func parkedAt(s State) State { s.await, s.parked = &await, true; return s }
-func waiting(s State) State  { s.await = &await; return s }
+
+// haltedAt is a plan a guard halted: the round cap after round 5.
+func haltedAt(status Status, mode Mode) State {
+	s := st(status, Halted, mode)
+	s.halt = &Halt{Reason: "round-cap", Round: 5}
+	return s
+}
+func waiting(s State) State { s.await = &await; return s }
 
 // rowCases exercise every row of the table: the state a plan is in, the
 // event, and the status, run state and effects the row gives.
@@ -97,7 +104,7 @@ var rowCases = []struct {
 	{"adopt", parkedAt(st(Implementing, Running, ModePhases)), Adopt{}, Implementing, Running, "start"},
 	{"step", st(Draft, Running, ModeForge), StepDone{To: StepBranch}, Draft, Running, ""},
 	{"plan created", st(Draft, Running, ModePlan), PlanCreated{Reply: answer}, Draft, Idle, "reply:job-failed"},
-	{"round posted", st(Draft, Running, ModeForge), RoundPosted{Blocking: true}, Draft, Running, ""},
+	{"round posted", st(Draft, Running, ModeForge), RoundPosted{Revise: true}, Draft, Running, ""},
 	{"revised", st(Draft, Running, ModeForge), Revised{}, Draft, Running, ""},
 	{"forge done with change requests", st(Draft, Running, ModeForge), ForgeDone{Notes: "n"}, Draft, Running, "label run:revise"},
 	{"forge done", st(Draft, Running, ModeForge), ForgeDone{Check: Check{Status: "completed", Conclusion: "action_required"}}, Review, Idle,
@@ -127,6 +134,18 @@ var rowCases = []struct {
 	{"phases stale", st(Approved, Running, ModePhases), PhasesStaleStop{Reply: answer}, Approved, Idle, "check:completed/action_required reply:job-failed"},
 	{"phases done", st(Auditing, Running, ModePhases), PhasesDone{Reply: answer}, Done, Idle,
 		"status-line pr:true check:completed/success label reply:job-failed"},
+	{"halted", st(Draft, Running, ModeForge), LoopHalted{Halt: Halt{Reason: "hallucination", Round: 4}, Reply: answer,
+		Check: Check{Status: "completed", Conclusion: "action_required"}}, Draft, Halted, "label check:completed/action_required pr:false reply:job-failed"},
+	{"resume", haltedAt(Draft, ModeForge), Resume{Cause: by, By: "alice"}, Draft, Running, "label check:in_progress/ reply:halt start"},
+	{"override the plan", haltedAt(Draft, ModeRevise), Override{Cause: by, By: "alice"}, Review, Idle,
+		"check:completed/action_required label status-line pr:false reply:halt"},
+	{"override the change", haltedAt(Auditing, ModePhases), Override{Cause: by, By: "alice"}, Auditing, Running,
+		"label check:in_progress/ pr:false reply:halt start"},
+	{"terminate", haltedAt(Draft, ModeForge), Terminate{Cause: by, By: "alice"}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false reply:halt"},
+	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
+	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false reply:closed"},
 }
 
 // TestEveryRow applies each case and checks where it leads; every row of
@@ -171,7 +190,7 @@ func TestRowDetails(t *testing.T) {
 	if s.PhasesStale() {
 		t.Error("phases made: still stale")
 	}
-	s, _, _ = st(Draft, Running, ModeForge).Apply(RoundPosted{Blocking: true})
+	s, _, _ = st(Draft, Running, ModeForge).Apply(RoundPosted{Revise: true})
 	if !s.ReviseNext() {
 		t.Error("a blocking round in a forge: no revision due")
 	}
@@ -179,7 +198,7 @@ func TestRowDetails(t *testing.T) {
 	if s.ReviseNext() {
 		t.Error("revised: a revision still due")
 	}
-	s, _, _ = st(Review, Running, ModeAudit).Apply(RoundPosted{Blocking: true})
+	s, _, _ = st(Review, Running, ModeAudit).Apply(RoundPosted{Revise: true})
 	if s.ReviseNext() {
 		t.Error("a standalone audit revises nothing")
 	}
@@ -205,6 +224,57 @@ func TestRowDetails(t *testing.T) {
 	}
 }
 
+// TestHaltDetails: a halted plan keeps why and where it stopped until
+// people decide; its run column says idle, and reading it back makes it
+// Halted again; resuming revises the round it halted after.
+func TestHaltDetails(t *testing.T) {
+	running := st(Draft, Running, ModeForge)
+	running.stop = StopCancel
+	s, _, err := running.Apply(LoopHalted{Halt: Halt{Reason: "hallucination", Round: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Halt(); h == nil || h.Reason != "hallucination" || h.Round != 4 || !s.ReviseNext() || s.Stop() != StopNone {
+		t.Errorf("halted: %+v revise next %v stop %q", h, s.ReviseNext(), s.Stop())
+	}
+	if c := s.Columns(); c.Run != Idle {
+		t.Errorf("a halted plan's run column: %q, want idle", c.Run)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back = back.WithColumns(s.Columns()); back.Run() != Halted || back.Halt() == nil || back.Halt().Round != 4 {
+		t.Errorf("read back: %s", back)
+	}
+	resumed, _, err := back.Apply(Resume{Cause: by, By: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Halt() != nil || !resumed.ReviseNext() || resumed.Run() != Running {
+		t.Errorf("resumed: %s, revise next %v", resumed, resumed.ReviseNext())
+	}
+	if again := resumed.WithColumns(resumed.Columns()); again.Run() != Running || again.Halt() != nil {
+		t.Errorf("resumed, read back: %s", again)
+	}
+	// The audit phase's fix rounds go on with their own fix: no revision.
+	s, _, _ = st(Auditing, Running, ModePhases).Apply(LoopHalted{Halt: Halt{Reason: "round-cap", Round: 3, Phase: "phase-3"}})
+	if s.ReviseNext() || s.Halt().Phase != "phase-3" {
+		t.Errorf("a halted audit phase: %+v", s)
+	}
+	closed, _, _ := s.Apply(Close{Cause: by})
+	if closed.Halt() != nil {
+		t.Error("a closed plan keeps its halt")
+	}
+	if h := (Halt{Reason: "round-cap"}); h.Label() != "halted" {
+		t.Errorf("label %q", h.Label())
+	}
+}
+
 // TestRefused: a pair the table has no row for is refused with the state
 // and the event named, never ignored.
 func TestRefused(t *testing.T) {
@@ -227,6 +297,15 @@ func TestRefused(t *testing.T) {
 		{st(Closed, Running, ModeForge), Stopped{Stop: StopClose}},
 		{st(Draft, Running, ModeForge), Stopped{Stop: StopSkip}},
 		{st(Done, Running, ModePhases), PhasesDone{}},
+		{haltedAt(Draft, ModeForge), Revise{Cause: by}},
+		{haltedAt(Draft, ModeForge), Audit{Cause: by}},
+		{haltedAt(Review, ModeForge), Approve{Cause: by}},
+		{haltedAt(Auditing, ModePhases), RunPhases{Cause: by}},
+		{haltedAt(Auditing, ModePhases), Cancel{Cause: by}},
+		{st(Review, Idle, ""), Resume{Cause: by}},
+		{st(Draft, Running, ModeForge), Override{Cause: by}},
+		{st(Implementing, Idle, ModePhases), Terminate{Cause: by}},
+		{st(Review, Idle, ""), LoopHalted{}},
 	}
 	for _, c := range cases {
 		next, effects, err := c.from.Apply(c.ev)

@@ -19,7 +19,8 @@ const Path = ".github/forge.yml"
 // docs/configuration.md (internal/configdoc).
 type Config struct {
 	Version          int           `yaml:"version" doc:"The file's format; only 1 exists."`
-	MaxAuditRounds   int           `yaml:"max_audit_rounds" doc:"Audit rounds a forge or a revision runs at most (1 to 20); a plan still blocked after them stops with 'VERDICT: CAP_REACHED' for people to review."`
+	MaxAuditRounds   int           `yaml:"max_audit_rounds" doc:"Audit rounds a forge or a revision runs at most (1 to 20); a plan not converged after them halts (label 'forge:halted') for people to resume, override or terminate."`
+	Convergence      Convergence   `yaml:"convergence" doc:"When a review loop (the plan's audit rounds, an audit phase's fix rounds) is done: the most findings of each severity its last round may have. Blocking findings count as critical, minor and suggestion as minor."`
 	ProgressThrottle time.Duration `yaml:"progress_throttle" doc:"The least time between two edits of a progress comment (a wait as it begins and a run's end are shown at once)."`
 	AutoImplement    bool          `yaml:"auto_implement" doc:"A review with no blocking finding, no 'CAP_REACHED' and no change by people on the branch is approved by Forge itself, and the phases run; only where the operator's policy allows it."`
 	// PlansDir is cleaned and relative to the repository root.
@@ -70,6 +71,15 @@ func (p Paths) Allowed(path string) bool {
 	return false
 }
 
+// Convergence are the termination thresholds of the convergence guards
+// (seed 003's critical_max, medium_max, minor_max): a round within all
+// three ends its loop.
+type Convergence struct {
+	CriticalMax int `yaml:"critical_max" doc:"Blocking findings a round may have and be done (0 to 100)."`
+	MediumMax   int `yaml:"medium_max" doc:"Medium findings a round may have and be done (0 to 100)."`
+	MinorMax    int `yaml:"minor_max" doc:"Minor and suggestion findings a round may have and be done (0 to 100)."`
+}
+
 // Labels names the labels Forge reacts to.
 type Labels struct {
 	Trigger string `yaml:"trigger" doc:"Added to an issue, starts a forge with the issue's title and body (1 to 50 characters)."`
@@ -95,7 +105,7 @@ type Limits struct {
 type Phases struct {
 	Timeout         time.Duration `yaml:"timeout" doc:"How long one phase may take, its agent calls included."`
 	MaxContextFiles int           `yaml:"max_context_files" doc:"Files of the plan's Changes section one implement phase takes at most (1 to 100): more files make more phases."`
-	AuditFixMax     int           `yaml:"audit_fix_max" doc:"Fix rounds after an audit phase with blocking findings (0 to 10)."`
+	AuditFixMax     int           `yaml:"audit_fix_max" doc:"Fix rounds after an audit phase whose findings are not within 'convergence' (0 to 10); one still not converged after them halts the plan (label 'forge:halted')."`
 	MaxRun          int           `yaml:"max_run" doc:"Phases one run executes at most (1 to 50, the safety cap); '/forge run' goes on."`
 	WaitForChecks   bool          `yaml:"wait_for_checks" doc:"After each phase's commit, wait for the check suites of other Apps and the commit statuses on it; a failing one fails the phase."`
 	ChecksGrace     time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
@@ -146,6 +156,7 @@ func Default() Config {
 	return Config{
 		Version:          1,
 		MaxAuditRounds:   5,
+		Convergence:      Convergence{CriticalMax: 0, MediumMax: 3, MinorMax: 5},
 		ProgressThrottle: 3 * time.Second,
 		AutoImplement:    false,
 		PlansDir:         "docs/plans",

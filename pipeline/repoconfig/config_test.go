@@ -15,6 +15,7 @@ func TestDefault(t *testing.T) {
 	want := Config{
 		Version:          1,
 		MaxAuditRounds:   5,
+		Convergence:      Convergence{CriticalMax: 0, MediumMax: 3, MinorMax: 5},
 		ProgressThrottle: 3 * time.Second,
 		AutoImplement:    false,
 		PlansDir:         "docs/plans",
@@ -58,6 +59,7 @@ func TestParse(t *testing.T) {
 				*c = Config{
 					Version:          1,
 					MaxAuditRounds:   7,
+					Convergence:      Convergence{CriticalMax: 1, MediumMax: 2, MinorMax: 8},
 					ProgressThrottle: 5 * time.Second,
 					AutoImplement:    true,
 					PlansDir:         "plans",
@@ -157,7 +159,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "unknown keys at each level",
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
-				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, labels, limits, max_audit_rounds, paths, phases, plans_dir, progress_throttle, version)",
+				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, plans_dir, progress_throttle, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_context_files, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, phase_auditor, reviser, timeout)",
 			},
@@ -174,6 +176,11 @@ func TestParseRepoConfigErrors(t *testing.T) {
 				`line 8: paths.deny[4]: "{a,b" is not a valid glob (an unclosed or empty '[', an unclosed '{' or a stray '}', or a '\' at the end)`,
 				"line 9: paths.deny[5]: must be a single value, not a list",
 			},
+		},
+		{
+			name: "convergence thresholds out of range",
+			yaml: "convergence:\n  critical_max: -1\n  minor_max: 101\n",
+			want: []string{"line 2: convergence.critical_max: -1 is out of range (0 to 100)", "line 3: convergence.minor_max: 101 is out of range (0 to 100)"},
 		},
 		{
 			name: "a checks timeout within the grace",

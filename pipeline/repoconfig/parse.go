@@ -135,8 +135,15 @@ func (d *cfgDecoder) mapping(n *yaml.Node, at string, fields map[string]cfgField
 
 func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 	d.mapping(n, "", map[string]cfgField{
-		"version":           d.intField(&cfg.Version, 1, 1),
-		"max_audit_rounds":  d.intField(&cfg.MaxAuditRounds, 1, 20),
+		"version":          d.intField(&cfg.Version, 1, 1),
+		"max_audit_rounds": d.intField(&cfg.MaxAuditRounds, 1, 20),
+		"convergence": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"critical_max": d.intField(&cfg.Convergence.CriticalMax, 0, 100),
+				"medium_max":   d.intField(&cfg.Convergence.MediumMax, 0, 100),
+				"minor_max":    d.intField(&cfg.Convergence.MinorMax, 0, 100),
+			}, nil)
+		},
 		"progress_throttle": d.durationField(&cfg.ProgressThrottle),
 		"auto_implement":    d.boolField(&cfg.AutoImplement),
 		"plans_dir": func(at string, v *yaml.Node) {

@@ -1,0 +1,33 @@
+package app
+
+import (
+	"testing"
+
+	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/plan"
+)
+
+// TestDashboardRowRunState: a plan's row says whether a job runs it, it
+// waits for a slot, or a guard halted it for people to decide.
+func TestDashboardRowRunState(t *testing.T) {
+	d := &dashboard{app: &App{}}
+	running := plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Running, Mode: plan.ModeForge})
+	halted, _, err := running.Apply(plan.LoopHalted{Halt: plan.Halt{Reason: "round-cap", Round: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		state plan.State
+		want  string
+	}{
+		{running, "running"},
+		{plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Queued, Mode: plan.ModeForge}), "queued"},
+		{halted, "halted"},
+		{plan.FromLegacy(plan.Legacy{Status: plan.Review, Run: plan.Idle}), ""},
+	} {
+		p := &pipeline.Plan{Repo: pipeline.Repo{Owner: "octo", Name: "hello"}, Number: 1, State: c.state}
+		if got := d.row(p).Run; got != c.want {
+			t.Errorf("%s: run %q, want %q", c.state, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package converge
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/forge-dev/forge/pipeline/audit"
+)
+
+var defaults = Thresholds{Critical: 0, Medium: 3, Minor: 5}
+
+// loop makes rounds 1, 2, … with these counts (critical, medium, minor);
+// each finding's text is new unless same is set, when every round names
+// the same findings.
+func loop(same bool, counts ...[3]int) []Round {
+	var out []Round
+	for i, c := range counts {
+		r := Round{Number: i + 1, Counts: Counts{c[0], c[1], c[2]}}
+		for k := range r.Counts.Total() {
+			text := fmt.Sprintf("Finding %d: the section on the rate limiter leaves its window unspecified.", k)
+			if !same {
+				// Letters no other round uses: nothing like the round before.
+				text = strings.Repeat(string(rune('a'+(5*(i+1)+k)%26)), 40)
+			}
+			r.Texts = append(r.Texts, text)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestJudge: each guard triggers on the trajectory it detects, in the
+// seed's order, and a converging loop triggers none but termination.
+func TestJudge(t *testing.T) {
+	cases := []struct {
+		name    string
+		rounds  []Round
+		atCap   bool
+		outcome Outcome
+		guard   Guard
+		warn    bool
+	}{
+		{"converges", loop(true, [3]int{2, 1, 3}, [3]int{1, 1, 2}, [3]int{0, 2, 2}), false, Done, Termination, false},
+		{"goes on while it declines", loop(true, [3]int{2, 1, 3}, [3]int{1, 1, 2}), false, Continue, "", false},
+		{"termination at the thresholds", loop(true, [3]int{0, 3, 5}), false, Done, Termination, false},
+		{"one finding above a threshold", loop(true, [3]int{0, 4, 5}), false, Continue, "", false},
+		{"a rise across a fix warns once", loop(true, [3]int{1, 0, 0}, [3]int{1, 0, 1}), false, Continue, "", true},
+		{"a rise warns even when done", loop(true, [3]int{1, 0, 0}, [3]int{0, 0, 2}), false, Done, Termination, true},
+		{"two rises in a row halt", loop(true, [3]int{1, 0, 0}, [3]int{1, 0, 1}, [3]int{1, 1, 1}), false, Halt, FixRegression, false},
+		{"a rise after a fall warns", loop(true, [3]int{1, 0, 2}, [3]int{1, 0, 1}, [3]int{1, 1, 1}), false, Continue, "", true},
+		{"two rises halt before termination", loop(true, [3]int{0, 0, 0}, [3]int{0, 0, 1}, [3]int{0, 0, 2}), false, Halt, FixRegression, false},
+		{"hallucination: a spike after two decreases", loop(true, [3]int{0, 8, 0}, [3]int{0, 6, 0}, [3]int{0, 5, 0}, [3]int{0, 7, 0}), false, Halt, Hallucination, true},
+		{"no hallucination after one decrease", loop(true, [3]int{0, 8, 0}, [3]int{0, 5, 0}, [3]int{0, 7, 0}), false, Continue, "", true},
+		{"no hallucination at a rise of 20%", loop(true, [3]int{0, 10, 0}, [3]int{0, 8, 0}, [3]int{0, 5, 0}, [3]int{0, 6, 0}), false, Continue, "", true},
+		{"stagnation: one total, rotating findings", loop(false, [3]int{1, 2, 2}, [3]int{1, 2, 2}, [3]int{1, 2, 2}), false, Done, Stagnation, false},
+		{"no stagnation when the findings repeat", loop(true, [3]int{1, 2, 2}, [3]int{1, 2, 2}, [3]int{1, 2, 2}), false, Continue, "", false},
+		{"no stagnation in two rounds", loop(false, [3]int{1, 2, 2}, [3]int{1, 2, 2}), false, Continue, "", false},
+		{"fabrication: a spike after near convergence", loop(true, [3]int{0, 5, 0}, [3]int{0, 4, 0}, [3]int{3, 4, 0}), false, Halt, Fabrication, true},
+		{"no fabrication without near convergence", loop(true, [3]int{0, 8, 0}, [3]int{0, 7, 0}, [3]int{3, 7, 0}), false, Continue, "", true},
+		{"no fabrication below the absolute rise", loop(true, [3]int{0, 5, 0}, [3]int{0, 4, 0}, [3]int{1, 4, 0}), false, Continue, "", true},
+		{"the cap halts a loop that goes on", loop(true, [3]int{2, 0, 0}, [3]int{1, 0, 0}, [3]int{1, 0, 0}), true, Halt, RoundCap, false},
+		{"the cap leaves a done loop done", loop(true, [3]int{2, 0, 0}, [3]int{0, 0, 1}), true, Done, Termination, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Judge(c.rounds, defaults, c.atCap)
+			if d.Outcome != c.outcome || d.Guard != c.guard || d.Warn != c.warn {
+				t.Errorf("Judge = outcome %d, guard %q, warn %v; want %d, %q, %v", d.Outcome, d.Guard, d.Warn, c.outcome, c.guard, c.warn)
+			}
+			if d.Round != c.rounds[len(c.rounds)-1].Number {
+				t.Errorf("judged round %d", d.Round)
+			}
+		})
+	}
+}
+
+// TestJudgeDetails: what the deciding guard saw, for people to read.
+func TestJudgeDetails(t *testing.T) {
+	d := Judge(loop(true, [3]int{0, 8, 0}, [3]int{0, 6, 0}, [3]int{0, 5, 0}, [3]int{0, 7, 0}), defaults, false)
+	if d.Decreases != 2 {
+		t.Errorf("hallucination: %d decreases, want 2", d.Decreases)
+	}
+	d = Judge(loop(true, [3]int{0, 5, 0}, [3]int{0, 4, 0}, [3]int{3, 4, 0}), defaults, false)
+	if d.Severity != "critical" || d.Count != 3 || d.Average != 0 || d.Near.Number != 2 {
+		t.Errorf("fabrication: %s %d over %.1f after round %d", d.Severity, d.Count, d.Average, d.Near.Number)
+	}
+	d = Judge(loop(true, [3]int{2, 1, 0}, [3]int{1, 0, 0}, [3]int{1, 0, 1}, [3]int{1, 0, 0}), defaults, true)
+	if d.Lowest.Number != 2 || d.Lowest.Counts.Total() != 1 || d.Mean != 1.75 {
+		t.Errorf("cap: lowest %d at round %d, mean %.2f", d.Lowest.Counts.Total(), d.Lowest.Number, d.Mean)
+	}
+	// A medium that spikes over its trailing average, the window being the
+	// three rounds before.
+	d = Judge(loop(true, [3]int{0, 9, 0}, [3]int{0, 6, 0}, [3]int{0, 2, 0}, [3]int{0, 2, 0}, [3]int{0, 6, 0}), defaults, false)
+	if d.Guard != Fabrication || d.Severity != "medium" || fmt.Sprintf("%.2f", d.Average) != "3.33" {
+		t.Errorf("medium spike: %q %s over %.2f", d.Guard, d.Severity, d.Average)
+	}
+}
+
+// TestPreflightRounds: the pre-flight's round goes to the reviser unless
+// the cap is reached, and the guards read the auditors' rounds alone.
+func TestPreflightRounds(t *testing.T) {
+	rounds := loop(true, [3]int{0, 0, 0}, [3]int{0, 0, 1})
+	rounds[0].Preflight = true
+	rounds[0].Counts = Counts{Critical: 2}
+	if d := Judge(rounds[:1], defaults, false); d.Outcome != Continue {
+		t.Errorf("a pre-flight round: %+v", d)
+	}
+	if d := Judge(rounds[:1], defaults, true); d.Outcome != Halt || d.Guard != RoundCap {
+		t.Errorf("a pre-flight round at the cap: %+v", d)
+	}
+	// 2 → 1 is no rise: the pre-flight round is not the auditor's.
+	if d := Judge(rounds, defaults, false); d.Outcome != Done || d.Warn {
+		t.Errorf("after a pre-flight round: %+v", d)
+	}
+}
+
+func TestOf(t *testing.T) {
+	r := audit.Round{Verdict: audit.SeverityBlocking, Findings: []audit.Finding{
+		{Severity: audit.SeverityBlocking}, {Severity: audit.SeverityMedium}, {Severity: audit.SeverityMinor},
+		{Severity: audit.SeveritySuggestion}, {Severity: audit.SeverityNone},
+	}}
+	if got := Of(r); got != (Counts{1, 1, 2}) {
+		t.Errorf("Of = %+v", got)
+	}
+	// "Needs revision" with no finding named loops: one critical.
+	if got := Of(audit.Round{Verdict: audit.SeverityBlocking}); got != (Counts{Critical: 1}) {
+		t.Errorf("a blocking verdict alone = %+v", got)
+	}
+	if got := Of(audit.Round{Verdict: audit.SeverityNone}); got.Total() != 0 {
+		t.Errorf("no marker at all = %+v", got)
+	}
+}
+
+func TestSimilarity(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want float64
+	}{
+		{"", "", 1},
+		{"kitten", "sitting", 1 - 3.0/7},
+		{"The Plan  lacks tests.", "the plan lacks\ntests.", 1},
+		{"abc", "", 0},
+	}
+	for _, c := range cases {
+		if got := Similarity(c.a, c.b); fmt.Sprintf("%.4f", got) != fmt.Sprintf("%.4f", c.want) {
+			t.Errorf("Similarity(%q, %q) = %.4f, want %.4f", c.a, c.b, got, c.want)
+		}
+	}
+	if !same("Testing never checks the file.", "Testing never checks the files.") || same("short", "a much longer text") {
+		t.Error("same")
+	}
+	long := strings.Repeat("x", 5*maxCompared)
+	if Similarity(long, long+"y") != 1 {
+		t.Error("texts are compared beyond maxCompared runes")
+	}
+}

@@ -1,0 +1,244 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/converge"
+	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
+	"github.com/forge-dev/forge/templates"
+)
+
+// Loop is what the convergence guards (pipeline/converge) need kept of
+// the review loop a plan's run is in, between its jobs: the plan's audit
+// rounds (whose rounds are the plan's Audits since its run started), or
+// an audit phase's audits and fix rounds. A run started afresh starts
+// without one; a resumed or adopted run keeps it, so a halted loop goes
+// on with its numbering and history.
+type Loop struct {
+	// Phase is the audit phase whose fix rounds this is, empty for the
+	// plan's audit rounds; Gen the job generation it began under, which
+	// tells its replies from an earlier attempt's of the same phase.
+	Phase string `json:"phase,omitempty"`
+	Gen   int    `json:"gen,omitempty"`
+	// Rounds are the audit phase's audits so far, the latest last.
+	Rounds []audit.Round `json:"rounds,omitempty"`
+	// FixDue is set when the latest audit asks for a fix round not made
+	// yet.
+	FixDue bool `json:"fix_due,omitempty"`
+	// CapFrom is the round the cap counts from when a halted loop went on:
+	// the round it halted after.
+	CapFrom int `json:"cap_from,omitempty"`
+	// Guard is the guard that last ended or halted the loop.
+	Guard string `json:"guard,omitempty"`
+	// OverriddenBy accepted the audit phase's change as reviewed: the
+	// phase passes.
+	OverriddenBy string `json:"overridden_by,omitempty"`
+}
+
+// Override is a halted review loop people accepted as reviewed, for the
+// pull request to list.
+type Override struct {
+	By    string `json:"by"`
+	Guard string `json:"guard"`
+	Round int    `json:"round"`
+	Phase string `json:"phase,omitempty"`
+}
+
+// haltButtons are the forge check run's buttons on a halted plan.
+var haltButtons = []string{"resume", "override", "terminate"}
+
+// thresholds are the repository's termination thresholds.
+func thresholds(cfg repoconfig.Config) converge.Thresholds {
+	c := cfg.Convergence
+	return converge.Thresholds{Critical: c.CriticalMax, Medium: c.MediumMax, Minor: c.MinorMax}
+}
+
+// planRounds are the rounds of the plan's audit loop: those of its run.
+func planRounds(p *Plan) []converge.Round {
+	var out []converge.Round
+	for _, a := range p.Audits {
+		if a.Round > p.RunStartRound {
+			out = append(out, converge.RoundOf(a))
+		}
+	}
+	return out
+}
+
+// loopRounds are the rounds of the review loop the plan is in, or was in
+// last: an audit phase's, or its run's audit rounds.
+func loopRounds(p *Plan) []converge.Round {
+	if p.Loop != nil && p.Loop.Phase != "" {
+		out := make([]converge.Round, len(p.Loop.Rounds))
+		for i, a := range p.Loop.Rounds {
+			out[i] = converge.RoundOf(a)
+		}
+		return out
+	}
+	if p.State.Mode() == plan.ModePhases {
+		return nil
+	}
+	return planRounds(p)
+}
+
+// capFrom is the round the plan's audit loop counts its cap from: the
+// run's start, or the round it last halted after.
+func capFrom(p *Plan) int {
+	if p.Loop != nil && p.Loop.Phase == "" && p.Loop.CapFrom > p.RunStartRound {
+		return p.Loop.CapFrom
+	}
+	return p.RunStartRound
+}
+
+// judgeRounds applies the guards to the plan's audit rounds after a round
+// was posted. A standalone audit is one round, no loop: it is done.
+func (r *run) judgeRounds() converge.Decision {
+	p := r.p
+	if p.State.Mode() == plan.ModeAudit {
+		return converge.Decision{Outcome: converge.Done, Round: p.Round}
+	}
+	atCap := p.Round-capFrom(p) >= r.cfg.MaxAuditRounds
+	return converge.Judge(planRounds(p), thresholds(r.cfg), atCap)
+}
+
+// planLoop is the plan's audit loop's record, made when it has none.
+func (r *run) planLoop() *Loop {
+	if r.p.Loop == nil || r.p.Loop.Phase != "" {
+		r.p.Loop = &Loop{}
+	}
+	return r.p.Loop
+}
+
+// loopKey tells a loop's replies from other loops': the plan's rounds
+// are numbered across its runs, an audit phase's from 1 at each attempt.
+func loopKey(p *Plan, phaseID string) string {
+	if phaseID == "" || p.Loop == nil {
+		return "rounds"
+	}
+	return fmt.Sprintf("%s:%d", phaseID, p.Loop.Gen)
+}
+
+// warnRegression tells people, once, that the findings rose across the
+// fix of the round judged: the loop goes on.
+func (r *run) warnRegression(ctx context.Context, d converge.Decision, phaseID string) error {
+	p := r.p
+	return r.say(ctx, plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("regression:%s:%d", loopKey(p, phaseID), d.Round),
+		Data: &templates.Halt{Event: "regression", Round: d.Round, PhaseID: phaseID, Trajectory: converge.Trajectory(loopRounds(p))}})
+}
+
+// haltData is what people are told of a halt: the guard, what it saw,
+// the loop's findings by round.
+func haltData(d converge.Decision, rounds []converge.Round, phaseID string, maxRounds int) *templates.Halt {
+	h := &templates.Halt{Event: "halted", Guard: string(d.Guard), Round: d.Round, PhaseID: phaseID, Trajectory: converge.Trajectory(rounds)}
+	switch d.Guard {
+	case converge.Hallucination:
+		h.Decreases = d.Decreases
+		h.Spike = rounds[len(rounds)-1].Counts.Total()
+	case converge.Fabrication:
+		h.Severity, h.Count, h.Average, h.Near = d.Severity, d.Count, fmt.Sprintf("%.1f", d.Average), roundCounts(d.Near)
+	case converge.RoundCap:
+		h.MaxRounds, h.Mean, h.Lowest = maxRounds, fmt.Sprintf("%.1f", d.Mean), roundCounts(d.Lowest)
+	}
+	return h
+}
+
+func roundCounts(r converge.Round) templates.RoundCounts {
+	c := r.Counts
+	return templates.RoundCounts{Round: r.Number, Critical: c.Critical, Medium: c.Medium, Minor: c.Minor, Total: c.Total()}
+}
+
+// halt stops the run's review loop as the guard decided: the plan is
+// Halted, its check run asks for Resume, Override or Terminate, and
+// people are told why. phaseID is the audit phase whose fix rounds
+// halted, empty for the plan's audit rounds, whose Audit Log on the
+// branch then ends with the halt.
+func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) error {
+	p := r.p
+	rounds, maxRounds := loopRounds(p), r.cfg.Phases.AuditFixMax+1
+	var loop *Loop
+	if phaseID == "" {
+		loop, maxRounds = r.planLoop(), r.cfg.MaxAuditRounds
+	} else {
+		loop = p.Loop
+	}
+	loop.CapFrom, loop.Guard = d.Round, string(d.Guard)
+	data := haltData(d, rounds, phaseID, maxRounds)
+	if phaseID == "" {
+		r.doing = templates.Step{Event: "completing"}
+		msg := fmt.Sprintf("%s: audit log (round %d, halted)", PlanID(p.Number), p.Round)
+		done, err := r.alreadyCommitted(ctx, msg)
+		if err != nil {
+			return err
+		}
+		if !done {
+			wc, text, err := r.checkout(ctx)
+			if err != nil {
+				return err
+			}
+			wc.Remove()
+			end := r.logEnd(false)
+			end.Halted, end.Round = true, d.Round
+			if err := r.commitPlan(ctx, msg, text, end); err != nil {
+				return err
+			}
+		}
+	}
+	ev := plan.LoopHalted{
+		Halt:  plan.Halt{Reason: string(d.Guard), Round: d.Round, Phase: phaseID},
+		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("%s:%d", loopKey(p, phaseID), d.Round), Data: data},
+		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "halted", Guard: string(d.Guard)}, Buttons: haltButtons},
+	}
+	progressID := p.ProgressID
+	if err := r.apply(ctx, ev); err != nil {
+		return err
+	}
+	if phaseID == "" {
+		// The issue's progress comment says where the forge stopped, and
+		// why, last: people who read it find the plan halted.
+		shown := *data
+		shown.Marker = "" // the reply's own, not the progress comment's
+		text, err := templates.Text(&shown)
+		if err == nil {
+			err = r.editProgress(ctx, progressID, r.line(templates.ProgressLine{Event: "halted", Guard: string(d.Guard), Round: d.Round}), text)
+		}
+		if err != nil {
+			r.log.Warn().Err(err).Msg("final progress edit")
+		}
+	}
+	return nil
+}
+
+// logEnd is the end of the plan's Audit Log: its audit loop's findings
+// by round and, once a guard ended it on a plateau, that.
+func (r *run) logEnd(capReached bool) templates.AuditLogEnd {
+	p := r.p
+	end := templates.AuditLogEnd{CapReached: capReached, From: p.RunStartRound + 1}
+	if p.State.Mode() == plan.ModeForge || p.State.Mode() == plan.ModeRevise {
+		end.Trajectory = converge.Trajectory(planRounds(p))
+		if p.Loop != nil && p.Loop.Phase == "" {
+			end.Guard = p.Loop.Guard
+		}
+	}
+	return end
+}
+
+// haltDecision is a person's decision on a halted plan as its event:
+// resume, override or terminate. An override is recorded for the pull
+// request to list and, on an audit phase, for the phase to pass.
+func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
+	switch what {
+	case "resume":
+		return plan.Resume{Cause: cause, By: by}
+	case "terminate":
+		return plan.Terminate{Cause: cause, By: by}
+	}
+	if h := p.State.Halt(); h != nil && !p.State.Applied(cause.Trigger) {
+		p.Overrides = append(p.Overrides, Override{By: by, Guard: h.Reason, Round: h.Round, Phase: h.Phase})
+		if h.Phase != "" && p.Loop != nil && p.Loop.Phase == h.Phase {
+			p.Loop.OverriddenBy = by
+		}
+	}
+	return plan.Override{Cause: cause, By: by}
+}

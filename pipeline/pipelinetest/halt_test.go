@@ -1,0 +1,104 @@
+package pipelinetest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/pipelinetest"
+	"github.com/forge-dev/forge/pipeline/plan"
+)
+
+// TestHaltedPlanTakesOnlyDecisions: a plan the round cap halted runs
+// nothing else: a revision, an audit, an approval or a cancel is answered
+// with the halt and the three commands that decide; a new /forge on its
+// issue shows it rather than saying a forge runs. A decision on a plan no
+// guard halted is answered so.
+func TestHaltedPlanTakesOnlyDecisions(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
+		".github/forge.yml": "auto_implement: false\nmax_audit_rounds: 1\nphases: {wait_for_checks: false}\n"})
+	w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+		return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
+	}
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if p.State.Run() != plan.Halted || p.State.Halt() == nil || p.State.Halt().Reason != "round-cap" || p.State.Status() != plan.Draft {
+		t.Fatalf("after the forge: %s", p.State)
+	}
+	if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != "forge:halted" {
+		t.Errorf("labels: %v", got)
+	}
+	jobs := len(w.Queue.Of("forge"))
+	for _, c := range []struct {
+		number int
+		body   string
+	}{{2, "/forge revise say more"}, {2, "/forge audit"}, {2, "/forge approve"}, {1, "/forge cancel"}, {2, "/forge phases --regenerate"}} {
+		before := len(w.GitHub.BotComments(c.number))
+		if err := w.Forge.HandleCommand(ctx, command(w, c.number, c.number == 2, c.body)); err != nil {
+			t.Fatal(err)
+		}
+		bot := w.GitHub.BotComments(c.number)
+		if len(bot) != before+1 || !strings.Contains(bot[len(bot)-1], "is halted (the round cap guard, after round 1)") {
+			t.Errorf("%s on a halted plan: %q", c.body, bot[before:])
+		}
+		if len(w.Queue.Of("forge")) != jobs {
+			t.Errorf("%s on a halted plan queued a job", c.body)
+		}
+	}
+	before := len(w.GitHub.BotComments(1))
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add another page")); err != nil {
+		t.Fatal(err)
+	}
+	if bot := w.GitHub.BotComments(1); len(bot) != before+1 || !strings.Contains(bot[len(bot)-1], "plan-001") || strings.Contains(bot[len(bot)-1], "already running") {
+		t.Errorf("/forge on the halted plan's issue: %q", bot[before:])
+	}
+
+	before = len(w.GitHub.BotComments(1))
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge list")); err != nil {
+		t.Fatal(err)
+	}
+	if bot := w.GitHub.BotComments(1); len(bot) != before+1 || !strings.Contains(bot[len(bot)-1], "| DRAFT (halted) |") {
+		t.Errorf("/forge list: %q", bot[before:])
+	}
+
+	if err := w.Forge.HandleCommand(ctx, command(w, 2, true, "/forge terminate")); err != nil {
+		t.Fatal(err)
+	}
+	before = len(w.GitHub.BotComments(2))
+	if err := w.Forge.HandleCommand(ctx, command(w, 2, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if bot := w.GitHub.BotComments(2); len(bot) != before+1 || !strings.Contains(bot[len(bot)-1], "it has ended") {
+		t.Errorf("/forge resume on a terminated plan: %q", bot[before:])
+	}
+	if p := planOf(t, w); p.State.Status() != plan.Closed || p.State.Run() != plan.Idle || p.State.Halt() != nil {
+		t.Errorf("terminated: %s", p.State)
+	}
+}
+
+// TestDecisionOnAPlanNotHalted: resume, override and terminate of a plan
+// in REVIEW are answered that it is not halted, and change nothing.
+func TestDecisionOnAPlanNotHalted(t *testing.T) {
+	w, p := reviewWorld(t)
+	ctx := context.Background()
+	for _, body := range []string{"/forge resume", "/forge override", "/forge terminate"} {
+		before := len(w.GitHub.BotComments(p.PR))
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, body)); err != nil {
+			t.Fatal(err)
+		}
+		bot := w.GitHub.BotComments(p.PR)
+		if len(bot) != before+1 || !strings.Contains(bot[len(bot)-1], "is not halted (it is REVIEW)") {
+			t.Errorf("%s: %q", body, bot[before:])
+		}
+	}
+	if got := planOf(t, w); got.State.Status() != plan.Review || got.State.Run() != plan.Idle || len(got.Overrides) != 0 {
+		t.Errorf("after the refused decisions: %s, overrides %v", got.State, got.Overrides)
+	}
+}
