@@ -302,7 +302,9 @@ func newCommandModel(t *testing.T, attack, reportDir string) *commandModel {
 			msg = call("write_file", map[string]any{"path": "attack.sh", "content": attack})
 		case 1:
 			msg = call("write_file", map[string]any{"path": "Makefile",
-				"content": fmt.Sprintf("all:\n\t-sh attack.sh\n\tcat %s/report-implementer.loot || true\n", reportDir)})
+				// The recipe removes what it used: the write guard holds the
+				// implementer to its phase's files.
+				"content": fmt.Sprintf("all:\n\t-sh attack.sh\n\tcat %s/report-implementer.loot || true\n\trm -f attack.sh Makefile\n", reportDir)})
 		case 2:
 			msg = call("run_command", map[string]any{"argv": []string{"make"}})
 		case 3:

@@ -28,6 +28,9 @@ const (
 	// RefusedPhase: the phase names its files, and the path is none of
 	// them, nor a new file beside one.
 	RefusedPhase = "phase"
+	// RefusedPlan: the implementer changed the approved plan, which sets
+	// every later phase's files and what the phase auditor checks.
+	RefusedPlan = "plan"
 )
 
 // WriteRefusal is one path an agent changed that its role may not.
@@ -120,13 +123,16 @@ func (w writeRules) refuses(c ChangedPath) (why, pattern string) {
 	if c.Path == w.phasesFile {
 		return "", ""
 	}
+	if c.Path == w.planFile {
+		return RefusedPlan, ""
+	}
 	if g, ok := w.paths.Denied(c.Path); ok {
 		return RefusedDeny, g
 	}
 	if !w.paths.Allowed(c.Path) {
 		return RefusedAllow, ""
 	}
-	if w.declared == nil || c.Path == w.planFile || slices.Contains(w.declared, c.Path) {
+	if w.declared == nil || slices.Contains(w.declared, c.Path) {
 		return "", ""
 	}
 	dir := path.Dir(c.Path)
