@@ -336,7 +336,12 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		return err
 	case existing.State.Run() != plan.Idle && existing.Trigger == c.trigger():
 		return nil // this very command, run again
-	case existing.State.Run() != plan.Idle && existing.State.Run() != plan.Halted:
+	case existing.State.Run() == plan.Halted && existing.State.Halt() != nil:
+		// A halted plan keeps its issue's one active plan: its resume
+		// would run it beside one started now.
+		h := existing.State.Halt()
+		return c.reply(ctx, &templates.Halt{Head: templates.Head{PlanID: PlanID(existing.Number)}, Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase})
+	case existing.State.Run() != plan.Idle:
 		return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(existing.Number)}})
 	case existing.State.Status().Active() && !cmd.New && existing.Trigger != c.trigger():
 		// The seed's dedup: the open plan, not one more.

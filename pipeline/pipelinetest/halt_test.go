@@ -59,6 +59,18 @@ func TestHaltedPlanTakesOnlyDecisions(t *testing.T) {
 	if bot := w.GitHub.BotComments(1); len(bot) != before+1 || !strings.Contains(bot[len(bot)-1], "plan-001") || strings.Contains(bot[len(bot)-1], "already running") {
 		t.Errorf("/forge on the halted plan's issue: %q", bot[before:])
 	}
+	// /forge new neither: the halted plan keeps its issue's one active
+	// plan, which its resume would otherwise run beside a new one.
+	before = len(w.GitHub.BotComments(1))
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge new add another page")); err != nil {
+		t.Fatal(err)
+	}
+	if bot := w.GitHub.BotComments(1); len(bot) != before+1 || !strings.Contains(bot[len(bot)-1], "**plan-001** is halted") {
+		t.Errorf("/forge new on the halted plan's issue: %q", bot[before:])
+	}
+	if len(w.Queue.Of("forge")) != jobs {
+		t.Errorf("/forge new on the halted plan's issue queued a forge")
+	}
 
 	before = len(w.GitHub.BotComments(1))
 	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge list")); err != nil {
