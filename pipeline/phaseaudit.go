@@ -51,7 +51,8 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 		rounds := loopRounds(p)
 		atCap := done.Round-loop.CapFrom >= r.cfg.Phases.AuditFixMax+1
 		d := converge.Judge(rounds, thresholds(r.cfg), atCap)
-		if d.Warn && d.Outcome != converge.Halt {
+		// The warning says the loop goes on: not when this audit ends it.
+		if d.Warn && d.Outcome == converge.Continue {
 			if err := r.warnRegression(ctx, d, ph.ID); err != nil {
 				return err
 			}

@@ -93,7 +93,8 @@ func (r *run) rounds(ctx context.Context) error {
 			}
 			return r.halt(ctx, d, "")
 		}
-		if d.Warn {
+		// The warning says the loop goes on: not when this round ends it.
+		if d.Warn && d.Outcome == converge.Continue {
 			if err := r.warnRegression(ctx, d, ""); err != nil {
 				return err
 			}

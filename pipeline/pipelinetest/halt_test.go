@@ -114,3 +114,37 @@ func TestDecisionOnAPlanNotHalted(t *testing.T) {
 		t.Errorf("after the refused decisions: %s, overrides %v", got.State, got.Overrides)
 	}
 }
+
+// TestNoRegressionWarningWhenTheLoopEnds: findings that rise across a
+// revision into a round within the thresholds end the loop; the warning
+// that says Forge goes on is not posted then.
+func TestNoRegressionWarningWhenTheLoopEnds(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
+		".github/forge.yml": "auto_implement: false\nphases: {wait_for_checks: false}\n"})
+	rounds := 0
+	w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+		rounds++
+		if rounds == 1 {
+			return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
+		}
+		return agent.Result{Output: "- **Severity: minor** — Name the page.\n- **Severity: minor** — Link it.\n- **Severity: minor** — Date it.\n\nVerdict: ready to approve"}, nil
+	}
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if rounds != 2 || p.State.Status() != plan.Review {
+		t.Fatalf("after %d rounds: %s, want REVIEW after 2", rounds, p.State)
+	}
+	for _, n := range []int{1, p.PR} {
+		for _, c := range w.GitHub.BotComments(n) {
+			if strings.Contains(c, "rose across the last revision") {
+				t.Errorf("a regression warning on #%d although the loop ended: %q", n, c)
+			}
+		}
+	}
+}
