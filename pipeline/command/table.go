@@ -90,10 +90,11 @@ func exPhases(done int, current string) templates.Checklist {
 // command where On does not allow it, and answers a wrong use with Usage.
 var Table = []Spec{
 	{Kind: Start, Usage: "/forge [new] <description>", On: OnIssue,
-		Brief: "draft a plan, audit it and revise it until no blocking finding is left; on an issue whose plan is still open, that plan is shown instead (`/forge new <description>` starts one more)",
+		Brief: "draft a plan, audit it and revise it until its findings are within the convergence thresholds; on an issue whose plan is still open, that plan is shown instead (`/forge new <description>` starts one more)",
 		Does: "Starts a forge: reserves the next plan id, creates the plan branch, opens a draft pull request, " +
-			"has the drafter write the plan from the issue and the description, then audits and revises it until no blocking " +
-			"finding is left or `max_audit_rounds` is reached. The lines of the comment after the command reach the drafter too. " +
+			"has the drafter write the plan from the issue and the description, then audits and revises it until its findings " +
+			"are within `convergence` (no blocking, at most 3 medium and 5 minor by default) or a convergence guard halts it " +
+			"for people to resume, override or terminate (the round cap `max_audit_rounds` among them). The lines of the comment after the command reach the drafter too. " +
 			"On an issue whose plan is still open (not DONE, CLOSED or CANCELLED) Forge answers with that plan and starts nothing; " +
 			"`/forge new <description>` starts one more all the same. Adding the trigger label (`labels.trigger`) to an issue " +
 			"does the same with the issue's title as the description.",
