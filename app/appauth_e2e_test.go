@@ -109,7 +109,7 @@ func readyz(t *testing.T, w *world) (int, string) {
 // installationInactive reads whether Forge ignores the world's installation.
 func installationInactive(t *testing.T, w *world) bool {
 	t.Helper()
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

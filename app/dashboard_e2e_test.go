@@ -384,7 +384,7 @@ func TestDashboardSignIn(t *testing.T) {
 			// GitHub no longer takes alice's token: once her list of
 			// repositories is due again, her session ends.
 			w.gh.RevokeUserTokens("alice")
-			db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+			db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 			if err != nil {
 				t.Fatal(err)
 			}

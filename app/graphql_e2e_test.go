@@ -150,7 +150,7 @@ func TestPhaseCommitPausedByGraphQLRateLimit(t *testing.T) {
 	if strings.Contains(metrics, `outcome="error"}`) {
 		t.Errorf("a job counted as failed:\n%s", metrics)
 	}
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ type payloadJob struct {
 
 func (pw *payloadWorld) queue(t *testing.T) []payloadJob {
 	t.Helper()
-	db, err := sql.Open("sqlite", pw.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(pw.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

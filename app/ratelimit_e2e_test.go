@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/internal/apptest"
 )
 
 // TestRateLimitPausesAndResumes: GitHub's primary limit runs out while a
@@ -40,7 +41,7 @@ func TestRateLimitPausesAndResumes(t *testing.T) {
 		t.Fatalf("the forge finished before the reset: the limit never held it")
 	}
 
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

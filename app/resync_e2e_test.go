@@ -26,7 +26,7 @@ func TestLostWebhooks(t *testing.T) {
 			c.Resync = app.ResyncConfig{After: 2 * time.Second, PerRun: 20}
 		},
 	})
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestRetentionPrunes(t *testing.T) {
 	w.forge = apptest.Start(t, gh, apptest.Options{Configure: func(c *app.Config) {
 		c.Retention = app.RetentionConfig{MaxAge: time.Hour, Interval: 200 * time.Millisecond}
 	}})
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

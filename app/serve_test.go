@@ -66,7 +66,7 @@ func (w *world) deliver(t *testing.T, event string, payload []byte, opts ...ghdo
 
 func (w *world) deliveries(t *testing.T) map[string]string {
 	t.Helper()
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func (w *world) deliveries(t *testing.T) map[string]string {
 // in the given states ("completed").
 func (w *world) jobs(t *testing.T, kind string, states ...string) int {
 	t.Helper()
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ const idleHorizon = 10 * time.Second
 // reconcile may wake a plan.
 func (w *world) waitIdle(t *testing.T) {
 	t.Helper()
-	db, err := sql.Open("sqlite", w.forge.Config.Database.URL)
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,3 +233,10 @@ func ScriptAgents(c *app.Config, timeout time.Duration, override map[string][]st
 	}
 	c.Agents.Roles["default"] = "drafter"
 }
+
+// SQLiteDSN is a test's own connection to the server's SQLite file: it
+// waits for the server's writers (the ingest, the queue, the timeline)
+// rather than failing with SQLITE_BUSY.
+func SQLiteDSN(path string) string {
+	return path + "?_pragma=busy_timeout(10000)"
+}
