@@ -124,14 +124,5 @@ func (s *Store) PlansOf(ctx context.Context, repos []string, limit int) ([]*pipe
 	if err != nil {
 		return nil, fmt.Errorf("list the plans of %d repositories: %w", len(repos), err)
 	}
-	defer rows.Close()
-	var out []*pipeline.Plan
-	for rows.Next() {
-		p, err := scanPlan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return scanPlans(rows)
 }

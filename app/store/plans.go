@@ -177,16 +177,8 @@ func (ps planStore) RecentPlans(ctx context.Context, repo pipeline.Repo, limit i
 	if err != nil {
 		return nil, 0, fmt.Errorf("list the plans of %s: %w", repo, err)
 	}
-	defer rows.Close()
-	var out []*pipeline.Plan
-	for rows.Next() {
-		p, err := scanPlan(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, p)
-	}
-	return out, total, rows.Err()
+	out, err := scanPlans(rows)
+	return out, total, err
 }
 
 // SavePlan writes the plan unless the stored one has a newer generation (a
@@ -341,6 +333,16 @@ func (ps planStore) QuietPlans(ctx context.Context, before time.Time, limit int)
 	if err != nil {
 		return nil, fmt.Errorf("find quiet plans: %w", err)
 	}
+	return scanPlans(rows)
+}
+
+func (ps planStore) Looked(ctx context.Context, id int64) error {
+	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET looked_ms = $2 WHERE id = $1`, id, nowMS(time.Now()))
+	return err
+}
+
+// scanPlans reads every plan of rows, and closes them.
+func scanPlans(rows *sql.Rows) ([]*pipeline.Plan, error) {
 	defer rows.Close()
 	var out []*pipeline.Plan
 	for rows.Next() {
@@ -351,9 +353,4 @@ func (ps planStore) QuietPlans(ctx context.Context, before time.Time, limit int)
 		out = append(out, p)
 	}
 	return out, rows.Err()
-}
-
-func (ps planStore) Looked(ctx context.Context, id int64) error {
-	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET looked_ms = $2 WHERE id = $1`, id, nowMS(time.Now()))
-	return err
 }
