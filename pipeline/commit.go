@@ -184,8 +184,7 @@ func (r *run) fileAt(ctx context.Context, sha, path string) (FileVersion, error)
 }
 
 // refusal is the comment for a step Forge refused to carry out on what it
-// was given (a file carrying a secret, a conflict with a person's push,
-// changes too large to commit, a file that is a link, a workflow file the
+// was given (a file carrying a secret, changes too large to commit, a file that is a link, a workflow file the
 // App may not write, files the implementer may not change), false for any
 // other failure. It says which file, that nothing of it was written, and
 // the command that retries. phaseID is the refused phase, empty outside a
@@ -201,7 +200,6 @@ func (r *run) refusal(err error, phaseID string) (key string, data templates.Rep
 		Phases: p.State.Mode() == plan.ModePhases, Status: string(p.State.Status()), PhaseID: phaseID,
 	}
 	var secret *SecretError
-	var conflict *MergeConflictError
 	var large *ChangeTooLargeError
 	var link *NotRegularFileError
 	var workflows *WorkflowPermissionError
@@ -210,13 +208,6 @@ func (r *run) refusal(err error, phaseID string) (key string, data templates.Rep
 	case errors.As(err, &secret):
 		// The path is the agent's: it must not end the code span.
 		return r.failureKey(), &templates.SecretRefused{Failure: fail, Path: strings.ReplaceAll(secret.Path, "`", "'"), What: secret.What}, true
-	case errors.As(err, &conflict):
-		conflicts := make([]templates.Conflict, 0, len(conflict.Conflicts))
-		for _, c := range conflict.Conflicts {
-			conflicts = append(conflicts, templates.Conflict{Path: c.Path, Why: c.Why})
-		}
-		return fmt.Sprintf("%d:%s", p.Generation, shortSHA(conflict.Head)),
-			&templates.MergeConflict{Failure: fail, Pushed: shortSHA(conflict.Head), Conflicts: conflicts}, true
 	case errors.As(err, &large):
 		return r.failureKey(), &templates.ChangeTooLarge{Failure: fail, Path: large.Path, Total: large.Total,
 			Size: byteSize(large.Size), Limit: byteSize(large.Limit)}, true

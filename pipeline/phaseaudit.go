@@ -11,6 +11,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/converge"
 	"github.com/forge-dev/forge/pipeline/phases"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -48,6 +49,14 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 		}
 		r.hideAddressed(ctx, audit.Addressed(loop.Rounds, done))
 		loop.Rounds = append(loop.Rounds, done)
+		if done.Decision == audit.Unknown {
+			// Resumed, the phase audits again; overridden, it passes.
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+			return &escalation{Reason: plan.EscalatedVerdict, Step: string(agent.PhaseAuditor), Round: done.Round,
+				Artifact: fmt.Sprintf("the post-implementation audit %d of %s", done.Round, ph.ID)}
+		}
 		rounds := loopRounds(p)
 		atCap := done.Round-loop.CapFrom >= r.cfg.Phases.AuditFixMax+1
 		d := converge.Judge(rounds, thresholds(r.cfg), atCap)
@@ -147,6 +156,7 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.R
 		return audit.Round{}, err
 	}
 	v := audit.ParseVerdict(res.Output)
+	decision := audit.Decide(res.Output, v)
 	var inline []ReviewComment
 	for _, f := range v.Findings {
 		path, line, ok := audit.ParseLocation(f.Location)
@@ -168,7 +178,7 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.R
 	}
 	ph.Output = "verdict " + v.MaxSeverity.String()
 	return audit.Round{Round: fix + 1, Verdict: v.MaxSeverity, Loop: v.ShouldLoop, Findings: v.Findings, ReviewID: id, CommitID: p.HeadSHA,
-		Clean: v.Structured && len(v.Findings) == 0}, nil
+		Clean: v.Structured && len(v.Findings) == 0, Decision: decision}, nil
 }
 
 var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)

@@ -96,6 +96,10 @@ func (r *run) runPhases(ctx context.Context) error {
 			// The phase stays in progress: a resumed run goes on with its
 			// fix rounds, an overridden one passes it.
 			return r.halt(ctx, halted.d, ph.ID)
+		case isEscalation(perr):
+			// The phase stays in progress: a resumed run does it again.
+			esc, _ := asEscalation(perr)
+			return r.escalate(ctx, esc, ph.ID)
 		case errors.As(perr, &limited):
 			// GitHub refused the phase's writes until a reset, not the
 			// phase: the job is snoozed till then and the phase, still in
@@ -341,7 +345,7 @@ func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() p
 
 // phasePrompt is the prompt of phase ph: the implementer's, or for an
 // audit phase the phase auditor's with the plan and the diff.
-func (r *run) phasePrompt(ph *phases.Phase, projectContext string, audit *templates.PhaseAuditor) (string, error) {
+func (r *run) phasePrompt(ph *phases.Phase, projectContext string, audit *templates.PhaseAuditor) templates.Data {
 	data := templates.Phase{
 		PlanID: PlanID(r.p.Number), PlanPath: r.p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
 		Description: ph.Description, ChangeSpec: ph.ChangeSpec, Files: ph.ContextFiles, PreviousError: r.prevError,
@@ -352,9 +356,9 @@ func (r *run) phasePrompt(ph *phases.Phase, projectContext string, audit *templa
 			audit = &templates.PhaseAuditor{}
 		}
 		audit.Phase = data
-		return templates.Prompt(audit)
+		return *audit
 	}
-	return templates.Prompt(templates.Implementer{Phase: data})
+	return templates.Implementer{Phase: data}
 }
 
 // implement runs the implementer in a fresh working copy of the branch and
@@ -485,10 +489,7 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 // prompt (audit adds the plan and diff of an audit phase), under the phase
 // timeout.
 func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCopy, ph *phases.Phase, audit *templates.PhaseAuditor) (agent.Result, error) {
-	prompt, err := r.phasePrompt(ph, r.projectContext(wc.Dir()), audit)
-	if err != nil {
-		return agent.Result{}, err
-	}
+	prompt := r.phasePrompt(ph, r.projectContext(wc.Dir()), audit)
 	saved := r.cfg.Agents.Timeout
 	if r.cfg.Phases.Timeout < saved || saved == 0 {
 		r.cfg.Agents.Timeout = r.cfg.Phases.Timeout

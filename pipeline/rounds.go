@@ -81,6 +81,12 @@ func (r *run) rounds(ctx context.Context) error {
 		r.hideAddressed(ctx, audit.Addressed(p.Audits, round))
 		p.Audits = append(p.Audits, round)
 		p.Round, p.Pending = round.Round, nil
+		if round.Decision == audit.Unknown {
+			// Posted for people to read; the loop stops for them rather
+			// than guess what the auditor meant.
+			return &escalation{Reason: plan.EscalatedVerdict, Step: string(agent.Auditor), Round: round.Round,
+				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
+		}
 		d := r.judgeRounds()
 		if d.Outcome == converge.Halt {
 			// A cancel or close asked for during the round is obeyed
@@ -145,12 +151,9 @@ func (r *run) audit(ctx context.Context) error {
 		if n := len(p.Audits); n > 0 {
 			previous = Fence(findingsText(p.Audits[n-1].Findings))
 		}
-		prompt, err := templates.Prompt(templates.Auditor{
+		prompt := templates.Auditor{
 			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: inRun, MaxRounds: r.cfg.MaxAuditRounds,
 			ProjectContext: r.projectContext(wc.Dir()), Previous: previous, Plan: Fence(text),
-		})
-		if err != nil {
-			return err
 		}
 		res, err := r.callAgent(ctx, agent.Auditor, prompt, wc.Dir(), inRun)
 		if err != nil {
@@ -158,6 +161,7 @@ func (r *run) audit(ctx context.Context) error {
 		}
 		v := audit.ParseVerdict(res.Output)
 		ar.Verdict, ar.Loop, ar.Findings, ar.Clean = v.MaxSeverity, v.ShouldLoop, v.Findings, v.Structured && len(v.Findings) == 0
+		ar.Decision = audit.Decide(res.Output, v)
 	}
 	ar.Lines = strings.Count(text, "\n") + 1
 	p.Pending = &ar
@@ -490,6 +494,12 @@ func (r *run) finish(ctx context.Context, err error) error {
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
 		return err // snoozed until the reset; the next run resumes from the saved step
+	}
+	if esc, ok := asEscalation(err); ok && p.State.Run() == plan.Running && p.State.Status().Active() {
+		if err := r.escalate(ctx, esc, ""); err != nil {
+			return err
+		}
+		return r.f.startQueued(context.WithoutCancel(ctx), p.InstallationID, r.cfg.Limits.MaxConcurrentRuns)
 	}
 	var fail *agent.Failure
 	var ce *repoconfig.Error

@@ -432,13 +432,10 @@ func (r *run) draft(ctx context.Context) error {
 		return err
 	}
 	defer wc.Remove()
-	prompt, err := templates.Prompt(templates.Drafter{
+	prompt := templates.Drafter{
 		PlanID: PlanID(p.Number), PlanPath: p.PlanPath,
 		Request: FenceUntrusted(p.Description), Context: fenceIf(p.Context), Thread: p.Thread.prompt(),
 		ProjectContext: r.projectContext(wc.Dir()), Plan: Fence(text),
-	})
-	if err != nil {
-		return err
 	}
 	res, err := r.callAgent(ctx, agent.Drafter, prompt, wc.Dir(), 0)
 	if err != nil {
@@ -538,12 +535,9 @@ func (r *run) revise(ctx context.Context, findings []audit.Finding, notes string
 		return err
 	}
 	defer wc.Remove()
-	prompt, err := templates.Prompt(templates.Reviser{
+	prompt := templates.Reviser{
 		PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Findings: Fence(findingsText(findings)),
 		Notes: fenceIf(notes), ProjectContext: r.projectContext(wc.Dir()), Plan: Fence(text),
-	})
-	if err != nil {
-		return err
 	}
 	res, err := r.callAgent(ctx, agent.Reviser, prompt, wc.Dir(), p.Round)
 	if err != nil {

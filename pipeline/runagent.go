@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
 )
 
 // projectContext is the repository's standing constraints for agents.
@@ -27,14 +29,21 @@ func (r *run) projectContext(dir string) string {
 	return s
 }
 
-// callAgent runs a role's agent once, and once more on a failure that was
-// not a timeout (DESIGN §7: one retry on a transient failure).
-func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string, round int) (agent.Result, error) {
+// callAgent runs a role's agent on the prompt data makes. A call that
+// fails, or answers nothing where an answer is the result, is tried once
+// more on a trimmed prompt that demands a result (seed 004); a second
+// failure escalates the plan to people (issue 14), who resume it once the
+// agent is fixed.
+func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Data, dir string, round int) (agent.Result, error) {
 	p := r.p
 	choice, _ := r.cfg.Agents.ForRole(string(role))
 	rt, model, err := r.f.Agents.Runtime(role, choice)
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("%s agent: %w", role, err)
+	}
+	prompt, err := templates.Prompt(data)
+	if err != nil {
+		return agent.Result{}, err
 	}
 	req := agent.Request{
 		Role: role, Model: model, Prompt: prompt, Dir: dir, Repo: p.Repo.String(),
@@ -51,13 +60,26 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 		cost := r.account(model, res.Usage)
 		r.f.agentCalled(ctx, p, AgentCall{Role: role, Runtime: runtime, Model: model, Start: start, Duration: time.Since(start),
 			Tokens: res.Usage.Total(), Cost: cost, Outcome: callOutcome(err)})
+		if err == nil && answers(role) && strings.TrimSpace(res.Output) == "" {
+			err = &agent.Failure{ExitCode: 0, Tail: "the agent answered with nothing"}
+		}
 		return res, err
 	}
 	res, err := call()
 	var fail *agent.Failure
-	if errors.As(err, &fail) && !fail.TimedOut && ctx.Err() == nil {
-		r.log.Warn().Err(err).Str("role", string(role)).Msg("agent failed; retrying once")
+	if errors.As(err, &fail) && ctx.Err() == nil {
+		r.log.Warn().Err(err).Str("role", string(role)).Msg("agent failed; retrying once on a trimmed prompt")
+		if req.Prompt, err = templates.RetryPrompt(data, reviews(role)); err != nil {
+			return res, err
+		}
+		if err := r.checkTokens(); err != nil {
+			return agent.Result{}, err
+		}
 		res, err = call()
+		if errors.As(err, &fail) && ctx.Err() == nil {
+			return res, &escalation{Reason: plan.EscalatedAgent, Step: string(role), Round: round,
+				Tail: fail.Tail, err: fmt.Errorf("%s agent failed twice: %w", role, err)}
+		}
 	}
 	if err != nil {
 		return res, fmt.Errorf("%s agent: %w", role, err)
@@ -67,6 +89,13 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, prompt, dir string
 	}
 	return res, r.checkTokens()
 }
+
+// answers reports whether the role's result is its answer, which an
+// empty one fails; the implementer's is the files it changed.
+func answers(role agent.Role) bool { return role != agent.Implementer }
+
+// reviews reports whether the role reviews, its result a verdict.
+func reviews(role agent.Role) bool { return role == agent.Auditor || role == agent.PhaseAuditor }
 
 // sessionKey names the conversation a role keeps across the rounds of a
 // plan (seed 000 §5): the drafter and the reviser are one writer who

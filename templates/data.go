@@ -237,7 +237,20 @@ type (
 		// a decision asked of a plan no guard halted.
 		By     string
 		Status string
+		// An escalation's (Event "escalated", Guard its reason): the step
+		// it stopped at, what Forge saw (Why), what to read (Artifact),
+		// the error (Cause) and a failed agent's last output (Tail);
+		// Overridable when /forge override can accept what was reviewed.
+		Step        string
+		Why         []Unmet
+		Artifact    string
+		Cause       string
+		Tail        string
+		Overridable bool
 	}
+	// Unmet is one thing an escalation names: What (a gate directive, a
+	// file), shown as code, and Why it stopped the plan.
+	Unmet struct{ What, Why string }
 	// RoundCounts is one round's findings by the seed's severities.
 	RoundCounts struct{ Round, Critical, Medium, Minor, Total int }
 	// Trajectory is a review loop's total findings, round by round.
@@ -259,16 +272,6 @@ type (
 		Attempts int
 		Error    string
 	}
-	// MergeConflict: a person's push conflicts with Forge's change.
-	MergeConflict struct {
-		Head
-		Failure
-		// Pushed is the person's commit, which stays the branch head.
-		Pushed    string
-		Conflicts []Conflict
-	}
-	// Conflict is one file of a MergeConflict and why it does not merge.
-	Conflict struct{ Path, Why string }
 	// RefusedPath is one path of WriteRefused: Why is deny (Pattern the
 	// paths.deny pattern it matches), allow (it matches no paths.allow
 	// pattern) or phase (not a file of the phase, nor a new file beside
@@ -634,7 +637,6 @@ func (ForgeError) Template() string       { return "forge-error" }
 func (Help) Template() string             { return "help" }
 func (Inline) Template() string           { return "inline" }
 func (JobFailed) Template() string        { return "job-failed" }
-func (MergeConflict) Template() string    { return "merge-conflict" }
 func (NoPlan) Template() string           { return "no-plan" }
 func (NoPlanHere) Template() string       { return "no-plan-here" }
 func (OpenPlan) Template() string         { return "open-plan" }
@@ -724,6 +726,11 @@ type (
 		Plan, Diff string
 	}
 )
+
+// Retry is the demand that ends an agent's one retry (RetryPrompt).
+type Retry struct{ Review bool }
+
+func (Retry) Template() string { return "retry" }
 
 func (Drafter) Template() string      { return "drafter" }
 func (Auditor) Template() string      { return "auditor" }

@@ -293,6 +293,7 @@ func textCases(t *testing.T) []textCase {
 		{"progress-line/revising-over", templates.ProgressLine{Event: "revising-over", PlanID: planID, Round: 1}},
 		{"progress-line/revised", templates.ProgressLine{Event: "revised", PlanID: planID, Round: 2, MaxRounds: 5}},
 		{"progress-line/halted", templates.ProgressLine{Event: "halted", PlanID: planID, Guard: "hallucination", Round: 4}},
+		{"progress-line/escalated", templates.ProgressLine{Event: "escalated", PlanID: planID, Guard: "unknown-verdict"}},
 		{"progress-line/finished", templates.ProgressLine{Event: "finished", PlanID: planID, Status: "REVIEW"}},
 		{"progress-line/cap", templates.ProgressLine{Event: "cap", PlanID: planID}},
 		{"progress-line/cancelled", templates.ProgressLine{Event: "cancelled", PlanID: planID}},
@@ -337,6 +338,7 @@ func textCases(t *testing.T) []textCase {
 		{"check-title/closed", templates.CheckTitle{Event: "closed"}},
 		{"check-title/superseded", templates.CheckTitle{Event: "superseded"}},
 		{"check-title/halted", templates.CheckTitle{Event: "halted", Guard: "round-cap"}},
+		{"check-title/escalated", templates.CheckTitle{Event: "escalated", Guard: "gate"}},
 		{"check-title/resumed", templates.CheckTitle{Event: "resumed"}},
 		{"check-title/overridden", templates.CheckTitle{Event: "overridden"}},
 		{"check-title/plateau", templates.CheckTitle{Event: "plateau"}},
@@ -430,6 +432,11 @@ func textCases(t *testing.T) []textCase {
 			MaxRounds: 3, Mean: "2.3", Lowest: templates.RoundCounts{Round: 2, Critical: 1, Minor: 1, Total: 2}})},
 		{"halt/regression", halt(templates.Halt{Event: "regression", Round: 2, Trajectory: templates.Trajectory{1, 2}})},
 		{"halt/regression of a fix round", halt(templates.Halt{Event: "regression", Round: 2, PhaseID: "phase-3", Trajectory: templates.Trajectory{1, 2}})},
+		{"halt/escalated: a gate", halt(templates.Halt{Event: "escalated", Guard: "gate", Step: "security", Why: []templates.Unmet{{What: "after auditor = approved", Why: "the auditor's last verdict is revision"}, {What: "artifact docs/plans/plan-007.md min=200", Why: "120 bytes"}}, Artifact: "`docs/plans/plan-007.md`"})},
+		{"halt/escalated: an unknown verdict", halt(templates.Halt{Event: "escalated", Guard: "unknown-verdict", Step: "auditor", Round: 2, Artifact: "the review of round 2", Overridable: true})},
+		{"halt/escalated: an agent failed twice", halt(templates.Halt{Event: "escalated", Guard: "agent-failed", Step: "implementer", PhaseID: "phase-2", Cause: "implementer agent failed twice: agent exited with status 1", Tail: "panic: model quota exceeded"})},
+		{"halt/escalated: a revision cap", halt(templates.Halt{Event: "escalated", Guard: "revision-cap", Step: "security", Round: 4, Overridable: true})},
+		{"halt/escalated: a merge conflict", halt(templates.Halt{Event: "escalated", Guard: "merge-conflict", Step: "commit", Why: []templates.Unmet{{What: "src/`a`.go", Why: "both changed the same lines"}}, Artifact: "the branch at 1a2b3c4"})},
 		{"halt/resumed", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "hallucination", Round: 4})},
 		{"halt/resumed audit phase", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "round-cap", Round: 3, PhaseID: "phase-3"})},
 		{"halt/overridden", halt(templates.Halt{Event: "overridden", By: "octocat", Guard: "round-cap", Round: 5})},
@@ -482,11 +489,6 @@ func textCases(t *testing.T) []textCase {
 		{"secret-refused/drafting", templates.SecretRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "secret", 0, 1), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "drafting"}, Branch: branch}, Path: planPath, What: "the webhook secret"}},
 		{"secret-refused/phase run", templates.SecretRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "secret", 3, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Phases: true, PhaseID: "phase-2"}, Path: "internal/webhook/limit.go", What: "a GitHub token"}},
 
-		{"merge-conflict/phase", templates.MergeConflict{Head: templates.Head{Marker: pipeline.Marker(planNumber, "conflict", 3, "4f2a9c1"), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Retry: "/forge run"}, Pushed: "4f2a9c1", Conflicts: []templates.Conflict{
-			{Path: "src/webhook.ts", Why: pipeline.ConflictSameLines},
-			{Path: "docs/old.md", Why: pipeline.ConflictDeletedByThem}}}},
-		{"merge-conflict/revision", templates.MergeConflict{Head: templates.Head{Marker: pipeline.Marker(planNumber, "conflict", 1, "4f2a9c1"), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "revising-notes"}, Branch: branch, Retry: "/forge revise"}, Pushed: "4f2a9c1", Conflicts: []templates.Conflict{
-			{Path: planPath, Why: pipeline.ConflictSameLines}}}},
 		{"change-too-large/total", templates.ChangeTooLarge{Head: templates.Head{Marker: pipeline.Marker(planNumber, "too-large", 3, 0), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Retry: "/forge run"}, Path: "assets/video.bin", Total: true, Size: "61 MiB", Limit: "50 MiB"}},
 		{"change-too-large/file", templates.ChangeTooLarge{Head: templates.Head{Marker: pipeline.Marker(planNumber, "too-large", 3, 0), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, Branch: branch, Retry: "/forge run"}, Path: "assets/video.bin", Total: false, Size: "120 MiB", Limit: "100 MiB"}},
 
@@ -613,6 +615,8 @@ func promptCases() []textCase {
 		{"drafter/with the issue's thread", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: "", ProjectContext: "", Plan: plan,
 			Thread: &templates.Thread{Title: pipeline.FenceUntrusted("Webhook floods"), Body: pipeline.FenceUntrusted("A misconfigured CI sent 40 deliveries a second yesterday."), Omitted: 2,
 				Comments: []templates.ThreadComment{{Author: "octocat", Text: pipeline.FenceUntrusted("Per installation, not per repository.")}, {Author: "hubot", Text: pipeline.FenceUntrusted("A ```fenced``` note.")}}}}},
+		{"retry/review", templates.Retry{Review: true}},
+		{"retry/writer", templates.Retry{}},
 		{"auditor/first round", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 5, ProjectContext: "", Previous: "", Plan: plan}},
 		{"auditor/with previous findings", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 2, MaxRounds: 5, ProjectContext: projectContext, Previous: pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), Plan: plan}},
 		{"reviser/with notes", templates.Reviser{PlanID: planID, PlanPath: planPath, Findings: pipeline.Fence(findingsText([]audit.Finding{blocking, medium})), Notes: pipeline.FenceUntrusted("@octocat (CHANGES_REQUESTED): Keep the limit configurable per repository."), ProjectContext: projectContext, Plan: plan}},
@@ -740,6 +744,31 @@ func TestPrompts(t *testing.T) {
 			checkReadable(t, out)
 			snaps.MatchSnapshot(t, out)
 		})
+	}
+}
+
+// TestRetryPromptTrims: the retry after an agent failed leaves out the
+// context that is not essential and ends with the demand for a result.
+func TestRetryPromptTrims(t *testing.T) {
+	full := templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 2, MaxRounds: 5, ProjectContext: projectContext,
+		Previous: pipeline.Fence(findingsText([]audit.Finding{blocking})), Plan: pipeline.Fence(filledPlan())}
+	out, err := templates.RetryPrompt(full, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "standing constraints") || strings.Contains(out, "previous round") {
+		t.Errorf("the retry prompt keeps the context it should trim:\n%s", out)
+	}
+	if !strings.Contains(out, "You MUST produce a result") || !strings.Contains(out, "**Verdict:** Approved") || !strings.Contains(out, "The plan:") {
+		t.Errorf("the retry prompt lacks the demand or the plan:\n%s", out)
+	}
+	d := templates.Drafter{PlanID: planID, PlanPath: planPath, Request: pipeline.FenceUntrusted(title), ProjectContext: projectContext,
+		Thread: &templates.Thread{Title: pipeline.FenceUntrusted("Webhook floods")}, Plan: pipeline.Fence(filledPlan())}
+	if out, err = templates.RetryPrompt(d, false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "Webhook floods") || strings.Contains(out, "standing constraints") || strings.Contains(out, "Verdict") {
+		t.Errorf("the drafter's retry prompt:\n%s", out)
 	}
 }
 

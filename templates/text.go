@@ -132,6 +132,44 @@ func Prompt(d Data) (string, error) {
 	return render(prompts, d.Template(), d)
 }
 
+// RetryPrompt is the prompt of an agent's one retry after a failure
+// (seed 004): the prompt d makes with its non-essential context left out
+// (the project's standing constraints, the thread, the previous
+// round's findings), and a demand for a result. review is set for a
+// review role, whose result is a verdict.
+func RetryPrompt(d Data, review bool) (string, error) {
+	switch v := d.(type) {
+	case Drafter:
+		v.ProjectContext, v.Thread = "", nil
+		d = v
+	case Auditor:
+		v.ProjectContext, v.Previous = "", ""
+		d = v
+	case Reviser:
+		v.ProjectContext = ""
+		d = v
+	case Implementer:
+		v.ProjectContext = ""
+		d = v
+	case PhaseAuditor:
+		v.ProjectContext = ""
+		d = v
+	case *PhaseAuditor:
+		c := *v
+		c.ProjectContext = ""
+		d = c
+	}
+	prompt, err := Prompt(d)
+	if err != nil {
+		return "", err
+	}
+	demand, err := Prompt(Retry{Review: review})
+	if err != nil {
+		return "", err
+	}
+	return prompt + "\n" + demand, nil
+}
+
 func render(t *template.Template, name string, data any) (string, error) {
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, name+".md", data); err != nil {

@@ -230,8 +230,12 @@ type Round struct {
 	// that names no finding, which a text answer with no marker is not.
 	Clean    bool      `json:"clean,omitempty"`
 	Findings []Finding `json:"findings"`
-	ReviewID int64     `json:"review_id,omitempty"`
-	CapNote  bool      `json:"cap,omitempty"`
+	// Decision is the reviewer's verdict in the closed vocabulary (see
+	// Decide); empty for the pre-flight's rounds and rounds recorded
+	// before it was read.
+	Decision Decision `json:"decision,omitempty"`
+	ReviewID int64    `json:"review_id,omitempty"`
+	CapNote  bool     `json:"cap,omitempty"`
 	// CommitID is the plan commit audited; Lines the plan file's length
 	// then, which bounds inline comments.
 	CommitID string `json:"commit_id,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/pipelinetest"
+	"github.com/forge-dev/forge/pipeline/plan"
 )
 
 // timeline records what the pipeline tells its Timeline.
@@ -84,9 +85,10 @@ func TestTimelineHearsPlansAndAgentCalls(t *testing.T) {
 	}
 }
 
-// TestFailedRunKeepsItsCause: a run an agent failed keeps what it was
-// doing and the agent's last line beside the error, for the dashboard;
-// a later run that completes clears them.
+// TestFailedRunKeepsItsCause: a run an agent failed (twice: the
+// escalation) keeps what it was doing and the agent's last line beside
+// the error, for the dashboard; the resumed run that completes clears
+// them.
 func TestFailedRunKeepsItsCause(t *testing.T) {
 	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: false\n"})
 	fails := true
@@ -107,8 +109,11 @@ func TestFailedRunKeepsItsCause(t *testing.T) {
 	if p.Error == "" || p.ErrorStep != "drafting" || p.ErrorCause != "model quota exceeded" {
 		t.Fatalf("after the failure: error %q, step %q, cause %q", p.Error, p.ErrorStep, p.ErrorCause)
 	}
+	if h := p.State.Halt(); h == nil || h.Reason != plan.EscalatedAgent || h.Step != "drafter" {
+		t.Fatalf("the plan is %s, not escalated for the drafter", p.State)
+	}
 	fails = false
-	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge revise")); err != nil {
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.RunJobs(ctx); err != nil {

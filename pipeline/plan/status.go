@@ -58,10 +58,62 @@ type Halt struct {
 	Reason string `json:"reason"`
 	Round  int    `json:"round"`
 	Phase  string `json:"phase,omitempty"`
+	// Step is the pipeline step an escalation stopped at, by name.
+	Step string `json:"step,omitempty"`
 }
 
-// Label is the word of the label a plan halted so carries: forge:halted.
-func (h Halt) Label() string { return "halted" }
+// The reasons of an escalation (issue 14, seed 004): a step Forge will
+// not guess past, which stops the plan for people as a guard's halt does.
+const (
+	// EscalatedGate: a step's gate was not met before it ran.
+	EscalatedGate = "gate"
+	// EscalatedVerdict: a review step's answer held no verdict of the
+	// closed vocabulary, or two that disagree.
+	EscalatedVerdict = "unknown-verdict"
+	// EscalatedRevisionCap: a pipeline step asked for more revisions than
+	// its max_rounds.
+	EscalatedRevisionCap = "revision-cap"
+	// EscalatedAgent: an agent failed twice, the second time on a trimmed
+	// prompt that demanded a result.
+	EscalatedAgent = "agent-failed"
+	// EscalatedConflict: a commit conflicts with a person's push.
+	EscalatedConflict = "merge-conflict"
+)
+
+// Escalated reports whether the halt is an escalation rather than a
+// convergence guard's.
+func (h Halt) Escalated() bool {
+	switch h.Reason {
+	case EscalatedGate, EscalatedVerdict, EscalatedRevisionCap, EscalatedAgent, EscalatedConflict:
+		return true
+	}
+	return false
+}
+
+// Overridable reports whether people may accept what the stopped step
+// reviewed: a guard's halt, a verdict Forge could not read, a review
+// step out of revisions. A gate, an agent that failed or a conflict
+// leaves nothing reviewed to accept.
+func (h Halt) Overridable() bool {
+	return !h.Escalated() || h.Reason == EscalatedVerdict || h.Reason == EscalatedRevisionCap
+}
+
+// Label is the word of the label a plan halted so carries: forge:halted
+// for a guard's halt, forge:escalated for an escalation.
+func (h Halt) Label() string {
+	if h.Escalated() {
+		return "escalated"
+	}
+	return "halted"
+}
+
+// RevisesOnResume reports whether the plan's audit rounds go on with a
+// revision when resumed: after a guard's halt or a revision cap, the
+// revision of the round they stopped after; after another escalation,
+// the step that stopped, again.
+func (h Halt) RevisesOnResume() bool {
+	return !h.Escalated() || h.Reason == EscalatedRevisionCap
+}
 
 // Mode is what a run does.
 type Mode string

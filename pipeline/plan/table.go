@@ -134,6 +134,10 @@ func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: d
 
 // haltReply is the answer to a person's decision on a halted plan, event
 // saying which, by whom.
+// overridable: the halt left something reviewed to accept (see
+// Halt.Overridable).
+func overridable(s State, _ Event) bool { return s.halt != nil && s.halt.Overridable() }
+
 func haltReply(s *State, event, by string) Reply {
 	return reply(OnCause, &templates.Halt{Event: event, By: by, Guard: s.halt.Reason, Round: s.halt.Round, PhaseID: s.halt.Phase})
 }
@@ -407,13 +411,15 @@ var table = []Row{
 
 	// A review loop a convergence guard halted, and people's decision.
 	{Event: "halted", From: active, Run: running, RunTo: Halted,
-		Does: "label forge:halted, check run action required with Resume, Override and Terminate, PR body, say which guard halted the loop, what it saw and how to go on",
+		Does: "label forge:halted (forge:escalated for an escalation), check run action required with Resume, Override (where something reviewed can be accepted) and Terminate, PR body, say which guard or escalation stopped the plan, what it saw and the command that goes on",
 		apply: func(s *State, ev Event) []Effect {
 			h := ev.(LoopHalted)
 			s.halt = &h.Halt
 			// A plan's audit rounds go on with the revision of the round
-			// they halted after.
-			s.reviseNext = s.mode == ModeForge || s.mode == ModeRevise
+			// they halted after; an escalation keeps the step it stopped.
+			if h.Halt.RevisesOnResume() {
+				s.reviseNext = s.mode == ModeForge || s.mode == ModeRevise
+			}
 			return []Effect{SyncLabel{}, SetCheck{h.Check}, UpdatePR{}, h.Reply}
 		}},
 	{Event: "resume", From: active, Run: halted, RunTo: Running,
@@ -422,14 +428,14 @@ var table = []Row{
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "resumed"}}},
 				haltReply(s, "resumed", ev.(Resume).By), StartJob{}}
 		}},
-	{Event: "override", From: forgeable, Run: halted, Guard: "the plan's audit rounds halted", To: Review, RunTo: Idle,
+	{Event: "override", From: forgeable, Run: halted, Guard: "the plan's audit rounds halted or escalated on a review", To: Review, RunTo: Idle, when: overridable,
 		Does: "accept the plan as reviewed: check run awaits approval (never auto-implemented), label, plan file status, PR body lists the override, answer",
 		apply: func(s *State, ev Event) []Effect {
 			s.step = StepFinished
 			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "overridden"}, Buttons: planButton}},
 				SyncLabel{}, StatusLine{}, UpdatePR{}, haltReply(s, "overridden", ev.(Override).By)}
 		}},
-	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted", RunTo: Running,
+	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted or escalated on a review", RunTo: Running, when: overridable,
 		Does: "accept the change as reviewed: label, check run in progress, PR body lists the override, answer, start the job (the audit phase passes, the phase run goes on)",
 		apply: func(s *State, ev Event) []Effect {
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}, UpdatePR{},
