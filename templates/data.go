@@ -701,6 +701,14 @@ type (
 		Previous         string
 		Plan             string
 	}
+	// Reviewer is a review step a repository's pipeline names itself:
+	// Instructions are its .forge/prompts/<role>.md (at PromptPath),
+	// fenced; the rest is as the auditor's.
+	Reviewer struct {
+		Role, PromptPath string
+		Instructions     string
+		Auditor
+	}
 	// Reviser revises the plan from findings and people's notes.
 	Reviser struct {
 		PlanID, PlanPath string
@@ -734,6 +742,7 @@ func (Retry) Template() string { return "retry" }
 
 func (Drafter) Template() string      { return "drafter" }
 func (Auditor) Template() string      { return "auditor" }
+func (Reviewer) Template() string     { return "reviewer" }
 func (Reviser) Template() string      { return "reviser" }
 func (Implementer) Template() string  { return "implementer" }
 func (PhaseAuditor) Template() string { return "phase_auditor" }

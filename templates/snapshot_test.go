@@ -615,6 +615,8 @@ func promptCases() []textCase {
 		{"drafter/with the issue's thread", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: "", ProjectContext: "", Plan: plan,
 			Thread: &templates.Thread{Title: pipeline.FenceUntrusted("Webhook floods"), Body: pipeline.FenceUntrusted("A misconfigured CI sent 40 deliveries a second yesterday."), Omitted: 2,
 				Comments: []templates.ThreadComment{{Author: "octocat", Text: pipeline.FenceUntrusted("Per installation, not per repository.")}, {Author: "hubot", Text: pipeline.FenceUntrusted("A ```fenced``` note.")}}}}},
+		{"reviewer/security", templates.Reviewer{Role: "security", PromptPath: ".forge/prompts/security.md", Instructions: pipeline.Fence("Check every new endpoint for authentication and rate limits."),
+			Auditor: templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 3, Plan: plan}}},
 		{"retry/review", templates.Retry{Review: true}},
 		{"retry/writer", templates.Retry{}},
 		{"auditor/first round", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 5, ProjectContext: "", Previous: "", Plan: plan}},

@@ -145,6 +145,9 @@ func RetryPrompt(d Data, review bool) (string, error) {
 	case Auditor:
 		v.ProjectContext, v.Previous = "", ""
 		d = v
+	case Reviewer:
+		v.ProjectContext, v.Previous = "", ""
+		d = v
 	case Reviser:
 		v.ProjectContext = ""
 		d = v
