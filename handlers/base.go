@@ -156,9 +156,21 @@ type issue struct {
 	Comments *int `json:"comments"`
 	// PullRequest is present when the issue is a pull request.
 	PullRequest *struct{} `json:"pull_request"`
+	Labels      []struct {
+		Name string `json:"name"`
+	} `json:"labels"`
 }
 
 func (i issue) isPR() bool { return i.PullRequest != nil }
+
+// labelNames are the issue's labels by name.
+func (i issue) labelNames() []string {
+	var out []string
+	for _, l := range i.Labels {
+		out = append(out, l.Name)
+	}
+	return out
+}
 
 func (e envelope) delivery(event, deliveryID string) Delivery {
 	d := Delivery{ID: deliveryID, Event: event, Action: e.Action}

@@ -246,8 +246,10 @@ func TestCommandJob(t *testing.T) {
 		// The comments before the command: the drafter's thread is not
 		// read when there are none.
 		EarlierComments: m.Issue.Comments,
-		Author:          m.Comment.User.Login,
-		DeliveryID:      "delivery-1",
+		// The issue's labels, for a pipeline label (the payload's: bug).
+		Labels:     []string{"bug"},
+		Author:     m.Comment.User.Login,
+		DeliveryID: "delivery-1",
 	}
 	if got := d.Jobs[0].Args; !reflect.DeepEqual(got, want) || want.EarlierComments == nil || want.DefaultBranch == "" || want.CommentID == 0 || want.Title == "" {
 		t.Fatalf("job args\n%+v\nwant\n%+v", got, want)
@@ -264,7 +266,7 @@ func TestCommandJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := d.Jobs[0].Args.(pipeline.CommandArgs); !a.IsPR || a.Title != "" || a.IssueBody != "" {
+	if a := d.Jobs[0].Args.(pipeline.CommandArgs); !a.IsPR || a.Title != "" || a.IssueBody != "" || a.Labels != nil {
 		t.Fatalf("a comment on a pull request: %+v", a)
 	}
 
@@ -273,7 +275,32 @@ func TestCommandJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := d.Jobs[0].Args.(pipeline.CommandArgs); a.Title != "" || a.IssueBody != "" {
+	if a := d.Jobs[0].Args.(pipeline.CommandArgs); a.Title != "" || a.IssueBody != "" || a.Labels != nil {
 		t.Fatalf("a status command carries the issue's text: %+v", a)
+	}
+
+	// /plan creates a plan too: its pipeline label counts.
+	d, err = handle(t, "issue_comment", "issue_comment/created", setComment("/plan add limits", "User"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := d.Jobs[0].Args.(pipeline.CommandArgs); !reflect.DeepEqual(a.Labels, []string{"bug"}) {
+		t.Fatalf("a /plan command without the issue's labels: %+v", a)
+	}
+}
+
+// TestLabelJobCarriesTheIssuesLabels: the trigger label's job carries
+// every label of the issue, where a pipeline label may be.
+func TestLabelJobCarriesTheIssuesLabels(t *testing.T) {
+	d, err := handle(t, "issues", "issues/labeled", func(m map[string]any) {
+		m["issue"].(map[string]any)["labels"] = []any{map[string]any{"name": "forge"}, map[string]any{"name": "forge:pipeline/strict"}}
+		m["label"].(map[string]any)["name"] = "forge"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := d.Jobs[0].Args.(pipeline.CommandArgs)
+	if a.Label != "forge" || !reflect.DeepEqual(a.Labels, []string{"forge", "forge:pipeline/strict"}) {
+		t.Fatalf("label job %+v", a)
 	}
 }

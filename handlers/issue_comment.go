@@ -54,6 +54,10 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 			// A forge's drafter reads the issue it was asked on.
 			a.Title, a.IssueBody, a.EarlierComments = e.Issue.Title, e.Issue.Body, e.Issue.Comments
 		}
+		if (cmd.Kind == command.Start || cmd.Kind == command.Plan) && !a.IsPR {
+			// A label forge:pipeline/<name> chooses the new plan's pipeline.
+			a.Labels = e.Issue.labelNames()
+		}
 		d.Jobs = append(d.Jobs, job(a))
 		// A comment is created once: its id names the command for good.
 		d.Subject = "comment:" + strconv.FormatInt(c.ID, 10)

@@ -37,6 +37,7 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 			Label:           e.Label.Name,
 			Title:           e.Issue.Title,
 			IssueBody:       e.Issue.Body,
+			Labels:          e.Issue.labelNames(),
 			EarlierComments: e.Issue.Comments,
 			Author:          e.Sender.Login,
 			DeliveryID:      deliveryID,

@@ -329,6 +329,10 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 	if title == "" {
 		return c.reply(ctx, &templates.UsageError{Problem: templates.UsageProblem{Event: "no-description"}, Usage: cmd.Kind.Usage()})
 	}
+	pipe, refused := choosePipeline(cmd, a.Labels, cfg)
+	if refused != nil {
+		return c.reply(ctx, refused)
+	}
 	existing, err := f.Plans.PlanForIssue(ctx, a.Repo, a.IssueNumber)
 	switch {
 	case errors.Is(err, ErrPlanNotFound):
@@ -353,7 +357,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		InstallationID: a.InstallationID, Repo: a.Repo, Title: title,
 		Description: cmd.Description, Context: cmd.Context, Issue: a.IssueNumber,
 		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge, DefaultBranch: a.DefaultBranch,
-		Slug: Slug(title),
+		Slug: Slug(title), Pipeline: pipe.Name,
 	}
 	if forge {
 		// Taken now, not when the drafter runs: a queued forge must not

@@ -104,6 +104,9 @@ type CommandArgs struct {
 	Label     string `json:"label,omitempty"`
 	Title     string `json:"title,omitempty"`
 	IssueBody string `json:"issue_body,omitempty"`
+	// Labels are the issue's labels as the webhook gave them, for a new
+	// plan's pipeline (forge:pipeline/<name>).
+	Labels []string `json:"labels,omitempty"`
 	// EarlierComments is the issue's count of comments before the command
 	// as the webhook gave it, nil when unknown: with none, the thread is
 	// not read (a REST call a forge does not need).

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+
+	"github.com/forge-dev/forge/pipeline/command"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
+	"github.com/forge-dev/forge/templates"
 )
 
 // syncLabel puts the plan's forge:<status> label on its pull request, or
@@ -36,4 +40,44 @@ func (r *run) label(ctx context.Context) error {
 		return nil // a label is a convenience: never fail a run for it
 	}
 	return r.save(ctx)
+}
+
+// PipelineLabelPrefix begins the issue label that chooses its new plans'
+// pipeline: forge:pipeline/strict.
+const PipelineLabelPrefix = "forge:pipeline/"
+
+// choosePipeline is the pipeline a new plan runs: the one
+// /forge --pipeline names, else the one the issue's label
+// forge:pipeline/<name> names, else the repository's default
+// (repoconfig.Config.Pipeline). When none can be chosen (a name the
+// repository does not define, two pipeline labels) it returns the answer
+// that says so instead.
+func choosePipeline(cmd command.Command, labels []string, cfg repoconfig.Config) (repoconfig.Pipeline, *templates.PipelineRefused) {
+	refused := &templates.PipelineRefused{Event: "unknown", Defined: cfg.PipelineNames(), Command: "/forge"}
+	if cmd.Kind == command.Plan {
+		refused.Command = "/plan"
+	}
+	name := cmd.Pipeline
+	if name == "" {
+		var named []string
+		for _, l := range labels {
+			if len(l) > len(PipelineLabelPrefix) && strings.EqualFold(l[:len(PipelineLabelPrefix)], PipelineLabelPrefix) {
+				named = append(named, l)
+			}
+		}
+		switch len(named) {
+		case 0:
+		case 1:
+			name, refused.Label = strings.ToLower(named[0][len(PipelineLabelPrefix):]), true
+		default:
+			refused.Event, refused.Labels = "labels", named
+			return repoconfig.Pipeline{}, refused
+		}
+	}
+	p, ok := cfg.Pipeline(name)
+	if !ok {
+		refused.Name = name
+		return repoconfig.Pipeline{}, refused
+	}
+	return p, nil
 }

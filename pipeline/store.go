@@ -33,6 +33,12 @@ type Plan struct {
 	Trigger string
 	// Forge is false for /plan: template only, no agents.
 	Forge bool
+	// Pipeline is the name of the pipeline chosen when the plan was
+	// created (repoconfig.Config.Pipeline): --pipeline, the issue's
+	// forge:pipeline/<name> label, else "default" when the repository
+	// defines it, else "builtin". Empty for plans created before
+	// pipelines, which run the built-in one.
+	Pipeline string `json:",omitempty"`
 	// State is the plan's place in its lifecycle; only plan's table
 	// changes it (see apply).
 	State plan.State `json:"state"`

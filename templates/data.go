@@ -346,6 +346,21 @@ type (
 		PRURL   string
 		Command string
 	}
+	// PipelineRefused: a new plan named a pipeline the repository does
+	// not define (Event "unknown"; Label when the issue's label named it,
+	// not --pipeline), or the issue has more than one pipeline label
+	// (Event "labels", Labels): no plan was created. Defined are the names
+	// the repository's pipelines go by, "builtin" last; Command is
+	// "/forge" or "/plan".
+	PipelineRefused struct {
+		Head
+		Event   string
+		Name    string
+		Label   bool
+		Labels  []string
+		Defined []string
+		Command string
+	}
 	// PlanList answers /forge list: at most Most of the repository's
 	// Total plans, the most recently active first.
 	PlanList struct {
@@ -641,6 +656,7 @@ func (NoPlan) Template() string           { return "no-plan" }
 func (NoPlanHere) Template() string       { return "no-plan-here" }
 func (OpenPlan) Template() string         { return "open-plan" }
 func (PlanList) Template() string         { return "plan-list" }
+func (PipelineRefused) Template() string  { return "pipeline-refused" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
 func (PhaseError) Template() string       { return "phase-error" }
 func (PhaseGraph) Template() string       { return "phase-graph" }

@@ -272,6 +272,9 @@ func textCases(t *testing.T) []textCase {
 	return []textCase{
 		{"help", templates.Help{TriggerLabel: "forge", Commands: command.HelpLines()}},
 		{"open-plan/forge", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Review), PRURL: "#42", Command: "/forge"}},
+		{"pipeline-refused/unknown", templates.PipelineRefused{Event: "unknown", Name: "strict", Defined: []string{"default", "two-audits", "builtin"}, Command: "/forge"}},
+		{"pipeline-refused/unknown from the label", templates.PipelineRefused{Event: "unknown", Name: "stric`t", Label: true, Defined: []string{"builtin"}, Command: "/forge"}},
+		{"pipeline-refused/labels", templates.PipelineRefused{Event: "labels", Labels: []string{"forge:pipeline/strict", "forge:pipeline/**lax**"}, Defined: []string{"strict", "builtin"}, Command: "/plan"}},
 		{"open-plan/plan without a pull request yet", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Draft), PRURL: "", Command: "/plan"}},
 		{"plan-list/every plan", templates.PlanList{Total: 3, Most: 30, Plans: []templates.PlanListItem{
 			{PlanID: planID, Title: title, Status: string(plan.Implementing), Running: true, Queued: false, Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"},
@@ -524,6 +527,7 @@ func textCases(t *testing.T) []textCase {
 		{"usage-problem/two-plan-ids", templates.UsageProblem{Event: "two-plan-ids", Arg: "plan-001", Other: "plan-002"}},
 		{"usage-problem/unexpected-argument", templates.UsageProblem{Event: "unexpected-argument", Arg: "--bogus"}},
 		{"usage-problem/no-description", templates.UsageProblem{Event: "no-description"}},
+		{"usage-problem/no-pipeline-name", templates.UsageProblem{Event: "no-pipeline-name"}},
 		{"usage-problem/unreadable", templates.UsageProblem{Event: "unreadable"}},
 		{"usage-error/two plan ids", templates.UsageError{Problem: templates.UsageProblem{Event: "two-plan-ids", Arg: "plan-001", Other: "plan-002"}, Usage: command.Run.Usage()}},
 		{"usage-error/unreadable", templates.UsageError{Problem: templates.UsageProblem{Event: "unreadable"}, Usage: command.Approve.Usage()}},

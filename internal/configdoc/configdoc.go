@@ -11,10 +11,12 @@ package configdoc
 
 import (
 	"cmp"
+	"encoding"
 	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,11 +86,19 @@ type walker struct {
 func (w *walker) fields(at string, t reflect.Type, v reflect.Value) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name == "-" || !f.IsExported() {
 			continue
 		}
 		path := join(at, name)
+		if name == "" && slices.Contains(strings.Split(opts, ","), "inline") {
+			if t := f.Type; t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct && !isText(t.Elem()) {
+				w.fields(at+"[]", t.Elem(), w.elems[t.Elem()])
+			} else {
+				w.problems = append(w.problems, join(at, f.Name)+": inline, but not a list of mappings")
+			}
+			continue
+		}
 		if name == "" {
 			w.problems = append(w.problems, join(at, f.Name)+": no yaml name")
 			continue
@@ -125,13 +135,15 @@ func (w *walker) key(path string, f reflect.StructField, v reflect.Value) {
 	switch {
 	case t == durationType:
 		k.Type = "duration"
+	case isText(t):
+		k.Type = "string"
 	case t.Kind() == reflect.Struct:
 		k.Type, k.Section = "mapping", true
 		walk = func() { w.fields(path, t, v) }
-	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct && !isText(t.Elem()):
 		k.Type, k.Section = "list of mappings", true
 		walk = func() { w.fields(path+"[]", t.Elem(), w.elems[t.Elem()]) }
-	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct:
+	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct && !isText(t.Elem()):
 		k.Type, k.Section = "map: "+placeholder[1:len(placeholder)-1]+" → mapping", true
 		walk = func() { w.fields(path+"."+placeholder, t.Elem(), w.elems[t.Elem()]) }
 	case t.Kind() == reflect.Map:
@@ -162,11 +174,18 @@ func (w *walker) key(path string, f reflect.StructField, v reflect.Value) {
 	}
 }
 
+var textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+
+// isText reports whether t is written as a string: it marshals as text.
+func isText(t reflect.Type) bool {
+	return t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)
+}
+
 func scalar(t reflect.Type) string {
 	switch {
 	case t == durationType:
 		return "duration"
-	case t.Kind() == reflect.String:
+	case t.Kind() == reflect.String || isText(t):
 		return "string"
 	case t.Kind() == reflect.Bool:
 		return "boolean"

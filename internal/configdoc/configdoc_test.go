@@ -138,3 +138,47 @@ func TestCodeSpans(t *testing.T) {
 		}
 	}
 }
+
+// word marshals as text: a key of its type is a string.
+type word struct{ s string }
+
+func (w word) MarshalText() ([]byte, error) { return []byte(w.s), nil }
+
+// TestKeysInlineAndText: a map whose values hold an inline list of
+// mappings documents the elements' keys under "<name>[]", and a type that
+// marshals as text is a string, alone or in a list.
+func TestKeysInlineAndText(t *testing.T) {
+	type step struct {
+		Role  string `yaml:"role" doc:"the role"`
+		Gates []word `yaml:"gates" doc:"the gates"`
+		Line  int    `yaml:"-"`
+	}
+	type pipeline struct {
+		Name  string `yaml:"-"`
+		Steps []step `yaml:",inline"`
+	}
+	type config struct {
+		Pipelines map[string]pipeline `yaml:"pipelines" key:"name" type:"map: name → list of steps" doc:"the pipelines"`
+		Gate      word                `yaml:"gate" doc:"one gate"`
+	}
+	keys, err := Keys(config{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Key{
+		{Path: "pipelines", Type: "map: name → list of steps", Doc: "the pipelines", Section: true},
+		{Path: "pipelines.<name>[].role", Type: "string", Doc: "the role"},
+		{Path: "pipelines.<name>[].gates", Type: "list of strings", Doc: "the gates"},
+		{Path: "gate", Type: "string", Doc: "one gate"},
+	}
+	if !reflect.DeepEqual(keys, want) {
+		t.Errorf("keys:\n%+v\nwant\n%+v", keys, want)
+	}
+
+	type badInline struct {
+		Inline int `yaml:",inline"`
+	}
+	if _, err := Keys(badInline{}, Options{}); err == nil || !strings.Contains(err.Error(), "Inline: inline, but not a list of mappings") {
+		t.Errorf("an inline int: %v", err)
+	}
+}

@@ -73,6 +73,11 @@ type Command struct {
 	PlanID string
 	// Regenerate is set by /forge phases --regenerate.
 	Regenerate bool
+	// Pipeline is the pipeline /forge --pipeline <name> or
+	// /plan --pipeline <name> names for the new plan, lower-cased; empty
+	// when left out (the label or the repository's default
+	// chooses).
+	Pipeline string
 	// Err is a *UsageError when a reserved subcommand was given
 	// arguments it does not take; Kind still names that subcommand.
 	Err error
@@ -179,9 +184,10 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		cmd.Description = rest
 		if sub == "new" {
 			cmd.New, cmd.Description = true, afterSub
-			if afterSub == "" {
-				cmd.Err = &UsageError{Kind: cmd.Kind, Problem: templates.UsageProblem{Event: "no-description"}}
-			}
+		}
+		cmd.Description, cmd.Pipeline, cmd.Err = cmdPipelineFlag(cmd.Kind, cmd.Description)
+		if cmd.Err == nil && cmd.Description == "" && (cmd.New || cmd.Pipeline != "") {
+			cmd.Err = &UsageError{Kind: cmd.Kind, Problem: templates.UsageProblem{Event: "no-description"}}
 		}
 		cmd.Context = cmdJoinLines(following)
 	case spec.Kind == Help:
@@ -213,6 +219,39 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		cmd.PlanID, cmd.Regenerate, cmd.Err = cmdParseArgs(cmd.Kind, args)
 	}
 	return cmd
+}
+
+// PipelineFlag names the pipeline of a new plan: /forge --pipeline <name>.
+const PipelineFlag = "--pipeline"
+
+// cmdPipelineFlag takes --pipeline <name> (or --pipeline=<name>) from the
+// front of a start's description: the rest is the description.
+func cmdPipelineFlag(kind Kind, desc string) (rest, pipeline string, err error) {
+	word, after := cmdCutWord(desc)
+	lower := strings.ToLower(word)
+	switch {
+	case lower == PipelineFlag:
+		pipeline, rest = cmdCutWord(after)
+	case strings.HasPrefix(lower, PipelineFlag+"="):
+		pipeline, rest = word[len(PipelineFlag)+1:], after
+	default:
+		return desc, "", nil
+	}
+	if pipeline == "" {
+		return rest, "", &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "no-pipeline-name"}}
+	}
+	return rest, strings.ToLower(pipeline), nil
+}
+
+// cmdCutWord cuts s at its first run of white space: the first word and
+// the rest, both trimmed; the rest keeps its inner spacing.
+func cmdCutWord(s string) (word, rest string) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], strings.TrimSpace(s[i:])
 }
 
 // cmdParseArgs accepts an optional plan id, and --regenerate for phases, in

@@ -20,13 +20,14 @@ type cmdResult struct {
 	New         bool
 	PlanID      string
 	Regenerate  bool
+	Pipeline    string
 	Err         string
 	Raw         string
 }
 
 func cmdResultOf(c Command) cmdResult {
 	r := cmdResult{Kind: c.Kind, Description: c.Description, Context: c.Context, Notes: c.Notes, New: c.New,
-		PlanID: c.PlanID, Regenerate: c.Regenerate, Raw: c.Raw}
+		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Raw: c.Raw}
 	if c.Err != nil {
 		r.Err = c.Err.Error()
 	}
@@ -70,11 +71,31 @@ func TestParseCommand(t *testing.T) {
 		{"plan new", "/plan new Add webhooks", true,
 			cmdResult{Kind: Plan, New: true, Description: "Add webhooks", Raw: "/plan new Add webhooks"}},
 		{"new without description", "/forge new", true,
-			cmdResult{Kind: Start, New: true, Err: "a description is needed; usage: /forge [new] <description>", Raw: "/forge new"}},
+			cmdResult{Kind: Start, New: true, Err: "a description is needed; usage: /forge [new] [--pipeline <name>] <description>", Raw: "/forge new"}},
 		{"new with the description on the next line", "/forge new\nAdd rate limiting", true,
-			cmdResult{Kind: Start, New: true, Context: "Add rate limiting", Err: "a description is needed; usage: /forge [new] <description>", Raw: "/forge new"}},
+			cmdResult{Kind: Start, New: true, Context: "Add rate limiting", Err: "a description is needed; usage: /forge [new] [--pipeline <name>] <description>", Raw: "/forge new"}},
 		{"newer is a description", "/forge newer limits", true,
 			cmdResult{Kind: Start, Description: "newer limits", Raw: "/forge newer limits"}},
+
+		// Choosing a pipeline.
+		{"pipeline", "/forge --pipeline strict Add rate limiting", true,
+			cmdResult{Kind: Start, Pipeline: "strict", Description: "Add rate limiting", Raw: "/forge --pipeline strict Add rate limiting"}},
+		{"pipeline with =, any case", "/forge --Pipeline=Two-Audits  Fix  the page\nmore", true,
+			cmdResult{Kind: Start, Pipeline: "two-audits", Description: "Fix  the page", Context: "more", Raw: "/forge --Pipeline=Two-Audits  Fix  the page"}},
+		{"new with a pipeline", "/forge new --pipeline builtin Add webhooks", true,
+			cmdResult{Kind: Start, New: true, Pipeline: "builtin", Description: "Add webhooks", Raw: "/forge new --pipeline builtin Add webhooks"}},
+		{"plan with a pipeline", "/plan --pipeline strict Add webhooks", true,
+			cmdResult{Kind: Plan, Pipeline: "strict", Description: "Add webhooks", Raw: "/plan --pipeline strict Add webhooks"}},
+		{"pipeline without a name", "/forge --pipeline", true,
+			cmdResult{Kind: Start, Err: "`--pipeline` needs the name of one of the repository's pipelines; usage: /forge [new] [--pipeline <name>] <description>", Raw: "/forge --pipeline"}},
+		{"pipeline with an empty =", "/forge --pipeline= Add webhooks", true,
+			cmdResult{Kind: Start, Description: "Add webhooks", Err: "`--pipeline` needs the name of one of the repository's pipelines; usage: /forge [new] [--pipeline <name>] <description>", Raw: "/forge --pipeline= Add webhooks"}},
+		{"pipeline without a description", "/forge --pipeline strict\nAdd webhooks", true,
+			cmdResult{Kind: Start, Pipeline: "strict", Context: "Add webhooks", Err: "a description is needed; usage: /forge [new] [--pipeline <name>] <description>", Raw: "/forge --pipeline strict"}},
+		{"the flag only at the front", "/forge add a --pipeline flag", true,
+			cmdResult{Kind: Start, Description: "add a --pipeline flag", Raw: "/forge add a --pipeline flag"}},
+		{"another flag is a description", "/forge --pipelines strict", true,
+			cmdResult{Kind: Start, Description: "--pipelines strict", Raw: "/forge --pipelines strict"}},
 
 		// /plan.
 		{"plan", "/plan Add webhook support for external notifications", true,
@@ -239,8 +260,8 @@ func TestCommandKindAllowedOn(t *testing.T) {
 		onIssue, onPR   bool
 		wantUsagePrefix string
 	}{
-		{Start, true, false, "/forge [new] <"},
-		{Plan, true, false, "/plan [new] <"},
+		{Start, true, false, "/forge [new] [--pipeline <name>] <"},
+		{Plan, true, false, "/plan [new] [--pipeline <name>] <"},
 		{Help, true, true, "/forge help"},
 		{List, true, true, "/forge list"},
 		{Status, true, true, "/forge status"},
@@ -320,7 +341,7 @@ func FuzzParseCommand(f *testing.F) {
 		"", "/forge", "/forge help", "/forge add x\nmore", "/plan x", "/forge revise plan-001 a\nb",
 		"/forge phases --regenerate plan-123", "```\n/forge x\n```", "> /forge x", "<!--\n/forge x\n-->",
 		"/forge approve banana", "\u00a0/forge\u00a0x\u00a0", "/forge \xff\xfe", "/Plan status", "/forge\r\n",
-		"/forge list", "/forge new x", "/plan new", "/forge new\u00a0\n",
+		"/forge list", "/forge new x", "/plan new", "/forge new\u00a0\n", "/forge --pipeline x y", "/plan new --pipeline=\u00a0z",
 	} {
 		f.Add(s)
 	}
@@ -352,8 +373,11 @@ func FuzzParseCommand(f *testing.F) {
 			got.Description != "" && got.Kind != Start && got.Kind != Plan {
 			t.Fatalf("kind %s with description %q", got.Kind, got.Description)
 		}
-		if got.New && got.Kind != Start && got.Kind != Plan {
-			t.Fatalf("new on %s", got.Kind)
+		if (got.New || got.Pipeline != "") && got.Kind != Start && got.Kind != Plan {
+			t.Fatalf("new or a pipeline on %s", got.Kind)
+		}
+		if got.Pipeline != strings.ToLower(got.Pipeline) || strings.ContainsFunc(got.Pipeline, unicode.IsSpace) {
+			t.Fatalf("pipeline %q", got.Pipeline)
 		}
 		if got.PlanID != "" && !fuzzPlanIDRe.MatchString(got.PlanID) {
 			t.Fatalf("plan id %q", got.PlanID)

@@ -89,7 +89,7 @@ func exPhases(done int, current string) templates.Checklist {
 // list them. The parser reserves the Words, the pipeline refuses a
 // command where On does not allow it, and answers a wrong use with Usage.
 var Table = []Spec{
-	{Kind: Start, Usage: "/forge [new] <description>", On: OnIssue,
+	{Kind: Start, Usage: "/forge [new] [--pipeline <name>] <description>", On: OnIssue,
 		Brief: "draft a plan, audit it and revise it until its findings are within the convergence thresholds; on an issue whose plan is still open, that plan is shown instead (`/forge new <description>` starts one more)",
 		Does: "Starts a forge: reserves the next plan id, creates the plan branch, opens a draft pull request, " +
 			"has the drafter write the plan from the issue and the description, then audits and revises it until its findings " +
@@ -97,7 +97,10 @@ var Table = []Spec{
 			"for people to resume, override or terminate (the round cap `max_audit_rounds` among them). The lines of the comment after the command reach the drafter too. " +
 			"On an issue whose plan is still open (not DONE, CLOSED or CANCELLED) Forge answers with that plan and starts nothing; " +
 			"`/forge new <description>` starts one more all the same. Adding the trigger label (`labels.trigger`) to an issue " +
-			"does the same with the issue's title as the description.",
+			"does the same with the issue's title as the description. " +
+			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names, " +
+			"else the repository's `pipelines.default`, else the built-in one (`builtin` always names it); the plan keeps it. " +
+			"A name the repository does not define is refused with the list of those it does, and nothing starts.",
 		Example: "/forge " + exTitle,
 		Reply: &templates.Progress{
 			Line:  templates.Line(templates.ProgressLine{Event: "finished", PlanID: exPlan, Status: "REVIEW"}),
@@ -105,11 +108,12 @@ var Table = []Spec{
 			Complete: mustText(&templates.Complete{Head: templates.Head{PlanID: exPlan}, Rounds: 1, Elapsed: "3m12s",
 				Findings: []audit.Finding{exFinding}, ManualReasons: []templates.Reason{{Event: "auto-off"}}}),
 		}},
-	{Kind: Plan, Usage: "/plan [new] <description>", On: OnIssue,
+	{Kind: Plan, Usage: "/plan [new] [--pipeline <name>] <description>", On: OnIssue,
 		Brief: "create a plan from the template, with no agent: you write it on the branch",
 		Does: "Creates a plan from the template (`.forge/plan-template.md`, or Forge's own) with no agent: the branch, " +
 			"the plan file and the draft pull request. People write the plan on the branch, then ask for `/forge audit`. " +
-			"`/plan new <description>` starts one more on an issue whose plan is still open.",
+			"`/plan new <description>` starts one more on an issue whose plan is still open. " +
+			"`--pipeline <name>` and the label `forge:pipeline/<name>` choose the pipeline its audits and phases run, as for `/forge`.",
 		Example: "/plan " + exTitle,
 		Reply: &templates.PlanCreated{Head: templates.Head{PlanID: exPlan}, Path: "docs/plans/plan-001-add-a-greeting-page.md",
 			Branch: exBranch, Title: exTitle, PRURL: "#2"}},

@@ -3,5 +3,7 @@
 // that approved it and the required checks, Evaluate says whether the plan
 // is approved and, when it is not, every reason, as template data
 // (text/reason.md) so a review, the command and the button answer in one
-// wording.
+// wording. CheckGates decides a pipeline step's gates
+// (repoconfig.Directive) on the facts gathered before the step runs, and
+// lists every one unmet with what was seen.
 package gate

@@ -31,6 +31,9 @@ type Config struct {
 	Phases   Phases   `yaml:"phases" doc:"Phase runs: one commit per phase, each waiting for the repository's checks."`
 	Agents   Agents   `yaml:"agents" doc:"Which of the server's runtimes and which model each role uses; a role left out uses the server's 'agents.roles'. A repository chooses runtimes by name, it never defines one."`
 	Paths    Paths    `yaml:"paths" doc:"The files the implementer may change. Each path it changed is checked after every call: one that matches no 'allow' pattern, or any 'deny' pattern, fails the phase with the list, and nothing of it is committed. Patterns are globs over the path from the repository root: '*' stays within a directory, '**' crosses directories."`
+	// Pipelines are the repository's pipelines by name; nil when it
+	// defines none (Pipeline then selects the built-in one).
+	Pipelines map[string]Pipeline `yaml:"pipelines" key:"name" type:"map: name → list of steps" doc:"The repository's pipelines: each an ordered list of steps, the drafter first, that a plan runs instead of the built-in one (the drafter; the auditor, whose revisions the reviser makes; the implementer; the phase_auditor). A plan runs the pipeline '/forge --pipeline <name>' or the issue's label 'forge:pipeline/<name>' names, else 'default' if defined, else the built-in one ('builtin' always names it); the name is kept with the plan. Names are '[a-z0-9][a-z0-9-]', up to 30 characters."`
 }
 
 // Paths bounds the files the implementer may change (a phase that names

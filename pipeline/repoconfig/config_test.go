@@ -76,6 +76,11 @@ func TestParse(t *testing.T) {
 						PhaseAuditor: Agent{Runtime: "local"},
 					},
 					Paths: Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
+					Pipelines: map[string]Pipeline{"default": {Name: "default", Steps: []Step{
+						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 44},
+						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 45,
+							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 48, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
+					}}},
 				}
 			},
 		},
@@ -159,7 +164,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "unknown keys at each level",
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
-				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, plans_dir, progress_throttle, version)",
+				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_context_files, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, phase_auditor, reviser, timeout)",
 			},

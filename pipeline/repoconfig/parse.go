@@ -258,7 +258,10 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"deny":  d.globsField(&cfg.Paths.Deny),
 			}, nil)
 		},
+		"pipelines": func(at string, v *yaml.Node) { d.pipelines(at, v, cfg) },
 	}, nil)
+	// agents may come after pipelines in the file.
+	fillPipelines(cfg)
 }
 
 // globsField decodes a list of path globs (paths.allow, paths.deny): each
@@ -315,17 +318,7 @@ func (d *cfgDecoder) agentField(dst *Agent) cfgField {
 		}
 		d.mapping(v, at, map[string]cfgField{
 			"runtime": runtime,
-			"model": func(at string, v *yaml.Node) {
-				var s string
-				if !d.str(at, v, &s) {
-					return
-				}
-				if strings.TrimSpace(s) == "" {
-					d.fail(v, at, "a model name may not be empty")
-					return
-				}
-				dst.Model = strings.TrimSpace(s)
-			},
+			"model":   d.modelField(&dst.Model),
 		}, map[string]string{
 			"command":     serverOnly,
 			"args":        serverOnly,
@@ -335,6 +328,21 @@ func (d *cfgDecoder) agentField(dst *Agent) cfgField {
 			"api_key":     serverOnly,
 			"env":         serverOnly,
 		})
+	}
+}
+
+// modelField decodes a model's name: any text but an empty one.
+func (d *cfgDecoder) modelField(dst *string) cfgField {
+	return func(at string, v *yaml.Node) {
+		var s string
+		if !d.str(at, v, &s) {
+			return
+		}
+		if strings.TrimSpace(s) == "" {
+			d.fail(v, at, "a model name may not be empty")
+			return
+		}
+		*dst = strings.TrimSpace(s)
 	}
 }
 

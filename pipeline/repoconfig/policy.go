@@ -46,7 +46,7 @@ type Rule struct {
 	GitHubWrites *bool `yaml:"github_writes" doc:"Whether a repository may let the implementer change files under '.github/', by a 'paths.deny' without '.github/**'. GitHub still refuses workflow files to an App without the workflows permission."`
 	// Agents maps a role, or "default" for the roles not named, to the
 	// runtimes and models a repository may choose for it.
-	Agents map[string]AgentRule `yaml:"agents" key:"role" default:"any" doc:"Per role, or 'default' for the roles not named: the runtimes and models a repository may choose."`
+	Agents map[string]AgentRule `yaml:"agents" key:"role" default:"any" doc:"Per role, or 'default' for the roles not named: the runtimes and models a repository may choose, in 'agents.<role>' and in its pipelines' steps. A role is one of Forge's (drafter, auditor, reviser, implementer, phase_auditor) or a review role a repository's pipeline names."`
 }
 
 // Floor is the least value a repository may set.
@@ -91,10 +91,18 @@ func DefaultRule() Rule {
 
 // repoConfigKeys are the keys of .github/forge.yml, dotted, for checking
 // allowed_keys: Config's, as its yaml tags name them (the parser is the
-// authority; a test keeps the two in step).
+// authority; a test keeps the two in step). The keys inside a map's
+// values (a pipeline's steps) are not among them: allowed_keys names the
+// map ("pipelines") whole.
 var repoConfigKeys = func() []string {
 	keys, _ := Keys() // a key without a doc fails Keys' test, not the server
-	return configdoc.Paths(keys)
+	var out []string
+	for _, k := range configdoc.Paths(keys) {
+		if !strings.Contains(k, "<") {
+			out = append(out, k)
+		}
+	}
+	return out
 }()
 
 // Keys are the keys of .github/forge.yml with their types, defaults and
@@ -156,8 +164,8 @@ func (p Policy) Validate() error {
 			bad("max_tokens_per_plan.max %d must be at least 1 (leave it out for no ceiling)", c.Max)
 		}
 		for _, role := range policyKeys(r.Agents) {
-			if role != "default" && !agent.Role(role).Valid() {
-				bad("agents: unknown role %q (roles: default, drafter, auditor, reviser, implementer, phase_auditor)", role)
+			if role != "default" && !agent.Role(role).Valid() && !stepNameRe.MatchString(role) {
+				bad("agents: %q is not a role (default, drafter, auditor, reviser, implementer, phase_auditor, or a pipelines' review role: [a-z][a-z0-9_-], up to 30 characters)", role)
 				continue
 			}
 			a := r.Agents[role]
@@ -250,7 +258,9 @@ func (p Policy) Apply(repo plan.Repo, cfg *Config, set map[string]int) []Problem
 
 	if rule.AllowedKeys != nil {
 		for _, key := range policyKeys(set) {
-			if key != "version" && !keyAllowed(rule.AllowedKeys, key) {
+			// A pipeline refused is refused once, not again for each of
+			// its steps' keys.
+			if key != "version" && !keyAllowed(rule.AllowedKeys, key) && !refusedUnder(refused, key) {
 				refuse(key, "%s does not let a repository set this key (allowed_keys: %s)", name, policyList(rule.AllowedKeys))
 			}
 		}
@@ -298,11 +308,13 @@ func (p Policy) Apply(repo plan.Repo, cfg *Config, set map[string]int) []Problem
 		cfg.Paths.Deny = append(cfg.Paths.Deny, GitHubDirGlob)
 	}
 
+	var choices []Problem
 	for _, role := range agent.Roles() {
-		for _, pr := range p.checkAgent(rule, name, string(role), cfg, set) {
-			if !refused[pr.Key] {
-				problems = append(problems, pr)
-			}
+		choices = append(choices, p.checkAgent(rule, name, string(role), cfg, set)...)
+	}
+	for _, pr := range append(choices, p.checkSteps(rule, name, cfg, set)...) {
+		if !refusedUnder(refused, pr.Key) {
+			problems = append(problems, pr)
 		}
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
@@ -314,22 +326,48 @@ func (p Policy) Apply(repo plan.Repo, cfg *Config, set map[string]int) []Problem
 // is judged: the server's own defaults are the operator's.
 func (p Policy) checkAgent(rule Rule, name, role string, cfg *Config, set map[string]int) []Problem {
 	choice, _ := cfg.Agents.ForRole(role)
+	runtimeKey := "agents." + role + ".runtime"
+	if _, ok := set[runtimeKey]; !ok {
+		runtimeKey = "agents." + role // the short form "role: runtime"
+	}
+	return p.checkChoice(rule, name, role, choice, runtimeKey, "agents."+role+".model", set)
+}
+
+// checkSteps holds each pipeline step's own runtime and model to the
+// rule for its role, as agents.<role> is held: a role of the
+// repository's own to the rule's agents.<role> if it names it, else to
+// its agents.default. A step's choice taken from agents.<role> is judged
+// there.
+func (p Policy) checkSteps(rule Rule, name string, cfg *Config, set map[string]int) []Problem {
+	var problems []Problem
+	for _, pname := range policyKeys(cfg.Pipelines) {
+		for i, s := range cfg.Pipelines[pname].Steps {
+			at := fmt.Sprintf("pipelines.%s[%d]", pname, i)
+			var choice Agent
+			if _, ok := set[at+".runtime"]; ok {
+				choice.Runtime = s.Runtime
+			}
+			if _, ok := set[at+".model"]; ok {
+				choice.Model = s.Model
+			}
+			problems = append(problems, p.checkChoice(rule, name, s.Role, choice, at+".runtime", at+".model", set)...)
+		}
+	}
+	return problems
+}
+
+// checkChoice judges one choice of runtime and model for a role; the keys
+// name where the file made it.
+func (p Policy) checkChoice(rule Rule, name, role string, choice Agent, runtimeKey, modelKey string, set map[string]int) []Problem {
 	allowed, ok := rule.Agents[role]
 	listed := "agents." + role
 	if !ok {
 		allowed, ok = rule.Agents["default"]
 		listed = "agents.default"
 	}
-	at := func(leaf string) string {
-		key := "agents." + role + "." + leaf
-		if _, ok := set[key]; ok {
-			return key
-		}
-		return "agents." + role // the short form "role: runtime"
-	}
 	var problems []Problem
 	if choice.Runtime != "" {
-		key := at("runtime")
+		key := runtimeKey
 		switch {
 		case !slices.Contains(p.Runtimes, choice.Runtime):
 			problems = append(problems, Problem{Line: set[key], Key: key,
@@ -340,11 +378,21 @@ func (p Policy) checkAgent(rule Rule, name, role string, cfg *Config, set map[st
 		}
 	}
 	if choice.Model != "" && ok && allowed.Models != nil && !modelAllowed(allowed.Models, choice.Model) {
-		key := "agents." + role + ".model"
+		key := modelKey
 		problems = append(problems, Problem{Line: set[key], Key: key,
 			Message: fmt.Sprintf("model %q is not allowed for the %s by %s (%s.models: %s)", choice.Model, role, name, listed, policyList(allowed.Models))})
 	}
 	return problems
+}
+
+// refusedUnder reports whether key, or a key holding it, was refused.
+func refusedUnder(refused map[string]bool, key string) bool {
+	for k := range refused {
+		if k == key || strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // keyAllowed reports whether key or one of the mappings holding it is in

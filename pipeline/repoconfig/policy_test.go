@@ -3,6 +3,7 @@ package repoconfig
 import (
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,7 +214,8 @@ func TestPolicyValidate(t *testing.T) {
 		{name: "bad permission", rule: Rule{Match: "acme", MinPermission: &PermissionFloor{Min: "writer"}}, want: `min_permission.min "writer" is not a permission`},
 		{name: "concurrency", rule: Rule{Match: "acme", MaxConcurrentRuns: &Ceiling{Max: 0}}, want: "max_concurrent_runs.max 0 is out of range"},
 		{name: "tokens", rule: Rule{Match: "acme", MaxTokensPerPlan: &Ceiling{Max: -1}}, want: "max_tokens_per_plan.max -1 must be at least 1"},
-		{name: "unknown role", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"planner": {}}}, want: `agents: unknown role "planner"`},
+		{name: "not a role", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"Planner!": {}}}, want: `agents: "Planner!" is not a role`},
+		{name: "a pipeline's review role", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"security": {Runtimes: []string{"claude"}}}}},
 		{name: "unknown runtime", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"auditor": {Runtimes: []string{"gpt"}}}}, want: `agents.auditor.runtimes: no runtime named "gpt" in agents.runtimes`},
 		{name: "empty model", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"default": {Models: []string{" "}}}}, want: "agents.default.models: a model pattern may not be empty"},
 	}
@@ -246,8 +248,14 @@ func TestPolicyKnowsEveryRepoKey(t *testing.T) {
 	for _, k := range repoConfigKeys {
 		known[k] = true
 	}
+	maps := mapKeys(t)
+	// A key inside a map's value (pipelines.default[0].role) is named by
+	// the map's key.
+	under := func(k string) bool {
+		return slices.ContainsFunc(maps, func(m string) bool { return known[m] && strings.HasPrefix(k, m+".") })
+	}
 	for k := range set {
-		if !known[k] {
+		if !known[k] && !under(k) {
 			t.Errorf("%s sets %q, which allowed_keys cannot name", Path, k)
 		}
 	}
@@ -265,5 +273,77 @@ func TestPolicyKnowsEveryRepoKey(t *testing.T) {
 		if _, err := Parse([]byte(b.String())); err != nil {
 			t.Errorf("allowed_keys knows %q, which the parser refuses: %v", k, err)
 		}
+	}
+}
+
+// mapKeys are the keys of .github/forge.yml whose values are maps.
+func mapKeys(t *testing.T) []string {
+	keys, err := Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, k := range keys {
+		if strings.HasPrefix(k.Type, "map:") {
+			out = append(out, k.Path)
+		}
+	}
+	return out
+}
+
+// TestPolicyPipelineSteps: a pipeline step's runtime and model are held
+// to the operator's policy as agents.<role>'s are: a runtime of the
+// server, allowed for the step's role (a role of the repository's own by
+// the rule naming it, else the rule's default); what a step takes from
+// agents.<role> is judged there, once.
+func TestPolicyPipelineSteps(t *testing.T) {
+	runtimes := []string{"claude", "codex", "local"}
+	policy := Policy{Runtimes: runtimes, Rules: []Rule{{
+		Match: "acme",
+		Agents: map[string]AgentRule{
+			"default":  {Runtimes: []string{"claude", "local"}, Models: []string{"*"}},
+			"auditor":  {Runtimes: []string{"claude"}, Models: []string{"opus", "sonnet"}},
+			"security": {Runtimes: []string{"codex"}, Models: []string{"gpt-*"}},
+		},
+	}, {Match: "lax", AllowedKeys: []string{"agents"}}}}
+	const steps = "pipelines:\n  strict:\n    - role: drafter\n" // the drafter on line 3
+	tests := []struct {
+		name, repo, yaml string
+		want             []string
+	}{
+		{name: "allowed choices", repo: "acme/a",
+			yaml: steps + "    - role: auditor\n      runtime: claude\n      model: opus\n    - role: security\n      runtime: codex\n      model: gpt-5\n    - role: review_docs\n      runtime: local\n"},
+		{name: "a runtime the server lacks", repo: "octo/a",
+			yaml: steps + "    - role: auditor\n      runtime: rogue\n",
+			want: []string{`line 5: pipelines.strict[1].runtime: "rogue" is not a runtime of this server (runtimes: claude, codex, local)`}},
+		{name: "a runtime and model the auditor's rule refuses", repo: "acme/a",
+			yaml: steps + "    - role: auditor\n      runtime: local\n      model: haiku\n",
+			want: []string{
+				`line 5: pipelines.strict[1].runtime: runtime "local" is not allowed for the auditor by the operator's policy for "acme" (agents.auditor.runtimes: claude)`,
+				`line 6: pipelines.strict[1].model: model "haiku" is not allowed for the auditor by the operator's policy for "acme" (agents.auditor.models: opus, sonnet)`,
+			}},
+		{name: "a role of one's own by its own rule", repo: "acme/a",
+			yaml: steps + "    - role: security\n      runtime: claude\n      model: opus\n",
+			want: []string{
+				`line 5: pipelines.strict[1].runtime: runtime "claude" is not allowed for the security by the operator's policy for "acme" (agents.security.runtimes: codex)`,
+				`line 6: pipelines.strict[1].model: model "opus" is not allowed for the security by the operator's policy for "acme" (agents.security.models: gpt-*)`,
+			}},
+		{name: "a role of one's own by the default rule", repo: "acme/a",
+			yaml: steps + "    - role: perf\n      runtime: codex\n",
+			want: []string{`line 5: pipelines.strict[1].runtime: runtime "codex" is not allowed for the perf by the operator's policy for "acme" (agents.default.runtimes: claude, local)`}},
+		{name: "a choice taken from agents.<role> is judged there", repo: "acme/a",
+			yaml: "agents:\n  auditor: local\n" + steps + "    - role: auditor\n    - role: auditor\n      name: second\n      runtime: claude\n",
+			want: []string{`line 2: agents.auditor: runtime "local" is not allowed for the auditor by the operator's policy for "acme" (agents.auditor.runtimes: claude)`}},
+		{name: "pipelines outside allowed_keys are refused once", repo: "lax/a",
+			yaml: steps + "    - role: auditor\n      runtime: rogue\n",
+			want: []string{`line 2: pipelines.strict: the operator's policy for "lax" does not let a repository set this key (allowed_keys: agents)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got := applyPolicy(t, policy, tt.repo, tt.yaml)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
 	}
 }
