@@ -280,6 +280,18 @@ func (f *Forge) refuse(ctx context.Context, gh GitHub, p *Plan, cause plan.Cause
 // refusal is the answer to an event the plan's state does not take.
 func refusal(refused *plan.RefusedError) templates.Reply {
 	st := refused.State
+	if refused.Event == "pause" && st.Halt() == nil {
+		// Nothing runs to pause, or what runs ends by itself, or it is
+		// asked to stop already.
+		v := &templates.Halt{Event: "cannot-pause", Status: string(st.Status()), Queued: st.Run() == plan.Queued, Running: st.Run() == plan.Running}
+		switch st.Stop() {
+		case plan.StopCancel, plan.StopClose:
+			v.Stopping = string(st.Stop())
+		case plan.StopSkip:
+			v.Stopping = "skip its phase"
+		}
+		return v
+	}
 	if h := st.Halt(); h != nil {
 		// Nothing runs on a halted plan before people decide on it.
 		return &templates.Halt{Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase}

@@ -128,12 +128,14 @@ type (
 	}
 	// CheckTitle is the forge check run's title after the plan id
 	// (text/check-title.md lists the events); Guard is the convergence
-	// guard that halted the plan.
+	// guard that halted the plan. A paused plan's is where it paused:
+	// before phase PhaseID, or after audit round Round.
 	CheckTitle struct {
 		Event   string
 		PhaseID string
 		Verdict string
 		Guard   string
+		Round   int
 		Step    Step
 	}
 	// CheckSummary is a check run's summary line. Guard is the convergence
@@ -208,10 +210,13 @@ type (
 		Commands []HelpLine
 	}
 	// Halt is what is said of a review loop a convergence guard halted,
-	// and of people's decisions on it; Event says which (text/halt.md
-	// lists them). Guard is the guard, Round the round the loop halted
-	// after, PhaseID the audit phase whose fix rounds halted (empty for
-	// the plan's audit rounds), Trajectory the loop's findings by round.
+	// of a run paused at a person's request (Guard "paused"), and of
+	// people's decisions on them; Event says which (text/halt.md lists
+	// them). Guard is the guard, Round the round the loop halted after,
+	// PhaseID the audit phase whose fix rounds halted (empty for the
+	// plan's audit rounds), Trajectory the loop's findings by round. A
+	// pause's Round is the last audit round before it and PhaseID the
+	// phase it goes on with.
 	Halt struct {
 		Head
 		Event      string
@@ -233,10 +238,20 @@ type (
 		MaxRounds int
 		Mean      string
 		Lowest    RoundCounts
-		// By resumed, overrode or terminated it; Status is the plan's, for
-		// a decision asked of a plan no guard halted.
+		// By resumed, overrode or terminated it, or asked for the pause;
+		// Status is the plan's, for a decision asked of a plan no guard
+		// halted, or a pause asked of one nothing runs on.
 		By     string
 		Status string
+		// A pause: Revise when the revision of Round comes next; Done of
+		// Total phases are done. A pause refused: Running when what runs
+		// ends by itself, Queued when the plan waits for a slot, Stopping
+		// the stop already asked (cancel, close, skip).
+		Revise      bool
+		Done, Total int
+		Running     bool
+		Queued      bool
+		Stopping    string
 	}
 	// RoundCounts is one round's findings by the seed's severities.
 	RoundCounts struct{ Round, Critical, Medium, Minor, Total int }
@@ -356,8 +371,9 @@ type (
 	PlanListItem struct {
 		PlanID, Title, Status string
 		Running, Queued       bool
-		// Halted: a convergence guard stopped it for people to decide.
-		Halted    bool
+		// Halted: a convergence guard stopped it for people to decide;
+		// Paused: a person paused it.
+		Halted, Paused bool
 		Issue, PR int
 		Activity  string
 	}
@@ -390,10 +406,12 @@ type (
 		RequestedBy string
 		NotDraft    bool
 		Closes      int
-		// Guard halted the plan's review loop after HaltRound; Overrides
-		// are the halted loops people accepted as reviewed.
+		// Guard halted the plan's review loop after HaltRound (a pause:
+		// after HaltRound, or before phase HaltPhase); Overrides are the
+		// halted loops people accepted as reviewed.
 		Guard     string
 		HaltRound int
+		HaltPhase string
 		Overrides []Overridden
 		// Phases are the plan's phases once made: their graph and table.
 		Phases []PhaseRow
@@ -535,9 +553,11 @@ type (
 		PausedFrom  string
 		PausedUntil string
 		PauseHolds  bool
-		// Guard halted the plan's review loop after HaltRound.
+		// Guard halted the plan's review loop after HaltRound (a pause:
+		// after HaltRound, or before phase HaltPhase).
 		Guard     string
 		HaltRound int
+		HaltPhase string
 	}
 	// PhaseItem is one phase as people read it in lists.
 	PhaseItem struct {

@@ -54,14 +54,33 @@ const (
 // stopped (empty for the plan's audit rounds). Resume goes on from
 // there, Override accepts the plan or the change as reviewed, Terminate
 // ends the plan.
+//
+// A pause a person asked for (/forge pause) is a Halt with Reason
+// HaltPaused: Round is the plan's last audit round when it paused, and
+// Phase, in a phase run, the phase it goes on with. Only Resume,
+// Terminate and closing take a paused plan.
 type Halt struct {
 	Reason string `json:"reason"`
 	Round  int    `json:"round"`
 	Phase  string `json:"phase,omitempty"`
 }
 
-// Label is the word of the label a plan halted so carries: forge:halted.
-func (h Halt) Label() string { return "halted" }
+// HaltPaused is the Reason of a pause a person asked for.
+const HaltPaused = "paused"
+
+// Paused reports whether the halt is a pause a person asked for, not a
+// convergence guard's.
+func (h Halt) Paused() bool { return h.Reason == HaltPaused }
+
+// Label is the word of the label a plan halted so carries: forge:paused
+// for a pause, forge:halted for a guard's halt.
+func (h Halt) Label() string {
+	switch h.Reason {
+	case HaltPaused:
+		return "paused"
+	}
+	return "halted"
+}
 
 // Mode is what a run does.
 type Mode string
@@ -110,7 +129,15 @@ const (
 	StopCancel Stop = "cancel" // stop the run: the plan is CANCELLED, or its phase fails
 	StopSkip   Stop = "skip"   // stop the running phase and mark it skipped
 	StopClose  Stop = "close"  // stop the run and close the plan
+	// StopPause halts the run at its next boundary (between phases, at
+	// the end of an audit round) until people resume it: Halt HaltPaused.
+	StopPause Stop = "pause"
 )
+
+// Interrupts reports whether the request ends or interrupts what the job
+// does now (a cancel, a close, a skip); a pause waits for the job's next
+// boundary.
+func (s Stop) Interrupts() bool { return s != StopNone && s != StopPause }
 
 // PlanID formats a plan number as plan-NNN.
 func PlanID(n int) string { return fmt.Sprintf("plan-%03d", n) }
