@@ -374,8 +374,8 @@ type (
 		// Halted: a convergence guard stopped it for people to decide;
 		// Paused: a person paused it.
 		Halted, Paused bool
-		Issue, PR int
-		Activity  string
+		Issue, PR      int
+		Activity       string
 	}
 	// PhasesList answers /forge phases.
 	PhasesList struct {
