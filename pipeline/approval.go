@@ -284,11 +284,8 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 		// Nothing runs to pause, or what runs ends by itself, or it is
 		// asked to stop already.
 		v := &templates.Halt{Event: "cannot-pause", Status: string(st.Status()), Queued: st.Run() == plan.Queued, Running: st.Run() == plan.Running}
-		switch st.Stop() {
-		case plan.StopCancel, plan.StopClose:
+		if st.Stop().Interrupts() {
 			v.Stopping = string(st.Stop())
-		case plan.StopSkip:
-			v.Stopping = "skip its phase"
 		}
 		return v
 	}

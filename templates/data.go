@@ -246,7 +246,7 @@ type (
 		// A pause: Revise when the revision of Round comes next; Done of
 		// Total phases are done. A pause refused: Running when what runs
 		// ends by itself, Queued when the plan waits for a slot, Stopping
-		// the stop already asked (cancel, close, skip).
+		// the stop already asked (cancel, close, skip: plan.Stop).
 		Revise      bool
 		Done, Total int
 		Running     bool

@@ -453,6 +453,7 @@ func textCases(t *testing.T) []textCase {
 		{"halt/cannot-pause a queued plan", halt(templates.Halt{Event: "cannot-pause", Status: string(plan.Draft), Queued: true})},
 		{"halt/cannot-pause a standalone audit", halt(templates.Halt{Event: "cannot-pause", Status: string(plan.Review), Running: true})},
 		{"halt/cannot-pause a cancelled run", halt(templates.Halt{Event: "cannot-pause", Status: string(plan.Draft), Running: true, Stopping: "cancel"})},
+		{"halt/cannot-pause a phase being skipped", halt(templates.Halt{Event: "cannot-pause", Status: string(plan.Implementing), Running: true, Stopping: "skip"})},
 		{"halt/resumed paused", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "paused", PhaseID: "phase-2"})},
 		{"halt/terminated paused", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "paused", Round: 2})},
 		{"halt/refused paused", halt(templates.Halt{Event: "refused", Guard: "paused", Round: 2})},
