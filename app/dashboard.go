@@ -218,6 +218,9 @@ func (d *dashboard) row(p *pipeline.Plan) templates.PlanRow {
 		row.Run = "queued"
 	case plan.Halted:
 		row.Run = "halted"
+		if h := p.State.Halt(); h != nil && h.Paused() {
+			row.Run = "paused"
+		}
 	}
 	if step, ok := pipeline.CurrentStep(p); ok {
 		row.Step = templates.Line(step)

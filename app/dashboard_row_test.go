@@ -8,11 +8,16 @@ import (
 )
 
 // TestDashboardRowRunState: a plan's row says whether a job runs it, it
-// waits for a slot, or a guard halted it for people to decide.
+// waits for a slot, a guard halted it for people to decide, or a person
+// paused it.
 func TestDashboardRowRunState(t *testing.T) {
 	d := &dashboard{app: &App{}}
 	running := plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Running, Mode: plan.ModeForge})
 	halted, _, err := running.Apply(plan.LoopHalted{Halt: plan.Halt{Reason: "round-cap", Round: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused, _, err := running.Apply(plan.LoopHalted{Halt: plan.Halt{Reason: plan.HaltPaused, Round: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,6 +28,7 @@ func TestDashboardRowRunState(t *testing.T) {
 		{running, "running"},
 		{plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Queued, Mode: plan.ModeForge}), "queued"},
 		{halted, "halted"},
+		{paused, "paused"},
 		{plan.FromLegacy(plan.Legacy{Status: plan.Review, Run: plan.Idle}), ""},
 	} {
 		p := &pipeline.Plan{Repo: pipeline.Repo{Owner: "octo", Name: "hello"}, Number: 1, State: c.state}

@@ -280,6 +280,15 @@ func (f *Forge) refuse(ctx context.Context, gh GitHub, p *Plan, cause plan.Cause
 // refusal is the answer to an event the plan's state does not take.
 func refusal(refused *plan.RefusedError) templates.Reply {
 	st := refused.State
+	if refused.Event == "pause" && st.Halt() == nil {
+		// Nothing runs to pause, or what runs ends by itself, or it is
+		// asked to stop already.
+		v := &templates.Halt{Event: "cannot-pause", Status: string(st.Status()), Queued: st.Run() == plan.Queued, Running: st.Run() == plan.Running}
+		if st.Stop().Interrupts() {
+			v.Stopping = string(st.Stop())
+		}
+		return v
+	}
 	if h := st.Halt(); h != nil {
 		// Nothing runs on a halted plan before people decide on it.
 		return &templates.Halt{Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase}

@@ -119,6 +119,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		return c.runPhases(ctx, cmd)
 	case command.Skip:
 		return c.skip(ctx, cmd)
+	case command.Pause:
+		return c.pause(ctx, cmd)
 	case command.Resume, command.Override, command.Terminate:
 		return c.decide(ctx, cmd)
 	}
@@ -209,8 +211,18 @@ func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 	return c.apply(ctx, p, ev)
 }
 
+// pause asks the plan's running job to pause at its next boundary; a
+// plan nothing runs on is answered that there is nothing to pause.
+func (c *commandCtx) pause(ctx context.Context, cmd command.Command) error {
+	p, err := c.planOrAnswer(ctx, cmd)
+	if p == nil {
+		return err
+	}
+	return c.apply(ctx, p, plan.Pause{Cause: c.cause(), By: c.a.Author})
+}
+
 // decide resumes, overrides or terminates a plan a convergence guard
-// halted.
+// halted, or resumes a paused one.
 func (c *commandCtx) decide(ctx context.Context, cmd command.Command) error {
 	p, err := c.planOrAnswer(ctx, cmd)
 	if p == nil {
@@ -310,7 +322,8 @@ func (c *commandCtx) list(ctx context.Context) error {
 	v := &templates.PlanList{Total: total, Most: command.ListMost}
 	for _, p := range plans {
 		v.Plans = append(v.Plans, templates.PlanListItem{PlanID: PlanID(p.Number), Title: Untrusted(p.Title, 200), Status: string(p.State.Status()),
-			Running: p.State.Run() == plan.Running, Queued: p.State.Run() == plan.Queued, Halted: p.State.Run() == plan.Halted, Issue: p.Issue, PR: p.PR,
+			Running: p.State.Run() == plan.Running, Queued: p.State.Run() == plan.Queued, Halted: p.State.Run() == plan.Halted,
+			Paused: p.State.Halt() != nil && p.State.Halt().Paused(), Issue: p.Issue, PR: p.PR,
 			Activity: p.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")})
 	}
 	return c.reply(ctx, v)
@@ -484,6 +497,9 @@ func (c *commandCtx) status(ctx context.Context, cmd command.Command) error {
 	}
 	if h := p.State.Halt(); h != nil {
 		v.Guard, v.HaltRound = h.Reason, h.Round
+		if h.Paused() {
+			v.HaltPhase = h.Phase
+		}
 	}
 	if p.PR != 0 {
 		v.PRURL = "#" + strconv.Itoa(p.PR)

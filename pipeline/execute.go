@@ -415,7 +415,7 @@ var checkButtons = map[string]CheckAction{
 	"cancel":  {Label: "Cancel", Description: "Close the plan", Identifier: "cancel"},
 	// A halted plan's (GitHub: at most 3 buttons, label 20 characters,
 	// description 40, identifier 20).
-	"resume":    {Label: "Resume", Description: "Go on from the round the loop halted", Identifier: "resume"},
+	"resume":    {Label: "Resume", Description: "Go on from where the run stopped", Identifier: "resume"},
 	"override":  {Label: "Override", Description: "Accept as reviewed despite the halt", Identifier: "override"},
 	"terminate": {Label: "Terminate", Description: "End the plan for good", Identifier: "terminate"},
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/converge"
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
@@ -47,8 +48,12 @@ type Override struct {
 	Phase string `json:"phase,omitempty"`
 }
 
-// haltButtons are the forge check run's buttons on a halted plan.
-var haltButtons = []string{"resume", "override", "terminate"}
+// haltButtons are the forge check run's buttons on a halted plan; a
+// paused one has Resume alone (closing or /forge terminate still end it).
+var (
+	haltButtons  = []string{"resume", "override", "terminate"}
+	pauseButtons = []string{"resume"}
+)
 
 // thresholds are the repository's termination thresholds.
 func thresholds(cfg repoconfig.Config) converge.Thresholds {
@@ -210,6 +215,43 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 	return nil
 }
 
+// pause halts the run where a person asked it to pause (/forge pause):
+// at the end of an audit round, or between two phases, phaseID being
+// the phase it goes on with (empty in a forge's audit rounds). What was
+// due stays due: resumed, the run goes on with the revision of the round
+// it paused after, the next audit round or phaseID. The plan holds no
+// job while paused.
+func (r *run) pause(ctx context.Context, phaseID string) error {
+	p := r.p
+	r.doing = templates.Step{Event: "stopping"}
+	h := plan.Halt{Reason: plan.HaltPaused, Round: p.Round, Phase: phaseID}
+	data := &templates.Halt{Event: "paused", Guard: h.Reason, Round: h.Round, PhaseID: phaseID, Revise: p.State.ReviseNext()}
+	if phaseID != "" && p.Phases != nil {
+		data.Total = len(p.Phases.Phases)
+		data.Done = data.Total - phases.Remaining(*p.Phases)
+	}
+	ev := plan.LoopHalted{
+		Halt: h,
+		// One pause a job generation: a resume starts the next.
+		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("paused:%d", p.Generation), Data: data},
+		Check: plan.Check{Status: "completed", Conclusion: "action_required",
+			Title: templates.CheckTitle{Event: "paused", Round: h.Round, PhaseID: phaseID}, Buttons: pauseButtons},
+	}
+	progressID := p.ProgressID
+	if err := r.apply(ctx, ev); err != nil {
+		return err
+	}
+	if !r.phaseRun {
+		// The issue's progress comment says where the forge paused; a
+		// phase run's on the pull request ended with the reply.
+		line := r.line(templates.ProgressLine{Event: "paused", Round: h.Round})
+		if err := r.editProgress(ctx, progressID, line, ""); err != nil {
+			r.log.Warn().Err(err).Msg("final progress edit")
+		}
+	}
+	return nil
+}
+
 // logEnd is the end of the plan's Audit Log: its audit loop's findings
 // by round and, once a guard ended it on a plateau, that.
 func (r *run) logEnd(capReached bool) templates.AuditLogEnd {
@@ -234,7 +276,9 @@ func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 	case "terminate":
 		return plan.Terminate{Cause: cause, By: by}
 	}
-	if h := p.State.Halt(); h != nil && !p.State.Applied(cause.Trigger) {
+	// A paused plan has nothing to override: the table refuses it, and
+	// nothing is recorded.
+	if h := p.State.Halt(); h != nil && !h.Paused() && !p.State.Applied(cause.Trigger) {
 		p.Overrides = append(p.Overrides, Override{By: by, Guard: h.Reason, Round: h.Round, Phase: h.Phase})
 		if h.Phase != "" && p.Loop != nil && p.Loop.Phase == h.Phase {
 			p.Loop.OverriddenBy = by

@@ -48,7 +48,7 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if stop != plan.StopNone {
+		if stop.Interrupts() {
 			if ended, err := r.stopPhase(ctx, stop); err != nil || ended {
 				return err
 			}
@@ -67,6 +67,11 @@ func (r *run) runPhases(ctx context.Context) error {
 		ph, ok := phases.Next(*p.Phases)
 		if !ok {
 			break
+		}
+		if stop == plan.StopPause {
+			// Between two phases (the last one's checks passed): paused
+			// before the next, which a resume runs.
+			return r.pause(ctx, ph.ID)
 		}
 		// A retry tells the agent why the last attempt failed.
 		r.prevError = ph.Error
@@ -129,8 +134,9 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
-	// A request that came as the last phase ended still stops the run.
-	if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
+	// A request that came as the last phase ended still stops the run; a
+	// pause has no phase left to pause before, and lapses as the run ends.
+	if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
 		if err != nil {
 			return err
 		}
@@ -320,7 +326,8 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 
 // watchStop ends a phase when a person asks the run to stop (cancel,
 // close, skip): the agent's process group is killed through the context.
-// It returns what was asked, StopNone while nothing is.
+// It returns what was asked, StopNone while nothing is. A pause lets the
+// phase end: the run pauses after it.
 func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() plan.Stop {
 	var hit atomic.Value
 	hit.Store(plan.StopNone)
@@ -332,7 +339,7 @@ func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() p
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if p, err := r.f.Plans.Plan(ctx, r.p.ID); err == nil && p.State.Stop() != plan.StopNone {
+				if p, err := r.f.Plans.Plan(ctx, r.p.ID); err == nil && p.State.Stop().Interrupts() {
 					hit.Store(p.State.Stop())
 					cancel()
 					return

@@ -176,9 +176,12 @@ func prBodyData(p *Plan) templates.PRBody {
 	case plan.Approved, plan.Implementing, plan.Auditing, plan.Done:
 		closes = p.Issue
 	}
-	guard, haltRound := "", 0
+	guard, haltRound, haltPhase := "", 0, ""
 	if h := p.State.Halt(); h != nil {
 		guard, haltRound = h.Reason, h.Round
+		if h.Paused() {
+			haltPhase = h.Phase
+		}
 	}
 	var overrides []templates.Overridden
 	for _, o := range p.Overrides {
@@ -191,7 +194,7 @@ func prBodyData(p *Plan) templates.PRBody {
 		Path: p.PlanPath, FileURL: "../blob/" + p.Branch + "/" + p.PlanPath, Status: string(st),
 		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
 		NotDraft: p.DraftRefused, Closes: closes, Phases: phaseRows(p), End: Marker(p.Number, "pr", "end"),
-		Guard: guard, HaltRound: haltRound, Overrides: overrides,
+		Guard: guard, HaltRound: haltRound, HaltPhase: haltPhase, Overrides: overrides,
 	}
 }
 

@@ -66,6 +66,11 @@ func (r *run) rounds(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
+				if stop == plan.StopPause {
+					// Asked during the draft or a revision: paused before
+					// the next round begins.
+					return r.pause(ctx, "")
+				}
 				return r.stopped(ctx, stop, nil)
 			}
 			if err := r.audit(ctx); err != nil {
@@ -90,8 +95,9 @@ func (r *run) rounds(ctx context.Context) error {
 		d := r.judgeRounds()
 		if d.Outcome == converge.Halt {
 			// A cancel or close asked for during the round is obeyed
-			// rather than halting for a decision.
-			if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
+			// rather than halting for a decision; a pause gives way to
+			// the guard's halt, which stops the run all the same.
+			if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
 				if err != nil {
 					return err
 				}
@@ -114,7 +120,17 @@ func (r *run) rounds(ctx context.Context) error {
 			return err
 		}
 		if !p.State.ReviseNext() {
+			// A pause asked for now finds the run ending by itself.
 			return r.complete(ctx, false)
+		}
+		// The round is posted and its revision due: a pause asked for
+		// during the round takes effect here, the revision left to the
+		// resume.
+		if stop, err := r.stopRequested(ctx); err != nil || stop == plan.StopPause {
+			if err != nil {
+				return err
+			}
+			return r.pause(ctx, "")
 		}
 	}
 }
@@ -281,8 +297,10 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	}
 
 	// A cancel or close asked for during the last round is obeyed here:
-	// the run ends as asked, not in REVIEW.
-	if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
+	// the run ends as asked, not in REVIEW. A pause has nothing left to
+	// pause: it lapses as the run ends (or, when Forge approves the plan
+	// itself, pauses the phase run before its first phase).
+	if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
 		if err != nil {
 			return err
 		}

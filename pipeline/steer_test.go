@@ -64,3 +64,56 @@ func TestRunPhasesRefusedWhenClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestPauseRefusalWording: a pause the table refuses is answered with
+// why: nothing runs (idle, queued, ended), what runs ends by itself (a
+// standalone audit), another stop was asked first, or the plan is paused
+// or halted already.
+func TestPauseRefusalWording(t *testing.T) {
+	stopping := func(s plan.State, stop plan.Stop) plan.State {
+		return s.WithColumns(plan.Columns{Status: s.Status(), Run: s.Run(), Stop: stop})
+	}
+	running := plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Running, Mode: plan.ModeForge})
+	phasing := plan.FromLegacy(plan.Legacy{Status: plan.Implementing, Run: plan.Running, Mode: plan.ModePhases})
+	cases := []struct {
+		name string
+		s    plan.State
+		want string
+	}{
+		{"idle", plan.FromLegacy(plan.Legacy{Status: plan.Review, Run: plan.Idle}), "Nothing runs on **plan-001** to pause: it is REVIEW."},
+		{"queued", plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Queued, Mode: plan.ModeForge}), "it is DRAFT and waits for a free slot"},
+		{"done", plan.FromLegacy(plan.Legacy{Status: plan.Done, Run: plan.Idle}), "Nothing runs on **plan-001** to pause: it is DONE."},
+		{"a standalone audit", plan.FromLegacy(plan.Legacy{Status: plan.Review, Run: plan.Running, Mode: plan.ModeAudit}), "ends by itself: there is nothing to pause"},
+		{"cancelled", stopping(running, plan.StopCancel), "is already asked to cancel: that comes first"},
+		{"skipping", stopping(phasing, plan.StopSkip), "is already asked to skip its phase: ask for the pause again"},
+	}
+	for _, c := range cases {
+		_, _, err := c.s.Apply(plan.Pause{Cause: plan.Cause{Trigger: "c1"}, By: "alice"})
+		var refused *plan.RefusedError
+		if !errors.As(err, &refused) {
+			t.Errorf("%s: pause gave %v, want a refusal", c.name, err)
+			continue
+		}
+		body, err := templates.Text(withPlan(refusal(refused), &Plan{Number: 1, State: c.s}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(body, c.want) {
+			t.Errorf("%s: answered %q, want %q", c.name, body, c.want)
+		}
+	}
+	// A paused plan's pause is told it is paused and how to go on.
+	paused, _, err := stopping(running, plan.StopPause).Apply(plan.LoopHalted{Halt: plan.Halt{Reason: plan.HaltPaused, Round: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = paused.Apply(plan.Pause{Cause: plan.Cause{Trigger: "c2"}})
+	var refused *plan.RefusedError
+	if !errors.As(err, &refused) {
+		t.Fatalf("pause of a paused plan: %v", err)
+	}
+	if body, _ := templates.Text(withPlan(refusal(refused), &Plan{Number: 1, State: paused})); !strings.Contains(body, "is paused (after audit round 2)") ||
+		!strings.Contains(body, "`/forge resume plan-001`") {
+		t.Errorf("pause of a paused plan answered %q", body)
+	}
+}

@@ -128,12 +128,14 @@ type (
 	}
 	// CheckTitle is the forge check run's title after the plan id
 	// (text/check-title.md lists the events); Guard is the convergence
-	// guard that halted the plan.
+	// guard that halted the plan. A paused plan's is where it paused:
+	// before phase PhaseID, or after audit round Round.
 	CheckTitle struct {
 		Event   string
 		PhaseID string
 		Verdict string
 		Guard   string
+		Round   int
 		Step    Step
 	}
 	// CheckSummary is a check run's summary line. Guard is the convergence
@@ -208,10 +210,13 @@ type (
 		Commands []HelpLine
 	}
 	// Halt is what is said of a review loop a convergence guard halted,
-	// and of people's decisions on it; Event says which (text/halt.md
-	// lists them). Guard is the guard, Round the round the loop halted
-	// after, PhaseID the audit phase whose fix rounds halted (empty for
-	// the plan's audit rounds), Trajectory the loop's findings by round.
+	// of a run paused at a person's request (Guard "paused"), and of
+	// people's decisions on them; Event says which (text/halt.md lists
+	// them). Guard is the guard, Round the round the loop halted after,
+	// PhaseID the audit phase whose fix rounds halted (empty for the
+	// plan's audit rounds), Trajectory the loop's findings by round. A
+	// pause's Round is the last audit round before it and PhaseID the
+	// phase it goes on with.
 	Halt struct {
 		Head
 		Event      string
@@ -233,8 +238,9 @@ type (
 		MaxRounds int
 		Mean      string
 		Lowest    RoundCounts
-		// By resumed, overrode or terminated it; Status is the plan's, for
-		// a decision asked of a plan no guard halted.
+		// By resumed, overrode or terminated it, or asked for the pause;
+		// Status is the plan's, for a decision asked of a plan no guard
+		// halted, or a pause asked of one nothing runs on.
 		By     string
 		Status string
 		// An escalation's (Event "escalated", Guard its reason): the step
@@ -247,6 +253,15 @@ type (
 		Cause       string
 		Tail        string
 		Overridable bool
+		// A pause: Revise when the revision of Round comes next; Done of
+		// Total phases are done. A pause refused: Running when what runs
+		// ends by itself, Queued when the plan waits for a slot, Stopping
+		// the stop already asked (cancel, close, skip: plan.Stop).
+		Revise      bool
+		Done, Total int
+		Running     bool
+		Queued      bool
+		Stopping    string
 	}
 	// Unmet is one thing an escalation names: What (a gate directive, a
 	// file), shown as code, and Why it stopped the plan.
@@ -374,10 +389,11 @@ type (
 	PlanListItem struct {
 		PlanID, Title, Status string
 		Running, Queued       bool
-		// Halted: a convergence guard stopped it for people to decide.
-		Halted    bool
-		Issue, PR int
-		Activity  string
+		// Halted: a convergence guard stopped it for people to decide;
+		// Paused: a person paused it.
+		Halted, Paused bool
+		Issue, PR      int
+		Activity       string
 	}
 	// PhasesList answers /forge phases.
 	PhasesList struct {
@@ -408,10 +424,12 @@ type (
 		RequestedBy string
 		NotDraft    bool
 		Closes      int
-		// Guard halted the plan's review loop after HaltRound; Overrides
-		// are the halted loops people accepted as reviewed.
+		// Guard halted the plan's review loop after HaltRound (a pause:
+		// after HaltRound, or before phase HaltPhase); Overrides are the
+		// halted loops people accepted as reviewed.
 		Guard     string
 		HaltRound int
+		HaltPhase string
 		Overrides []Overridden
 		// Phases are the plan's phases once made: their graph and table.
 		Phases []PhaseRow
@@ -553,9 +571,11 @@ type (
 		PausedFrom  string
 		PausedUntil string
 		PauseHolds  bool
-		// Guard halted the plan's review loop after HaltRound.
+		// Guard halted the plan's review loop after HaltRound (a pause:
+		// after HaltRound, or before phase HaltPhase).
 		Guard     string
 		HaltRound int
+		HaltPhase string
 	}
 	// PhaseItem is one phase as people read it in lists.
 	PhaseItem struct {

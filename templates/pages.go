@@ -39,7 +39,7 @@ type (
 		// Link is the plan's page.
 		Link   string
 		Status string
-		// Run is "running", "queued", "halted" or "".
+		// Run is "running", "queued", "halted", "paused" or "".
 		Run string
 		// Step is what the running job does now.
 		Step string

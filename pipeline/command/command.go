@@ -30,8 +30,10 @@ const (
 	RunOne  Kind = "run-one"
 	Skip    Kind = "skip"
 	Close   Kind = "close"
-	// A plan a convergence guard halted: go on, accept it as reviewed, or
-	// end it.
+	// Pause a running forge or phase run at its next boundary.
+	Pause Kind = "pause"
+	// A plan a convergence guard halted, or a paused one: go on; a halted
+	// one: accept it as reviewed, or end it.
 	Resume    Kind = "resume"
 	Override  Kind = "override"
 	Terminate Kind = "terminate"

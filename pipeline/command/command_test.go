@@ -146,6 +146,8 @@ func TestParseCommand(t *testing.T) {
 			cmdResult{Kind: Close, PlanID: "plan-002", Raw: "/forge close plan-002"}},
 		{"same plan id twice", "/forge skip plan-002 plan-002", true,
 			cmdResult{Kind: Skip, PlanID: "plan-002", Raw: "/forge skip plan-002 plan-002"}},
+		{"pause plan id", "/forge pause plan-007", true,
+			cmdResult{Kind: Pause, PlanID: "plan-007", Raw: "/forge pause plan-007"}},
 		{"resume plan id", "/forge resume plan-007", true,
 			cmdResult{Kind: Resume, PlanID: "plan-007", Raw: "/forge resume plan-007"}},
 		{"override", "/plan Override", true, cmdResult{Kind: Override, Raw: "/plan Override"}},
@@ -274,6 +276,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 		{Run, false, true, "/forge run "},
 		{RunOne, false, true, "/forge run-one"},
 		{Skip, false, true, "/forge skip"},
+		{Pause, true, true, "/forge pause"},
 		{Resume, true, true, "/forge resume"},
 		{Override, true, true, "/forge override"},
 		{Terminate, true, true, "/forge terminate"},
@@ -298,7 +301,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 // usage line, a place, a description and an example that parses back to
 // it, without a usage error, and is allowed where the row says.
 func TestCommandTable(t *testing.T) {
-	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Resume, Override, Terminate, Close}
+	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, Close}
 	doc := Markdown()
 	if len(Table) != len(kinds) {
 		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))

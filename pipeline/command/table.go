@@ -193,12 +193,24 @@ var Table = []Spec{
 			"`/forge run` then goes on with the next.",
 		Example: "/forge skip",
 		Reply:   &templates.PhaseSkipped{Head: templates.Head{PlanID: exPlan}, PhaseID: "phase-2", Title: "Implement README.md", Was: "failed"}},
+	{Kind: Pause, Words: []string{"pause"}, Usage: "/forge pause [plan-NNN]", On: Anywhere,
+		Brief: "pause the running forge at the end of its audit round, or the phase run between two phases",
+		Does: "Pauses the plan's running forge, revision or phase run at its next boundary: at the end of the audit round " +
+			"(its review posted; the revision it calls for waits) or before the next audit round, and between two phases " +
+			"(a phase that runs, or waits for its checks, ends first). The plan is then labelled `forge:paused`, its `forge` " +
+			"check run asks for action with a *Resume* button, and a comment says where it paused. Nothing runs on it, and " +
+			"it holds no slot, until `/forge resume`; a restart of Forge leaves it paused. `/forge terminate` or closing the " +
+			"pull request end it instead; there is nothing to override. A plan nothing runs on (one in REVIEW awaiting " +
+			"approval, say) is answered that there is nothing to pause. Like every command, it takes `approval.min_permission`.",
+		Example: "/forge pause",
+		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "pause-asked", By: "alice"}},
 	{Kind: Resume, Words: []string{"resume"}, Usage: "/forge resume [plan-NNN]", On: Anywhere,
-		Brief: "go on with a plan a convergence guard halted, from the round it stopped at",
+		Brief: "go on with a plan a convergence guard halted, from the round it stopped at, or with a paused plan",
 		Does: "Resumes a plan whose review loop a convergence guard halted (label `forge:halted`): the loop goes on from the " +
 			"round it halted after, its rounds numbered on and their history kept (the plan's audit rounds with a revision, " +
-			"an audit phase's with a fix round), and the round cap counts afresh. The *Resume* button of the `forge` check run " +
-			"does the same. Like every decision on a halted plan, it takes `approval.min_permission`.",
+			"an audit phase's with a fix round), and the round cap counts afresh. On a paused plan (label `forge:paused`), the " +
+			"run goes on from where it paused: the next phase, or the revision of the round it paused after. The *Resume* " +
+			"button of the `forge` check run does the same. Like every decision on a halted plan, it takes `approval.min_permission`.",
 		Example: "/forge resume",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "resumed", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Override, Words: []string{"override"}, Usage: "/forge override [plan-NNN]", On: Anywhere,

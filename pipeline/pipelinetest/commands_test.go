@@ -103,6 +103,7 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 		forgecmd.Run:       {"failed", 2, true},
 		forgecmd.RunOne:    {"paused", 2, true},
 		forgecmd.Skip:      {"failed", 2, false},
+		forgecmd.Pause:     {"running", 1, false},
 		forgecmd.Close:     {"review", 2, false},
 		forgecmd.Resume:    {"halted", 2, false},
 		forgecmd.Override:  {"halted", 2, false},

@@ -70,8 +70,16 @@ type (
 	}
 	// PhasesMade is /forge phases having (re)generated the phases file.
 	PhasesMade struct{ Cause }
+	// Pause asks the running job to halt at its next boundary (between
+	// phases, at the end of an audit round) until people resume it; By
+	// is who asked.
+	Pause struct {
+		Cause
+		By string
+	}
 	// Resume goes on with a halted plan's review loop from the round it
-	// stopped after, with its numbering and history; By is who asked.
+	// stopped after, with its numbering and history, or with a paused
+	// plan from where it paused; By is who asked.
 	Resume struct {
 		Cause
 		By string
@@ -152,10 +160,11 @@ type (
 	PhasesStaleStop struct{ Reply Reply }
 	// PhasesDone hands the finished plan over.
 	PhasesDone struct{ Reply Reply }
-	// LoopHalted is the run's review loop stopped by a convergence guard:
-	// Halt says why and where, Reply tells people on the pull request,
-	// Check is the forge check run's action_required with the Resume,
-	// Override and Terminate buttons.
+	// LoopHalted is the run's review loop stopped by a convergence guard,
+	// or the run paused at a person's request (Halt.Paused): Halt says why
+	// and where, Reply tells people on the pull request, Check is the
+	// forge check run's action_required with the Resume, Override and
+	// Terminate buttons (Resume alone for a pause).
 	LoopHalted struct {
 		Halt  Halt
 		Reply Reply
@@ -173,6 +182,7 @@ func (Cancel) Name() string            { return "cancel" }
 func (Close) Name() string             { return "close" }
 func (Push) Name() string              { return "push" }
 func (PhasesMade) Name() string        { return "phases_made" }
+func (Pause) Name() string             { return "pause" }
 func (Resume) Name() string            { return "resume" }
 func (Override) Name() string          { return "override" }
 func (Terminate) Name() string         { return "terminate" }

@@ -54,6 +54,11 @@ const (
 // stopped (empty for the plan's audit rounds). Resume goes on from
 // there, Override accepts the plan or the change as reviewed, Terminate
 // ends the plan.
+//
+// A pause a person asked for (/forge pause) is a Halt with Reason
+// HaltPaused: Round is the plan's last audit round when it paused, and
+// Phase, in a phase run, the phase it goes on with. Only Resume,
+// Terminate and closing take a paused plan.
 type Halt struct {
 	Reason string `json:"reason"`
 	Round  int    `json:"round"`
@@ -61,6 +66,13 @@ type Halt struct {
 	// Step is the pipeline step an escalation stopped at, by name.
 	Step string `json:"step,omitempty"`
 }
+
+// HaltPaused is the Reason of a pause a person asked for.
+const HaltPaused = "paused"
+
+// Paused reports whether the halt is a pause a person asked for, not a
+// convergence guard's.
+func (h Halt) Paused() bool { return h.Reason == HaltPaused }
 
 // The reasons of an escalation (issue 14, seed 004): a step Forge will
 // not guess past, which stops the plan for people as a guard's halt does.
@@ -95,13 +107,20 @@ func (h Halt) Escalated() bool {
 // step out of revisions. A gate, an agent that failed or a conflict
 // leaves nothing reviewed to accept.
 func (h Halt) Overridable() bool {
+	if h.Paused() {
+		return false // a pause reviewed nothing
+	}
 	return !h.Escalated() || h.Reason == EscalatedVerdict || h.Reason == EscalatedRevisionCap
 }
 
-// Label is the word of the label a plan halted so carries: forge:halted
-// for a guard's halt, forge:escalated for an escalation.
+// Label is the word of the label a plan halted so carries: forge:paused
+// for a pause, forge:escalated for an escalation, forge:halted for a
+// guard's halt.
 func (h Halt) Label() string {
-	if h.Escalated() {
+	switch {
+	case h.Paused():
+		return "paused"
+	case h.Escalated():
 		return "escalated"
 	}
 	return "halted"
@@ -162,7 +181,15 @@ const (
 	StopCancel Stop = "cancel" // stop the run: the plan is CANCELLED, or its phase fails
 	StopSkip   Stop = "skip"   // stop the running phase and mark it skipped
 	StopClose  Stop = "close"  // stop the run and close the plan
+	// StopPause halts the run at its next boundary (between phases, at
+	// the end of an audit round) until people resume it: Halt HaltPaused.
+	StopPause Stop = "pause"
 )
+
+// Interrupts reports whether the request ends or interrupts what the job
+// does now (a cancel, a close, a skip); a pause waits for the job's next
+// boundary.
+func (s Stop) Interrupts() bool { return s != StopNone && s != StopPause }
 
 // PlanID formats a plan number as plan-NNN.
 func PlanID(n int) string { return fmt.Sprintf("plan-%03d", n) }

@@ -130,6 +130,26 @@ func stopIs(stop Stop) func(State, Event) bool {
 }
 func forgeMode(s State, _ Event) bool { return s.mode != ModePhases && s.mode != ModePlan }
 
+// pausable holds for a run that has a boundary to pause at (a forge's or
+// revision's audit rounds, a phase run's phases) and no other request
+// waiting for its job.
+func pausable(s State, _ Event) bool {
+	return (s.mode == ModeForge || s.mode == ModeRevise || s.mode == ModePhases) && (s.stop == StopNone || s.stop == StopPause)
+}
+
+// pausing holds for a LoopHalted event that is a pause, not a guard's.
+func pausing(_ State, ev Event) bool { return ev.(LoopHalted).Halt.Paused() }
+
+
+// resumedTitle is a resumed run's check run title: a phase run runs its
+// phases again, a forge forges.
+func resumedTitle(s *State) templates.CheckTitle {
+	if s.mode == ModePhases {
+		return templates.CheckTitle{Event: "running"}
+	}
+	return templates.CheckTitle{Event: "resumed"}
+}
+
 func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: data} }
 
 // haltReply is the answer to a person's decision on a halted plan, event
@@ -409,7 +429,22 @@ var table = []Row{
 				SyncLabel{}, ev.(PhasesDone).Reply}
 		}},
 
-	// A review loop a convergence guard halted, and people's decision.
+	// A run people pause between its steps, a review loop a convergence
+	// guard halted, and people's decision.
+	{Event: "pause", From: active, Run: running, Guard: "a forge, revision or phase run, no other stop asked",
+		Does: "ask the job to pause at its next boundary: between two phases (a phase that runs or waits for its checks ends first, a parked job is not woken) or at the end of an audit round; answer",
+		when: pausable,
+		apply: func(_ *State, ev Event) []Effect {
+			return []Effect{RequestStop{StopPause}, reply(OnCause, &templates.Halt{Event: "pause-asked", By: ev.(Pause).By})}
+		}},
+	{Event: "halted", From: active, Run: running, Guard: "asked to pause", RunTo: Halted,
+		Does: "label forge:paused, check run action required with Resume alone, PR body, say where the run paused and the command that resumes it (what was due stays due: the next phase, or the revision of the round it paused after)",
+		when: pausing,
+		apply: func(s *State, ev Event) []Effect {
+			h := ev.(LoopHalted)
+			s.halt = &h.Halt
+			return []Effect{SyncLabel{}, SetCheck{h.Check}, UpdatePR{}, h.Reply}
+		}},
 	{Event: "halted", From: active, Run: running, RunTo: Halted,
 		Does: "label forge:halted (forge:escalated for an escalation), check run action required with Resume, Override (where something reviewed can be accepted) and Terminate, PR body, say which guard or escalation stopped the plan, what it saw and the command that goes on",
 		apply: func(s *State, ev Event) []Effect {
@@ -423,19 +458,19 @@ var table = []Row{
 			return []Effect{SyncLabel{}, SetCheck{h.Check}, UpdatePR{}, h.Reply}
 		}},
 	{Event: "resume", From: active, Run: halted, RunTo: Running,
-		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept",
+		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept; a paused run from where it paused",
 		apply: func(s *State, ev Event) []Effect {
-			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "resumed"}}},
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
 				haltReply(s, "resumed", ev.(Resume).By), StartJob{}}
 		}},
-	{Event: "override", From: forgeable, Run: halted, Guard: "the plan's audit rounds halted or escalated on a review", To: Review, RunTo: Idle, when: overridable,
+	{Event: "override", From: forgeable, Run: halted, Guard: "the plan's audit rounds halted or escalated on a review (not paused)", To: Review, RunTo: Idle, when: overridable,
 		Does: "accept the plan as reviewed: check run awaits approval (never auto-implemented), label, plan file status, PR body lists the override, answer",
 		apply: func(s *State, ev Event) []Effect {
 			s.step = StepFinished
 			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "overridden"}, Buttons: planButton}},
 				SyncLabel{}, StatusLine{}, UpdatePR{}, haltReply(s, "overridden", ev.(Override).By)}
 		}},
-	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted or escalated on a review", RunTo: Running, when: overridable,
+	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted or escalated on a review (not paused)", RunTo: Running, when: overridable,
 		Does: "accept the change as reviewed: label, check run in progress, PR body lists the override, answer, start the job (the audit phase passes, the phase run goes on)",
 		apply: func(s *State, ev Event) []Effect {
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}, UpdatePR{},

@@ -134,6 +134,10 @@ var rowCases = []struct {
 	{"phases stale", st(Approved, Running, ModePhases), PhasesStaleStop{Reply: answer}, Approved, Idle, "check:completed/action_required reply:job-failed"},
 	{"phases done", st(Auditing, Running, ModePhases), PhasesDone{Reply: answer}, Done, Idle,
 		"status-line pr:true check:completed/success label reply:job-failed"},
+	{"pause a forge", st(Draft, Running, ModeForge), Pause{Cause: by, By: "alice"}, Draft, Running, "stop:pause reply:halt"},
+	{"pause a parked phase run", parkedAt(st(Implementing, Running, ModePhases)), Pause{Cause: by, By: "alice"}, Implementing, Running, "stop:pause reply:halt"},
+	{"paused", st(Implementing, Running, ModePhases), LoopHalted{Halt: Halt{Reason: HaltPaused, Phase: "phase-2"}, Reply: answer,
+		Check: Check{Status: "completed", Conclusion: "action_required"}}, Implementing, Halted, "label check:completed/action_required pr:false reply:job-failed"},
 	{"halted", st(Draft, Running, ModeForge), LoopHalted{Halt: Halt{Reason: "hallucination", Round: 4}, Reply: answer,
 		Check: Check{Status: "completed", Conclusion: "action_required"}}, Draft, Halted, "label check:completed/action_required pr:false reply:job-failed"},
 	{"resume", haltedAt(Draft, ModeForge), Resume{Cause: by, By: "alice"}, Draft, Running, "label check:in_progress/ reply:halt start"},
@@ -272,6 +276,84 @@ func TestHaltDetails(t *testing.T) {
 	}
 	if h := (Halt{Reason: "round-cap"}); h.Label() != "halted" {
 		t.Errorf("label %q", h.Label())
+	}
+}
+
+// pausedAt is a plan paused after round 2, its revision due.
+func pausedAt(status Status, mode Mode) State {
+	s := st(status, Halted, mode)
+	s.halt, s.reviseNext = &Halt{Reason: HaltPaused, Round: 2}, true
+	return s
+}
+
+// TestPauseDetails: a pause is asked of the running job (a parked one is
+// not woken: its phase's checks end first), and the job's pause keeps
+// what was due, the revision of the round it paused after or none; the
+// paused plan's run column says idle and reads back paused, its label is
+// forge:paused, and a resume goes on with what was due. A pause is
+// refused where nothing runs, what runs ends by itself, another stop is
+// asked or the plan is halted already; an override of a paused plan is
+// refused, a terminate is not.
+func TestPauseDetails(t *testing.T) {
+	_, effects, err := parkedAt(st(Implementing, Running, ModePhases)).Apply(Pause{Cause: by, By: "alice"})
+	if err != nil || describe(effects) != "stop:pause reply:halt" {
+		t.Errorf("pause of a parked run: %q %v", describe(effects), err)
+	}
+	for _, due := range []bool{true, false} {
+		running := st(Draft, Running, ModeForge)
+		running.stop, running.reviseNext = StopPause, due
+		s, _, err := running.Apply(LoopHalted{Halt: Halt{Reason: HaltPaused, Round: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := s.Halt(); h == nil || !h.Paused() || h.Round != 2 || s.ReviseNext() != due || s.Stop() != StopNone || h.Label() != "paused" {
+			t.Errorf("paused with the revision due %v: %+v revise next %v stop %q", due, h, s.ReviseNext(), s.Stop())
+		}
+		if c := s.Columns(); c.Run != Idle || c.Stop != StopNone {
+			t.Errorf("a paused plan's columns: %+v", c)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back State
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back = back.WithColumns(s.Columns()); back.Run() != Halted || back.Halt() == nil || !back.Halt().Paused() {
+			t.Errorf("read back: %s", back)
+		}
+		resumed, effects, err := back.Apply(Resume{Cause: by, By: "alice"})
+		if err != nil || resumed.Run() != Running || resumed.Halt() != nil || resumed.ReviseNext() != due || !strings.Contains(describe(effects), "start") {
+			t.Errorf("resumed: %s revise next %v, effects %q, %v", resumed, resumed.ReviseNext(), describe(effects), err)
+		}
+	}
+	if h := (Halt{Reason: "round-cap"}); h.Paused() || h.Label() != "halted" {
+		t.Errorf("a guard's halt: paused %v, label %q", h.Paused(), h.Label())
+	}
+	if _, _, err := pausedAt(Implementing, ModePhases).Apply(Override{Cause: by, By: "alice"}); err == nil {
+		t.Error("a paused phase run was overridden")
+	}
+	if _, _, err := pausedAt(Draft, ModeForge).Apply(Override{Cause: by, By: "alice"}); err == nil {
+		t.Error("a paused forge was overridden")
+	}
+	if s, _, err := pausedAt(Draft, ModeForge).Apply(Terminate{Cause: by, By: "alice"}); err != nil || s.Status() != Closed {
+		t.Errorf("terminate a paused plan: %s %v", s, err)
+	}
+	askedAgain := st(Draft, Running, ModeForge)
+	askedAgain.stop = StopPause
+	if _, effects, err := askedAgain.Apply(Pause{Cause: Cause{Trigger: "comment:2"}, By: "alice"}); err != nil || describe(effects) != "stop:pause reply:halt" {
+		t.Errorf("a pause asked twice: %q %v", describe(effects), err)
+	}
+	cancelling := st(Draft, Running, ModeForge)
+	cancelling.stop = StopCancel
+	for _, from := range []State{st(Review, Idle, ""), st(Draft, Queued, ModeForge), st(Done, Idle, ModePhases), st(Review, Running, ModeAudit),
+		st(Draft, Running, ModePlan), cancelling, haltedAt(Draft, ModeForge), pausedAt(Draft, ModeForge)} {
+		next, effects, err := from.Apply(Pause{Cause: by, By: "alice"})
+		var refused *RefusedError
+		if !errors.As(err, &refused) || effects != nil || next != from {
+			t.Errorf("pause of %s: %v, effects %q", from, err, describe(effects))
+		}
 	}
 }
 
