@@ -459,7 +459,16 @@ func toPR(p *github.PullRequest) pipeline.PullRequest {
 		State: p.GetState(), Merged: p.GetMerged(), HTMLURL: p.GetHTMLURL(),
 		// A deleted fork leaves head.repo null.
 		FromFork: head == nil || !strings.EqualFold(head.GetFullName(), p.GetBase().GetRepo().GetFullName()),
+		Labels:   labelNames(p.Labels),
 	}
+}
+
+func labelNames(ls []*github.Label) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.GetName())
+	}
+	return out
 }
 
 // CreatePullRequest opens a pull request with its title clipped to what

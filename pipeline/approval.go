@@ -252,6 +252,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	}
 	res := gate.Evaluate(in)
 	if res.Approved {
+		p.Approvers = res.Approvers
 		return f.apply(ctx, gh, p, plan.Approve{Cause: cause, Approvers: res.Approvers})
 	}
 	if answer {

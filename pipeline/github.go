@@ -194,6 +194,8 @@ type PullRequest struct {
 	// FromFork: the head branch lives in another repository (a fork, or
 	// one deleted since).
 	FromFork bool
+	// Labels are the names of its labels.
+	Labels []string
 }
 
 type NewPullRequest struct {

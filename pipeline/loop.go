@@ -99,13 +99,26 @@ func capFrom(p *Plan) int {
 
 // judgeRounds applies the guards to the plan's audit rounds after a round
 // was posted. A standalone audit is one round, no loop: it is done.
-func (r *run) judgeRounds() converge.Decision {
+//
+// The built-in pipeline's review loop is capped by its rounds in a run
+// (max_audit_rounds); a step of a repository's pipeline is judged on its
+// own rounds and capped by its revisions in the plan (revisionCap).
+func (r *run) judgeRounds(step repoconfig.Step) converge.Decision {
 	p := r.p
 	if p.State.Mode() == plan.ModeAudit {
 		return converge.Decision{Outcome: converge.Done, Round: p.Round}
 	}
-	atCap := p.Round-capFrom(p) >= r.cfg.MaxAuditRounds
-	return converge.Judge(planRounds(p), thresholds(r.cfg), atCap)
+	if r.builtinPipeline() {
+		atCap := p.Round-capFrom(p) >= r.cfg.MaxAuditRounds
+		return converge.Judge(planRounds(p), thresholds(r.cfg), atCap)
+	}
+	var rounds []converge.Round
+	for _, a := range p.Audits {
+		if a.Round > p.RunStartRound && stepOf(a.Step) == step.Name {
+			rounds = append(rounds, converge.RoundOf(a))
+		}
+	}
+	return converge.Judge(rounds, thresholds(r.cfg), false)
 }
 
 // planLoop is the plan's audit loop's record, made when it has none.
@@ -162,6 +175,9 @@ func roundCounts(r converge.Round) templates.RoundCounts {
 func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) error {
 	p := r.p
 	rounds, maxRounds := loopRounds(p), r.cfg.Phases.AuditFixMax+1
+	if s, ok := r.roleStep(repoconfig.RolePhaseAuditor); ok {
+		maxRounds = s.MaxRounds
+	}
 	var loop *Loop
 	if phaseID == "" {
 		loop, maxRounds = r.planLoop(), r.cfg.MaxAuditRounds
@@ -272,6 +288,13 @@ func (r *run) logEnd(capReached bool) templates.AuditLogEnd {
 func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 	switch what {
 	case "resume":
+		if h := p.State.Halt(); h != nil && h.Reason == plan.EscalatedRevisionCap && !p.State.Applied(cause.Trigger) {
+			// The step gets as many more revisions as its max_rounds.
+			if p.StepGrants == nil {
+				p.StepGrants = map[string]int{}
+			}
+			p.StepGrants[h.Step]++
+		}
 		return plan.Resume{Cause: cause, By: by}
 	case "terminate":
 		return plan.Terminate{Cause: cause, By: by}

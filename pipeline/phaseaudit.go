@@ -12,6 +12,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/converge"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -32,6 +33,11 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 		ph.Output = templates.Line(templates.CheckSummary{Event: "overridden", By: loop.OverriddenBy, Guard: loop.Guard})
 		return nil
 	}
+	step, ok := r.roleStep(repoconfig.RolePhaseAuditor)
+	if !ok {
+		ph.Output = "passed over: the pipeline has no phase_auditor step"
+		return nil
+	}
 	for {
 		if loop.FixDue {
 			last := loop.Rounds[len(loop.Rounds)-1]
@@ -42,6 +48,9 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 			if err := r.save(ctx); err != nil {
 				return err
 			}
+		}
+		if err := r.checkGate(ctx, step); err != nil {
+			return err
 		}
 		done, err := r.auditOnce(ctx, ph, len(loop.Rounds))
 		if err != nil {
@@ -58,7 +67,7 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 				Artifact: fmt.Sprintf("the post-implementation audit %d of %s", done.Round, ph.ID)}
 		}
 		rounds := loopRounds(p)
-		atCap := done.Round-loop.CapFrom >= r.cfg.Phases.AuditFixMax+1
+		atCap := done.Round-loop.CapFrom >= step.MaxRounds
 		d := converge.Judge(rounds, thresholds(r.cfg), atCap)
 		// The warning says the loop goes on: not when this audit ends it.
 		if d.Warn && d.Outcome == converge.Continue {

@@ -14,6 +14,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -26,6 +27,14 @@ var ErrStalePhases = errors.New("Plan file has changed since phases were generat
 func (r *run) runPhases(ctx context.Context) error {
 	p := r.p
 	r.doing = templates.Step{Event: "preparing-phases"}
+	impl, ok := r.roleStep(repoconfig.RoleImplementer)
+	if !ok {
+		return &escalation{Reason: plan.EscalatedGate, Step: repoconfig.RoleImplementer, Why: []templates.Unmet{{
+			What: "pipelines." + r.pl.Name, Why: "the pipeline has no implementer step: Forge implements none of its plans"}}}
+	}
+	if err := r.checkGate(ctx, impl); err != nil {
+		return err
+	}
 	text, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath)
 	if err != nil {
 		return fmt.Errorf("read the plan file: %w", err)
@@ -504,6 +513,10 @@ func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCop
 	defer func() { r.cfg.Agents.Timeout = saved }()
 	r.phaseID, r.phaseFiles = ph.ID, declaredFiles(ph, r.p.PlanPath)
 	defer func() { r.phaseID, r.phaseFiles = "", nil }()
+	if s, ok := r.roleStep(string(role)); ok {
+		r.using = &s
+		defer func() { r.using = nil }()
+	}
 	return r.callAgent(ctx, role, prompt, wc.Dir(), 0)
 }
 

@@ -33,6 +33,7 @@ func (r *run) rounds(ctx context.Context) error {
 		return r.complete(ctx, p.CapReached) // resumed while completing
 	}
 	for {
+		step, reviews := r.reviewStep()
 		if p.State.ReviseNext() {
 			last := p.Audits[len(p.Audits)-1]
 			r.doing = templates.Step{Event: "revising", Round: last.Round}
@@ -43,8 +44,24 @@ func (r *run) rounds(ctx context.Context) error {
 			if err := r.progress(ctx, r.line(templates.ProgressLine{Event: event, Round: last.Round - p.RunStartRound}), false, ""); err != nil {
 				return err
 			}
-			if err := r.revise(ctx, last.Findings, ""); err != nil {
+			if reviews {
+				// The step this review revises with, through its gate.
+				rev := r.reviser(step)
+				if err := r.checkGate(ctx, rev); err != nil {
+					return err
+				}
+				r.using = &rev
+			}
+			err := r.revise(ctx, last.Findings, "")
+			r.using = nil
+			if err != nil {
 				return err
+			}
+			if reviews {
+				if p.StepRevisions == nil {
+					p.StepRevisions = map[string]int{}
+				}
+				p.StepRevisions[step.Name]++
 			}
 			if err := r.apply(ctx, plan.Revised{}); err != nil {
 				return err
@@ -56,8 +73,12 @@ func (r *run) rounds(ctx context.Context) error {
 			}
 			continue
 		}
+		if !reviews {
+			// The pipeline reviews no plan: it is done once drafted.
+			return r.complete(ctx, false)
+		}
 		if p.Pending == nil {
-			if p.Round-capFrom(p) >= max {
+			if r.builtinPipeline() && p.Round-capFrom(p) >= max {
 				// A plan whose rounds were used up before the guards judged
 				// them (recorded by an earlier version).
 				return r.complete(ctx, true)
@@ -73,7 +94,10 @@ func (r *run) rounds(ctx context.Context) error {
 				}
 				return r.stopped(ctx, stop, nil)
 			}
-			if err := r.audit(ctx); err != nil {
+			if err := r.checkGate(ctx, step); err != nil {
+				return err
+			}
+			if err := r.audit(ctx, step); err != nil {
 				return err
 			}
 		}
@@ -88,11 +112,11 @@ func (r *run) rounds(ctx context.Context) error {
 		p.Round, p.Pending = round.Round, nil
 		if round.Decision == audit.Unknown {
 			// Posted for people to read; the loop stops for them rather
-			// than guess what the auditor meant.
-			return &escalation{Reason: plan.EscalatedVerdict, Step: string(agent.Auditor), Round: round.Round,
+			// than guess what the reviewer meant.
+			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: round.Round,
 				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
 		}
-		d := r.judgeRounds()
+		d := r.judgeRounds(step)
 		if d.Outcome == converge.Halt {
 			// A cancel or close asked for during the round is obeyed
 			// rather than halting for a decision; a pause gives way to
@@ -114,12 +138,32 @@ func (r *run) rounds(ctx context.Context) error {
 		if d.Outcome == converge.Done && d.Guard != "" {
 			r.planLoop().Guard = string(d.Guard)
 		}
+		if d.Outcome == converge.Continue && !r.builtinPipeline() && p.StepRevisions[step.Name] >= r.revisionCap(step) {
+			// A step of the repository's pipeline is capped by its
+			// revisions in the plan, not by the rounds of a run.
+			if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
+				if err != nil {
+					return err
+				}
+				return r.stopped(ctx, stop, nil)
+			}
+			return &escalation{Reason: plan.EscalatedRevisionCap, Step: step.Name, Round: round.Round,
+				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
+		}
 		// The revision is recorded as due in the same save, so a run that
 		// dies now revises when it resumes rather than auditing again.
 		if err := r.apply(ctx, plan.RoundPosted{Revise: d.Outcome == converge.Continue}); err != nil {
 			return err
 		}
 		if !p.State.ReviseNext() {
+			if next, ok := r.nextReview(); ok {
+				// This review is done: the next one starts its own loop.
+				p.ReviewStep, p.Loop = next.Name, nil
+				if err := r.save(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			// A pause asked for now finds the run ending by itself.
 			return r.complete(ctx, false)
 		}
@@ -138,7 +182,7 @@ func (r *run) rounds(ctx context.Context) error {
 // audit runs one round's structural pre-flight and, when it passes, the
 // auditor; the verdict is saved as Pending before anything is posted, so a
 // resumed run posts this verdict rather than asking again.
-func (r *run) audit(ctx context.Context) error {
+func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 	p := r.p
 	round := p.Round + 1
 	inRun := round - p.RunStartRound
@@ -152,7 +196,7 @@ func (r *run) audit(ctx context.Context) error {
 		_, err := os.Lstat(filepath.Join(wc.Dir(), filepath.FromSlash(path)))
 		return err == nil
 	}
-	ar := audit.Round{Round: round, CommitID: p.HeadSHA}
+	ar := audit.Round{Round: round, CommitID: p.HeadSHA, Step: step.Name}
 	if pre := audit.Preflight(text, exists); audit.PreflightBlocks(pre) {
 		for i := range pre {
 			if pre[i].Location == "" && pre[i].PlanLine > 0 {
@@ -167,11 +211,16 @@ func (r *run) audit(ctx context.Context) error {
 		if n := len(p.Audits); n > 0 {
 			previous = Fence(findingsText(p.Audits[n-1].Findings))
 		}
-		prompt := templates.Auditor{
-			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: inRun, MaxRounds: r.cfg.MaxAuditRounds,
+		prompt, err := r.reviewPrompt(ctx, step, templates.Auditor{
+			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: inRun, MaxRounds: r.roundsOfRun(),
 			ProjectContext: r.projectContext(wc.Dir()), Previous: previous, Plan: Fence(text),
+		})
+		if err != nil {
+			return err
 		}
+		r.using = &step
 		res, err := r.callAgent(ctx, agent.Auditor, prompt, wc.Dir(), inRun)
+		r.using = nil
 		if err != nil {
 			return err
 		}
@@ -254,6 +303,9 @@ func (r *run) createReview(ctx context.Context, commitID string, inline []Review
 func (r *run) roundsOfRun() int {
 	if r.p.State.Mode() == plan.ModeAudit {
 		return 1
+	}
+	if step, ok := r.reviewStep(); ok && !r.builtinPipeline() {
+		return r.revisionCap(step) + 1
 	}
 	return r.cfg.MaxAuditRounds
 }

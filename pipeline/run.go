@@ -187,6 +187,10 @@ type run struct {
 	// await is the checks wait the phase just committed starts, raised
 	// once its check run exists.
 	await *plan.Await
+	// pl is the plan's pipeline; using the step whose agent is called
+	// now, whose runtime and model it runs with.
+	pl    repoconfig.Pipeline
+	using *repoconfig.Step
 }
 
 func (r *run) save(ctx context.Context) error {
@@ -209,6 +213,9 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	r.cfg = cfg
+	if r.pl, err = r.pipeline(); err != nil {
+		return err
+	}
 	if p.PlanPath == "" {
 		p.PlanPath = PlanFile(cfg.PlansDir, p.Number, p.Slug)
 		p.Branch = Branch(p.Number, p.Slug)
@@ -417,6 +424,13 @@ func (r *run) alreadyCommitted(ctx context.Context, message string) (bool, error
 func (r *run) draft(ctx context.Context) error {
 	p := r.p
 	r.doing = templates.Step{Event: "drafting"}
+	if s, ok := r.roleStep(repoconfig.RoleDrafter); ok {
+		if err := r.checkGate(ctx, s); err != nil {
+			return err
+		}
+		r.using = &s
+		defer func() { r.using = nil }()
+	}
 	msg := PlanID(p.Number) + ": draft"
 	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
 		if done {

@@ -36,7 +36,10 @@ func (r *run) projectContext(dir string) string {
 // agent is fixed.
 func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Data, dir string, round int) (agent.Result, error) {
 	p := r.p
-	choice, _ := r.cfg.Agents.ForRole(string(role))
+	choice, ok := r.choice(role)
+	if !ok {
+		choice, _ = r.cfg.Agents.ForRole(string(role))
+	}
 	rt, model, err := r.f.Agents.Runtime(role, choice)
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("%s agent: %w", role, err)

@@ -39,6 +39,16 @@ type Plan struct {
 	// defines it, else "builtin". Empty for plans created before
 	// pipelines, which run the built-in one.
 	Pipeline string `json:",omitempty"`
+	// ReviewStep is the review step of the pipeline the plan's audit
+	// rounds are in, by name ("" is the first); StepRevisions counts each
+	// review step's revisions in the plan (never reset), StepGrants the
+	// times people resumed a step from its revision cap.
+	ReviewStep    string         `json:",omitempty"`
+	StepRevisions map[string]int `json:",omitempty"`
+	StepGrants    map[string]int `json:",omitempty"`
+	// Approvers are the people whose approval counted when the plan was
+	// approved (none when Forge approved it itself), for the gates.
+	Approvers []string `json:",omitempty"`
 	// State is the plan's place in its lifecycle; only plan's table
 	// changes it (see apply).
 	State plan.State `json:"state"`

@@ -234,8 +234,11 @@ type Round struct {
 	// Decide); empty for the pre-flight's rounds and rounds recorded
 	// before it was read.
 	Decision Decision `json:"decision,omitempty"`
-	ReviewID int64    `json:"review_id,omitempty"`
-	CapNote  bool     `json:"cap,omitempty"`
+	// Step is the pipeline's review step that made the round, by name;
+	// empty for rounds recorded before pipelines (the auditor's).
+	Step     string `json:"step,omitempty"`
+	ReviewID int64  `json:"review_id,omitempty"`
+	CapNote  bool   `json:"cap,omitempty"`
 	// CommitID is the plan commit audited; Lines the plan file's length
 	// then, which bounds inline comments.
 	CommitID string `json:"commit_id,omitempty"`

@@ -405,7 +405,9 @@ func (g *GitHub) PullRequest(_ context.Context, _ pipeline.Repo, number int) (pi
 	if pr == nil {
 		return pipeline.PullRequest{}, pipeline.ErrNotFound
 	}
-	return *pr, nil
+	c := *pr
+	c.Labels = slices.Clone(g.Labels[number])
+	return c, nil
 }
 
 func (g *GitHub) CreatePullRequest(_ context.Context, _ pipeline.Repo, n pipeline.NewPullRequest) (pipeline.PullRequest, error) {
