@@ -48,6 +48,7 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 		}
 		r.hideAddressed(ctx, audit.Addressed(loop.Rounds, done))
 		loop.Rounds = append(loop.Rounds, done)
+		p.FinalAudit = &FinalAudit{Phase: ph.ID, Round: done}
 		rounds := loopRounds(p)
 		atCap := done.Round-loop.CapFrom >= r.cfg.Phases.AuditFixMax+1
 		d := converge.Judge(rounds, thresholds(r.cfg), atCap)
