@@ -220,7 +220,7 @@ var Table = []Spec{
 			"A finding opens one issue however often it is asked for: the answer names the issue opened before. " +
 			"A plan that is not DONE, or an id it has no open finding under, is refused with the ids there are.",
 		Example: "/forge followup F1 P1",
-		Reply: &templates.FollowUp{Head: templates.Head{PlanID: exPlan}, Issues: []templates.FollowUpItem{{ID: "F1", Number: 3, New: true}, {ID: "P1", Number: 4, New: true}}}},
+		Reply:   &templates.FollowUp{Head: templates.Head{PlanID: exPlan}, Issues: []templates.FollowUpItem{{ID: "F1", Number: 3, New: true}, {ID: "P1", Number: 4, New: true}}}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
 		Brief: "close the plan",
 		Does: "Closes the plan for good (CLOSED): a running job is stopped first. Closing the pull request, or the *Cancel* " +
