@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -186,6 +187,74 @@ func (g *githubAPI) ListComments(ctx context.Context, repo pipeline.Repo, issue 
 		page = res.NextPage
 	}
 	return out, nil
+}
+
+// CreateIssue opens an issue with its title clipped to what GitHub
+// accepts; GitHub's 410 on a repository whose issues are off is
+// pipeline.ErrIssuesDisabled.
+func (g *githubAPI) CreateIssue(ctx context.Context, repo pipeline.Repo, n pipeline.NewIssue) (int, error) {
+	title := pipeline.ClipTitle(n.Title, pipeline.MaxTitle)
+	is, _, err := g.c.Issues.Create(ctx, repo.Owner, repo.Name, &github.IssueRequest{Title: &title, Body: github.String(g.fitChars(n.Body, maxBodyChars))})
+	if err != nil {
+		return 0, issueError(err)
+	}
+	return is.GetNumber(), nil
+}
+
+// issueError is apiError, with GitHub's 410 for disabled issues said as
+// pipeline.ErrIssuesDisabled.
+func issueError(err error) error {
+	var ge *github.ErrorResponse
+	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusGone {
+		return fmt.Errorf("%w: %s", pipeline.ErrIssuesDisabled, errorMessage(ge))
+	}
+	return apiError(err)
+}
+
+// issueListItem is what FindIssue reads of a listed issue: go-github's
+// Issue has no performed_via_github_app.
+type issueListItem struct {
+	Number int    `json:"number"`
+	Body   string `json:"body"`
+	User   struct {
+		Login string `json:"login"`
+		Type  string `json:"type"`
+	} `json:"user"`
+	Via *struct {
+		ID int64 `json:"id"`
+	} `json:"performed_via_github_app"`
+	PullRequest *struct{} `json:"pull_request"`
+}
+
+// FindIssue looks for the issue carrying marker among the repository's
+// 100 newest issues and pull requests: it looks for an issue opened by a
+// request whose answer was lost moments ago. They are not filtered by
+// creator, whose spelling for an App's bot GitHub does not document:
+// Forge's own are told by their author.
+func (g *githubAPI) FindIssue(ctx context.Context, repo pipeline.Repo, marker string) (int, error) {
+	q := url.Values{"state": {"all"}, "sort": {"created"}, "direction": {"desc"}, "per_page": {"100"}}
+	req, err := g.c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/issues?%s", repo.Owner, repo.Name, q.Encode()), nil)
+	if err != nil {
+		return 0, err
+	}
+	var issues []issueListItem
+	if _, err := g.c.Do(ctx, req, &issues); err != nil {
+		return 0, issueError(err)
+	}
+	for _, is := range issues {
+		var via int64
+		if is.Via != nil {
+			via = is.Via.ID
+		}
+		mine, err := g.self.wrote(ctx, is.User.Login, is.User.Type, via)
+		if err != nil {
+			return 0, err
+		}
+		if mine && is.PullRequest == nil && pipeline.HasMarker(is.Body, marker) {
+			return is.Number, nil
+		}
+	}
+	return 0, nil
 }
 
 func (g *githubAPI) AddLabels(ctx context.Context, repo pipeline.Repo, issue int, labels ...string) error {

@@ -123,6 +123,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		return c.pause(ctx, cmd)
 	case command.Resume, command.Override, command.Terminate:
 		return c.decide(ctx, cmd)
+	case command.FollowUp:
+		return c.followUp(ctx, cmd)
 	}
 	return fmt.Errorf("command %q has no handler", cmd.Kind)
 }

@@ -125,6 +125,13 @@ func (g fencedGitHub) RemoveLabel(ctx context.Context, repo Repo, issue int, lab
 	return g.GitHub.RemoveLabel(ctx, repo, issue, label)
 }
 
+func (g fencedGitHub) CreateIssue(ctx context.Context, repo Repo, n NewIssue) (int, error) {
+	if err := g.fence(ctx); err != nil {
+		return 0, err
+	}
+	return g.GitHub.CreateIssue(ctx, repo, n)
+}
+
 func (g fencedGitHub) DeleteBranch(ctx context.Context, repo Repo, branch string) error {
 	if err := g.fence(ctx); err != nil {
 		return err

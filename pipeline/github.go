@@ -26,6 +26,9 @@ var (
 	ErrNotFastForward = errors.New("update is not a fast forward")
 	// ErrRejected is any other request GitHub refused as invalid (422).
 	ErrRejected = errors.New("rejected by GitHub")
+	// ErrIssuesDisabled is GitHub's 410 to opening an issue on a
+	// repository whose issues are turned off.
+	ErrIssuesDisabled = errors.New("issues are disabled for this repository")
 )
 
 // GitHub is what the pipeline needs of GitHub's REST API for one
@@ -44,6 +47,15 @@ type GitHub interface {
 	ListComments(ctx context.Context, repo Repo, issue int) ([]Comment, error)
 	AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) error
 	RemoveLabel(ctx context.Context, repo Repo, issue int, label string) error
+	// CreateIssue opens an issue as Forge's bot, its title clipped to what
+	// GitHub accepts, and returns its number: ErrIssuesDisabled when the
+	// repository's issues are turned off, ErrRejected when GitHub refuses
+	// the issue itself.
+	CreateIssue(ctx context.Context, repo Repo, n NewIssue) (int, error)
+	// FindIssue is the number of the issue Forge's bot opened whose body
+	// carries marker (HasMarker), among the repository's 100 newest issues
+	// and pull requests; 0 if none.
+	FindIssue(ctx context.Context, repo Repo, marker string) (int, error)
 
 	// BranchHead is the commit a branch points at, ErrNotFound if none.
 	BranchHead(ctx context.Context, repo Repo, branch string) (string, error)
@@ -196,6 +208,11 @@ type PullRequest struct {
 	FromFork bool
 	// Labels are the names of its labels.
 	Labels []string
+}
+
+// NewIssue is an issue Forge opens.
+type NewIssue struct {
+	Title, Body string
 }
 
 type NewPullRequest struct {

@@ -58,6 +58,7 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 		}
 		r.hideAddressed(ctx, audit.Addressed(loop.Rounds, done))
 		loop.Rounds = append(loop.Rounds, done)
+		p.FinalAudit = &FinalAudit{Phase: ph.ID, Round: done}
 		if done.Decision == audit.Unknown {
 			// Resumed, the phase audits again; overridden, it passes.
 			if err := r.save(ctx); err != nil {

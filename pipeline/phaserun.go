@@ -316,6 +316,10 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	if c.Summary == "" {
 		c.Summary = ph.Title
 	}
+	if open := finalAuditFindings(p, ph.ID); err == nil && ph.Kind == phases.Audit && open != "" {
+		// The ids /forge followup takes once the plan is DONE.
+		c.Summary += "\n\n" + open
+	}
 	if err == nil && r.await != nil {
 		// The phase's checks decide: its check run stays open until then.
 		c.Status, c.Conclusion, c.Summary = "in_progress", "", templates.Line(templates.CheckSummary{Event: "waiting"})
@@ -546,7 +550,7 @@ func (r *run) done(ctx context.Context) error {
 		return err
 	}
 	return r.apply(ctx, plan.PhasesDone{Reply: r.prReply("done", &templates.PhaseRunDone{Complete: true,
-		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases)})})
+		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases), Open: openFindingsList(OpenFindings(p), true)})})
 }
 
 // checklist is the phases as people read them in a list.

@@ -113,6 +113,11 @@ type Plan struct {
 	// is in; Overrides are the halted loops people accepted as reviewed.
 	Loop      *Loop      `json:",omitempty"`
 	Overrides []Override `json:",omitempty"`
+	// FinalAudit is the latest post-implementation audit, whose findings
+	// a DONE plan leaves open (OpenFindings); FollowUps are the issues
+	// /forge followup opened for them.
+	FinalAudit *FinalAudit `json:",omitempty"`
+	FollowUps  []FollowUp  `json:",omitempty"`
 	// Pending is an audit round whose verdict is known but whose review
 	// may not be posted yet: a step that resumes posts this one instead
 	// of asking the auditor again.

@@ -202,6 +202,60 @@ type (
 		Error string
 		Tail  string
 	}
+	// FollowUp answers /forge followup: the issues opened (New) or found
+	// opened before for the findings asked for; or why none was: the
+	// plan is not DONE (Status), ids that name no open finding (Unknown,
+	// with every id there is in Valid), or GitHub refused the issue of
+	// Failed (Refusal "disabled": issues are off; else Detail says why),
+	// Retry being the command that asks again.
+	FollowUp struct {
+		Head
+		Status         string
+		Unknown, Valid []string
+		Issues         []FollowUpItem
+		Failed         string
+		Refusal        string
+		Detail         string
+		Retry          string
+	}
+	// FollowUpItem is one finding's issue in a FollowUp.
+	FollowUpItem struct {
+		ID     string
+		Number int
+		New    bool
+	}
+	// FollowUpIssue is the body of the issue /forge followup opens for a
+	// finding: the finding, where it was reported (the audit phase PhaseID,
+	// or the plan's audit round Round), the plan's pull request and issue,
+	// and who asked. The finding's text is an agent's: the pipeline makes
+	// it safe (Untrusted) before it comes here.
+	FollowUpIssue struct {
+		Head
+		Finding OpenFinding
+		PhaseID string
+		Round   int
+		PR      int
+		Issue   int
+		By      string
+	}
+	// OpenFinding is a finding a plan left open at DONE, by the id
+	// /forge followup takes (F1, P2), with its follow-up issue once one
+	// was opened. Its text is an agent's, made safe by the pipeline.
+	OpenFinding struct {
+		ID             string
+		Severity       string
+		Description    string
+		Location       string
+		Recommendation string
+		Issue          int
+	}
+	// OpenFindings lists the findings left open; Done says the plan is
+	// DONE (else they are the post-implementation audit's, which stay open
+	// when the plan is done).
+	OpenFindings struct {
+		Findings []OpenFinding
+		Done     bool
+	}
 	// Help answers /forge help.
 	Help struct {
 		Head
@@ -325,6 +379,8 @@ type (
 		Remaining int
 		Elapsed   string
 		Phases    []PhaseItem
+		// Open are the findings the complete plan leaves open.
+		Open OpenFindings
 	}
 	// PhaseSkipped answers a skip.
 	PhaseSkipped struct {
@@ -669,6 +725,9 @@ func (Closed) Template() string           { return "closed" }
 func (Complete) Template() string         { return "complete" }
 func (ConfigError) Template() string      { return "config-error" }
 func (ForgeError) Template() string       { return "forge-error" }
+func (FollowUp) Template() string         { return "followup" }
+func (FollowUpIssue) Template() string    { return "followup-issue" }
+func (OpenFindings) Template() string     { return "open-findings" }
 func (Help) Template() string             { return "help" }
 func (Inline) Template() string           { return "inline" }
 func (JobFailed) Template() string        { return "job-failed" }

@@ -103,6 +103,18 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 		t.Errorf("the forge check run's summary of that run (its progress, then the table) is %d bytes, over GitHub's %d", n, githubMaxCheckOutput)
 	}
 
+	// The hand-over of that run with 200 findings left open, each as long
+	// as the pipeline lets it be in the list and all of it markup.
+	var donePhases []templates.PhaseItem
+	for _, ph := range runPhases {
+		donePhases = append(donePhases, templates.PhaseItem{ID: ph.ID, Title: ph.Title, Status: "done", Output: "verdict minor in 29m59s"})
+	}
+	var openMany []templates.OpenFinding
+	for i := range 200 {
+		openMany = append(openMany, templates.OpenFinding{ID: fmt.Sprintf("F%d", i+1), Severity: "medium",
+			Description: strings.Repeat("<", pipeline.MaxListedFinding), Location: strings.Repeat("`", pipeline.MaxListedLocation)})
+	}
+
 	tests := []textCase{
 		{"PR body of 50 phases with long titles", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: long, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath,
 			Status: string(plan.Implementing), Rounds: 200, LastVerdict: "blocking", Issue: issue, RequestedBy: "octocat", Closes: issue, Phases: rows, End: pipeline.Marker(planNumber, "pr", "end")}},
@@ -118,6 +130,8 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 		{"forge error with a full tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 3, 5), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "revising", Round: 4}, Branch: branch}, Error: "reviser agent: agent exited with status 1: " + strings.Repeat("exit status 1; ", 100), Tail: strings.Join(tail, "\n")}},
 		{"status with a long title and error", templates.Status{Head: templates.Head{PlanID: planID}, Title: long, Status: string(plan.Draft), Queued: false, Running: templates.Step{Event: "audit-round", Round: 5}, PRURL: "#42", Round: 204, LastVerdict: "blocking", Error: strings.Repeat("commit \"plan-018: revision 4\": ", 60)}},
 		{"PR body with a long title", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: long, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath, Status: string(plan.Review), Rounds: 200, LastVerdict: "blocking", Issue: issue, RequestedBy: "octocat"}},
+		{"phase run done of 50 phases leaving 200 findings open", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 50, Elapsed: "29m59s",
+			Phases: donePhases, Open: templates.OpenFindings{Done: true, Findings: openMany}}},
 		{"plan created with a long title", templates.PlanCreated{Head: templates.Head{Marker: pipeline.Marker(planNumber, "created"), PlanID: planID}, Path: planPath, Branch: branch, Title: long, PRURL: "#42"}},
 	}
 	for _, tc := range tests {

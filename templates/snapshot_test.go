@@ -72,6 +72,26 @@ var (
 	}
 )
 
+// openFindings are findings left open at DONE as the pipeline hands them
+// over (their text made safe): two of the post-implementation audit, one
+// of the plan's last audit round with markup an agent might write.
+var openFindings = []templates.OpenFinding{
+	{ID: "F1", Severity: "medium", Description: "The limiter's bucket is never evicted, so memory grows with every new address.",
+		Location: "src/webhook.ts:41", Recommendation: "Evict buckets idle for a minute."},
+	{ID: "F2", Severity: "minor", Description: "Testing lists `TestLimiter` twice.", Location: "src/webhook.test.ts"},
+	{ID: "P1", Severity: "suggestion", Description: "See ![x](https://example.com/x.png) <img src=x> and [this](https://example.com) _now_ | www.example.com",
+		Recommendation: "Link it: <https://example.com>"},
+}
+
+// manyOpen are 52 open findings: the list stops at 50.
+var manyOpen = func() []templates.OpenFinding {
+	var out []templates.OpenFinding
+	for i := range 52 {
+		out = append(out, templates.OpenFinding{ID: "F" + strconv.Itoa(i+1), Severity: "minor", Description: "Finding " + strconv.Itoa(i+1) + "."})
+	}
+	return out
+}()
+
 // filledPlan is the default plan template as the forge's first commit
 // writes it.
 func filledPlan() string {
@@ -551,6 +571,9 @@ func textCases(t *testing.T) []textCase {
 		{"usage-problem/no-description", templates.UsageProblem{Event: "no-description"}},
 		{"usage-problem/no-pipeline-name", templates.UsageProblem{Event: "no-pipeline-name"}},
 		{"usage-problem/unreadable", templates.UsageProblem{Event: "unreadable"}},
+		{"usage-problem/not-finding-id", templates.UsageProblem{Event: "not-finding-id", Arg: "@alice"}},
+		{"usage-problem/no-finding-ids", templates.UsageProblem{Event: "no-finding-ids"}},
+		{"usage-problem/too-many-finding-ids", templates.UsageProblem{Event: "too-many-finding-ids", Arg: "11", Other: "10"}},
 		{"usage-error/two plan ids", templates.UsageError{Problem: templates.UsageProblem{Event: "two-plan-ids", Arg: "plan-001", Other: "plan-002"}, Usage: command.Run.Usage()}},
 		{"usage-error/unreadable", templates.UsageError{Problem: templates.UsageProblem{Event: "unreadable"}, Usage: command.Approve.Usage()}},
 		{"usage-error/unexpected argument", templates.UsageError{Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: "now"}, Usage: command.Cancel.Usage()}},
@@ -575,7 +598,26 @@ func textCases(t *testing.T) []textCase {
 			{ID: "phase-1", Title: "Implement src/webhook.ts", Status: "done", Output: "32s"},
 			{ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "skipped", Output: "28s"},
 			{ID: "phase-3", Title: "Post-implementation audit", Status: "done", Output: "27s"}}}},
+		{"phase-run-done/complete, findings left open", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 2, Elapsed: "61s", Phases: []templates.PhaseItem{
+			{ID: "phase-1", Title: "Implement src/webhook.ts", Status: "done", Output: "32s"},
+			{ID: "phase-2", Title: "Post-implementation audit", Status: "done", Output: "verdict medium in 29s"}},
+			Open: templates.OpenFindings{Done: true, Findings: openFindings}}},
 		{"phase-run-done/partial", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Ran: 1, Remaining: 2}},
+		{"open-findings/audit phase's check run", templates.OpenFindings{Findings: openFindings[:2]}},
+		{"open-findings/many", templates.OpenFindings{Done: true, Findings: manyOpen}},
+		{"followup/opened", templates.FollowUp{Head: templates.Head{Marker: pipeline.Marker(0, "reply", "comment-7"), PlanID: planID},
+			Issues: []templates.FollowUpItem{{ID: "F1", Number: 51, New: true}, {ID: "P1", Number: 48}}}},
+		{"followup/not done", templates.FollowUp{Head: templates.Head{PlanID: planID}, Status: string(plan.Implementing)}},
+		{"followup/unknown", templates.FollowUp{Head: templates.Head{PlanID: planID}, Unknown: []string{"F9", "X1"}, Valid: []string{"F1", "F2", "P1"}}},
+		{"followup/unknown, none open", templates.FollowUp{Head: templates.Head{PlanID: planID}, Unknown: []string{"F1"}}},
+		{"followup/issues disabled", templates.FollowUp{Head: templates.Head{PlanID: planID}, Issues: []templates.FollowUpItem{{ID: "F1", Number: 51, New: true}},
+			Failed: "F2", Refusal: "disabled", Retry: "/forge followup " + planID + " F2 P1"}},
+		{"followup/rejected", templates.FollowUp{Head: templates.Head{PlanID: planID}, Failed: "F1", Refusal: "rejected",
+			Detail: "Validation Failed: labels invalid", Retry: "/forge followup F1"}},
+		{"followup-issue/audit phase", templates.FollowUpIssue{Head: templates.Head{Marker: pipeline.Marker(planNumber, "followup", "F1"), PlanID: planID},
+			Finding: openFindings[0], PhaseID: "phase-3", PR: pr, Issue: issue, By: "alice"}},
+		{"followup-issue/plan round, markup", templates.FollowUpIssue{Head: templates.Head{Marker: pipeline.Marker(planNumber, "followup", "P1"), PlanID: planID},
+			Finding: openFindings[2], Round: 3, PR: pr, Issue: issue, By: "alice"}},
 		{"phase-skipped/skipped", templates.PhaseSkipped{Head: templates.Head{PlanID: planID}, PhaseID: "phase-1", Title: "Implement src/webhook.ts", Was: "failed"}},
 		{"phase-skipped/nothing", templates.PhaseSkipped{Head: templates.Head{PlanID: planID}}},
 		{"phase-audit", templates.PhaseAudit{Head: templates.Head{Marker: pipeline.Marker(17, "phase-audit", "phase-3", 1)}, PhaseID: "phase-3", Verdict: "minor", Findings: []audit.Finding{medium}, Inline: 1}},

@@ -88,8 +88,9 @@ func (s *Server) handle(c *Call) (int, any) {
 	if status, e := s.takeRate(c); e != nil {
 		return status, e
 	}
-	if f, ok := s.calls.takeFailure(c.Route.Endpoint()); ok {
-		return f.answer(c)
+	failure, failing := s.calls.takeFailure(c.Route.Endpoint())
+	if failing && !failure.Served {
+		return failure.answer(c)
 	}
 	if strings.HasPrefix(c.Route.Path, "/repos/{owner}/{repo}") {
 		repo := s.scopedRepo(c)
@@ -101,7 +102,12 @@ func (s *Server) handle(c *Call) (int, any) {
 	if c.Route.Auth == AuthInstallation && !c.Token.allows(c.Route.Permission) {
 		return forbidden("Resource not accessible by integration")
 	}
-	return c.Route.Handler(c)
+	status, out := c.Route.Handler(c)
+	if failing {
+		// Served, then its answer lost on the way back.
+		return failure.answer(c)
+	}
+	return status, out
 }
 
 // respond writes the handler's answer after checking it against GitHub's response

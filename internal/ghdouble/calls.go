@@ -145,6 +145,17 @@ type Failure struct {
 	Message          string
 	DocumentationURL string
 	RetryAfter       time.Duration // sent as Retry-After, in whole seconds, when > 0
+	// Served makes the request served before the failure answers it: GitHub
+	// did the write and its answer was lost on the way back (a proxy's 502
+	// after a timeout), so a client that tries again finds it done.
+	Served bool
+}
+
+// Lost is a 502 answered after the request was served (see Served).
+func Lost() Failure {
+	f := ServerError(http.StatusBadGateway)
+	f.Served = true
+	return f
 }
 
 // ServerError is a 5xx as GitHub gives under load or during an incident.

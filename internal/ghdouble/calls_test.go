@@ -128,3 +128,20 @@ func TestFailNext(t *testing.T) {
 		})
 	}
 }
+
+// TestFailNextLost: a lost answer is a 502 to a request the double served
+// all the same: the comment is written, and a client that asks again
+// finds it there.
+func TestFailNextLost(t *testing.T) {
+	f := newFixture(t)
+	f.s.AddIssue(f.repo, IssueSpec{Title: "t"})
+	token := installationToken(t, f.s, f.inst)
+	f.s.FailNext("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", 1, Lost())
+	target := f.s.URL() + "repos/acme/widgets/issues/1/comments"
+	if got := call(t, "POST", target, "token "+token, map[string]any{"body": "once"}); got.status != http.StatusBadGateway {
+		t.Fatalf("the lost answer: %d %s, want 502", got.status, got.raw)
+	}
+	if got := f.s.Comments(f.repo, 1); len(got) != 1 || got[0].Body != "once" {
+		t.Errorf("comments after the lost answer: %+v, want the one served", got)
+	}
+}

@@ -33,7 +33,14 @@ type Issue struct {
 	ClosedAt    time.Time
 	ClosedBy    string
 	Reactions   []Reaction
+	// via is the App whose token opened the issue, GitHub's
+	// performed_via_github_app; zero for a person's.
+	via appRef
 }
+
+// ViaApp is the id of the App whose token opened the issue, 0 for a
+// person's.
+func (is *Issue) ViaApp() int64 { return is.via.ID }
 
 func (is *Issue) clone() Issue {
 	out := *is
@@ -154,9 +161,28 @@ func titleTooLong(title string) (int, any, bool) {
 
 func (s *Server) issueRoutes() []Route {
 	return []Route{
+		{Method: "GET", Path: "/repos/{owner}/{repo}/issues", Permission: "issues:read", Handler: s.listIssues},
+		{Method: "POST", Path: "/repos/{owner}/{repo}/issues", Permission: "issues:write", Handler: s.createIssue},
 		{Method: "GET", Path: "/repos/{owner}/{repo}/issues/{issue_number}", Permission: "issues:read|pull_requests:read", Handler: s.getIssue},
 		{Method: "PATCH", Path: "/repos/{owner}/{repo}/issues/{issue_number}", Permission: "issues:write|pull_requests:write", Handler: s.updateIssue},
 	}
+}
+
+// SetIssuesEnabled turns the repository's issues on or off, as its
+// settings page does (Features → Issues): with them off, GitHub answers
+// 410 Gone to creating and listing issues and to reading one, while pull
+// requests, their issue side included, go on working.
+func (s *Server) SetIssuesEnabled(repo string, on bool) {
+	s.t.Helper()
+	r := s.mustRepo(repo)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.issuesOff = !on
+}
+
+// issuesGone is GitHub's answer on a repository whose issues are off.
+func issuesGone() (int, any) {
+	return http.StatusGone, &Error{Message: "Issues are disabled for this repo"}
 }
 
 func (s *Server) getIssue(c *Call) (int, any) {
@@ -166,7 +192,131 @@ func (s *Server) getIssue(c *Call) (int, any) {
 	if is == nil {
 		return status, e
 	}
+	if c.Repo.issuesOff && !is.IsPull {
+		return issuesGone()
+	}
 	return http.StatusOK, s.issueJSONLocked(c.Repo, is)
+}
+
+// createIssue opens an issue as GitHub does for an installation token: by
+// the App's bot, performed via the App. The title is required (a string or
+// a number) and bounded like an edit's; labels that do not exist are
+// created; assignees and a milestone, which only people with push access
+// may set, are not kept.
+func (s *Server) createIssue(c *Call) (int, any) {
+	var req map[string]json.RawMessage
+	if err := c.Decode(&req); err != nil {
+		return http.StatusBadRequest, &Error{Message: "Problems parsing JSON"}
+	}
+	actor, via := c.Actor(), s.currentAppRef()
+	r := c.Repo
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.issuesOff {
+		return issuesGone()
+	}
+	var title any
+	_ = json.Unmarshal(req["title"], &title)
+	spec := IssueSpec{Author: actor.Login}
+	switch t := title.(type) {
+	case string:
+		spec.Title = t
+	case float64:
+		spec.Title = strconv.FormatFloat(t, 'f', -1, 64)
+	}
+	if strings.TrimSpace(spec.Title) == "" {
+		return validationFailed(FieldError{Resource: "Issue", Code: "missing_field", Field: "title"})
+	}
+	if status, body, long := titleTooLong(spec.Title); long {
+		return status, body
+	}
+	if raw, ok := req["body"]; ok {
+		var body *string
+		_ = json.Unmarshal(raw, &body)
+		if body != nil {
+			spec.Body = *body
+		}
+		if tooLong(spec.Body) {
+			return bodyTooLong("Issue")
+		}
+	}
+	if raw, ok := req["labels"]; ok {
+		names, ok := labelNames(raw)
+		if !ok {
+			return validationFailed(FieldError{Resource: "Issue", Code: "invalid", Field: "labels"})
+		}
+		spec.Labels = names
+	}
+	is := s.addIssueLocked(r, spec)
+	is.via = via
+	out := s.issueJSONLocked(r, is)
+	c.Header().Set("Location", out["url"].(string))
+	return http.StatusCreated, out
+}
+
+// listIssues lists the repository's issues and pull requests, as GitHub
+// does: open ones unless state says closed or all, by creator and labels
+// (all of them) when asked, sorted by created (the default) or updated
+// time, newest first unless direction is asc, updated at or after since.
+func (s *Server) listIssues(c *Call) (int, any) {
+	var since time.Time
+	if v := c.Query("since"); v != "" {
+		since, _ = time.Parse(time.RFC3339, v)
+	}
+	state := cmpOr(c.Query("state"), "open")
+	creator := c.Query("creator")
+	var labels []string
+	if v := c.Query("labels"); v != "" {
+		labels = strings.Split(v, ",")
+	}
+	r := c.Repo
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.issuesOff {
+		return issuesGone()
+	}
+	var matching []*Issue
+	for _, is := range r.issues {
+		switch {
+		case state != "all" && is.State != state,
+			creator != "" && !strings.EqualFold(is.Author, creator),
+			is.UpdatedAt.Before(since),
+			!hasLabels(is, labels):
+			continue
+		}
+		matching = append(matching, is)
+	}
+	at := func(is *Issue) time.Time { return is.CreatedAt }
+	if c.Query("sort") == "updated" {
+		at = func(is *Issue) time.Time { return is.UpdatedAt }
+	}
+	asc := c.Query("direction") == "asc"
+	slices.SortFunc(matching, func(a, b *Issue) int {
+		n := a.Number - b.Number
+		if d := at(a).Compare(at(b)); d != 0 {
+			n = d
+		}
+		if asc {
+			return n
+		}
+		return -n
+	})
+	out := []any{}
+	for _, is := range paginate(c, matching) {
+		out = append(out, s.issueJSONLocked(r, is))
+	}
+	return http.StatusOK, out
+}
+
+// hasLabels says whether the issue has every label named (any case).
+func hasLabels(is *Issue, names []string) bool {
+	for _, name := range names {
+		name = strings.TrimSpace(name)
+		if name != "" && !slices.ContainsFunc(is.Labels, func(l string) bool { return strings.EqualFold(l, name) }) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) updateIssue(c *Call) (int, any) {
@@ -324,6 +474,9 @@ func (s *Server) issueJSONLocked(r *Repo, is *Issue) map[string]any {
 		"author_association":       s.association(r, is.Author),
 		"reactions":                s.rollupJSON(api+"/reactions", is.Reactions),
 		"performed_via_github_app": nil,
+	}
+	if is.via.ID != 0 {
+		out["performed_via_github_app"] = s.integrationJSON(is.via)
 	}
 	if is.Body != "" {
 		out["body"] = is.Body

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,6 +77,9 @@ func TestBodyLimit(t *testing.T) {
 		}, "Body is too long (maximum is 65536 characters)"},
 		{"edit issue", func(f tokenFixture, _ int64, body string) (string, string, any) {
 			return "PATCH", "issues/1", map[string]any{"body": body}
+		}, "body is too long (maximum is 65536 characters)"},
+		{"create issue", func(f tokenFixture, _ int64, body string) (string, string, any) {
+			return "POST", "issues", map[string]any{"title": "A follow-up", "body": body}
 		}, "body is too long (maximum is 65536 characters)"},
 	}
 	for _, tt := range tests {
@@ -288,5 +292,111 @@ func TestCommentPerformedViaApp(t *testing.T) {
 		if c.User.Login != want.login || c.User.Type != want.typ || id != want.app || slug != want.slug {
 			t.Errorf("comment %d: by %s (%s) via App %d %q, want %s (%s) via %d %q", i, c.User.Login, c.User.Type, id, slug, want.login, want.typ, want.app, want.slug)
 		}
+	}
+}
+
+// TestIssueCreate: an installation token opens an issue by the App's bot,
+// performed via the App, with GitHub's 201 and Location; labels that do
+// not exist are created; the list finds it by creator, newest first, and
+// tells it from a person's and from pull requests only by what it says.
+func TestIssueCreate(t *testing.T) {
+	f := newTokenFixture(t)
+	got := f.call(t, "POST", "issues", map[string]any{"title": "Link the page from the README", "body": "From plan-001.", "labels": []string{"follow-up"}})
+	if got.status != http.StatusCreated || got.header.Get("Location") != got.json["url"] {
+		t.Fatalf("create: %d %s (Location %q)", got.status, got.raw, got.header.Get("Location"))
+	}
+	number := int(got.json["number"].(float64))
+	is := f.s.Issue(f.repo, number)
+	if number != 2 || is.Author != f.s.BotLogin() || is.ViaApp() != f.s.App().ID || is.Body != "From plan-001." ||
+		!slices.Equal(is.Labels, []string{"follow-up"}) || is.State != "open" {
+		t.Errorf("issue #%d = %+v", number, is)
+	}
+	if via, _ := got.json["performed_via_github_app"].(map[string]any); via == nil || via["slug"] != f.s.App().Slug {
+		t.Errorf("performed_via_github_app = %v", got.json["performed_via_github_app"])
+	}
+	numbered := f.call(t, "POST", "issues", map[string]any{"title": 42})
+	if numbered.status != http.StatusCreated || numbered.json["title"] != "42" {
+		t.Errorf("a numeric title: %d %s", numbered.status, numbered.raw)
+	}
+
+	list := func(query string) []int {
+		t.Helper()
+		a := f.call(t, "GET", "issues?"+query, nil)
+		if a.status != http.StatusOK {
+			t.Fatalf("list %s: %d %s", query, a.status, a.raw)
+		}
+		var out []int
+		for _, it := range a.list {
+			out = append(out, int(it.(map[string]any)["number"].(float64)))
+		}
+		return out
+	}
+	f.call(t, "PATCH", "issues/3", map[string]any{"state": "closed"})
+	if got := list("creator=" + f.s.BotLogin() + "&state=all"); !slices.Equal(got, []int{3, 2}) {
+		t.Errorf("the bot's issues, newest first: %v", got)
+	}
+	if got := list("creator=" + f.s.BotLogin()); !slices.Equal(got, []int{2}) {
+		t.Errorf("the bot's open issues: %v", got)
+	}
+	if got := list("state=all&direction=asc&per_page=2"); !slices.Equal(got, []int{1, 2}) {
+		t.Errorf("all issues, oldest first, 2 a page: %v", got)
+	}
+	if got := list("labels=follow-up"); !slices.Equal(got, []int{2}) {
+		t.Errorf("by label: %v", got)
+	}
+}
+
+// TestIssueCreateRefusals: GitHub refuses a blank title (422
+// missing_field) and a title over 256 characters (422 custom), and on a
+// repository whose issues are disabled answers 410 Gone to creating,
+// listing and reading issues, while a pull request's issue side still
+// answers. Nothing refused is opened.
+func TestIssueCreateRefusals(t *testing.T) {
+	f := newSeededFixture(t)
+	planBranch(t, f)
+	pr := openPlanPull(t, f, false).GetNumber()
+	issue := f.s.AddIssue(f.repo, IssueSpec{Title: "An issue", Author: "alice"})
+	tok := "token " + installationToken(t, f.s, f.inst)
+	send := func(method, path string, body any) answer {
+		t.Helper()
+		return call(t, method, f.s.URL()+"repos/acme/widgets"+path, tok, body)
+	}
+	fieldError := func(t *testing.T, a answer, code, message string) {
+		t.Helper()
+		errs, _ := a.json["errors"].([]any)
+		if a.status != http.StatusUnprocessableEntity || a.json["message"] != "Validation Failed" || len(errs) != 1 {
+			t.Fatalf("%d %s, want 422 Validation Failed", a.status, a.raw)
+		}
+		e := errs[0].(map[string]any)
+		if e["resource"] != "Issue" || e["field"] != "title" || e["code"] != code || (message != "" && e["message"] != message) {
+			t.Errorf("error = %v", e)
+		}
+	}
+	fieldError(t, send("POST", "/issues", map[string]any{"title": "  "}), "missing_field", "")
+	fieldError(t, send("POST", "/issues", map[string]any{"title": strings.Repeat("x", 257)}), "custom", "title is too long (maximum is 256 characters)")
+	fits := send("POST", "/issues", map[string]any{"title": strings.Repeat("é", 256)})
+	if fits.status != http.StatusCreated {
+		t.Fatalf("a title of 256 characters: %d %s", fits.status, fits.raw)
+	}
+
+	f.s.SetIssuesEnabled(f.repo, false)
+	for _, a := range []struct {
+		method, path string
+		body         any
+	}{{"POST", "/issues", map[string]any{"title": "A follow-up"}}, {"GET", "/issues", nil}, {"GET", "/issues/" + strconv.Itoa(issue), nil}} {
+		got := send(a.method, a.path, a.body)
+		if got.status != http.StatusGone || got.json["message"] != "Issues are disabled for this repo" {
+			t.Errorf("%s %s with issues disabled: %d %s", a.method, a.path, got.status, got.raw)
+		}
+	}
+	if got := send("GET", "/issues/"+strconv.Itoa(pr), nil); got.status != http.StatusOK {
+		t.Errorf("a pull request's issue side with issues disabled: %d %s", got.status, got.raw)
+	}
+	if repo := send("GET", "", nil); repo.json["has_issues"] != false {
+		t.Errorf("has_issues = %v", repo.json["has_issues"])
+	}
+	f.s.SetIssuesEnabled(f.repo, true)
+	if got := send("GET", "/issues?state=all", nil); got.status != http.StatusOK || len(got.list) != 3 {
+		t.Errorf("issues after they are enabled again: %d, %d listed (want the pull request, the issue and the 256-character one)", got.status, len(got.list))
 	}
 }

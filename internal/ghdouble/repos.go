@@ -37,6 +37,8 @@ type Repo struct {
 	// customRoles names an organisation's custom role by lower-cased login;
 	// permissions then holds the base role it inherits.
 	customRoles map[string]string
+	// issuesOff: the repository's issues are disabled (SetIssuesEnabled).
+	issuesOff bool
 
 	// The git side (git.go and the files beside it). server and git are set by
 	// AddRepo and never change; git needs no lock (see bareRepo).
@@ -198,6 +200,7 @@ func (s *Server) repoJSON(r *Repo) map[string]any {
 			open++
 		}
 	}
+	issuesOff := r.issuesOff
 	r.mu.Unlock()
 	api := s.repoAPIURL(r)
 	host := s.webHost()
@@ -241,7 +244,7 @@ func (s *Server) repoJSON(r *Repo) map[string]any {
 		"subscribers_count":           0,
 		"open_issues":                 open,
 		"open_issues_count":           open,
-		"has_issues":                  true,
+		"has_issues":                  !issuesOff,
 		"has_projects":                true,
 		"has_wiki":                    true,
 		"has_pages":                   false,

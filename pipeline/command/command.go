@@ -2,6 +2,9 @@ package command
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -37,7 +40,13 @@ const (
 	Resume    Kind = "resume"
 	Override  Kind = "override"
 	Terminate Kind = "terminate"
+	// FollowUp opens an issue for each finding a DONE plan left open.
+	FollowUp Kind = "followup"
 )
+
+// MaxFollowUps bounds the findings one /forge followup names: each opens
+// an issue, and GitHub limits how fast content is created.
+const MaxFollowUps = 10
 
 // Usage returns the command's usage line, e.g. "/forge phases [--regenerate] [plan-NNN]".
 func (k Kind) Usage() string {
@@ -80,6 +89,9 @@ type Command struct {
 	// when left out (the issue's label or the repository's default
 	// chooses).
 	Pipeline string
+	// Findings are the finding ids /forge followup names (F1, P2),
+	// upper-cased, each once, in the order given.
+	Findings []string
 	// Err is a *UsageError when a reserved subcommand was given
 	// arguments it does not take; Kind still names that subcommand.
 	Err error
@@ -199,6 +211,9 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		if len(args) > 0 {
 			cmd.Err = &UsageError{Kind: List, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[0]}}
 		}
+	case spec.Kind == FollowUp:
+		cmd.Kind = FollowUp
+		cmd.PlanID, cmd.Findings, cmd.Err = cmdParseFollowUp(args)
 	case spec.Kind == Revise:
 		cmd.Kind = Revise
 		notes := afterSub
@@ -277,6 +292,46 @@ func cmdParseArgs(kind Kind, args []string) (planID string, regenerate bool, err
 		}
 	}
 	return planID, regenerate, nil
+}
+
+// findingIDRe is a finding's id as Forge lists them: a letter and its
+// number (F1, P12).
+var findingIDRe = regexp.MustCompile(`^[A-Za-z][0-9]{1,4}$`)
+
+// cmdParseFollowUp reads /forge followup's arguments: an optional plan id
+// and one to MaxFollowUps finding ids, separated by spaces or commas.
+func cmdParseFollowUp(args []string) (planID string, ids []string, err error) {
+	for _, arg := range args {
+		for _, a := range strings.Split(arg, ",") {
+			if a == "" {
+				continue
+			}
+			lower := strings.ToLower(a)
+			is, like := cmdPlanID(lower)
+			switch {
+			case is:
+				if planID != "" && planID != lower {
+					return "", nil, &UsageError{Kind: FollowUp, Problem: templates.UsageProblem{Event: "two-plan-ids", Arg: planID, Other: lower}}
+				}
+				planID = lower
+			case like:
+				return "", nil, &UsageError{Kind: FollowUp, Problem: templates.UsageProblem{Event: "not-plan-id", Arg: a}}
+			case findingIDRe.MatchString(a):
+				if id := strings.ToUpper(a); !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			default:
+				return "", nil, &UsageError{Kind: FollowUp, Problem: templates.UsageProblem{Event: "not-finding-id", Arg: a}}
+			}
+		}
+	}
+	switch {
+	case len(ids) == 0:
+		return "", nil, &UsageError{Kind: FollowUp, Problem: templates.UsageProblem{Event: "no-finding-ids"}}
+	case len(ids) > MaxFollowUps:
+		return "", nil, &UsageError{Kind: FollowUp, Problem: templates.UsageProblem{Event: "too-many-finding-ids", Arg: strconv.Itoa(len(ids)), Other: strconv.Itoa(MaxFollowUps)}}
+	}
+	return planID, ids, nil
 }
 
 // cmdJoinLines joins lines with \n, dropping trailing spaces of each line

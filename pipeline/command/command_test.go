@@ -2,6 +2,7 @@ package command
 
 import (
 	"errors"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,13 +22,14 @@ type cmdResult struct {
 	PlanID      string
 	Regenerate  bool
 	Pipeline    string
+	Findings    string
 	Err         string
 	Raw         string
 }
 
 func cmdResultOf(c Command) cmdResult {
 	r := cmdResult{Kind: c.Kind, Description: c.Description, Context: c.Context, Notes: c.Notes, New: c.New,
-		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Raw: c.Raw}
+		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Findings: strings.Join(c.Findings, " "), Raw: c.Raw}
 	if c.Err != nil {
 		r.Err = c.Err.Error()
 	}
@@ -196,6 +198,24 @@ func TestParseCommand(t *testing.T) {
 		{"cancel trailing punctuation", "/forge cancel.", true,
 			cmdResult{Kind: Start, Description: "cancel.", Raw: "/forge cancel."}},
 
+		// Follow-up issues.
+		{"followup", "/forge followup F1 p2", true,
+			cmdResult{Kind: FollowUp, Findings: "F1 P2", Raw: "/forge followup F1 p2"}},
+		{"follow-up with a plan id, commas and a repeat", "/plan follow-up plan-017 F1,F3, f1", true,
+			cmdResult{Kind: FollowUp, PlanID: "plan-017", Findings: "F1 F3", Raw: "/plan follow-up plan-017 F1,F3, f1"}},
+		{"followup plan id last", "/forge followup F2 PLAN-017", true,
+			cmdResult{Kind: FollowUp, PlanID: "plan-017", Findings: "F2", Raw: "/forge followup F2 PLAN-017"}},
+		{"followup without ids", "/forge followup plan-017", true,
+			cmdResult{Kind: FollowUp, Err: "name the findings, by the ids Forge listed when the plan was done; usage: /forge followup [plan-NNN] <finding id>...", Raw: "/forge followup plan-017"}},
+		{"followup not an id", "/forge followup F1 all", true,
+			cmdResult{Kind: FollowUp, Err: "`all` is not a finding id (a letter and a number, as Forge lists them: F1, P2); usage: /forge followup [plan-NNN] <finding id>...", Raw: "/forge followup F1 all"}},
+		{"followup eleven ids", "/forge followup F1 F2 F3 F4 F5 F6 F7 F8 F9 F10 F11", true,
+			cmdResult{Kind: FollowUp, Err: "11 findings named, at most 10 at once; usage: /forge followup [plan-NNN] <finding id>...", Raw: "/forge followup F1 F2 F3 F4 F5 F6 F7 F8 F9 F10 F11"}},
+		{"followup ten ids and repeats", "/forge followup F1 F2 F3 F4 F5 F6 F7 F8 F9 F10 F1 f2", true,
+			cmdResult{Kind: FollowUp, Findings: "F1 F2 F3 F4 F5 F6 F7 F8 F9 F10", Raw: "/forge followup F1 F2 F3 F4 F5 F6 F7 F8 F9 F10 F1 f2"}},
+		{"followup two plan ids", "/forge followup plan-001 F1 plan-002", true,
+			cmdResult{Kind: FollowUp, Err: "two plan ids given (plan-001 and plan-002); usage: /forge followup [plan-NNN] <finding id>...", Raw: "/forge followup plan-001 F1 plan-002"}},
+
 		// First command wins.
 		{"first wins", "/forge status\n/forge cancel", true, cmdResult{Kind: Status, Raw: "/forge status"}},
 		{"first wins, later start is context", "/forge add X\n/forge cancel", true,
@@ -280,6 +300,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 		{Resume, true, true, "/forge resume"},
 		{Override, true, true, "/forge override"},
 		{Terminate, true, true, "/forge terminate"},
+		{FollowUp, true, true, "/forge followup"},
 		{Kind("bogus"), false, false, ""},
 	}
 	for _, tt := range tests {
@@ -301,7 +322,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 // usage line, a place, a description and an example that parses back to
 // it, without a usage error, and is allowed where the row says.
 func TestCommandTable(t *testing.T) {
-	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, Close}
+	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Close}
 	doc := Markdown()
 	if len(Table) != len(kinds) {
 		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))
@@ -322,8 +343,13 @@ func TestCommandTable(t *testing.T) {
 		if !kind.AllowedOn(true) && !kind.AllowedOn(false) {
 			t.Errorf("%s is allowed nowhere", kind)
 		}
+		// The example's arguments: some commands need them.
+		args := strings.Join(strings.Fields(s.Example)[min(2, len(strings.Fields(s.Example))):], " ")
+		if len(s.Words) == 0 {
+			args = ""
+		}
 		for _, w := range s.Words {
-			got, ok := Parse("/forge " + strings.ToUpper(w))
+			got, ok := Parse("/forge " + strings.ToUpper(w) + " " + args)
 			if !ok || got.Kind != kind || got.Err != nil {
 				t.Errorf("/forge %s parsed as %+v", strings.ToUpper(w), got)
 			}
@@ -344,7 +370,7 @@ func FuzzParseCommand(f *testing.F) {
 		"", "/forge", "/forge help", "/forge add x\nmore", "/plan x", "/forge revise plan-001 a\nb",
 		"/forge phases --regenerate plan-123", "```\n/forge x\n```", "> /forge x", "<!--\n/forge x\n-->",
 		"/forge approve banana", "\u00a0/forge\u00a0x\u00a0", "/forge \xff\xfe", "/Plan status", "/forge\r\n",
-		"/forge list", "/forge new x", "/plan new", "/forge new\u00a0\n", "/forge --pipeline x y", "/plan new --pipeline=\u00a0z",
+		"/forge list", "/forge new x", "/plan new", "/forge new\u00a0\n", "/forge --pipeline x y", "/plan new --pipeline=\u00a0z", "/forge followup plan-001 F1,p2", "/forge follow-up",
 	} {
 		f.Add(s)
 	}
@@ -358,7 +384,7 @@ func FuzzParseCommand(f *testing.F) {
 			return
 		}
 		if !ok {
-			if got != (Command{}) {
+			if !reflect.DeepEqual(got, Command{}) {
 				t.Fatalf("not ok but non-zero command %+v", got)
 			}
 			return
@@ -387,6 +413,9 @@ func FuzzParseCommand(f *testing.F) {
 		}
 		if got.Regenerate && got.Kind != Phases {
 			t.Fatalf("regenerate on %s", got.Kind)
+		}
+		if len(got.Findings) > 0 && (got.Kind != FollowUp || len(got.Findings) > MaxFollowUps) {
+			t.Fatalf("findings %q on %s", got.Findings, got.Kind)
 		}
 		if got.Notes != "" && got.Kind != Revise {
 			t.Fatalf("notes on %s", got.Kind)

@@ -226,6 +226,17 @@ var Table = []Spec{
 			"The *Terminate* button does the same.",
 		Example: "/forge terminate",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "terminated", By: "alice", Guard: "round-cap", Round: 1}},
+	{Kind: FollowUp, Words: []string{"followup", "follow-up"}, Usage: "/forge followup [plan-NNN] <finding id>...", On: Anywhere,
+		Brief: "open an issue for each finding a DONE plan left open, by the ids Forge listed (at most " + strconv.Itoa(MaxFollowUps) + ")",
+		Does: "Opens one issue per finding a DONE plan left open, named by the ids Forge lists when the plan is done " +
+			"(in its last answer on the pull request and in the audit phase's check run): `F1`, `F2`… are the findings of the " +
+			"post-implementation audit's last round, `P1`, `P2`… those of the plan's last audit round, which the plan was approved " +
+			"with. Each issue quotes its finding (made inert: it mentions nobody), gives its location and links the plan's pull " +
+			"request and issue. At most " + strconv.Itoa(MaxFollowUps) + " ids in one command, separated by spaces or commas. " +
+			"A finding opens one issue however often it is asked for: the answer names the issue opened before. " +
+			"A plan that is not DONE, or an id it has no open finding under, is refused with the ids there are.",
+		Example: "/forge followup F1 P1",
+		Reply:   &templates.FollowUp{Head: templates.Head{PlanID: exPlan}, Issues: []templates.FollowUpItem{{ID: "F1", Number: 3, New: true}, {ID: "P1", Number: 4, New: true}}}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
 		Brief: "close the plan",
 		Does: "Closes the plan for good (CLOSED): a running job is stopped first. Closing the pull request, or the *Cancel* " +

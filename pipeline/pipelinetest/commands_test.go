@@ -28,8 +28,9 @@ func twoFilePlan(req agent.Request) (agent.Result, error) {
 // phase-3 (the audit). to says how far it goes: "issue" (nothing yet),
 // "running" (the forge is started, its job not run), "review", "halted"
 // (its auditor blocks and max_audit_rounds is 1: the round cap halted
-// it), "paused" (approved, phase-1 run, max_run 1) or "failed" (approved,
-// phase-2 failed).
+// it), "paused" (approved, phase-1 run, max_run 1), "failed" (approved,
+// phase-2 failed) or "done" (approved and run to DONE: its audit phase and
+// its plan's last audit round left a minor finding each, F1 and P1).
 func docWorld(t *testing.T, to string) *pipelinetest.World {
 	t.Helper()
 	cfg := "auto_implement: false\nphases: {wait_for_checks: false, max_context_files: 1}\n"
@@ -108,6 +109,7 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 		forgecmd.Resume:    {"halted", 2, false},
 		forgecmd.Override:  {"halted", 2, false},
 		forgecmd.Terminate: {"halted", 2, false},
+		forgecmd.FollowUp:  {"done", 2, false},
 	}
 	for _, spec := range forgecmd.Table {
 		t.Run(string(spec.Kind), func(t *testing.T) {

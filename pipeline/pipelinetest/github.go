@@ -52,6 +52,8 @@ type GitHub struct {
 	Runs      []*pipeline.CheckRun
 	Suites    map[string][]pipeline.CheckSuite
 	Statuses  map[string][]pipeline.CommitStatus
+	// Issues are the issues Forge opened, by number.
+	Issues map[int]pipeline.NewIssue
 	// Calls counts each method's calls, failed ones included.
 	Calls map[string]int
 }
@@ -68,7 +70,7 @@ func NewGitHub(files map[string]string) *GitHub {
 		Labels: map[int][]string{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
 		Reviews: map[int][]pipeline.Review{}, Inline: map[int64][]pipeline.ReviewComment{},
 		Minimized: map[string]bool{}, Resolved: map[string]bool{}, Suites: map[string][]pipeline.CheckSuite{},
-		Statuses: map[string][]pipeline.CommitStatus{}, Calls: map[string]int{}}
+		Statuses: map[string][]pipeline.CommitStatus{}, Issues: map[int]pipeline.NewIssue{}, Calls: map[string]int{}}
 	tree := map[string][]byte{}
 	for k, v := range files {
 		tree[k] = []byte(v)
@@ -410,6 +412,49 @@ func (g *GitHub) PullRequest(_ context.Context, _ pipeline.Repo, number int) (pi
 	return c, nil
 }
 
+// CreateIssue opens an issue numbered after every issue and pull request
+// the repository has; the title is refused over GitHub's limit.
+func (g *GitHub) CreateIssue(_ context.Context, _ pipeline.Repo, n pipeline.NewIssue) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("CreateIssue"); err != nil {
+		return 0, err
+	}
+	if strings.TrimSpace(n.Title) == "" || utf8.RuneCountInString(n.Title) > pipeline.MaxTitle || utf8.RuneCountInString(n.Body) > pipeline.MaxBody {
+		return 0, pipeline.ErrRejected
+	}
+	number := g.nextNumberLocked()
+	g.Issues[number] = n
+	return number, nil
+}
+
+// FindIssue finds an issue Forge opened by its marker.
+func (g *GitHub) FindIssue(_ context.Context, _ pipeline.Repo, marker string) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("FindIssue"); err != nil {
+		return 0, err
+	}
+	for _, n := range slices.Sorted(maps.Keys(g.Issues)) {
+		if pipeline.HasMarker(g.Issues[n].Body, marker) {
+			return n, nil
+		}
+	}
+	return 0, nil
+}
+
+// nextNumberLocked is a number no issue or pull request has yet.
+func (g *GitHub) nextNumberLocked() int {
+	number := len(g.Pulls) + len(g.Comments) + len(g.Issues) + 1
+	for {
+		_, issue := g.Issues[number]
+		if g.Pulls[number] == nil && g.Comments[number] == nil && !issue {
+			return number
+		}
+		number++
+	}
+}
+
 func (g *GitHub) CreatePullRequest(_ context.Context, _ pipeline.Repo, n pipeline.NewPullRequest) (pipeline.PullRequest, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -420,10 +465,7 @@ func (g *GitHub) CreatePullRequest(_ context.Context, _ pipeline.Repo, n pipelin
 	if !ok {
 		return pipeline.PullRequest{}, pipeline.ErrRejected
 	}
-	number := len(g.Pulls) + len(g.Comments) + 1
-	for g.Pulls[number] != nil || g.Comments[number] != nil {
-		number++
-	}
+	number := g.nextNumberLocked()
 	pr := &pipeline.PullRequest{Number: number, NodeID: fmt.Sprintf("PR_%d", number), Title: n.Title, Body: n.Body,
 		HeadRef: n.Head, HeadSHA: head, Draft: n.Draft, State: "open", HTMLURL: fmt.Sprintf("https://github.com/octo/hello/pull/%d", number)}
 	g.Pulls[number] = pr

@@ -140,7 +140,6 @@ func pausable(s State, _ Event) bool {
 // pausing holds for a LoopHalted event that is a pause, not a guard's.
 func pausing(_ State, ev Event) bool { return ev.(LoopHalted).Halt.Paused() }
 
-
 // resumedTitle is a resumed run's check run title: a phase run runs its
 // phases again, a forge forges.
 func resumedTitle(s *State) templates.CheckTitle {
