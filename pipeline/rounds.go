@@ -147,7 +147,7 @@ func (r *run) audit(ctx context.Context) error {
 		}
 		prompt, err := templates.Prompt(templates.Auditor{
 			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: inRun, MaxRounds: r.cfg.MaxAuditRounds,
-			ProjectContext: r.projectContext(wc.Dir()), Previous: previous, Plan: Fence(text),
+			ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Previous: previous, Plan: Fence(text),
 		})
 		if err != nil {
 			return err

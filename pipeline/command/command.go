@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -35,6 +36,9 @@ const (
 	Resume    Kind = "resume"
 	Override  Kind = "override"
 	Terminate Kind = "terminate"
+	// What the repository's plans taught: list it, drop a fact.
+	Memory Kind = "memory"
+	Forget Kind = "forget"
 )
 
 // Usage returns the command's usage line, e.g. "/forge phases [--regenerate] [plan-NNN]".
@@ -73,6 +77,8 @@ type Command struct {
 	PlanID string
 	// Regenerate is set by /forge phases --regenerate.
 	Regenerate bool
+	// FactID is the fact /forge forget drops.
+	FactID int
 	// Err is a *UsageError when a reserved subcommand was given
 	// arguments it does not take; Kind still names that subcommand.
 	Err error
@@ -186,11 +192,14 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		cmd.Context = cmdJoinLines(following)
 	case spec.Kind == Help:
 		cmd.Kind = Help
-	case spec.Kind == List:
-		cmd.Kind = List
+	case spec.Kind == List, spec.Kind == Memory:
+		cmd.Kind = spec.Kind
 		if len(args) > 0 {
-			cmd.Err = &UsageError{Kind: List, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[0]}}
+			cmd.Err = &UsageError{Kind: spec.Kind, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[0]}}
 		}
+	case spec.Kind == Forget:
+		cmd.Kind = Forget
+		cmd.FactID, cmd.Err = cmdFactID(args)
 	case spec.Kind == Revise:
 		cmd.Kind = Revise
 		notes := afterSub
@@ -236,6 +245,22 @@ func cmdParseArgs(kind Kind, args []string) (planID string, regenerate bool, err
 		}
 	}
 	return planID, regenerate, nil
+}
+
+// cmdFactID reads /forge forget's one argument, a fact's id: a positive
+// number, as /forge memory lists it.
+func cmdFactID(args []string) (int, error) {
+	if len(args) == 0 {
+		return 0, &UsageError{Kind: Forget, Problem: templates.UsageProblem{Event: "no-fact-id"}}
+	}
+	id, err := strconv.Atoi(args[0])
+	if err != nil || id < 1 || strings.HasPrefix(args[0], "+") {
+		return 0, &UsageError{Kind: Forget, Problem: templates.UsageProblem{Event: "not-fact-id", Arg: args[0]}}
+	}
+	if len(args) > 1 {
+		return 0, &UsageError{Kind: Forget, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[1]}}
+	}
+	return id, nil
 }
 
 // cmdJoinLines joins lines with \n, dropping trailing spaces of each line

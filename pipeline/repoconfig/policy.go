@@ -157,7 +157,7 @@ func (p Policy) Validate() error {
 		}
 		for _, role := range policyKeys(r.Agents) {
 			if role != "default" && !agent.Role(role).Valid() {
-				bad("agents: unknown role %q (roles: default, drafter, auditor, reviser, implementer, phase_auditor)", role)
+				bad("agents: unknown role %q (roles: default, drafter, auditor, reviser, implementer, phase_auditor, memory)", role)
 				continue
 			}
 			a := r.Agents[role]
