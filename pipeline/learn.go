@@ -56,6 +56,11 @@ func (r *run) learn(ctx context.Context) (*templates.Learned, error) {
 	default:
 		r.log.Warn().Err(err).Msg("learning from the plan failed; the plan is done without it")
 		out.Error = Untrusted(err.Error(), maxLearnError)
+		// The last line the agent printed is the cause a person reads.
+		var fail *agent.Failure
+		if errors.As(err, &fail) {
+			out.Cause = lastLine(fail.Tail)
+		}
 	}
 	if out.Facts == 0 && out.Error == "" {
 		return nil, nil

@@ -317,6 +317,8 @@ type (
 		Facts int
 		Path  string
 		Error string
+		// Cause is the last line a failing memory agent printed.
+		Cause string
 	}
 	// Decisions is a plan's section of the repository's DECISIONS.md: the
 	// facts it taught, under a heading naming it; New starts the file.

@@ -581,7 +581,7 @@ func textCases(t *testing.T) []textCase {
 		{"phase-run-done/learned one", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 1, Elapsed: "32s", Phases: phaseItems[:1],
 			Learned: &templates.Learned{Facts: 1, Path: "docs/plans/DECISIONS.md"}}},
 		{"phase-run-done/the memory agent failed", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 1, Elapsed: "32s", Phases: phaseItems[:1],
-			Learned: &templates.Learned{Path: "docs/plans/DECISIONS.md", Error: "memory agent: agent exited with status 1: exit status 1"}}},
+			Learned: &templates.Learned{Path: "docs/plans/DECISIONS.md", Error: "memory agent: agent exited with status 1: exit status 1", Cause: "Error: model quota exceeded"}}},
 		{"phase-run-done/learned, not committed", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 1, Elapsed: "32s", Phases: phaseItems[:1],
 			Learned: &templates.Learned{Facts: 2, Path: "docs/plans/DECISIONS.md", Error: "commit \"plan-018: decisions\": the file carries a GitHub token"}}},
 		{"phase-skipped/skipped", templates.PhaseSkipped{Head: templates.Head{PlanID: planID}, PhaseID: "phase-1", Title: "Implement src/webhook.ts", Was: "failed"}},
