@@ -109,7 +109,8 @@ func TestMemory(t *testing.T) {
 	dump := t.TempDir()
 	w := newForgeWorld(t, forgeOptions{
 		override: map[string][]string{"memory": learningMemory(t, dump), "drafter": spyScript(t, dump, "drafter"),
-			"implementer": spyScript(t, dump, "implementer")},
+			"auditor": spyScript(t, dump, "auditor"), "implementer": spyScript(t, dump, "implementer"),
+			"phase_auditor": spyScript(t, dump, "phase_auditor")},
 		files: map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"},
 	})
 	t.Cleanup(func() {
@@ -232,6 +233,10 @@ func TestMemory(t *testing.T) {
 	if strings.Contains(drafted, "Database migrations") || strings.Contains(drafted, "hidden note") {
 		t.Errorf("plan-002's drafter was given the unrelated fact or the hostile fact's hidden comment:\n%s", drafted)
 	}
+	// The auditor reads the plan with the same facts.
+	if audited := fencedFacts(t, prompt(t, dump, "auditor", "plan-002")); audited != drafted {
+		t.Errorf("plan-002's auditor was given other facts than its drafter:\n%s", audited)
+	}
 
 	// Fact 2 is dropped before plan-002's phases run.
 	w.commandOn(t, pr2.Number, "alice", "/forge forget 2")
@@ -248,6 +253,11 @@ func TestMemory(t *testing.T) {
 	}
 	if strings.Contains(implemented, "Documentation pages") || strings.Contains(implemented, "Database migrations") {
 		t.Errorf("plan-002's implementer was given the forgotten or the unrelated fact:\n%s", implemented)
+	}
+	// The audit of the whole change is about the plan and all its files.
+	audited := fencedFacts(t, prompt(t, dump, "phase_auditor", "plan-002"))
+	if !strings.Contains(audited, "- fact 1 (gotcha") || strings.Contains(audited, "- fact 2 ") || strings.Contains(audited, "- fact 3 ") {
+		t.Errorf("plan-002's phase auditor was given:\n%s", audited)
 	}
 	// plan-002 taught nothing: nothing is added, nothing said.
 	if _, ok := w.gh.Repo(w.repo).File(pr2.Head, "docs/plans/DECISIONS.md"); ok {
