@@ -38,7 +38,7 @@ func envInt(name string, def int) int {
 func loadAgents(tb testing.TB) map[string]string {
 	dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
 	agents := map[string]string{"drafter": twoFileDrafter(tb)[0]}
-	for _, role := range []string{"auditor", "reviser", "implementer", "phase_auditor"} {
+	for _, role := range []string{"auditor", "reviser", "implementer", "phase_auditor", "memory"} {
 		agents[role] = filepath.Join(dir, role+".sh")
 	}
 	return agents

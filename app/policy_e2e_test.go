@@ -87,7 +87,7 @@ func TestPolicyDefaultRefusesLooserConfig(t *testing.T) {
 		"octo/eager": {"auto_implement: true\n",
 			[]string{"line 1: auto_implement: the default policy does not let a repository turn auto_implement on (auto_implement: false)"}},
 		"octo/rogue": {"agents:\n  implementer: {runtime: rogue, model: x}\n",
-			[]string{`line 2: agents.implementer.runtime: "rogue" is not a runtime of this server (runtimes: auditor, drafter, implementer, phase_auditor, reviser)`}},
+			[]string{`line 2: agents.implementer.runtime: "rogue" is not a runtime of this server (runtimes: auditor, drafter, implementer, memory, phase_auditor, reviser)`}},
 	}
 	repos := map[string]string{}
 	for repo, tt := range tests {

@@ -28,7 +28,7 @@ func TestReplicasOnPostgres(t *testing.T) {
 	const repos, perRepo = 5, 4
 	dir := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
 	agents := map[string]string{}
-	for _, role := range []string{"drafter", "auditor", "reviser", "implementer", "phase_auditor"} {
+	for _, role := range []string{"drafter", "auditor", "reviser", "implementer", "phase_auditor", "memory"} {
 		agents[role] = filepath.Join(dir, role+".sh")
 	}
 	c := newCluster(t, clusterOptions{dbURL: storetest.PostgresURL(t), replicas: 3, repos: repos, perRepo: perRepo,

@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	a.timeline = newTimeline(st, log, a.redact, a.metrics.Registry)
 	host, _ := os.Hostname()
 	a.forge = &pipeline.Forge{
-		Plans: st.Plans(), Installations: a, Agents: registry, Queue: a, LeaseTTL: a.cfg.Queue.LeaseTTL,
+		Plans: st.Plans(), Memory: st.Memory(), Installations: a, Agents: registry, Queue: a, LeaseTTL: a.cfg.Queue.LeaseTTL,
 		Policy: policy,
 		AppID: func() int64 {
 			if gs := a.github.Load(); gs != nil {

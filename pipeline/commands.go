@@ -13,6 +13,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/command"
 	"github.com/forge-dev/forge/pipeline/markdown"
+	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
@@ -90,6 +91,10 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		return c.help(ctx)
 	case command.List:
 		return c.list(ctx)
+	case command.Memory:
+		return c.memory(ctx)
+	case command.Forget:
+		return c.forget(ctx, cmd)
 	case command.Start, command.Plan:
 		cfg, ok, err := c.config(ctx)
 		if !ok {
@@ -329,6 +334,48 @@ func (c *commandCtx) list(ctx context.Context) error {
 			Activity: p.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")})
 	}
 	return c.reply(ctx, v)
+}
+
+// memory answers with what the repository's plans taught, the newest
+// first, wherever it is asked.
+func (c *commandCtx) memory(ctx context.Context) error {
+	var facts []memory.Fact
+	if c.f.Memory != nil {
+		all, err := c.f.Memory.Facts(ctx, c.a.Repo)
+		if err != nil {
+			return err
+		}
+		for i := len(all) - 1; i >= 0; i-- {
+			if !all[i].Forgotten {
+				facts = append(facts, all[i])
+			}
+		}
+	}
+	plansDir := repoconfig.Default().PlansDir
+	if ws, err := c.f.Installations.Workspace(ctx, c.a.InstallationID); err == nil {
+		if cfg, err := c.f.readRepoConfig(ctx, ws, c.a.Repo, c.a.DefaultBranch); err == nil {
+			plansDir = cfg.PlansDir
+		}
+	}
+	return c.reply(ctx, &templates.MemoryList{Total: len(facts), Most: command.MemoryMost, Path: DecisionsFile(plansDir),
+		Facts: factItems(facts[:min(len(facts), command.MemoryMost)])})
+}
+
+// forget drops one of the repository's facts: no later prompt gets it.
+func (c *commandCtx) forget(ctx context.Context, cmd command.Command) error {
+	var f memory.Fact
+	found := false
+	if c.f.Memory != nil {
+		var err error
+		if f, found, err = c.f.Memory.Forget(ctx, c.a.Repo, cmd.FactID); err != nil {
+			return err
+		}
+	}
+	reply := &templates.Forgot{ID: cmd.FactID, Found: found}
+	if found {
+		reply.Fact = factItems([]memory.Fact{f})[0]
+	}
+	return c.reply(ctx, reply)
 }
 
 func (c *commandCtx) configError(ctx context.Context, ce *repoconfig.Error) error {

@@ -21,7 +21,10 @@ import (
 
 // Forge is the pipeline's service: it answers commands and runs plans.
 type Forge struct {
-	Plans         PlanStore
+	Plans PlanStore
+	// Memory keeps what plans taught their repository; nil: Forge learns
+	// nothing and its prompts carry no memory.
+	Memory        Memory
 	Installations Installations
 	Agents        AgentSource
 	Queue         Enqueuer

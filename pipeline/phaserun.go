@@ -364,12 +364,13 @@ func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() p
 }
 
 // phasePrompt is the prompt of phase ph: the implementer's, or for an
-// audit phase the phase auditor's with the plan and the diff.
-func (r *run) phasePrompt(ph *phases.Phase, projectContext string, audit *templates.PhaseAuditor) templates.Data {
+// audit phase the phase auditor's with the plan and the diff; remembered is
+// what earlier plans taught that concerns the phase.
+func (r *run) phasePrompt(ph *phases.Phase, projectContext, remembered string, audit *templates.PhaseAuditor) templates.Data {
 	data := templates.Phase{
 		PlanID: PlanID(r.p.Number), PlanPath: r.p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
 		Description: ph.Description, ChangeSpec: ph.ChangeSpec, Files: ph.ContextFiles, PreviousError: r.prevError,
-		ProjectContext: projectContext,
+		ProjectContext: projectContext, Memory: remembered,
 	}
 	if ph.Kind != phases.Implement {
 		if audit == nil {
@@ -509,7 +510,7 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 // prompt (audit adds the plan and diff of an audit phase), under the phase
 // timeout.
 func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCopy, ph *phases.Phase, audit *templates.PhaseAuditor) (agent.Result, error) {
-	prompt := r.phasePrompt(ph, r.projectContext(wc.Dir()), audit)
+	prompt := r.phasePrompt(ph, r.projectContext(wc.Dir()), r.phaseMemory(ctx, ph), audit)
 	saved := r.cfg.Agents.Timeout
 	if r.cfg.Phases.Timeout < saved || saved == 0 {
 		r.cfg.Agents.Timeout = r.cfg.Phases.Timeout
@@ -538,10 +539,15 @@ func (r *run) readPhase(ctx context.Context, ph *phases.Phase) error {
 	return nil
 }
 
-// done hands the finished plan to people: DONE, the PR ready for review
-// with Closes #N, the forge check a success.
+// done hands the finished plan to people: what it taught written down
+// (learn), then DONE, the PR ready for review with Closes #N, the forge
+// check a success.
 func (r *run) done(ctx context.Context) error {
 	p := r.p
+	learned, err := r.learn(ctx)
+	if err != nil {
+		return err
+	}
 	r.doing = templates.Step{Event: "handing-over"}
 	// The phases file on the branch ends with every phase's final status.
 	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
@@ -550,7 +556,7 @@ func (r *run) done(ctx context.Context) error {
 		return err
 	}
 	return r.apply(ctx, plan.PhasesDone{Reply: r.prReply("done", &templates.PhaseRunDone{Complete: true,
-		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases), Open: openFindingsList(OpenFindings(p), true)})})
+		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases), Open: openFindingsList(OpenFindings(p), true), Learned: learned})})
 }
 
 // checklist is the phases as people read them in a list.

@@ -213,7 +213,7 @@ func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 		}
 		prompt, err := r.reviewPrompt(ctx, step, templates.Auditor{
 			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: inRun, MaxRounds: r.roundsOfRun(),
-			ProjectContext: r.projectContext(wc.Dir()), Previous: previous, Plan: Fence(text),
+			ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Previous: previous, Plan: Fence(text),
 		})
 		if err != nil {
 			return err

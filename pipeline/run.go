@@ -14,6 +14,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
@@ -176,6 +177,8 @@ type run struct {
 	// itself stays a forge to its end.
 	phaseRun   bool
 	projectCtx *string
+	// facts are the repository's memory, read once a job (repoFacts).
+	facts *[]memory.Fact
 	// phaseID is the phase being run, for the agent's FORGE_PHASE_ID;
 	// prevError why its last attempt failed.
 	phaseID, prevError string
@@ -449,7 +452,7 @@ func (r *run) draft(ctx context.Context) error {
 	prompt := templates.Drafter{
 		PlanID: PlanID(p.Number), PlanPath: p.PlanPath,
 		Request: FenceUntrusted(p.Description), Context: fenceIf(p.Context), Thread: p.Thread.prompt(),
-		ProjectContext: r.projectContext(wc.Dir()), Plan: Fence(text),
+		ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Plan: Fence(text),
 	}
 	res, err := r.callAgent(ctx, agent.Drafter, prompt, wc.Dir(), 0)
 	if err != nil {
@@ -551,7 +554,7 @@ func (r *run) revise(ctx context.Context, findings []audit.Finding, notes string
 	defer wc.Remove()
 	prompt := templates.Reviser{
 		PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Findings: Fence(findingsText(findings)),
-		Notes: fenceIf(notes), ProjectContext: r.projectContext(wc.Dir()), Plan: Fence(text),
+		Notes: fenceIf(notes), ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Plan: Fence(text),
 	}
 	res, err := r.callAgent(ctx, agent.Reviser, prompt, wc.Dir(), p.Round)
 	if err != nil {

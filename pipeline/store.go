@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
@@ -195,4 +196,24 @@ type PlanStore interface {
 	QuietPlans(ctx context.Context, before time.Time, limit int) ([]*Plan, error)
 	// Looked records that the reconciler asked GitHub about the plan now.
 	Looked(ctx context.Context, id int64) error
+}
+
+// Memory keeps what a repository's plans taught (issue 15 §5): the facts
+// its memory agent wrote down, numbered per repository, for the prompts of
+// later plans.
+type Memory interface {
+	// Learn records the facts plan taught repo, numbered after the
+	// repository's last, and returns them as recorded (ID, Plan and
+	// Created set). A repository that holds facts of plan already, even
+	// forgotten ones, keeps those and gets them back instead: a step that
+	// runs twice learns once.
+	Learn(ctx context.Context, repo Repo, plan int, facts []memory.Fact) ([]memory.Fact, error)
+	// Facts are every fact of the repository, forgotten ones included
+	// (Forgotten set), by ID.
+	Facts(ctx context.Context, repo Repo) ([]memory.Fact, error)
+	// Forget marks the repository's fact id forgotten and returns it,
+	// forgotten now or before (a command that runs twice answers the
+	// same); false when the repository has no such fact. A fact of
+	// another repository is never touched.
+	Forget(ctx context.Context, repo Repo, id int) (memory.Fact, bool, error)
 }

@@ -371,7 +371,8 @@ type (
 		Waited, Timeout string
 		Pending, Failed []string
 	}
-	// PhaseRunDone ends a phase run, complete or paused.
+	// PhaseRunDone ends a phase run, complete or paused; Learned is what
+	// the memory agent made of a complete one, nil when it learned nothing.
 	PhaseRunDone struct {
 		Head
 		Complete  bool
@@ -380,7 +381,52 @@ type (
 		Elapsed   string
 		Phases    []PhaseItem
 		// Open are the findings the complete plan leaves open.
-		Open OpenFindings
+		Open    OpenFindings
+		Learned *Learned
+	}
+	// Learned is what a plan that is done taught: Facts learned, written
+	// to Path on the plan branch unless Error says why not (the memory
+	// agent failed, or the commit did). The plan is done either way.
+	Learned struct {
+		Facts int
+		Path  string
+		Error string
+		// Cause is the last line a failing memory agent printed.
+		Cause string
+	}
+	// Decisions is a plan's section of the repository's DECISIONS.md: the
+	// facts it taught, under a heading naming it; New starts the file.
+	Decisions struct {
+		New    bool
+		PlanID string
+		Title  string
+		Facts  []FactItem
+	}
+	// FactItem is one fact as people read it; Text and Category are the
+	// memory agent's, Plan the plan it came from.
+	FactItem struct {
+		ID         int
+		Category   string
+		Confidence string
+		Text       string
+		Plan       string
+	}
+	// MemoryList answers /forge memory: at most Most of the repository's
+	// Total facts, the newest first.
+	MemoryList struct {
+		Head
+		Facts []FactItem
+		Total int
+		Most  int
+		Path  string
+	}
+	// Forgot answers /forge forget: the fact dropped, or that this
+	// repository has none by ID.
+	Forgot struct {
+		Head
+		ID    int
+		Found bool
+		Fact  FactItem
 	}
 	// PhaseSkipped answers a skip.
 	PhaseSkipped struct {
@@ -736,6 +782,9 @@ func (NoPlanHere) Template() string       { return "no-plan-here" }
 func (OpenPlan) Template() string         { return "open-plan" }
 func (PlanList) Template() string         { return "plan-list" }
 func (PipelineRefused) Template() string  { return "pipeline-refused" }
+func (Decisions) Template() string        { return "decisions" }
+func (MemoryList) Template() string       { return "memory-list" }
+func (Forgot) Template() string           { return "forgot" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
 func (PhaseError) Template() string       { return "phase-error" }
 func (PhaseGraph) Template() string       { return "phase-graph" }
@@ -774,7 +823,10 @@ type (
 		// taken before Forge read it.
 		Thread         *Thread
 		ProjectContext string
-		Plan           string
+		// Memory is what earlier plans taught that concerns this one,
+		// fenced as data; empty when nothing does.
+		Memory string
+		Plan   string
 	}
 	// Thread is an issue as a prompt quotes it: its title and body and
 	// people's comments, oldest first, each fenced as data; Omitted
@@ -793,6 +845,7 @@ type (
 		PlanID, PlanPath string
 		Round, MaxRounds int
 		ProjectContext   string
+		Memory           string
 		Previous         string
 		Plan             string
 	}
@@ -809,6 +862,7 @@ type (
 		PlanID, PlanPath string
 		Findings, Notes  string
 		ProjectContext   string
+		Memory           string
 		Plan             string
 	}
 	// Phase is what every phase agent is told about its phase.
@@ -820,6 +874,7 @@ type (
 		Files            []string
 		PreviousError    string
 		ProjectContext   string
+		Memory           string
 	}
 	// Implementer implements a phase.
 	Implementer struct{ Phase }
@@ -827,6 +882,19 @@ type (
 	PhaseAuditor struct {
 		Phase
 		Plan, Diff string
+	}
+	// MemoryAgent asks what a plan that is done taught: its plan, the
+	// findings of its reviews and its changes, each fenced as data, and
+	// Known, the facts already learned that concern it.
+	MemoryAgent struct {
+		PlanID, PlanPath string
+		Categories       []string
+		MaxFacts         int
+		MaxText          int
+		Known            string
+		Plan             string
+		Findings         string
+		Diff             string
 	}
 )
 
@@ -841,6 +909,7 @@ func (Reviewer) Template() string     { return "reviewer" }
 func (Reviser) Template() string      { return "reviser" }
 func (Implementer) Template() string  { return "implementer" }
 func (PhaseAuditor) Template() string { return "phase_auditor" }
+func (MemoryAgent) Template() string  { return "memory" }
 
 // DoctorCheck is one line of `forge doctor`.
 type DoctorCheck struct {

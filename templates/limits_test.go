@@ -114,8 +114,16 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 		openMany = append(openMany, templates.OpenFinding{ID: fmt.Sprintf("F%d", i+1), Severity: "medium",
 			Description: strings.Repeat("<", pipeline.MaxListedFinding), Location: strings.Repeat("`", pipeline.MaxListedLocation)})
 	}
+	// /forge memory at its most: 50 facts of 300 characters, each
+	// escaped to twice its length.
+	var manyFacts []templates.FactItem
+	for i := 1; i <= 50; i++ {
+		manyFacts = append(manyFacts, templates.FactItem{ID: 1000 + i, Category: "architecture", Confidence: "0.95",
+			Text: strings.Repeat("*", 300), Plan: "plan-1234"})
+	}
 
 	tests := []textCase{
+		{"memory list of 50 long facts", templates.MemoryList{Total: 5000, Most: 50, Path: strings.Repeat("d/", 100) + "DECISIONS.md", Facts: manyFacts}},
 		{"PR body of 50 phases with long titles", templates.PRBody{Marker: pipeline.Marker(planNumber, "pr"), Summary: long, PlanID: planID, Path: planPath, FileURL: "../blob/" + branch + "/" + planPath,
 			Status: string(plan.Implementing), Rounds: 200, LastVerdict: "blocking", Issue: issue, RequestedBy: "octocat", Closes: issue, Phases: rows, End: pipeline.Marker(planNumber, "pr", "end")}},
 		{"phase run progress of 50 phases that stopped", templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 99), Line: stopped, Phases: runPhases}},

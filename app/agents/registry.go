@@ -19,8 +19,8 @@ type Config struct {
 	Timeout  time.Duration            `yaml:"timeout" doc:"How long one agent call may take; a runtime's own 'timeout' or a repository's 'agents.timeout' may only shorten it."`
 	Runtimes map[string]RuntimeConfig `yaml:"runtimes" key:"name" doc:"The runtimes, by name: 'exec', an agent CLI (Claude Code, Codex, Aider, ...) given as an argv list, never through a shell, the prompt on stdin, its process group ended on timeout; or 'openai', any OpenAI-compatible chat-completions endpoint with Forge's own tool loop. A repository chooses among them by name."`
 	// Roles maps a role (drafter, auditor, reviser, implementer,
-	// phase_auditor) or "default" to a runtime name.
-	Roles map[string]string `yaml:"roles" key:"role" doc:"The runtime each role uses (drafter, auditor, reviser, implementer, phase_auditor), by name; 'default' for the roles not named."`
+	// phase_auditor, memory) or "default" to a runtime name.
+	Roles map[string]string `yaml:"roles" key:"role" doc:"The runtime each role uses (drafter, auditor, reviser, implementer, phase_auditor, memory), by name; 'default' for the roles not named."`
 	// Prices maps a model name to its price, for the cost shown on the
 	// forge check run.
 	Prices map[string]Price `yaml:"prices" key:"model" doc:"What a model's tokens cost, for the cost shown on the 'forge' check run (Claude Code reports its own, in USD)."`

@@ -212,7 +212,7 @@ func RepoRoot() string {
 }
 
 // ScriptAgents configures the exec runtime with the test agents of
-// testdata/agents: drafter.sh, auditor.sh and reviser.sh, one runtime each.
+// testdata/agents, one runtime per role (drafter.sh, auditor.sh, ...).
 // override maps a role to another command (a script the test wrote, which
 // may write beside itself: its directory is a write path of its sandbox).
 func ScriptAgents(c *app.Config, timeout time.Duration, override map[string][]string) {
@@ -220,7 +220,7 @@ func ScriptAgents(c *app.Config, timeout time.Duration, override map[string][]st
 	c.Agents.Timeout = timeout
 	c.Agents.Runtimes = map[string]agents.RuntimeConfig{}
 	c.Agents.Roles = map[string]string{}
-	for _, role := range []string{"drafter", "auditor", "reviser", "implementer", "phase_auditor"} {
+	for _, role := range []string{"drafter", "auditor", "reviser", "implementer", "phase_auditor", "memory"} {
 		// Agents run in the sandbox: the test agents are shown read-only,
 		// and a script a test wrote may keep state in its own directory.
 		rc := agents.RuntimeConfig{Type: "exec", Command: []string{filepath.Join(dir, role+".sh")}, ReadPaths: []string{dir}}

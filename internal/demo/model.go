@@ -180,9 +180,18 @@ func play(t turn) ([]toolCall, string) {
 		return implement(t)
 	case "phase_auditor":
 		return nil, auditPhase(t)
+	case "memory":
+		return nil, learnAnswer
 	}
 	return nil, "This scripted demo model plays Forge's roles only."
 }
+
+// learnAnswer is what the memory agent writes down of the sample's rate
+// limiting plan, in the JSON Forge asks for.
+const learnAnswer = `{"facts": [
+  {"category": "architecture", "text": "Rate limiting lives in ratelimit/limiter.go: a token bucket per client behind one mutex, which the HTTP handlers call before any work.", "confidence": 0.8},
+  {"category": "gotcha", "text": "ratelimit's Limiter sweeps idle buckets while holding its mutex: raising the limits makes every sweep slower for the request that pays for it.", "confidence": 0.6}
+]}`
 
 // planPath is the plan file the prompt names.
 func planPath(prompt string) string {

@@ -21,17 +21,20 @@ const (
 	Reviser      Role = "reviser"
 	Implementer  Role = "implementer"
 	PhaseAuditor Role = "phase_auditor"
+	// Memory writes down what a plan that is done taught about its
+	// repository (issue 15 §5), for the prompts of the plans after it.
+	Memory Role = "memory"
 )
 
 // Roles lists every role, in the order the forge loop meets them.
 func Roles() []Role {
-	return []Role{Drafter, Auditor, Reviser, Implementer, PhaseAuditor}
+	return []Role{Drafter, Auditor, Reviser, Implementer, PhaseAuditor, Memory}
 }
 
 // Valid reports whether r is one of the roles Forge knows.
 func (r Role) Valid() bool {
 	switch r {
-	case Drafter, Auditor, Reviser, Implementer, PhaseAuditor:
+	case Drafter, Auditor, Reviser, Implementer, PhaseAuditor, Memory:
 		return true
 	}
 	return false

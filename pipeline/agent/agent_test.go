@@ -17,6 +17,7 @@ func TestRoles(t *testing.T) {
 		{Reviser, true, false},
 		{Implementer, true, true},
 		{PhaseAuditor, true, false},
+		{Memory, true, false},
 		{"", false, false},
 		{"Implementer", false, false},
 		{"phase-auditor", false, false},
@@ -36,8 +37,8 @@ func TestRoles(t *testing.T) {
 			t.Errorf("Roles() lists %q, which is not Valid", r)
 		}
 	}
-	if len(Roles()) != 5 {
-		t.Errorf("Roles() has %d roles, want 5", len(Roles()))
+	if len(Roles()) != 6 {
+		t.Errorf("Roles() has %d roles, want 6", len(Roles()))
 	}
 }
 

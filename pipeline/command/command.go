@@ -42,6 +42,9 @@ const (
 	Terminate Kind = "terminate"
 	// FollowUp opens an issue for each finding a DONE plan left open.
 	FollowUp Kind = "followup"
+	// What the repository's plans taught: list it, drop a fact.
+	Memory Kind = "memory"
+	Forget Kind = "forget"
 )
 
 // MaxFollowUps bounds the findings one /forge followup names: each opens
@@ -92,6 +95,8 @@ type Command struct {
 	// Findings are the finding ids /forge followup names (F1, P2),
 	// upper-cased, each once, in the order given.
 	Findings []string
+	// FactID is the fact /forge forget drops.
+	FactID int
 	// Err is a *UsageError when a reserved subcommand was given
 	// arguments it does not take; Kind still names that subcommand.
 	Err error
@@ -206,14 +211,17 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		cmd.Context = cmdJoinLines(following)
 	case spec.Kind == Help:
 		cmd.Kind = Help
-	case spec.Kind == List:
-		cmd.Kind = List
+	case spec.Kind == List, spec.Kind == Memory:
+		cmd.Kind = spec.Kind
 		if len(args) > 0 {
-			cmd.Err = &UsageError{Kind: List, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[0]}}
+			cmd.Err = &UsageError{Kind: spec.Kind, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[0]}}
 		}
 	case spec.Kind == FollowUp:
 		cmd.Kind = FollowUp
 		cmd.PlanID, cmd.Findings, cmd.Err = cmdParseFollowUp(args)
+	case spec.Kind == Forget:
+		cmd.Kind = Forget
+		cmd.FactID, cmd.Err = cmdFactID(args)
 	case spec.Kind == Revise:
 		cmd.Kind = Revise
 		notes := afterSub
@@ -332,6 +340,22 @@ func cmdParseFollowUp(args []string) (planID string, ids []string, err error) {
 		return "", nil, &UsageError{Kind: FollowUp, Problem: templates.UsageProblem{Event: "too-many-finding-ids", Arg: strconv.Itoa(len(ids)), Other: strconv.Itoa(MaxFollowUps)}}
 	}
 	return planID, ids, nil
+}
+
+// cmdFactID reads /forge forget's one argument, a fact's id: a positive
+// number, as /forge memory lists it.
+func cmdFactID(args []string) (int, error) {
+	if len(args) == 0 {
+		return 0, &UsageError{Kind: Forget, Problem: templates.UsageProblem{Event: "no-fact-id"}}
+	}
+	id, err := strconv.Atoi(args[0])
+	if err != nil || id < 1 || strings.HasPrefix(args[0], "+") {
+		return 0, &UsageError{Kind: Forget, Problem: templates.UsageProblem{Event: "not-fact-id", Arg: args[0]}}
+	}
+	if len(args) > 1 {
+		return 0, &UsageError{Kind: Forget, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[1]}}
+	}
+	return id, nil
 }
 
 // cmdJoinLines joins lines with \n, dropping trailing spaces of each line

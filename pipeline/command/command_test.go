@@ -23,13 +23,14 @@ type cmdResult struct {
 	Regenerate  bool
 	Pipeline    string
 	Findings    string
+	FactID      int
 	Err         string
 	Raw         string
 }
 
 func cmdResultOf(c Command) cmdResult {
 	r := cmdResult{Kind: c.Kind, Description: c.Description, Context: c.Context, Notes: c.Notes, New: c.New,
-		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Findings: strings.Join(c.Findings, " "), Raw: c.Raw}
+		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Findings: strings.Join(c.Findings, " "), FactID: c.FactID, Raw: c.Raw}
 	if c.Err != nil {
 		r.Err = c.Err.Error()
 	}
@@ -183,6 +184,20 @@ func TestParseCommand(t *testing.T) {
 			cmdResult{Kind: Approve, Err: `unexpected argument "banana"; usage: /forge approve [plan-NNN]`, Raw: "/forge approve banana"}},
 		{"approve short plan id", "/forge approve plan-17", true,
 			cmdResult{Kind: Approve, Err: `"plan-17" is not a plan id (plan-NNN); usage: /forge approve [plan-NNN]`, Raw: "/forge approve plan-17"}},
+		{"memory", "/forge memory", true, cmdResult{Kind: Memory, Raw: "/forge memory"}},
+		{"memory with an argument", "/forge memory 3", true,
+			cmdResult{Kind: Memory, Err: `unexpected argument "3"; usage: /forge memory`, Raw: "/forge memory 3"}},
+		{"forget", "/forge forget 12", true, cmdResult{Kind: Forget, FactID: 12, Raw: "/forge forget 12"}},
+		{"forget without an id", "/forge forget", true,
+			cmdResult{Kind: Forget, Err: "the id of the fact to forget is needed (`/forge memory` lists them); usage: /forge forget <id>", Raw: "/forge forget"}},
+		{"forget a word", "/forge forget the cache", true,
+			cmdResult{Kind: Forget, Err: "\"the\" is not a fact's id (a number, as `/forge memory` lists them); usage: /forge forget <id>", Raw: "/forge forget the cache"}},
+		{"forget zero", "/forge forget 0", true,
+			cmdResult{Kind: Forget, Err: "\"0\" is not a fact's id (a number, as `/forge memory` lists them); usage: /forge forget <id>", Raw: "/forge forget 0"}},
+		{"forget a signed number", "/forge forget +3", true,
+			cmdResult{Kind: Forget, Err: "\"+3\" is not a fact's id (a number, as `/forge memory` lists them); usage: /forge forget <id>", Raw: "/forge forget +3"}},
+		{"forget two", "/forge forget 3 4", true,
+			cmdResult{Kind: Forget, Err: `unexpected argument "4"; usage: /forge forget <id>`, Raw: "/forge forget 3 4"}},
 		{"list with prose", "/forge list open plans", true,
 			cmdResult{Kind: List, Err: `unexpected argument "open"; usage: /forge list`, Raw: "/forge list open plans"}},
 		{"list with a plan id", "/forge list plan-001", true,
@@ -286,6 +301,8 @@ func TestCommandKindAllowedOn(t *testing.T) {
 		{Plan, true, false, "/plan [new] [--pipeline <name>] <"},
 		{Help, true, true, "/forge help"},
 		{List, true, true, "/forge list"},
+		{Memory, true, true, "/forge memory"},
+		{Forget, true, true, "/forge forget <id>"},
 		{Status, true, true, "/forge status"},
 		{Cancel, true, true, "/forge cancel"},
 		{Close, true, true, "/forge close"},
@@ -322,7 +339,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 // usage line, a place, a description and an example that parses back to
 // it, without a usage error, and is allowed where the row says.
 func TestCommandTable(t *testing.T) {
-	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Close}
+	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Memory, Forget, Close}
 	doc := Markdown()
 	if len(Table) != len(kinds) {
 		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))

@@ -58,6 +58,9 @@ type Spec struct {
 // ListMost bounds /forge list: a repository's plans most recently active.
 const ListMost = 30
 
+// MemoryMost bounds /forge memory: a repository's newest facts.
+const MemoryMost = 50
+
 // The example answers name the same plan: plan-001, asked for by @alice
 // on issue #1, with its pull request #2.
 const (
@@ -237,6 +240,26 @@ var Table = []Spec{
 			"A plan that is not DONE, or an id it has no open finding under, is refused with the ids there are.",
 		Example: "/forge followup F1 P1",
 		Reply:   &templates.FollowUp{Head: templates.Head{PlanID: exPlan}, Issues: []templates.FollowUpItem{{ID: "F1", Number: 3, New: true}, {ID: "P1", Number: 4, New: true}}}},
+	{Kind: Memory, Words: []string{"memory"}, Usage: "/forge memory", On: Anywhere,
+		Brief: "what Forge learned in this repository (the " + strconv.Itoa(MemoryMost) + " newest facts), with their ids",
+		Does: "Lists what Forge learned from the repository's plans, the newest first: when a plan is done, Forge's memory agent " +
+			"(`agents.memory`) reads the plan, its reviews and its changes and writes down at most 10 short facts (a convention, " +
+			"a gotcha, the architecture, a pattern or a decision, each with its confidence); they are added to `DECISIONS.md` " +
+			"in `plans_dir` on the plan's branch, for people to review on its pull request. The agents of later plans are given " +
+			"the facts that share the most words with what they work on, as data: at most 5 for the drafter, the auditor and the " +
+			"reviser, at most 8 for a phase's implementer and phase auditor.",
+		Example: "/forge memory",
+		Reply: &templates.MemoryList{Total: 2, Most: MemoryMost, Path: "docs/plans/DECISIONS.md", Facts: []templates.FactItem{
+			{ID: 2, Category: "gotcha", Confidence: "0.9", Text: "docs/hello.md quotes the README's greeting verbatim: change both together.", Plan: exPlan},
+			{ID: 1, Category: "convention", Confidence: "0.8", Text: "Documentation pages live under docs/, one page per topic, linked from the README.", Plan: exPlan},
+		}}},
+	{Kind: Forget, Words: []string{"forget"}, Usage: "/forge forget <id>", On: Anywhere,
+		Brief: "drop a fact Forge learned, by its id in `/forge memory`",
+		Does: "Drops one of the repository's facts, by the id `/forge memory` lists: no plan's agent is given it again. " +
+			"`DECISIONS.md` keeps its history; change it through a pull request like any file.",
+		Example: "/forge forget 2",
+		Reply: &templates.Forgot{ID: 2, Found: true, Fact: templates.FactItem{ID: 2, Category: "gotcha", Confidence: "0.9",
+			Text: "docs/hello.md quotes the README's greeting verbatim: change both together.", Plan: exPlan}}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
 		Brief: "close the plan",
 		Does: "Closes the plan for good (CLOSED): a running job is stopped first. Closing the pull request, or the *Cancel* " +

@@ -62,6 +62,7 @@ var scripted = map[agent.Role]Agent{
 	agent.PhaseAuditor: func(agent.Request) (agent.Result, error) {
 		return agent.Result{Output: "- **Severity: minor** — Fine.\n\nVerdict: ready to approve"}, nil
 	},
+	agent.Memory: func(agent.Request) (agent.Result, error) { return agent.Result{Output: `{"facts": []}`}, nil },
 }
 
 var _ pipeline.AgentSource = Agents(nil)

@@ -30,7 +30,8 @@ func twoFilePlan(req agent.Request) (agent.Result, error) {
 // (its auditor blocks and max_audit_rounds is 1: the round cap halted
 // it), "paused" (approved, phase-1 run, max_run 1), "failed" (approved,
 // phase-2 failed) or "done" (approved and run to DONE: its audit phase and
-// its plan's last audit round left a minor finding each, F1 and P1).
+// its plan's last audit round left a minor finding each, F1 and P1, and
+// the memory agent learned the two facts docs/commands.md shows).
 func docWorld(t *testing.T, to string) *pipelinetest.World {
 	t.Helper()
 	cfg := "auto_implement: false\nphases: {wait_for_checks: false, max_context_files: 1}\n"
@@ -47,6 +48,13 @@ func docWorld(t *testing.T, to string) *pipelinetest.World {
 		}
 	}
 	w.Agents[agent.Drafter], w.Agents[agent.Reviser] = twoFilePlan, twoFilePlan
+	if to == "done" {
+		w.Agents[agent.Memory] = func(agent.Request) (agent.Result, error) {
+			return agent.Result{Output: `{"facts": [
+				{"category": "convention", "text": "Documentation pages live under docs/, one page per topic, linked from the README.", "confidence": 0.8},
+				{"category": "gotcha", "text": "docs/hello.md quotes the README's greeting verbatim: change both together.", "confidence": 0.9}]}`}, nil
+		}
+	}
 	failing := to == "failed"
 	w.Agents[agent.Implementer] = func(req agent.Request) (agent.Result, error) {
 		if failing && req.PhaseID == "phase-2" {
@@ -110,6 +118,8 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 		forgecmd.Override:  {"halted", 2, false},
 		forgecmd.Terminate: {"halted", 2, false},
 		forgecmd.FollowUp:  {"done", 2, false},
+		forgecmd.Memory:    {"done", 1, false},
+		forgecmd.Forget:    {"done", 1, false},
 	}
 	for _, spec := range forgecmd.Table {
 		t.Run(string(spec.Kind), func(t *testing.T) {

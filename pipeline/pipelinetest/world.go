@@ -13,6 +13,7 @@ import (
 type World struct {
 	GitHub *GitHub
 	Plans  *Plans
+	Memory *Memory
 	Queue  *Queue
 	Agents Agents
 	Forge  *pipeline.Forge
@@ -24,9 +25,9 @@ const Installation = 1
 
 // NewWorld is a World whose repository holds files; alice may write.
 func NewWorld(files map[string]string) *World {
-	w := &World{GitHub: NewGitHub(files), Plans: NewPlans(), Queue: &Queue{}, Agents: Agents{}, Repo: pipeline.Repo{Owner: "octo", Name: "hello"}}
+	w := &World{GitHub: NewGitHub(files), Plans: NewPlans(), Memory: NewMemory(), Queue: &Queue{}, Agents: Agents{}, Repo: pipeline.Repo{Owner: "octo", Name: "hello"}}
 	w.GitHub.Perms["alice"] = "write"
-	w.Forge = &pipeline.Forge{Plans: w.Plans, Installations: installations{w.GitHub}, Queue: w.Queue, Agents: w.Agents,
+	w.Forge = &pipeline.Forge{Plans: w.Plans, Memory: w.Memory, Installations: installations{w.GitHub}, Queue: w.Queue, Agents: w.Agents,
 		Owner: "pipelinetest", LeaseTTL: time.Minute, AppID: func() int64 { return AppID }}
 	return w
 }

@@ -126,6 +126,7 @@ type Agents struct {
 	Reviser      Agent         `yaml:"reviser" type:"mapping or runtime name" doc:"The reviser's, which revises the plan after a blocking round or people's notes."`
 	Implementer  Agent         `yaml:"implementer" type:"mapping or runtime name" doc:"The implementer's, which changes the files of an implement phase."`
 	PhaseAuditor Agent         `yaml:"phase_auditor" type:"mapping or runtime name" doc:"The phase auditor's, which audits the whole change in the audit phase."`
+	Memory       Agent         `yaml:"memory" type:"mapping or runtime name" doc:"The memory agent's, which writes down what a plan that is done taught about the repository (its conventions, gotchas, architecture, patterns and decisions), for the prompts of the plans after it; a small, cheap model is enough."`
 }
 
 // Agent names one of the server's runtimes and a model: a repository
@@ -136,7 +137,7 @@ type Agent struct {
 }
 
 // ForRole returns the choice for a role by its config name (drafter,
-// auditor, reviser, implementer, phase_auditor).
+// auditor, reviser, implementer, phase_auditor, memory).
 func (a Agents) ForRole(role string) (Agent, bool) {
 	switch role {
 	case "drafter":
@@ -149,6 +150,8 @@ func (a Agents) ForRole(role string) (Agent, bool) {
 		return a.Implementer, true
 	case "phase_auditor":
 		return a.PhaseAuditor, true
+	case "memory":
+		return a.Memory, true
 	}
 	return Agent{}, false
 }

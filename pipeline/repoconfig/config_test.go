@@ -166,7 +166,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			want: []string{
 				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_context_files, max_run, timeout, wait_for_checks)",
-				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, phase_auditor, reviser, timeout)",
+				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, memory, phase_auditor, reviser, timeout)",
 			},
 		},
 		{
@@ -381,9 +381,9 @@ func TestParseRepoConfigErrors(t *testing.T) {
 func TestRepoAgentsForRole(t *testing.T) {
 	a := Agents{
 		Drafter: Agent{Runtime: "d"}, Auditor: Agent{Runtime: "a"}, Reviser: Agent{Runtime: "r"},
-		Implementer: Agent{Runtime: "i"}, PhaseAuditor: Agent{Runtime: "p"},
+		Implementer: Agent{Runtime: "i"}, PhaseAuditor: Agent{Runtime: "p"}, Memory: Agent{Runtime: "m"},
 	}
-	for role, want := range map[string]string{"drafter": "d", "auditor": "a", "reviser": "r", "implementer": "i", "phase_auditor": "p"} {
+	for role, want := range map[string]string{"drafter": "d", "auditor": "a", "reviser": "r", "implementer": "i", "phase_auditor": "p", "memory": "m"} {
 		got, ok := a.ForRole(role)
 		if !ok || got.Runtime != want {
 			t.Errorf("ForRole(%q) = %+v, %v; want runtime %q", role, got, ok, want)

@@ -247,9 +247,10 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"reviser":       d.agentField(&cfg.Agents.Reviser),
 				"implementer":   d.agentField(&cfg.Agents.Implementer),
 				"phase_auditor": d.agentField(&cfg.Agents.PhaseAuditor),
+				"memory":        d.agentField(&cfg.Agents.Memory),
 			}, map[string]string{
 				"runtimes": "runtimes are defined in the server configuration; a repository chooses one per role by name",
-				"roles":    "set a role's runtime as agents.<role>.runtime (roles: drafter, auditor, reviser, implementer, phase_auditor)",
+				"roles":    "set a role's runtime as agents.<role>.runtime (roles: drafter, auditor, reviser, implementer, phase_auditor, memory)",
 			})
 		},
 		"paths": func(at string, v *yaml.Node) {

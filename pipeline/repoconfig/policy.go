@@ -165,7 +165,7 @@ func (p Policy) Validate() error {
 		}
 		for _, role := range policyKeys(r.Agents) {
 			if role != "default" && !agent.Role(role).Valid() && !stepNameRe.MatchString(role) {
-				bad("agents: %q is not a role (default, drafter, auditor, reviser, implementer, phase_auditor, or a pipelines' review role: [a-z][a-z0-9_-], up to 30 characters)", role)
+				bad("agents: %q is not a role (default, drafter, auditor, reviser, implementer, phase_auditor, memory, or a pipelines' review role: [a-z][a-z0-9_-], up to 30 characters)", role)
 				continue
 			}
 			a := r.Agents[role]
