@@ -3,10 +3,17 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/app/store"
+	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
 	"github.com/forge-dev/forge/pipeline"
 )
@@ -78,4 +85,270 @@ pipelines:
 		t.Errorf("plan-002's pipeline: %q (%v), want strict", name, ok)
 	}
 	w.waitIdle(t)
+}
+
+// recordingAgent is an agent script that keeps each call's prompt beside
+// itself (prompt-1, prompt-2, …) and answers call n with answers[n-1]
+// (shell lines); a call beyond them fails. It returns the command and a
+// reader of the prompts so far.
+func recordingAgent(t *testing.T, answers ...string) ([]string, func() []string) {
+	t.Helper()
+	dir := t.TempDir()
+	script := "#!/bin/sh\nset -eu\nd=$(dirname \"$0\")\nn=$(cat \"$d/count\" 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > \"$d/count\"\ncat > \"$d/prompt-$n\"\ncase $n in\n"
+	for i, a := range answers {
+		script += fmt.Sprintf("%d)\n%s\n;;\n", i+1, a)
+	}
+	script += "*) echo \"unscripted call $n\" >&2; exit 1;;\nesac\n"
+	p := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prompts := func() []string {
+		var out []string
+		for i := 1; ; i++ {
+			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("prompt-%d", i)))
+			if err != nil {
+				return out
+			}
+			out = append(out, string(b))
+		}
+	}
+	return []string{p}, prompts
+}
+
+// secondRuntime adds the server runtime "second", running command, beside
+// the test agents' runtimes.
+func secondRuntime(command []string) func(*app.Config) {
+	return func(c *app.Config) {
+		c.Agents.Runtimes["second"] = agents.RuntimeConfig{Type: "exec", Command: command, WritePaths: []string{filepath.Dir(command[0])}}
+	}
+}
+
+// forgeBotReviews are Forge's reviews of the plan's rounds on the pull
+// request, in order.
+func (w *world) forgeBotReviews(pr int) []string {
+	var out []string
+	for _, rv := range w.gh.Reviews(w.repo, pr) {
+		if rv.User == w.gh.BotLogin() && strings.Contains(rv.Body, ":audit:") {
+			out = append(out, rv.Body)
+		}
+	}
+	return out
+}
+
+// TestPipelineOfTwoReviewStepsOnTwoRuntimes: a repository's default
+// pipeline runs the auditor on the test agents' runtime, then a review
+// role of its own (security, prompted by .forge/prompts/security.md) on
+// the runtime "second". Each review is its own loop: the auditor's
+// blocking round 1 is revised, its round 2 passes; then the security
+// review's gates (an artifact, a label not there, a status, the auditor's
+// verdict) are met, its blocking round is revised by the drafter step and
+// its second round approves. The plan is auto-approved and run to DONE.
+func TestPipelineOfTwoReviewStepsOnTwoRuntimes(t *testing.T) {
+	security, prompts := recordingAgent(t,
+		"echo '- **Severity: blocking** — Tokens are logged by the rate limiter.'\necho\necho '**Verdict:** Revision Required'",
+		"echo '- **Severity: minor** — Name the log field.'\necho\necho '**Verdict:** Approved'")
+	w := newForgeWorld(t, forgeOptions{configure: secondRuntime(security), files: map[string]string{
+		".forge/prompts/security.md": "Check that no secret reaches a log line.\n",
+		".github/forge.yml": `auto_implement: true
+pipelines:
+  default:
+    - role: drafter
+    - role: auditor
+      runtime: auditor
+    - role: security
+      runtime: second
+      max_rounds: 2
+      gates:
+        - "after auditor = approved"
+        - "artifact {plans_dir}/{plan}-add-a-greeting-page.md min=100"
+        - "forbid labels == hold"
+        - "require status in [DRAFT, REVIEW]"
+    - role: implementer
+    - role: phase_auditor
+`}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	pr := 0
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		if ps := w.pulls(t); len(ps) == 1 {
+			pr = ps[0].Number
+			return true
+		}
+		return false
+	})
+	w.waitReply(t, pr, "Plan run complete for **plan-001**")
+	w.status(t, "DONE")
+
+	got := prompts()
+	if len(got) != 2 {
+		t.Fatalf("the runtime second was called %d times, want the security review's 2 rounds", len(got))
+	}
+	for i, p := range got {
+		for _, want := range []string{"You are the `security` reviewer of Forge", "Check that no secret reaches a log line.", "**Verdict:** Approved"} {
+			if !strings.Contains(p, want) {
+				t.Errorf("security prompt %d lacks %q:\n%s", i+1, want, p)
+			}
+		}
+	}
+	reviews := w.forgeBotReviews(pr)
+	if len(reviews) != 4 {
+		t.Fatalf("Forge posted %d reviews, want 2 auditor rounds and 2 security rounds:\n%s", len(reviews), strings.Join(reviews, "\n---\n"))
+	}
+	if !strings.Contains(reviews[0], "Review `auditor`, round 1/3") || !strings.Contains(reviews[2], "Review `security`, round 1/2") || !strings.Contains(reviews[3], "Review `security`, round 2/2") {
+		t.Errorf("the reviews do not count each step's rounds:\n%s", strings.Join(reviews, "\n---\n"))
+	}
+	if !strings.Contains(reviews[2], "Tokens are logged by the rate limiter") || !strings.Contains(reviews[3], "Name the log field") {
+		t.Errorf("rounds 3 and 4 are not the security review's:\n%s\n---\n%s", reviews[2], reviews[3])
+	}
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(w.pulls(t)[0].Head))
+	if countPrefix(msgs, "plan-001: revision") != 2 {
+		t.Errorf("commits %q: want one revision for each review step", msgs)
+	}
+}
+
+// TestPipelineGateEscalates: a step's gates, every kind of directive
+// unmet, stop the plan before the step runs: label forge:escalated, the
+// forge check run asking to resume or terminate (nothing was reviewed to
+// override), and a comment listing each unmet directive with what Forge
+// saw and the exact commands. Resumed with the gates still unmet, the plan
+// escalates again; terminated, it is CLOSED.
+func TestPipelineGateEscalates(t *testing.T) {
+	security, prompts := recordingAgent(t)
+	w := newForgeWorld(t, forgeOptions{configure: secondRuntime(security), files: map[string]string{
+		".forge/prompts/security.md": "Check the threat model.\n",
+		".github/forge.yml": `auto_implement: false
+pipelines:
+  default:
+    - role: drafter
+    - role: auditor
+    - role: security
+      runtime: second
+      gates:
+        - "artifact {plans_dir}/{plan}-threat-model.md"
+        - "require labels == security-ok"
+        - "forbid status == DRAFT"
+        - "after auditor = revision"
+        - "check security-scan == success"
+        - "require approvals >= 1"
+`}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	pr := 0
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		if ps := w.pulls(t); len(ps) == 1 {
+			pr = ps[0].Number
+			return true
+		}
+		return false
+	})
+	body := w.waitReply(t, pr, "is escalated to people")
+	for _, want := range []string{
+		"(step `security`): the step's gate is not met",
+		"`artifact {plans_dir}/{plan}-threat-model.md`", "`require labels == security-ok`", "`forbid status == DRAFT`",
+		"`after auditor = revision`", "`check security-scan == success`", "`require approvals >= 1`",
+		"`/forge resume plan-001`", "`/forge terminate plan-001`",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the escalation lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "/forge override") {
+		t.Errorf("a gate escalation offers an override of nothing reviewed:\n%s", body)
+	}
+	apptest.Eventually(t, forgeWait, "the forge:escalated label", func() bool {
+		return slices.Equal(w.gh.Labels(w.repo, pr), []string{"forge:escalated"})
+	})
+	run := w.liveForgeRun(w.pulls(t)[0])
+	if run.Conclusion != "action_required" || !slices.Equal(identifiers(run.Actions), []string{"resume", "terminate"}) || !strings.Contains(run.Output.Title, "escalated (gate)") {
+		t.Errorf("the escalated plan's forge check run: %s/%s %q, buttons %v", run.Status, run.Conclusion, run.Output.Title, identifiers(run.Actions))
+	}
+	if n := len(prompts()); n != 0 {
+		t.Errorf("the security step ran %d times behind its unmet gate", n)
+	}
+
+	// Resumed with the gates still unmet: escalated again.
+	w.commandOn(t, pr, "alice", "/forge resume plan-001")
+	apptest.Eventually(t, forgeWait, "a second escalation", func() bool {
+		n := 0
+		for _, c := range w.botComments(t, pr) {
+			if strings.Contains(c.Body, "is escalated to people") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	w.commandOn(t, pr, "alice", "/forge terminate plan-001")
+	w.waitReply(t, pr, "Terminated by @alice")
+	w.status(t, "CLOSED")
+}
+
+// TestPipelineRevisionCapEscalates: a review step of the repository's
+// own asks for a revision every round; its max_rounds (1) rounds used up,
+// the plan escalates rather than revise (forge:escalated, Resume,
+// Override, Terminate). Resumed, the step gets as many rounds again: one
+// revision, one round, and it escalates again; overridden by the button,
+// the plan is in REVIEW.
+func TestPipelineRevisionCapEscalates(t *testing.T) {
+	blocking := "echo '- **Severity: blocking** — The plan never says who may call it.'\necho\necho '**Verdict:** Revision Required'"
+	security, prompts := recordingAgent(t, blocking, blocking, blocking)
+	w := newForgeWorld(t, forgeOptions{configure: secondRuntime(security), files: map[string]string{
+		".forge/prompts/security.md": "Check who may call it.\n",
+		".github/forge.yml": `auto_implement: false
+pipelines:
+  default:
+    - role: drafter
+    - role: security
+      runtime: second
+      max_rounds: 1
+`}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	pr := 0
+	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
+		if ps := w.pulls(t); len(ps) == 1 {
+			pr = ps[0].Number
+			return true
+		}
+		return false
+	})
+	body := w.waitReply(t, pr, "its `max_rounds` revisions are used up")
+	for _, want := range []string{"(step `security`, round 1)", "`/forge resume plan-001`", "`/forge override plan-001`", "`/forge terminate plan-001`"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the escalation lacks %q:\n%s", want, body)
+		}
+	}
+	apptest.Eventually(t, forgeWait, "the forge:escalated label", func() bool {
+		return slices.Equal(w.gh.Labels(w.repo, pr), []string{"forge:escalated"})
+	})
+	if n := len(prompts()); n != 1 {
+		t.Errorf("the security step ran %d rounds before its cap, want 1", n)
+	}
+	w.commandOn(t, pr, "alice", "/forge resume")
+	apptest.Eventually(t, forgeWait, "the second escalation after one more revision", func() bool {
+		return len(prompts()) == 2 && w.liveForgeRun(w.pulls(t)[0]).Conclusion == "action_required"
+	})
+	w.waitReply(t, pr, "(step `security`, round 2)")
+	run := w.liveForgeRun(w.pulls(t)[0])
+	if !slices.Equal(identifiers(run.Actions), []string{"resume", "override", "terminate"}) {
+		t.Fatalf("the revision cap's buttons: %v", identifiers(run.Actions))
+	}
+	w.press(t, w.pulls(t)[0], run, "alice", "override")
+	w.waitReply(t, pr, "Overridden by @alice")
+	w.status(t, "REVIEW")
+	if msgs := commitMessages(w.gh.Repo(w.repo).Commits(w.pulls(t)[0].Head)); countPrefix(msgs, "plan-001: revision") != 1 {
+		t.Errorf("commits %q: want the one revision the resume allowed", msgs)
+	}
 }

@@ -138,7 +138,7 @@ func (r *run) rounds(ctx context.Context) error {
 		if d.Outcome == converge.Done && d.Guard != "" {
 			r.planLoop().Guard = string(d.Guard)
 		}
-		if d.Outcome == converge.Continue && !r.builtinPipeline() && p.StepRevisions[step.Name] >= r.revisionCap(step) {
+		if d.Outcome == converge.Continue && !r.builtinPipeline() && p.StepRevisions[step.Name]+1 >= r.revisionCap(step) {
 			// A step of the repository's pipeline is capped by its
 			// revisions in the plan, not by the rounds of a run.
 			if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
@@ -263,9 +263,20 @@ func (r *run) postReview(ctx context.Context, ar *audit.Round) error {
 		}
 		inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
 	}
+	shown, step := ar.Round-p.RunStartRound, ""
+	if !r.builtinPipeline() && p.State.Mode() != plan.ModeAudit {
+		// A step of the repository's pipeline counts its own rounds in
+		// the plan, as its cap does.
+		step, shown = ar.Step, 1
+		for _, a := range p.Audits {
+			if a.Step == ar.Step {
+				shown++
+			}
+		}
+	}
 	id, err := r.createReview(ctx, ar.CommitID, inline, func(inline int) (string, error) {
 		return templates.Text(templates.Review{
-			Marker: marker, Round: ar.Round - p.RunStartRound, MaxRounds: r.roundsOfRun(),
+			Marker: marker, Step: step, Round: shown, MaxRounds: r.roundsOfRun(),
 			Verdict: ar.Verdict.String(), Loop: ar.Loop, Preflight: ar.Preflight,
 			Findings: ar.Findings, Inline: inline,
 		})
@@ -305,7 +316,7 @@ func (r *run) roundsOfRun() int {
 		return 1
 	}
 	if step, ok := r.reviewStep(); ok && !r.builtinPipeline() {
-		return r.revisionCap(step) + 1
+		return r.revisionCap(step)
 	}
 	return r.cfg.MaxAuditRounds
 }

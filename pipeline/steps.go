@@ -106,9 +106,10 @@ func (r *run) reviser(review repoconfig.Step) repoconfig.Step {
 	return s
 }
 
-// revisionCap is how many revisions a review step of a repository's
-// pipeline may ask for in the plan: its max_rounds, and as many more for
-// each time people resumed it from the cap.
+// revisionCap is how many rounds a review step of a repository's
+// pipeline may run in the plan (its revisions are one fewer): its
+// max_rounds, and as many more for each time people resumed it from the
+// cap. Its revisions are counted in the plan, never reset.
 func (r *run) revisionCap(s repoconfig.Step) int {
 	return s.MaxRounds * (1 + r.p.StepGrants[s.Name])
 }

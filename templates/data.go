@@ -641,7 +641,11 @@ type (
 	}
 	// Review is an audit round as a pull request review.
 	Review struct {
-		Marker    string
+		Marker string
+		// Step names the review step of a repository's pipeline that made
+		// the round, whose own rounds Round counts; empty for the built-in
+		// pipeline's auditor.
+		Step      string
 		Round     int
 		MaxRounds int
 		Verdict   string

@@ -454,6 +454,7 @@ func textCases(t *testing.T) []textCase {
 		{"complete/cancelled before any round", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 0, Cancelled: true}},
 
 		{"review/blocking", review(templates.Review{Findings: []audit.Finding{blocking, medium}, Inline: 1})},
+		{"review/a pipeline's review step", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 4), Step: "security", Round: 2, MaxRounds: 3, Verdict: "minor", Findings: []audit.Finding{minor}})},
 		{"review/minor", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 3), Round: 3, Verdict: "minor", Loop: false, Findings: []audit.Finding{minor, suggestion}})},
 		{"review/none", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 1), Round: 1, Verdict: "none", Loop: false})},
 		{"review/standalone audit, no findings", review(templates.Review{Marker: pipeline.Marker(planNumber, "audit", 4), Round: 1, MaxRounds: 1, Verdict: "none", Loop: false, Findings: []audit.Finding{}})},
