@@ -173,14 +173,7 @@ pipelines:
 		}
 	})
 	w.command(t, "alice", "/forge add a greeting page")
-	pr := 0
-	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
-		if ps := w.pulls(t); len(ps) == 1 {
-			pr = ps[0].Number
-			return true
-		}
-		return false
-	})
+	pr := w.planPR(t).Number
 	w.waitReply(t, pr, "Plan run complete for **plan-001**")
 	w.status(t, "DONE")
 
@@ -242,14 +235,7 @@ pipelines:
 		}
 	})
 	w.command(t, "alice", "/forge add a greeting page")
-	pr := 0
-	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
-		if ps := w.pulls(t); len(ps) == 1 {
-			pr = ps[0].Number
-			return true
-		}
-		return false
-	})
+	pr := w.planPR(t).Number
 	body := w.waitReply(t, pr, "is escalated to people")
 	for _, want := range []string{
 		"(step `security`): the step's gate is not met",
@@ -316,14 +302,7 @@ pipelines:
 		}
 	})
 	w.command(t, "alice", "/forge add a greeting page")
-	pr := 0
-	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
-		if ps := w.pulls(t); len(ps) == 1 {
-			pr = ps[0].Number
-			return true
-		}
-		return false
-	})
+	pr := w.planPR(t).Number
 	body := w.waitReply(t, pr, "its `max_rounds` revisions are used up")
 	for _, want := range []string{"(step `security`, round 1)", "`/forge resume plan-001`", "`/forge override plan-001`", "`/forge terminate plan-001`"} {
 		if !strings.Contains(body, want) {
