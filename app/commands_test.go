@@ -405,15 +405,16 @@ func TestClosedUnmerged(t *testing.T) {
 	}
 }
 
-// failTwice is an implementer that fails its first two calls (the phase
-// and Forge's one retry of the agent), then does the work.
-func failTwice(t *testing.T) []string {
+// slowOnce is an implementer whose first call outlasts the phase's
+// timeout (a failure of the phase, not of the agent: nothing retries or
+// escalates it), then does the work.
+func slowOnce(t *testing.T) []string {
 	t.Helper()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "implementer.sh")
 	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents", "implementer.sh")
 	script := fmt.Sprintf("#!/bin/sh\nc=%s/count\nn=$(cat \"$c\" 2>/dev/null || echo 0)\necho $((n+1)) > \"$c\"\n"+
-		"if [ \"$n\" -lt 2 ]; then cat >/dev/null; echo 'build broke' >&2; exit 1; fi\nexec %s\n", dir, real)
+		"if [ \"$n\" -lt 1 ]; then cat >/dev/null; echo 'build broke' >&2; exec sleep 30; fi\nexec %s\n", dir, real)
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +424,8 @@ func failTwice(t *testing.T) []string {
 // TestPhaseFailureAndRetry: a failing phase stops the run with its check
 // run failed and buttons; /forge phases shows it; Retry runs it again.
 func TestPhaseFailureAndRetry(t *testing.T) {
-	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"implementer": failTwice(t)}})
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"implementer": slowOnce(t)},
+		files: map[string]string{".github/forge.yml": "phases:\n  timeout: 2s\n  checks_grace: 1s\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
 	pr := 0
 	apptest.Eventually(t, forgeWait, "the plan PR", func() bool {
@@ -434,7 +436,7 @@ func TestPhaseFailureAndRetry(t *testing.T) {
 		return false
 	})
 	stopped := w.waitReply(t, pr, "Plan run stopped: Phase **phase-1** failed")
-	if !strings.Contains(stopped, "0/2 phases completed") || !strings.Contains(stopped, "build broke") {
+	if !strings.Contains(stopped, "0/2 phases completed") || !strings.Contains(stopped, "timed out after 2s") {
 		t.Errorf("stop report:\n%s", stopped)
 	}
 	head := w.gh.Repo(w.repo).Head(w.pulls(t)[0].Head)
