@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,9 +135,10 @@ func TestPushDuringPhaseIsMerged(t *testing.T) {
 }
 
 // TestPushDuringPhaseConflicts: a person changes the line the implementer
-// changes. The phase stops with a comment on the PR naming the file and
-// the command to retry; the person's commit stays the head, untouched; the
-// retry starts from it. Before, Forge's README.md replaced the person's.
+// changes. The plan escalates (forge:escalated) with a comment on the PR
+// naming the file and the command that resumes; the person's commit stays
+// the head, untouched; the resumed phase starts from it. Before, Forge's
+// README.md replaced the person's.
 func TestPushDuringPhaseConflicts(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{
 		override: map[string][]string{"drafter": readmeDrafter(t), "implementer": waitingImplementer(t)},
@@ -149,10 +151,8 @@ func TestPushDuringPhaseConflicts(t *testing.T) {
 	})
 	theirs := "# hello\n\nHello, world, from Alice.\n"
 	pr, pushed := pushWhileImplementing(t, w, map[string]string{"README.md": theirs})
-	// The reply, by its marker: the run's progress comment ends with the
-	// same words.
-	stopped := w.waitReply(t, pr.Number, "<!-- forge:plan-001:conflict:")
-	for _, want := range []string{"stopped while running phase-1", "`README.md`: both changed the same lines", "`" + pushed[:7] + "` stays the head", "`/forge run`"} {
+	stopped := w.waitReply(t, pr.Number, "is escalated to people")
+	for _, want := range []string{"escalated to people at phase-1", "`README.md`: both changed the same lines", "`" + pushed[:7] + "`, which stays the head", "`/forge resume plan-001`"} {
 		if !strings.Contains(stopped, want) {
 			t.Errorf("the conflict comment lacks %q:\n%s", want, stopped)
 		}
@@ -168,7 +168,10 @@ func TestPushDuringPhaseConflicts(t *testing.T) {
 		t.Errorf("%d phase-1 commits after the conflict", n)
 	}
 
-	w.commandOn(t, pr.Number, "alice", "/forge run")
+	if got := w.gh.Labels(w.repo, pr.Number); !slices.Equal(got, []string{"forge:escalated"}) {
+		t.Errorf("labels after the conflict: %v", got)
+	}
+	w.commandOn(t, pr.Number, "alice", "/forge resume")
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
 	if got, _ := repo.File(pr.Head, "README.md"); got != theirs {
 		t.Errorf("README.md after the retry: %q", got)
@@ -288,9 +291,9 @@ func TestPushDuringRevisionIsMerged(t *testing.T) {
 }
 
 // TestPushDuringRevisionConflicts: the person changes the Testing line the
-// reviser's revision writes next to. The revision stops with a comment on
-// the pull request naming the plan file and `/forge revise`; the person's
-// commit stays the head.
+// reviser's revision writes next to. The plan escalates with a comment on
+// the pull request naming the plan file and `/forge resume plan-001`; the
+// person's commit stays the head.
 func TestPushDuringRevisionConflicts(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	t.Cleanup(func() {
@@ -314,8 +317,8 @@ func TestPushDuringRevisionConflicts(t *testing.T) {
 	pushed := w.gh.PushAs(t, w.repo, "alice", pr.Head, map[string]string{planPath: edited}, "Alice's test notes")
 
 	w.commandOn(t, pr.Number, "alice", "/forge revise")
-	stopped := w.waitReply(t, pr.Number, "stopped while revising")
-	for _, want := range []string{"`" + planPath + "`: both changed the same lines", "`" + pushed[:7] + "` stays the head", "`/forge revise`"} {
+	stopped := w.waitReply(t, pr.Number, "is escalated to people")
+	for _, want := range []string{"(step `commit`)", "`" + planPath + "`: both changed the same lines", "`" + pushed[:7] + "`, which stays the head", "`/forge resume plan-001`"} {
 		if !strings.Contains(stopped, want) {
 			t.Errorf("the conflict comment lacks %q:\n%s", want, stopped)
 		}
