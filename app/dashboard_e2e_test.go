@@ -107,7 +107,7 @@ func (w *dashboardWorld) more(t *testing.T) {
 	w.gh.SetPermission(widgets.repo, "alice", "write")
 	widgets.issue = w.gh.AddIssue(widgets.repo, ghdouble.IssueSpec{Title: "Greeting page", Author: "alice"})
 	widgets.command(t, "alice", "/forge add a greeting page")
-	failing.waitComment(t, failing.issue, "Forge failed")
+	failing.waitComment(t, failing.issue, "Forge escalated")
 	widgets.waitComment(t, widgets.issue, "Forge finished")
 	widgets.waitComment(t, widgets.pulls(t)[0].Number, "Plan run complete")
 }
@@ -162,7 +162,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("tokens %q, want Claude Code's count", tokens)
 	}
 	failed := cell("octo/hello/plan-002", "last-error")
-	for _, want := range []string{"while auditing", "auditor agent: agent exited with status 3", "model quota exceeded"} {
+	for _, want := range []string{"while auditing", "auditor agent failed twice: agent exited with status 3", "model quota exceeded"} {
 		if !strings.Contains(failed, want) {
 			t.Errorf("the failed plan's last error lacks %q: %q", want, failed)
 		}

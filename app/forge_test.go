@@ -394,29 +394,24 @@ func TestSecondForgeRefused(t *testing.T) {
 }
 
 // TestForgeAgentFails: an agent that fails twice (the first attempt and
-// its one retry) sends the plan back to DRAFT and reports its exit status
-// and last lines.
+// its one retry) escalates the plan to people with its exit status and
+// last lines, and the command that resumes it; its work is kept.
 func TestForgeAgentFails(t *testing.T) {
 	// The script counts its calls beside itself: the only place its
 	// sandbox lets it write.
 	drafter := failingScript(t, "echo call >> \"$(dirname \"$0\")/calls\"\necho 'model quota exceeded' >&2\nexit 3")
 	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": drafter}})
 	w.command(t, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the failure", func(b string) bool { return strings.Contains(b, "Forge failed") })
-	var report string
-	for _, c := range w.botComments(t, w.issue) {
-		if strings.Contains(c.Body, ":error:") {
-			report = c.Body
-		}
-	}
-	for _, want := range []string{"Forge failed on plan-001 while drafting", "exit", "3", "model quota exceeded", "DRAFT"} {
-		if !strings.Contains(report, want) {
-			t.Errorf("failure report lacks %q:\n%s", want, report)
-		}
-	}
+	w.waitProgress(t, "the escalation", func(b string) bool { return strings.Contains(b, "Forge escalated plan-001 to people (agent-failed)") })
 	pr := w.pulls(t)[0]
+	report := w.waitReply(t, pr.Number, "is escalated to people")
+	for _, want := range []string{"(step `drafter`)", "agent exited with status 3", "model quota exceeded", "`/forge resume plan-001`"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the escalation lacks %q:\n%s", want, report)
+		}
+	}
 	checks := forgeChecks(w, pr)
-	if len(checks) == 0 || checks[len(checks)-1].Conclusion != "failure" {
+	if len(checks) == 0 || checks[len(checks)-1].Conclusion != "action_required" {
 		t.Errorf("forge check: %+v", checks)
 	}
 	// What was written is kept: the branch and the template file.
@@ -429,24 +424,20 @@ func TestForgeAgentFails(t *testing.T) {
 	}
 }
 
-// TestForgeAgentTimesOut: an agent past its timeout is ended and reported.
+// TestForgeAgentTimesOut: an agent past its timeout is ended, tried once
+// more, ended again and the plan escalated, saying so.
 func TestForgeAgentTimesOut(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{agentTimeout: 2 * time.Second, override: map[string][]string{
 		"auditor": failingScript(t, "sleep 30"),
 	}})
 	start := time.Now()
 	w.command(t, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the timeout", func(b string) bool { return strings.Contains(b, "Forge failed") })
+	w.waitProgress(t, "the timeout", func(b string) bool { return strings.Contains(b, "Forge escalated") })
 	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("a 2 s timeout took %s to report", d)
+		t.Errorf("a 2 s timeout, twice, took %s to report", d)
 	}
-	var report string
-	for _, c := range w.botComments(t, w.issue) {
-		if strings.Contains(c.Body, ":error:") {
-			report = c.Body
-		}
-	}
-	if !strings.Contains(report, "auditing") || !strings.Contains(strings.ToLower(report), "timed out") {
+	report := w.waitReply(t, w.pulls(t)[0].Number, "is escalated to people")
+	if !strings.Contains(report, "(step `auditor`") || !strings.Contains(strings.ToLower(report), "timed out") {
 		t.Errorf("failure report:\n%s", report)
 	}
 }
