@@ -31,6 +31,8 @@ type Config struct {
 	Phases   Phases   `yaml:"phases" doc:"Phase runs: one commit per phase, each waiting for the repository's checks."`
 	Agents   Agents   `yaml:"agents" doc:"Which of the server's runtimes and which model each role uses; a role left out uses the server's 'agents.roles'. A repository chooses runtimes by name, it never defines one."`
 	Paths    Paths    `yaml:"paths" doc:"The files the implementer may change. Each path it changed is checked after every call: one that matches no 'allow' pattern, or any 'deny' pattern, fails the phase with the list, and nothing of it is committed. Patterns are globs over the path from the repository root: '*' stays within a directory, '**' crosses directories."`
+	// AcceptanceThreshold is a percentage, 0 to 100.
+	AcceptanceThreshold int `yaml:"acceptance_threshold" doc:"For a plan with a '## Acceptance Criteria' section: the percentage of its criteria (0 to 100) the final audit must show covered (a phase's commit with a check that passed on it, or a test file in the change) for the pull request to be marked ready for review. Below it the plan waits (label 'forge:acceptance') for people to merge anyway, continue or replan. A plan without criteria is not held."`
 }
 
 // Paths bounds the files the implementer may change (a phase that names
@@ -174,6 +176,8 @@ func Default() Config {
 		},
 		Agents: Agents{Timeout: 30 * time.Minute},
 		Paths:  Paths{Allow: []string{"**"}, Deny: []string{GitHubDirGlob}},
+		// Seed 001's.
+		AcceptanceThreshold: 80,
 	}
 }
 
