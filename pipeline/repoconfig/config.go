@@ -23,6 +23,10 @@ type Config struct {
 	Convergence      Convergence   `yaml:"convergence" doc:"When a review loop (the plan's audit rounds, an audit phase's fix rounds) is done: the most findings of each severity its last round may have. Blocking findings count as critical, minor and suggestion as minor."`
 	ProgressThrottle time.Duration `yaml:"progress_throttle" doc:"The least time between two edits of a progress comment (a wait as it begins and a run's end are shown at once)."`
 	AutoImplement    bool          `yaml:"auto_implement" doc:"A review loop that ended within the convergence thresholds (not halted, overridden or on a plateau) with no change by people on the branch is approved by Forge itself, and the phases run; only where the operator's policy allows it."`
+
+	// AcceptanceThreshold is a percentage, 0 to 100.
+	AcceptanceThreshold int `yaml:"acceptance_threshold" doc:"For a plan with a '## Acceptance Criteria' section: the percentage of its criteria (0 to 100) the final audit must show covered (a phase's commit with a check that passed on it, or a test file in the change) for the pull request to be marked ready for review. Below it the plan waits (label 'forge:acceptance') for people to merge anyway, continue or replan. A plan without criteria is not held."`
+
 	// PlansDir is cleaned and relative to the repository root.
 	PlansDir string   `yaml:"plans_dir" doc:"Where plan files and phases files are written on the plan branch: a directory relative to the repository root, outside '.git'."`
 	Labels   Labels   `yaml:"labels" doc:"The labels Forge reacts to."`
@@ -31,8 +35,6 @@ type Config struct {
 	Phases   Phases   `yaml:"phases" doc:"Phase runs: one commit per phase, each waiting for the repository's checks."`
 	Agents   Agents   `yaml:"agents" doc:"Which of the server's runtimes and which model each role uses; a role left out uses the server's 'agents.roles'. A repository chooses runtimes by name, it never defines one."`
 	Paths    Paths    `yaml:"paths" doc:"The files the implementer may change. Each path it changed is checked after every call: one that matches no 'allow' pattern, or any 'deny' pattern, fails the phase with the list, and nothing of it is committed. Patterns are globs over the path from the repository root: '*' stays within a directory, '**' crosses directories."`
-	// AcceptanceThreshold is a percentage, 0 to 100.
-	AcceptanceThreshold int `yaml:"acceptance_threshold" doc:"For a plan with a '## Acceptance Criteria' section: the percentage of its criteria (0 to 100) the final audit must show covered (a phase's commit with a check that passed on it, or a test file in the change) for the pull request to be marked ready for review. Below it the plan waits (label 'forge:acceptance') for people to merge anyway, continue or replan. A plan without criteria is not held."`
 }
 
 // Paths bounds the files the implementer may change (a phase that names
