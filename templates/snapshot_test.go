@@ -207,6 +207,21 @@ var hostileRows = []templates.PhaseRow{
 	{ID: "phase-4", Title: pipeline.Untrusted("#quot;entity#35; & &amp; :smile: **bold** _em_ ~strike~ \\ back", 120), Kind: "audit", State: "skipped", DependsOn: []string{"phase-3"}},
 }
 
+// acceptanceTable is a traceability table of five criteria, three
+// covered: by a passing check, by a test, by a fix round's commit; the
+// other two not, one with hostile text.
+func acceptanceTable(threshold int) templates.AcceptanceTable {
+	rows := []templates.AcceptanceRow{
+		{ID: "AC-1", Text: "The page greets the reader by name.", Phase: "phase-1", Commit: "1a2b3c4", CommitURL: "https://github.com/octo/hello/commit/1a2b3c4", Check: "test", Covered: true},
+		{ID: "AC-2", Text: "The greeting function handles an empty name.", Phase: "phase-2", Commit: "5d6e7f8", CommitURL: "https://github.com/octo/hello/commit/5d6e7f8", Test: "src/greet_test.go", Covered: true},
+		{ID: "AC3", Text: "The README links the page.", Phase: "phase-3", Commit: "9a8b7c6", CommitURL: "https://github.com/octo/hello/commit/9a8b7c6", Check: "ci / lint (ubuntu)", Covered: true},
+		{ID: "AC-4", Text: pipeline.Untrusted("<img src=x onerror=alert(1)> | pipe | [link](https://evil.example) `code` **bold** @octocat", 200), Phase: "phase-2", Why: "commit"},
+		{ID: "AC-5", Text: "The page is linked from the site's navigation.", Why: "no-claim"},
+	}
+	covered := 3
+	return templates.AcceptanceTable{Rows: rows, Covered: covered, Total: len(rows), Percent: covered * 100 / len(rows), Threshold: threshold}
+}
+
 func textCases(t *testing.T) []textCase {
 	pre := preflightFindings(t)
 	rounds := []audit.Round{
@@ -337,6 +352,9 @@ func textCases(t *testing.T) []textCase {
 		{"check-title/closed", templates.CheckTitle{Event: "closed"}},
 		{"check-title/superseded", templates.CheckTitle{Event: "superseded"}},
 		{"check-title/halted", templates.CheckTitle{Event: "halted", Guard: "round-cap"}},
+		{"check-title/acceptance", templates.CheckTitle{Event: "acceptance", Percent: 60, Threshold: 80}},
+		{"check-title/merged-anyway", templates.CheckTitle{Event: "merged-anyway"}},
+		{"check-title/replanning", templates.CheckTitle{Event: "replanning"}},
 		{"check-title/resumed", templates.CheckTitle{Event: "resumed"}},
 		{"check-title/overridden", templates.CheckTitle{Event: "overridden"}},
 		{"check-title/plateau", templates.CheckTitle{Event: "plateau"}},
@@ -437,6 +455,14 @@ func textCases(t *testing.T) []textCase {
 		{"halt/terminated", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "round-cap", Round: 5})},
 		{"halt/refused", halt(templates.Halt{Event: "refused", Guard: "fix-regression", Round: 3})},
 		{"halt/not-halted", halt(templates.Halt{Event: "not-halted", Status: string(plan.Review)})},
+		{"halt/acceptance continued", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "acceptance"})},
+		{"halt/acceptance merged anyway", halt(templates.Halt{Event: "overridden", By: "octocat", Guard: "acceptance"})},
+		{"halt/acceptance replanned", halt(templates.Halt{Event: "replanned", Guard: "acceptance"})},
+		{"halt/acceptance terminated", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "acceptance"})},
+		{"halt/acceptance refused", halt(templates.Halt{Event: "refused", Guard: "acceptance"})},
+		{"acceptance-wait/below the threshold", &templates.AcceptanceWait{Head: templates.Head{Marker: pipeline.Marker(planNumber, "acceptance-wait", "acceptance:3"), PlanID: planID}, Table: acceptanceTable(80)}},
+		{"acceptance-table/at the threshold", acceptanceTable(60)},
+		{"acceptance-table/rows left out", func() templates.AcceptanceTable { a := acceptanceTable(80); a.Rows, a.RowsCut = a.Rows[:2], 3; return a }()},
 		{"audit-log/no findings", templates.AuditLog{Round: 3, Date: "2025-03-14", Verdict: "none", Preflight: false, Findings: []audit.Finding(nil)}},
 		{"doctor/healthy", templates.Doctor{Checks: []templates.DoctorCheck{
 			{Verdict: "ok", Name: "configuration", Detail: "/etc/forge/forge.yml"},
@@ -547,6 +573,10 @@ func textCases(t *testing.T) []textCase {
 			{ID: "phase-1", Title: "Implement src/webhook.ts", Status: "done", Output: "32s"},
 			{ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "skipped", Output: "28s"},
 			{ID: "phase-3", Title: "Post-implementation audit", Status: "done", Output: "27s"}}}},
+		{"phase-run-done/complete, acceptance criteria covered", func() templates.PhaseRunDone {
+			a := acceptanceTable(60)
+			return templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 2, Elapsed: "87s", Acceptance: &a}
+		}()},
 		{"phase-run-done/partial", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Ran: 1, Remaining: 2}},
 		{"phase-skipped/skipped", templates.PhaseSkipped{Head: templates.Head{PlanID: planID}, PhaseID: "phase-1", Title: "Implement src/webhook.ts", Was: "failed"}},
 		{"phase-skipped/nothing", templates.PhaseSkipped{Head: templates.Head{PlanID: planID}}},
@@ -581,6 +611,15 @@ func textCases(t *testing.T) []textCase {
 		// The body at each stage of a plan: drafted, approved (its phases
 		// made when the run starts), phase 1 running, phase 1 done and
 		// phase 2 running, a failed phase, done.
+		{"pr-body/waits on its acceptance criteria", func() templates.PRBody {
+			a := acceptanceTable(80)
+			return prBody(templates.PRBody{Status: string(plan.Auditing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "done"), Guard: "acceptance", Acceptance: &a})
+		}()},
+		{"pr-body/merged anyway", func() templates.PRBody {
+			a := acceptanceTable(80)
+			return prBody(templates.PRBody{Status: string(plan.Done), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "done"),
+				Overrides: []templates.Overridden{{By: "octocat", Guard: "acceptance"}}, Acceptance: &a})
+		}()},
 		{"pr-body/1 drafted", prBody(templates.PRBody{Status: string(plan.Review), Rounds: 2, LastVerdict: "minor"})},
 		{"pr-body/2 approved", prBody(templates.PRBody{Status: string(plan.Approved), Rounds: 2, LastVerdict: "minor", Closes: issue})},
 		{"pr-body/3 phase 1 running", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("running")})},

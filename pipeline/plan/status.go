@@ -60,8 +60,21 @@ type Halt struct {
 	Phase  string `json:"phase,omitempty"`
 }
 
-// Label is the word of the label a plan halted so carries: forge:halted.
-func (h Halt) Label() string { return "halted" }
+// ReasonAcceptance is the halt of a plan whose final audit showed fewer
+// of its acceptance criteria covered than acceptance_threshold: it waits
+// for people to merge it anyway (override), continue (resume) or replan
+// (revise).
+const ReasonAcceptance = "acceptance"
+
+// Label is the word of the label a plan halted so carries: forge:halted,
+// or forge:acceptance for a plan that waits on its acceptance criteria.
+func (h Halt) Label() string {
+	switch h.Reason {
+	case ReasonAcceptance:
+		return "acceptance"
+	}
+	return "halted"
+}
 
 // Mode is what a run does.
 type Mode string

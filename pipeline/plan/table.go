@@ -130,6 +130,9 @@ func stopIs(stop Stop) func(State, Event) bool {
 }
 func forgeMode(s State, _ Event) bool { return s.mode != ModePhases && s.mode != ModePlan }
 
+// waitsOnAcceptance holds for a plan halted below its acceptance threshold.
+func waitsOnAcceptance(s State, _ Event) bool { return s.halt != nil && s.halt.Reason == ReasonAcceptance }
+
 func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: data} }
 
 // haltReply is the answer to a person's decision on a halted plan, event
@@ -428,6 +431,23 @@ var table = []Row{
 			s.step = StepFinished
 			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "overridden"}, Buttons: planButton}},
 				SyncLabel{}, StatusLine{}, UpdatePR{}, haltReply(s, "overridden", ev.(Override).By)}
+		}},
+	{Event: "override", From: phaseable, Run: halted, Guard: "it waits on its acceptance criteria", To: Done, RunTo: Idle,
+		Does: "merge anyway: plan file status, PR body (the traceability table, the override listed) and ready for review, check run success, label, answer",
+		when: waitsOnAcceptance,
+		apply: func(s *State, ev Event) []Effect {
+			return []Effect{StatusLine{}, UpdatePR{Ready: true},
+				SetCheck{Check{Status: "completed", Conclusion: "success", Title: templates.CheckTitle{Event: "merged-anyway"}}},
+				SyncLabel{}, haltReply(s, "overridden", ev.(Override).By)}
+		}},
+	{Event: "revise", From: phaseable, Run: halted, Guard: "it waits on its acceptance criteria", To: Draft, RunTo: Running,
+		Does: "replan: label, check run in progress, answer, start a revision with the notes and the uncovered criteria, then audit rounds",
+		when: waitsOnAcceptance,
+		apply: func(s *State, ev Event) []Effect {
+			reply := haltReply(s, "replanned", "")
+			s.mode, s.step = ModeRevise, StepDrafted
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "replanning"}}},
+				reply, StartRun{Mode: ModeRevise, Notes: ev.(Revise).Notes}}
 		}},
 	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted", RunTo: Running,
 		Does: "accept the change as reviewed: label, check run in progress, PR body lists the override, answer, start the job (the audit phase passes, the phase run goes on)",
