@@ -764,6 +764,10 @@ type (
 	PhaseAuditor struct {
 		Phase
 		Plan, Diff string
+		// Criteria are the plan's acceptance criteria and Evidence each
+		// phase's commits with the checks that passed on them, both
+		// fenced; empty for a plan without criteria.
+		Criteria, Evidence string
 	}
 )
 

@@ -482,6 +482,7 @@ func textCases(t *testing.T) []textCase {
 		{"status/phases", status(templates.Status{Status: string(plan.Implementing), Running: templates.Step{Event: "phase-waits", PhaseID: "phase-2", SHA: "1a2b3c4"}, PRURL: "#42", Round: 3, LastVerdict: "minor", Objective: "Retry webhook deliveries that fail, with backoff.", Phases: phaseItems})},
 		{"status/review", status(templates.Status{Status: string(plan.Review), PRURL: "#42", Round: 3, LastVerdict: "minor"})},
 		{"status/halted", status(templates.Status{Status: string(plan.Draft), PRURL: "#42", Round: 5, LastVerdict: "blocking", Guard: "round-cap", HaltRound: 5})},
+		{"status/waits on its acceptance criteria", status(templates.Status{Status: string(plan.Auditing), PRURL: "#42", Round: 2, LastVerdict: "minor", Guard: "acceptance"})},
 		{"status/after an error", status(templates.Status{PRURL: "#42", Round: 1, LastVerdict: "blocking", Error: "reviser agent: agent exited with status 2:\nexit status 2"})},
 		{"status/after a rate-limit pause", status(templates.Status{Running: templates.Step{Event: "drafting"}, PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 19:57:16 UTC"})},
 		{"status/rate limit holding", status(templates.Status{PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 20:57:12 UTC", PauseHolds: true})},
@@ -659,6 +660,9 @@ func promptCases() []textCase {
 		{"implementer/first attempt", templates.Implementer{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-1", Title: "Implement docs/hello.md", Description: "Implement changes for: `docs/hello.md`", ChangeSpec: "- `docs/hello.md` (new) — the greeting page.", Files: []string{"docs/hello.md"}, PreviousError: "", ProjectContext: ""}}},
 		{"implementer/retry", templates.Implementer{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-2", Title: "Implement 2 files in internal/", Description: "Implement changes for: `internal/a.go`, `internal/a_test.go`", ChangeSpec: "", Files: []string{"internal/a.go", "internal/a_test.go"}, PreviousError: "implementer agent: exit status 1", ProjectContext: projectContext}}},
 		{"phase_auditor/audit", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-3", Title: "Post-implementation audit", Description: "Audit all changes against the plan specification.", ProjectContext: ""}, Plan: plan, Diff: pipeline.Fence("--- docs/hello.md (added)\n@@ -0,0 +1,2 @@\n+# Hello\n+Welcome.\n")}},
+		{"phase_auditor/audit with acceptance criteria", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-3", Title: "Post-implementation audit", Description: "Audit all changes against the plan specification.", ProjectContext: ""}, Plan: plan, Diff: pipeline.Fence("--- docs/hello.md (added)\n@@ -0,0 +1,2 @@\n+# Hello\n+Welcome.\n"),
+			Criteria: pipeline.FenceUntrusted("- AC-1: The page greets the reader.\n- AC-2: The README links the page.\n"),
+			Evidence: pipeline.Fence("- phase-1 1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d: passed test, lint\n- phase-2 5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80\n")}},
 		{"phase_auditor/read", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-1", Title: "Read the codebase", Description: "Read and analyze the files the plan touches.", ProjectContext: ""}, Diff: ""}},
 	}
 }

@@ -441,13 +441,14 @@ var table = []Row{
 				SyncLabel{}, haltReply(s, "overridden", ev.(Override).By)}
 		}},
 	{Event: "revise", From: phaseable, Run: halted, Guard: "it waits on its acceptance criteria", To: Draft, RunTo: Running,
-		Does: "replan: label, check run in progress, answer, start a revision with the notes and the uncovered criteria, then audit rounds",
+		Does: "replan: the phases are stale; label, check run in progress, PR body, answer, start a revision with the notes and the uncovered criteria, then audit rounds",
 		when: waitsOnAcceptance,
 		apply: func(s *State, ev Event) []Effect {
 			reply := haltReply(s, "replanned", "")
-			s.mode, s.step = ModeRevise, StepDrafted
+			// The revised plan gets phases of its own.
+			s.mode, s.step, s.phasesStale = ModeRevise, StepDrafted, true
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "replanning"}}},
-				reply, StartRun{Mode: ModeRevise, Notes: ev.(Revise).Notes}}
+				UpdatePR{}, reply, StartRun{Mode: ModeRevise, Notes: ev.(Revise).Notes}}
 		}},
 	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted", RunTo: Running,
 		Does: "accept the change as reviewed: label, check run in progress, PR body lists the override, answer, start the job (the audit phase passes, the phase run goes on)",

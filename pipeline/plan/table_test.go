@@ -154,7 +154,7 @@ var rowCases = []struct {
 	{"merge anyway", waitsAt(Auditing), Override{Cause: by, By: "alice"}, Done, Idle,
 		"status-line pr:true check:completed/success label reply:halt"},
 	{"replan", waitsAt(Auditing), Revise{Cause: by, Notes: "n"}, Draft, Running,
-		"label check:in_progress/ reply:halt run:revise"},
+		"label check:in_progress/ pr:false reply:halt run:revise"},
 	{"continue", waitsAt(Implementing), Resume{Cause: by, By: "alice"}, Implementing, Running, "label check:in_progress/ reply:halt start"},
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
 	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
@@ -299,7 +299,7 @@ func TestHaltDetails(t *testing.T) {
 	if done, _, _ := s.Apply(Override{Cause: by, By: "alice"}); done.Status() != Done || done.Halt() != nil {
 		t.Errorf("merged anyway: %s", done)
 	}
-	if re, _, _ := s.Apply(Revise{Cause: by, Notes: "n"}); re.Status() != Draft || re.Mode() != ModeRevise || re.Halt() != nil || re.Step() != StepDrafted {
+	if re, _, _ := s.Apply(Revise{Cause: by, Notes: "n"}); re.Status() != Draft || re.Mode() != ModeRevise || re.Halt() != nil || re.Step() != StepDrafted || !re.PhasesStale() {
 		t.Errorf("replanned: %s step %d", re, re.Step())
 	}
 	if _, _, err := haltedAt(Auditing, ModePhases).Apply(Revise{Cause: by, Notes: "n"}); err == nil {
