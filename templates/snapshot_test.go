@@ -462,7 +462,11 @@ func textCases(t *testing.T) []textCase {
 		{"halt/acceptance refused", halt(templates.Halt{Event: "refused", Guard: "acceptance"})},
 		{"acceptance-wait/below the threshold", &templates.AcceptanceWait{Head: templates.Head{Marker: pipeline.Marker(planNumber, "acceptance-wait", "acceptance:3"), PlanID: planID}, Table: acceptanceTable(80)}},
 		{"acceptance-table/at the threshold", acceptanceTable(60)},
-		{"acceptance-table/rows left out", func() templates.AcceptanceTable { a := acceptanceTable(80); a.Rows, a.RowsCut = a.Rows[:2], 3; return a }()},
+		{"acceptance-table/rows left out", func() templates.AcceptanceTable {
+			a := acceptanceTable(80)
+			a.Rows, a.RowsCut = a.Rows[:2], 3
+			return a
+		}()},
 		{"audit-log/no findings", templates.AuditLog{Round: 3, Date: "2025-03-14", Verdict: "none", Preflight: false, Findings: []audit.Finding(nil)}},
 		{"doctor/healthy", templates.Doctor{Checks: []templates.DoctorCheck{
 			{Verdict: "ok", Name: "configuration", Detail: "/etc/forge/forge.yml"},

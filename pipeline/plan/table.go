@@ -131,7 +131,9 @@ func stopIs(stop Stop) func(State, Event) bool {
 func forgeMode(s State, _ Event) bool { return s.mode != ModePhases && s.mode != ModePlan }
 
 // waitsOnAcceptance holds for a plan halted below its acceptance threshold.
-func waitsOnAcceptance(s State, _ Event) bool { return s.halt != nil && s.halt.Reason == ReasonAcceptance }
+func waitsOnAcceptance(s State, _ Event) bool {
+	return s.halt != nil && s.halt.Reason == ReasonAcceptance
+}
 
 func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: data} }
 
