@@ -422,7 +422,7 @@ var table = []Row{
 			return []Effect{SyncLabel{}, SetCheck{h.Check}, UpdatePR{}, h.Reply}
 		}},
 	{Event: "resume", From: active, Run: halted, RunTo: Running,
-		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept",
+		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept (a plan that waits on its acceptance criteria continues: a phase per uncovered criterion, then the final audit again)",
 		apply: func(s *State, ev Event) []Effect {
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "resumed"}}},
 				haltReply(s, "resumed", ev.(Resume).By), StartJob{}}
