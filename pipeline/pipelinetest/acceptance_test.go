@@ -30,7 +30,9 @@ func acceptanceWorld(t *testing.T) (w *pipelinetest.World, p *pipeline.Plan, rep
 		return strings.Replace(pipelinetest.Plan(id), "\n---\n\n## Audit Log", "\n## Acceptance Criteria\n\n- AC-1: The page greets.\n- AC-2: The page greets by name.\n\n---\n\n## Audit Log", 1)
 	}
 	replan = new([]string)
-	w.Agents[agent.Drafter] = func(req agent.Request) (agent.Result, error) { return agent.Result{Output: withCriteria(req.PlanID)}, nil }
+	w.Agents[agent.Drafter] = func(req agent.Request) (agent.Result, error) {
+		return agent.Result{Output: withCriteria(req.PlanID)}, nil
+	}
 	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
 		*replan = append(*replan, req.Prompt)
 		return agent.Result{Output: withCriteria(req.PlanID)}, nil
