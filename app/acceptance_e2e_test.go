@@ -204,6 +204,9 @@ func waitsOnAcceptance(t *testing.T, w *world, pr ghdouble.Pull) ghdouble.CheckR
 		!strings.Contains(run.Output.Title, "waits on its acceptance criteria (60% covered, below 80%)") {
 		t.Errorf("the forge check run: %s %q %v", run.Conclusion, run.Output.Title, identifiers(run.Actions))
 	}
+	if n := strings.Count(run.Output.Summary, "**Acceptance criteria:** 3 of 5 covered"); n != 1 {
+		t.Errorf("the forge check run's summary shows the traceability table %d times, want 1:\n%s", n, run.Output.Summary)
+	}
 	if !w.gh.Pull(w.repo, pr.Number).Draft {
 		t.Error("the pull request was marked ready below the threshold")
 	}

@@ -424,7 +424,7 @@ var checkButtons = map[string]CheckAction{
 	"resume":    {Label: "Resume", Description: "Go on from the round the loop halted", Identifier: "resume"},
 	"override":  {Label: "Override", Description: "Accept as reviewed despite the halt", Identifier: "override"},
 	"terminate": {Label: "Terminate", Description: "End the plan for good", Identifier: "terminate"},
-	// A plan that waits on its acceptance criteria's.
+	// The buttons of a plan that waits on its acceptance criteria.
 	"merge-anyway": {Label: "Merge anyway", Description: "Mark ready with criteria uncovered", Identifier: "merge-anyway"},
 	"continue":     {Label: "Continue", Description: "Add a phase per uncovered criterion", Identifier: "continue"},
 	"replan":       {Label: "Replan", Description: "Revise the plan for the criteria", Identifier: "replan"},
@@ -491,8 +491,9 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 		summary += "\n\n" + table
 	}
 	if a := acceptanceTable(p); a != nil {
-		// And the traceability table of its acceptance criteria.
-		if text, err := templates.Text(*a); err == nil {
+		// And the traceability table of its acceptance criteria, unless
+		// the run's last words (a wait on them) showed it already.
+		if text, err := templates.Text(*a); err == nil && !strings.Contains(summary, strings.TrimSpace(text)) {
 			summary += "\n\n" + strings.TrimSpace(text)
 		}
 	}
