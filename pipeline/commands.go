@@ -177,7 +177,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		if err != nil {
 			return fmt.Errorf("commit the phases file: %w", err)
 		}
-		p.Phases, p.HeadSHA = &ph, sha
+		p.Phases, p.HeadSHA, p.PhaseCommits, p.Acceptance = &ph, sha, nil, nil
 		if err := c.apply(ctx, p, plan.PhasesMade{Cause: c.cause()}); err != nil {
 			return err
 		}
@@ -678,7 +678,12 @@ func (c *commandCtx) rerun(ctx context.Context, cmd command.Command) error {
 		return c.noPlan(ctx, cmd)
 	}
 	var ev plan.Event = plan.Audit{Cause: c.cause()}
-	if cmd.Kind == command.Revise {
+	switch {
+	case cmd.Kind == command.Revise && waitsOnAcceptance(p):
+		// Replan: the notes name the criteria the final audit left
+		// uncovered.
+		ev = plan.Revise{Cause: c.cause(), Notes: replanNotes(p, cmd.Notes)}
+	case cmd.Kind == command.Revise:
 		ev = plan.Revise{Cause: c.cause(), Notes: cmd.Notes}
 	}
 	return c.apply(ctx, p, ev)

@@ -284,7 +284,9 @@ func (r *run) logEnd(capReached bool) templates.AuditLogEnd {
 
 // haltDecision is a person's decision on a halted plan as its event:
 // resume, override or terminate. An override is recorded for the pull
-// request to list and, on an audit phase, for the phase to pass.
+// request to list and, on an audit phase, for the phase to pass; a plan
+// that waits on its acceptance criteria resumed is continued (a phase per
+// uncovered criterion), overridden is merged anyway.
 func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 	switch what {
 	case "resume":
@@ -294,6 +296,10 @@ func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 				p.StepGrants = map[string]int{}
 			}
 			p.StepGrants[h.Step]++
+		}
+		if waitsOnAcceptance(p) && p.Acceptance != nil && !p.State.Applied(cause.Trigger) {
+			// Continue: the run adds a phase per uncovered criterion.
+			p.Acceptance.Continue = true
 		}
 		return plan.Resume{Cause: cause, By: by}
 	case "terminate":
