@@ -235,6 +235,11 @@ func (p *Plan) startRun(e plan.StartRun) {
 	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
 	p.Loop = nil // a new run's review loop starts afresh
 	if e.Mode != plan.ModePhases {
+		// A plan drafted or revised again goes through every review
+		// step again, from the first; their revisions stay counted.
+		p.ReviewStep = ""
+	}
+	if e.Mode != plan.ModePhases {
 		// The plan is drafted or revised again: what its phases showed
 		// is history, and their next run traces it anew.
 		p.Acceptance = nil
