@@ -292,7 +292,7 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 	}
 	if h := st.Halt(); h != nil {
 		// Nothing runs on a halted plan before people decide on it.
-		return &templates.Halt{Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase}
+		return &templates.Halt{Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase, Step: h.Step, Escalated: h.Escalated(), Overridable: h.Overridable()}
 	}
 	switch st.Status() {
 	case plan.Done, plan.Closed, plan.Cancelled:

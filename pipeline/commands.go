@@ -406,7 +406,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		// A halted plan keeps its issue's one active plan: its resume
 		// would run it beside one started now.
 		h := existing.State.Halt()
-		return c.reply(ctx, &templates.Halt{Head: templates.Head{PlanID: PlanID(existing.Number)}, Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase})
+		return c.reply(ctx, &templates.Halt{Head: templates.Head{PlanID: PlanID(existing.Number)}, Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase, Step: h.Step, Escalated: h.Escalated(), Overridable: h.Overridable()})
 	case existing.State.Run() != plan.Idle:
 		return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(existing.Number)}})
 	case existing.State.Status().Active() && !cmd.New && existing.Trigger != c.trigger():

@@ -56,17 +56,19 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 		if err != nil {
 			return err
 		}
-		r.hideAddressed(ctx, audit.Addressed(loop.Rounds, done))
-		loop.Rounds = append(loop.Rounds, done)
-		p.FinalAudit = &FinalAudit{Phase: ph.ID, Round: done}
 		if done.Decision == audit.Unknown {
-			// Resumed, the phase audits again; overridden, it passes.
+			// Resumed, the phase audits again; overridden, it passes. Its
+			// silence hides no earlier finding.
+			loop.Rounds = append(loop.Rounds, done)
 			if err := r.save(ctx); err != nil {
 				return err
 			}
-			return &escalation{Reason: plan.EscalatedVerdict, Step: string(agent.PhaseAuditor), Round: done.Round,
+			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: done.Round,
 				Artifact: fmt.Sprintf("the post-implementation audit %d of %s", done.Round, ph.ID)}
 		}
+		r.hideAddressed(ctx, audit.Addressed(loop.Rounds, done))
+		loop.Rounds = append(loop.Rounds, done)
+		p.FinalAudit = &FinalAudit{Phase: ph.ID, Round: done}
 		rounds := loopRounds(p)
 		atCap := done.Round-loop.CapFrom >= step.MaxRounds
 		d := converge.Judge(rounds, thresholds(r.cfg), atCap)

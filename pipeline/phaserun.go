@@ -314,6 +314,9 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 		// The plan's forge check run holds the halt's buttons.
 		c.Conclusion = "action_required"
 		c.Summary = templates.Line(templates.CheckSummary{Event: "trajectory", Trajectory: halted.trajectory, Guard: string(halted.d.Guard)})
+	case isEscalation(err):
+		// So does it an escalation's: Retry and Skip would be refused.
+		c.Conclusion, c.Summary = "action_required", oneLine(err.Error())
 	case err != nil:
 		c.Conclusion, c.Summary = "failure", oneLine(err.Error())
 		c.Actions = phaseFailureActions

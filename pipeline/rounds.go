@@ -50,7 +50,11 @@ func (r *run) rounds(ctx context.Context) error {
 				if err := r.checkGate(ctx, rev); err != nil {
 					return err
 				}
-				r.using = &rev
+				if rev.Role == repoconfig.RoleReviser {
+					// The reviser agent revises; a drafter step that revises
+					// lends it no runtime the policy judged for the drafter.
+					r.using = &rev
+				}
 			}
 			err := r.revise(ctx, last.Findings, "")
 			r.using = nil
@@ -105,17 +109,20 @@ func (r *run) rounds(ctx context.Context) error {
 		if err := r.postReview(ctx, &round); err != nil {
 			return err
 		}
+		if round.Decision == audit.Unknown {
+			// Posted for people to read; the loop stops for them rather
+			// than guess what the reviewer meant, and its silence hides
+			// no earlier finding.
+			p.Audits = append(p.Audits, round)
+			p.Round, p.Pending = round.Round, nil
+			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: round.Round,
+				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
+		}
 		// Before the save: a run that dies here judges the rounds again
 		// when it resumes and posts this round.
 		r.hideAddressed(ctx, audit.Addressed(p.Audits, round))
 		p.Audits = append(p.Audits, round)
 		p.Round, p.Pending = round.Round, nil
-		if round.Decision == audit.Unknown {
-			// Posted for people to read; the loop stops for them rather
-			// than guess what the reviewer meant.
-			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: round.Round,
-				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
-		}
 		d := r.judgeRounds(step)
 		if d.Outcome == converge.Halt {
 			// A cancel or close asked for during the round is obeyed

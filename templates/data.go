@@ -333,7 +333,9 @@ type (
 		// An escalation's (Event "escalated", Guard its reason): the step
 		// it stopped at, what Forge saw (Why), what to read (Artifact),
 		// the error (Cause) and a failed agent's last output (Tail);
-		// Overridable when /forge override can accept what was reviewed.
+		// Overridable when /forge override can accept what was reviewed;
+		// Escalated when the halt is an escalation's, not a guard's.
+		Escalated   bool
 		Step        string
 		Why         []Unmet
 		Artifact    string

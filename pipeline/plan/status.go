@@ -63,8 +63,11 @@ type Halt struct {
 	Reason string `json:"reason"`
 	Round  int    `json:"round"`
 	Phase  string `json:"phase,omitempty"`
-	// Step is the pipeline step an escalation stopped at, by name.
+	// Step is the pipeline step an escalation stopped at, by name; Next
+	// the review step after the one that stopped, when it is not the
+	// last of the plan's reviews: an override goes on with it.
 	Step string `json:"step,omitempty"`
+	Next string `json:"next,omitempty"`
 }
 
 // ReasonAcceptance is the halt of a plan whose final audit showed fewer

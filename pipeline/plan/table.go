@@ -163,7 +163,8 @@ func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: d
 func overridable(s State, _ Event) bool { return s.halt != nil && s.halt.Overridable() }
 
 func haltReply(s *State, event, by string) Reply {
-	return reply(OnCause, &templates.Halt{Event: event, By: by, Guard: s.halt.Reason, Round: s.halt.Round, PhaseID: s.halt.Phase})
+	return reply(OnCause, &templates.Halt{Event: event, By: by, Guard: s.halt.Reason, Round: s.halt.Round, PhaseID: s.halt.Phase,
+		Step: s.halt.Step, Escalated: s.halt.Escalated(), Overridable: s.halt.Overridable()})
 }
 
 // closing is what closing a plan does on GitHub. The plan file's status
@@ -466,6 +467,14 @@ var table = []Row{
 		apply: func(s *State, ev Event) []Effect {
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
 				haltReply(s, "resumed", ev.(Resume).By), StartJob{}}
+		}},
+	{Event: "override", From: forgeable, Run: halted, Guard: "a review step before the pipeline's last halted or escalated on a review", RunTo: Running,
+		when: func(s State, ev Event) bool { return overridable(s, ev) && ev.(Override).Next != "" },
+		Does: "accept the plan as that step's reviewed: label, check run in progress, PR body lists the override, answer, start the job (the next review step audits)",
+		apply: func(s *State, ev Event) []Effect {
+			s.reviseNext = false
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "resumed"}}}, UpdatePR{},
+				haltReply(s, "overridden", ev.(Override).By), StartJob{}}
 		}},
 	{Event: "override", From: forgeable, Run: halted, Guard: "the plan's audit rounds halted or escalated on a review (not paused)", To: Review, RunTo: Idle, when: overridable,
 		Does: "accept the plan as reviewed: check run awaits approval (never auto-implemented), label, plan file status, PR body lists the override, answer",

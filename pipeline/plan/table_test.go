@@ -151,6 +151,8 @@ var rowCases = []struct {
 	{"resume", haltedAt(Draft, ModeForge), Resume{Cause: by, By: "alice"}, Draft, Running, "label check:in_progress/ reply:halt start"},
 	{"override the plan", haltedAt(Draft, ModeRevise), Override{Cause: by, By: "alice"}, Review, Idle,
 		"check:completed/action_required label status-line pr:false reply:halt"},
+	{"override a review step before the last", haltedAt(Draft, ModeForge), Override{Cause: by, By: "alice", Next: "security"}, Draft, Running,
+		"label check:in_progress/ pr:false reply:halt start"},
 	{"override the change", haltedAt(Auditing, ModePhases), Override{Cause: by, By: "alice"}, Auditing, Running,
 		"label check:in_progress/ pr:false reply:halt start"},
 	{"terminate", haltedAt(Draft, ModeForge), Terminate{Cause: by, By: "alice"}, Closed, Idle,
