@@ -115,8 +115,8 @@ func (r *run) rounds(ctx context.Context) error {
 			// no earlier finding.
 			p.Audits = append(p.Audits, round)
 			p.Round, p.Pending = round.Round, nil
-			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: round.Round,
-				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
+			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: r.stepRound(round.Round, round.Step),
+				Artifact: fmt.Sprintf("the review of round %d", r.stepRound(round.Round, round.Step))}
 		}
 		// Before the save: a run that dies here judges the rounds again
 		// when it resumes and posts this round.
@@ -154,8 +154,8 @@ func (r *run) rounds(ctx context.Context) error {
 				}
 				return r.stopped(ctx, stop, nil)
 			}
-			return &escalation{Reason: plan.EscalatedRevisionCap, Step: step.Name, Round: round.Round,
-				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
+			return &escalation{Reason: plan.EscalatedRevisionCap, Step: step.Name, Round: r.stepRound(round.Round, round.Step),
+				Artifact: fmt.Sprintf("the review of round %d", r.stepRound(round.Round, round.Step))}
 		}
 		// The revision is recorded as due in the same save, so a run that
 		// dies now revises when it resumes rather than auditing again.
@@ -219,7 +219,7 @@ func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 			previous = Fence(findingsText(p.Audits[n-1].Findings))
 		}
 		prompt, err := r.reviewPrompt(ctx, step, templates.Auditor{
-			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: inRun, MaxRounds: r.roundsOfRun(),
+			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: r.stepRound(round, step.Name), MaxRounds: r.roundsOfRun(),
 			ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Previous: previous, Plan: Fence(text),
 		})
 		if err != nil {
@@ -270,16 +270,9 @@ func (r *run) postReview(ctx context.Context, ar *audit.Round) error {
 		}
 		inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
 	}
-	shown, step := ar.Round-p.RunStartRound, ""
+	shown, step := r.stepRound(ar.Round, ar.Step), ""
 	if !r.builtinPipeline() && p.State.Mode() != plan.ModeAudit {
-		// A step of the repository's pipeline counts its own rounds in
-		// the plan, as its cap does.
-		step, shown = ar.Step, 1
-		for _, a := range p.Audits {
-			if a.Step == ar.Step {
-				shown++
-			}
-		}
+		step = ar.Step
 	}
 	id, err := r.createReview(ctx, ar.CommitID, inline, func(inline int) (string, error) {
 		return templates.Text(templates.Review{
@@ -316,6 +309,23 @@ func (r *run) createReview(ctx context.Context, commitID string, inline []Review
 		id, err = r.gh.CreateReview(ctx, r.p.Repo, r.p.PR, review)
 	}
 	return id, err
+}
+
+// stepRound is how a round (the plan's round number) is shown: its number
+// in the run, or for a step of a repository's pipeline its number among
+// the step's rounds in the plan, as its cap counts them.
+func (r *run) stepRound(round int, step string) int {
+	p := r.p
+	if r.builtinPipeline() || p.State.Mode() == plan.ModeAudit {
+		return round - p.RunStartRound
+	}
+	n := 1
+	for _, a := range p.Audits {
+		if a.Step == step && a.Round < round {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *run) roundsOfRun() int {
