@@ -199,7 +199,7 @@ func Judge(rounds []Round, t Thresholds, atCap bool) Decision {
 		for i := n - stagnationLimit; i < n-1; i++ {
 			same = same && total(i) == total(n-1)
 		}
-		if same && matching(series[n-2].Texts, cur.Texts) < rotationShare {
+		if same && rotating(series[n-2].Texts, cur.Texts) {
 			d.Outcome, d.Guard = Done, Stagnation
 			return d
 		}
@@ -262,20 +262,33 @@ func nearConvergence(rounds []Round, t Thresholds) (Round, bool) {
 	return Round{}, false
 }
 
-// matching is the share of the texts of cur that match one of prev's
-// (Similarity at least sameText). A round that names no finding (a
-// verdict alone) shows no rotation: all of it matches.
-func matching(prev, cur []string) float64 {
-	if len(cur) == 0 {
-		return 1
+// rotating says whether fewer than rotationShare of the texts of cur
+// match one of prev's (Similarity at least sameText), of the first
+// maxConsidered of each; it stops comparing once the share is certain
+// either way. A round that names no finding (a verdict alone) shows no
+// rotation: all of it matches.
+func rotating(prev, cur []string) bool {
+	prev, cur = prev[:min(len(prev), maxConsidered)], cur[:min(len(cur), maxConsidered)]
+	before := make([]*finding, len(prev))
+	for i, p := range prev {
+		before[i] = newFinding(p)
 	}
-	n := 0
+	matched, unmatched, total := 0, 0, float64(len(cur))
 	for _, c := range cur {
-		if slices.ContainsFunc(prev, func(p string) bool { return same(p, c) }) {
-			n++
+		switch {
+		case float64(matched)/total >= rotationShare:
+			return false
+		case float64(len(cur)-unmatched)/total < rotationShare:
+			return true
+		}
+		f := newFinding(c)
+		if slices.ContainsFunc(before, func(p *finding) bool { return same(p, f) }) {
+			matched++
+		} else {
+			unmatched++
 		}
 	}
-	return float64(n) / float64(len(cur))
+	return len(cur) > 0 && float64(matched)/total < rotationShare
 }
 
 // Trajectory is the loop's total findings, round by round.
