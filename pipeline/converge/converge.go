@@ -43,7 +43,8 @@ func (c Counts) Total() int { return c.Critical + c.Medium + c.Minor }
 // critical, medium medium, minor and suggestion minor. A verdict worse
 // than every finding it came with ("needs revision" with none named)
 // counts as one finding of its own severity: a loop its verdict would go
-// on with must not look done.
+// on with must not look done. A clean round (a JSON answer with no
+// issue) names none and counts none, whatever its prose's markers say.
 func Of(r audit.Round) Counts {
 	var c Counts
 	worst := audit.SeverityNone
@@ -51,7 +52,7 @@ func Of(r audit.Round) Counts {
 		add(&c, f.Severity)
 		worst = max(worst, f.Severity)
 	}
-	if r.Verdict > worst {
+	if r.Verdict > worst && !r.Clean {
 		add(&c, r.Verdict)
 	}
 	return c
@@ -225,21 +226,27 @@ func Judge(rounds []Round, t Thresholds, atCap bool) Decision {
 	return d.capped(rounds, atCap)
 }
 
-// capped is the round cap's verdict on a loop no other guard ended.
+// capped is the round cap's verdict on a loop no other guard ended. Its
+// lowest and mean are the auditors' rounds', not the pre-flight's (unless
+// no auditor has read the plan yet).
 func (d Decision) capped(rounds []Round, atCap bool) Decision {
 	if !atCap {
 		return d
 	}
 	d.Outcome, d.Guard = Halt, RoundCap
-	d.Lowest = rounds[0]
+	counted := slices.DeleteFunc(slices.Clone(rounds), func(r Round) bool { return r.Preflight })
+	if len(counted) == 0 {
+		counted = rounds
+	}
+	d.Lowest = counted[0]
 	sum := 0
-	for _, r := range rounds {
+	for _, r := range counted {
 		sum += r.Counts.Total()
 		if r.Counts.Total() < d.Lowest.Counts.Total() {
 			d.Lowest = r
 		}
 	}
-	d.Mean = float64(sum) / float64(len(rounds))
+	d.Mean = float64(sum) / float64(len(counted))
 	return d
 }
 

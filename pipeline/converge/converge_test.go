@@ -90,6 +90,14 @@ func TestJudgeDetails(t *testing.T) {
 	if d.Lowest.Number != 2 || d.Lowest.Counts.Total() != 1 || d.Mean != 1.75 {
 		t.Errorf("cap: lowest %d at round %d, mean %.2f", d.Lowest.Counts.Total(), d.Lowest.Number, d.Mean)
 	}
+	// The cap's lowest and mean are the auditors' rounds': a pre-flight
+	// round (Forge's own check) is neither.
+	rounds := loop(true, [3]int{0, 0, 1}, [3]int{2, 1, 0}, [3]int{1, 1, 0})
+	rounds[0].Preflight = true
+	d = Judge(rounds, defaults, true)
+	if d.Guard != RoundCap || d.Lowest.Number != 3 || d.Mean != 2.5 {
+		t.Errorf("cap after a pre-flight round: lowest %d at round %d, mean %.2f", d.Lowest.Counts.Total(), d.Lowest.Number, d.Mean)
+	}
 	// A medium that spikes over its trailing average, the window being the
 	// three rounds before.
 	d = Judge(loop(true, [3]int{0, 9, 0}, [3]int{0, 6, 0}, [3]int{0, 2, 0}, [3]int{0, 2, 0}, [3]int{0, 6, 0}), defaults, false)
@@ -130,6 +138,18 @@ func TestOf(t *testing.T) {
 	}
 	if got := Of(audit.Round{Verdict: audit.SeverityNone}); got.Total() != 0 {
 		t.Errorf("no marker at all = %+v", got)
+	}
+	// A JSON answer with no issue is a clean pass, whatever its prose
+	// says ("ready to approve" reads as a minor verdict): no finding.
+	for _, answer := range []string{"{\"issues\": []}\n\nReady to approve.", "```json\n{\"issues\": []}\n```\n\nNo severity: minor issue left."} {
+		v := audit.ParseVerdict(answer)
+		r := audit.Round{Verdict: v.MaxSeverity, Findings: v.Findings, Clean: v.Structured && len(v.Findings) == 0}
+		if !r.Clean {
+			t.Fatalf("%q is not clean", answer)
+		}
+		if got := RoundOf(r); got.Counts.Total() != 0 || len(got.Texts) != 0 {
+			t.Errorf("the clean answer %q counts %+v", answer, got.Counts)
+		}
 	}
 }
 
