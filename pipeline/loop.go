@@ -34,6 +34,11 @@ type Loop struct {
 	CapFrom int `json:"cap_from,omitempty"`
 	// Guard is the guard that last ended or halted the loop.
 	Guard string `json:"guard,omitempty"`
+	// Halting is the guards' decision to halt the plan's audit rounds,
+	// recorded with the halt's audit log commit until the revision a
+	// resume makes: a run that died before the halt was saved halts as
+	// decided when it resumes, rather than auditing on.
+	Halting *converge.Decision `json:"halting,omitempty"`
 	// OverriddenBy accepted the audit phase's change as reviewed: the
 	// phase passes.
 	OverriddenBy string `json:"overridden_by,omitempty"`
@@ -187,6 +192,9 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 	loop.CapFrom, loop.Guard = d.Round, string(d.Guard)
 	data := haltData(d, rounds, phaseID, maxRounds)
 	if phaseID == "" {
+		// Saved with the audit log's commit, the decision outlives a
+		// job that dies before the halt is saved.
+		loop.Halting = &d
 		r.doing = templates.Step{Event: "completing"}
 		msg := fmt.Sprintf("%s: audit log (round %d, halted)", PlanID(p.Number), p.Round)
 		done, err := r.alreadyCommitted(ctx, msg)

@@ -32,6 +32,13 @@ func (r *run) rounds(ctx context.Context) error {
 	if p.State.Step() == plan.StepFinished {
 		return r.complete(ctx, p.CapReached) // resumed while completing
 	}
+	if l := p.Loop; l != nil && l.Phase == "" && l.Halting != nil && l.Halting.Round == p.Round && !p.State.ReviseNext() {
+		// Resumed after the guards decided to halt, before the halt was
+		// saved (a halted plan resumed revises first): it is carried
+		// out as decided, its audit log commit found made, never judged
+		// again on what changed since.
+		return r.haltRounds(ctx, *l.Halting)
+	}
 	for {
 		step, reviews := r.reviewStep()
 		if p.State.ReviseNext() {
@@ -56,6 +63,9 @@ func (r *run) rounds(ctx context.Context) error {
 			r.using = nil
 			if err != nil {
 				return err
+			}
+			if p.Loop != nil {
+				p.Loop.Halting = nil // the halt it resumed from is done with
 			}
 			if reviews {
 				if p.StepRevisions == nil {
@@ -118,16 +128,7 @@ func (r *run) rounds(ctx context.Context) error {
 		}
 		d := r.judgeRounds(step)
 		if d.Outcome == converge.Halt {
-			// A cancel or close asked for during the round is obeyed
-			// rather than halting for a decision; a pause gives way to
-			// the guard's halt, which stops the run all the same.
-			if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
-				if err != nil {
-					return err
-				}
-				return r.stopped(ctx, stop, nil)
-			}
-			return r.halt(ctx, d, "")
+			return r.haltRounds(ctx, d)
 		}
 		// The warning says the loop goes on: not when this round ends it.
 		if d.Warn && d.Outcome == converge.Continue {
@@ -177,6 +178,20 @@ func (r *run) rounds(ctx context.Context) error {
 			return r.pause(ctx, "")
 		}
 	}
+}
+
+// haltRounds halts the plan's audit rounds as the guards decided. A
+// cancel or close asked for during the round is obeyed rather than
+// halting for a decision; a pause gives way to the guard's halt, which
+// stops the run all the same.
+func (r *run) haltRounds(ctx context.Context, d converge.Decision) error {
+	if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
+		if err != nil {
+			return err
+		}
+		return r.stopped(ctx, stop, nil)
+	}
+	return r.halt(ctx, d, "")
 }
 
 // audit runs one round's structural pre-flight and, when it passes, the

@@ -2,9 +2,12 @@ package pipelinetest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/pipelinetest"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -146,5 +149,69 @@ func TestNoRegressionWarningWhenTheLoopEnds(t *testing.T) {
 				t.Errorf("a regression warning on #%d although the loop ended: %q", n, c)
 			}
 		}
+	}
+}
+
+// haltingWorld is a forge whose auditor always finds a blocking issue,
+// with one audit round a run: the round cap halts it after round 1.
+// audits counts the auditor's calls.
+func haltingWorld(t *testing.T) (w *pipelinetest.World, audits *int) {
+	t.Helper()
+	w = pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
+		".github/forge.yml": "auto_implement: false\nmax_audit_rounds: 1\nphases: {wait_for_checks: false}\n"})
+	audits = new(int)
+	w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+		*audits++
+		return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
+	}
+	if err := w.Forge.HandleCommand(context.Background(), command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	return w, audits
+}
+
+// TestHaltSurvivesACrashBeforeItsSave: the round cap halts a forge, and
+// its job dies between the halt's audit log commit and the save that
+// halts the plan. The job run again finds the audit log committed and
+// halts as the guard decided: no further round, one audit log commit,
+// the halt said once.
+func TestHaltSurvivesACrashBeforeItsSave(t *testing.T) {
+	w, audits := haltingWorld(t)
+	ctx := context.Background()
+	w.Plans.FailSave(func(p *pipeline.Plan) bool { return p.State.Run() == plan.Halted },
+		fmt.Errorf("the database went away: %w", pipeline.ErrTransient))
+	job := w.Queue.Of("forge")[0].(pipeline.ForgeArgs)
+	if err := w.Forge.RunPlan(ctx, job, 1, 1); !errors.Is(err, pipeline.ErrTransient) {
+		t.Fatalf("the job that died before the halt's save: %v", err)
+	}
+	p := planOf(t, w)
+	if p.State.Run() != plan.Running || countMessages(w, p.Branch, "plan-001: audit log (round 1, halted)") != 1 {
+		t.Fatalf("after the dead job: %s, head %q", p.State, w.GitHub.Commits[w.GitHub.Branches[p.Branch]].Message)
+	}
+	if err := w.Forge.RunPlan(ctx, job, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	p = planOf(t, w)
+	if h := p.State.Halt(); p.State.Run() != plan.Halted || h == nil || h.Reason != "round-cap" || h.Round != 1 {
+		t.Fatalf("after the job ran again: %s, halt %+v", p.State, h)
+	}
+	if *audits != 1 || p.Round != 1 {
+		t.Errorf("%d audits, round %d: the loop went on past the guard's halt", *audits, p.Round)
+	}
+	if n := countMessages(w, p.Branch, "plan-001: audit log"); n != 1 {
+		t.Errorf("%d audit log commits, want 1", n)
+	}
+	if n := count(w.GitHub.BotComments(p.PR), "halted after round 1"); n != 1 {
+		t.Errorf("the halt said %d times, want once: %q", n, w.GitHub.BotComments(p.PR))
+	}
+	// Resumed, the loop goes on with its numbering: a revision, round 2.
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); *audits != 2 || p.Round != 2 || p.State.Run() != plan.Halted {
+		t.Errorf("after the resume: %d audits, round %d, %s", *audits, p.Round, p.State)
 	}
 }

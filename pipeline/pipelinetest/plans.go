@@ -25,6 +25,21 @@ type Plans struct {
 	last   map[string]int // repository → last plan number
 	nextID int64
 	Now    func() time.Time
+	// failSaves are the saves FailSave made fail, in turn.
+	failSaves []failSave
+}
+
+type failSave struct {
+	when func(*pipeline.Plan) bool
+	err  error
+}
+
+// FailSave makes the first save of a plan that when holds return err,
+// writing nothing: the job dies just before that save.
+func (s *Plans) FailSave(when func(*pipeline.Plan) bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failSaves = append(s.failSaves, failSave{when, err})
 }
 
 type row struct {
@@ -185,6 +200,11 @@ func (s *Plans) RecentPlans(_ context.Context, repo pipeline.Repo, limit int) ([
 func (s *Plans) SavePlan(_ context.Context, p *pipeline.Plan) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.failSaves) > 0 && s.failSaves[0].when(p) {
+		err := s.failSaves[0].err
+		s.failSaves = s.failSaves[1:]
+		return err
+	}
 	p.UpdatedAt = s.Now()
 	return s.write(p, false)
 }
