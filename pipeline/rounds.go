@@ -41,6 +41,21 @@ func (r *run) rounds(ctx context.Context) error {
 	}
 	for {
 		step, reviews := r.reviewStep()
+		if r.builtinPipeline() && p.Pending == nil && p.Round-capFrom(p) >= max {
+			// The rounds are used up before the next one was audited:
+			// max_audit_rounds was lowered since the last round was
+			// judged (or an earlier version recorded rounds the guards
+			// never judged). The cap ends the loop as the guards end
+			// every capped loop, before a revision no round could audit.
+			d := r.judgeRounds(step)
+			if d.Outcome == converge.Halt {
+				return r.haltRounds(ctx, d)
+			}
+			if d.Guard != "" {
+				r.planLoop().Guard = string(d.Guard)
+			}
+			return r.complete(ctx, false) // the thresholds changed too: done
+		}
 		if p.State.ReviseNext() {
 			last := p.Audits[len(p.Audits)-1]
 			r.doing = templates.Step{Event: "revising", Round: last.Round}
@@ -88,11 +103,6 @@ func (r *run) rounds(ctx context.Context) error {
 			return r.complete(ctx, false)
 		}
 		if p.Pending == nil {
-			if r.builtinPipeline() && p.Round-capFrom(p) >= max {
-				// A plan whose rounds were used up before the guards judged
-				// them (recorded by an earlier version).
-				return r.complete(ctx, true)
-			}
 			if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
 				if err != nil {
 					return err

@@ -215,3 +215,61 @@ func TestHaltSurvivesACrashBeforeItsSave(t *testing.T) {
 		t.Errorf("after the resume: %d audits, round %d, %s", *audits, p.Round, p.State)
 	}
 }
+
+// TestLoweredCapHalts: a forge paused after round 1 of 3 is resumed once
+// max_audit_rounds was lowered to 1: the round cap ends its loop as the
+// guards end every capped loop, halted for people with the round it was
+// reached at (not completed with CAP_REACHED), before a revision no
+// round could audit.
+func TestLoweredCapHalts(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
+		".github/forge.yml": "auto_implement: false\nmax_audit_rounds: 3\nphases: {wait_for_checks: false}\n"})
+	ctx := context.Background()
+	audits, revisions := 0, 0
+	w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+		audits++
+		if audits == 1 {
+			if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge pause")); err != nil {
+				t.Error(err)
+			}
+		}
+		return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
+	}
+	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
+		revisions++
+		return agent.Result{Output: pipelinetest.Plan(req.PlanID)}, nil
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if h := p.State.Halt(); h == nil || !h.Paused() || p.Round != 1 {
+		t.Fatalf("after round 1: %s, round %d", p.State, p.Round)
+	}
+	if _, err := w.GitHub.CommitFiles(ctx, w.Repo, "main", w.GitHub.Branches["main"], "fewer rounds",
+		[]pipeline.FileChange{{Path: ".github/forge.yml", Content: []byte("auto_implement: false\nmax_audit_rounds: 1\nphases: {wait_for_checks: false}\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p = planOf(t, w)
+	if h := p.State.Halt(); p.State.Run() != plan.Halted || h == nil || h.Reason != "round-cap" || h.Round != 1 {
+		t.Fatalf("resumed under the lowered cap: %s, halt %+v", p.State, h)
+	}
+	if audits != 1 || revisions != 0 || p.CapReached {
+		t.Errorf("%d audits, %d revisions, CAP_REACHED %v", audits, revisions, p.CapReached)
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); strings.Contains(text, "CAP_REACHED") || !strings.Contains(text, "HALTED by the round cap guard after round 1") {
+		t.Errorf("the Audit Log:\n%s", text)
+	}
+	if n := count(w.GitHub.BotComments(p.PR), "max 1 rounds reached"); n != 1 {
+		t.Errorf("the cap's halt said %d times: %q", n, w.GitHub.BotComments(p.PR))
+	}
+}
