@@ -115,7 +115,7 @@ func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error
 	p.Pending = nil
 	p.Error, p.ErrorStep, p.ErrorCause = e.Error(), templates.Line(r.doing), lastLine(e.Tail)
 	progressID := p.ProgressID
-	if err := r.apply(ctx, ev); err != nil {
+	if stopped, err := r.applyHalt(ctx, ev); err != nil || stopped {
 		return err
 	}
 	if phaseID == "" && !r.phaseRun {

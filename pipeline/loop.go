@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/converge"
@@ -220,7 +222,7 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "halted", Guard: string(d.Guard)}, Buttons: haltButtons},
 	}
 	progressID := p.ProgressID
-	if err := r.apply(ctx, ev); err != nil {
+	if stopped, err := r.applyHalt(ctx, ev); err != nil || stopped {
 		return err
 	}
 	if phaseID == "" {
@@ -237,6 +239,30 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 		}
 	}
 	return nil
+}
+
+// applyHalt applies the run's halt: a guard's, an escalation or a pause.
+// The store refuses it when a person asked the job to cancel or close
+// after its last look for a request (ErrStopRequested), since a halted
+// plan takes none: the request is obeyed instead, and stopped says so.
+func (r *run) applyHalt(ctx context.Context, ev plan.LoopHalted) (stopped bool, err error) {
+	p := r.p
+	state, outbox := p.State, slices.Clone(p.Outbox)
+	err = r.apply(ctx, ev)
+	if !errors.Is(err, ErrStopRequested) {
+		return false, err
+	}
+	p.State, p.Outbox = state, outbox // nothing of the halt was saved
+	stop, serr := r.stopRequested(ctx)
+	if serr != nil || !stop.Interrupts() {
+		return false, errors.Join(err, serr)
+	}
+	r.log.Info().Str("stop", string(stop)).Msg("a stop asked as the run halted is obeyed")
+	if p.State.Mode() == plan.ModePhases {
+		_, err = r.stopPhase(ctx, stop)
+		return true, err
+	}
+	return true, r.stopped(ctx, stop, nil)
 }
 
 // pause halts the run where a person asked it to pause (/forge pause):
@@ -262,7 +288,7 @@ func (r *run) pause(ctx context.Context, phaseID string) error {
 			Title: templates.CheckTitle{Event: "paused", Round: h.Round, PhaseID: phaseID}, Buttons: pauseButtons},
 	}
 	progressID := p.ProgressID
-	if err := r.apply(ctx, ev); err != nil {
+	if stopped, err := r.applyHalt(ctx, ev); err != nil || stopped {
 		return err
 	}
 	if !r.phaseRun {

@@ -273,3 +273,55 @@ func TestLoweredCapHalts(t *testing.T) {
 		t.Errorf("the cap's halt said %d times: %q", n, w.GitHub.BotComments(p.PR))
 	}
 }
+
+// TestStopAskedAsTheGuardHalts: a cancel, or the pull request's closing,
+// comes after the job's last look for a stop and before the round cap's
+// halt is saved (here as the halt's audit log is committed). The halt's
+// save would drop the request (a halted plan takes none); the request is
+// obeyed instead: the plan is cancelled, or closed, not halted.
+func TestStopAskedAsTheGuardHalts(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ask    func(w *pipelinetest.World) error
+		status plan.Status
+		label  string
+	}{
+		{"cancel", func(w *pipelinetest.World) error {
+			return w.Forge.HandleCommand(context.Background(), command(w, 1, false, "/forge cancel"))
+		}, plan.Cancelled, "forge:cancelled"},
+		{"pull request closed", func(w *pipelinetest.World) error {
+			return w.Forge.HandlePullRequest(context.Background(), pipeline.PullRequestArgs{InstallationID: pipelinetest.Installation,
+				Repo: w.Repo, PR: planOf(t, w).PR, Action: "closed", Sender: "carol"})
+		}, plan.Closed, "forge:closed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, audits := haltingWorld(t)
+			ctx := context.Background()
+			auditor := w.Agents[agent.Auditor]
+			w.Agents[agent.Auditor] = func(req agent.Request) (agent.Result, error) {
+				w.GitHub.BeforeNext("CommitFiles", func() {
+					if err := c.ask(w); err != nil {
+						t.Error(err)
+					}
+				})
+				return auditor(req)
+			}
+			if err := w.RunJobs(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p := planOf(t, w)
+			if p.State.Status() != c.status || p.State.Run() != plan.Idle || p.State.Halt() != nil {
+				t.Fatalf("after the %s asked as the guard halted: %s", c.name, p.State)
+			}
+			if *audits != 1 {
+				t.Errorf("%d audits", *audits)
+			}
+			if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != c.label {
+				t.Errorf("labels: %v", got)
+			}
+			if ch := w.GitHub.CheckRun("forge"); ch == nil || ch.Conclusion != "neutral" || len(ch.Actions) != 0 {
+				t.Errorf("the forge check run: %+v", ch)
+			}
+		})
+	}
+}

@@ -17,8 +17,8 @@ import (
 // Plans is pipeline.PlanStore in memory, with the SQL store's rules: one
 // number per repository in turn, one plan per trigger, one active forge
 // per issue, saves refused below the stored generation nor overwriting a stop
-// request, leases. Plans are kept as the JSON the SQL store keeps, so a
-// caller's copy is never shared.
+// request (nor halting a plan asked to cancel or close), leases. Plans are
+// kept as the JSON the SQL store keeps, so a caller's copy is never shared.
 type Plans struct {
 	mu     sync.Mutex
 	rows   map[int64]*row
@@ -125,6 +125,9 @@ func (s *Plans) write(p *pipeline.Plan, created bool) error {
 	}
 	if p.Generation < r.generation {
 		return pipeline.ErrStalePlan
+	}
+	if p.State.Run() == plan.Halted && r.run == plan.Running && (r.stop == plan.StopCancel || r.stop == plan.StopClose) {
+		return pipeline.ErrStopRequested
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
