@@ -197,6 +197,11 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 		// Saved with the audit log's commit, the decision outlives a
 		// job that dies before the halt is saved.
 		loop.Halting = &d
+		for i := range p.Audits {
+			if p.Audits[i].Round == d.Round {
+				p.Audits[i].Halt = string(d.Guard)
+			}
+		}
 		r.doing = templates.Step{Event: "completing"}
 		msg := fmt.Sprintf("%s: audit log (round %d, halted)", PlanID(p.Number), p.Round)
 		done, err := r.alreadyCommitted(ctx, msg)
@@ -328,6 +333,15 @@ func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 				p.StepGrants = map[string]int{}
 			}
 			p.StepGrants[h.Step]++
+		}
+		if h := p.State.Halt(); h != nil && h.Phase == "" && !p.State.Applied(cause.Trigger) {
+			// The Audit Log says who resumed the audit rounds a guard
+			// halted, at the round they halted after.
+			for i := range p.Audits {
+				if a := &p.Audits[i]; a.Round == h.Round && a.Halt == h.Reason {
+					a.ResumedBy = by
+				}
+			}
 		}
 		return plan.Resume{Cause: cause, By: by}
 	case "terminate":

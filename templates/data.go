@@ -111,6 +111,9 @@ type (
 		Verdict   string
 		Preflight bool
 		Findings  []audit.Finding
+		// Halt is the guard that halted the loop after the round,
+		// ResumedBy who resumed it.
+		Halt, ResumedBy string
 	}
 	// Cancel answers /forge cancel.
 	Cancel struct {

@@ -466,6 +466,8 @@ func textCases(t *testing.T) []textCase {
 
 		{"audit-log/findings", templates.AuditLog{Round: 2, Date: "2025-03-14", Verdict: "blocking", Preflight: false, Findings: []audit.Finding{blocking, medium}}},
 		{"audit-log/preflight", templates.AuditLog{Round: 1, Date: "2025-03-14", Verdict: worst(pre).String(), Preflight: true, Findings: pre}},
+		{"audit-log/halted and resumed", templates.AuditLog{Round: 3, Date: "2025-03-14", Verdict: "medium", Findings: []audit.Finding{medium}, Halt: "fix-regression", ResumedBy: "alice"}},
+		{"audit-log/halted", templates.AuditLog{Round: 4, Date: "2025-03-14", Verdict: "medium", Findings: []audit.Finding{medium}, Halt: "round-cap"}},
 		{"audit-log-end/findings by round", templates.AuditLogEnd{From: 1, Trajectory: templates.Trajectory{4, 2, 1}, Guard: "termination"}},
 		{"audit-log-end/plateau", templates.AuditLogEnd{From: 3, Trajectory: templates.Trajectory{5, 5, 5}, Guard: "stagnation"}},
 		{"audit-log-end/halted", templates.AuditLogEnd{From: 1, Trajectory: templates.Trajectory{9, 6, 4, 7}, Guard: "hallucination", Halted: true, Round: 4}},

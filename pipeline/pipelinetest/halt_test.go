@@ -325,3 +325,37 @@ func TestStopAskedAsTheGuardHalts(t *testing.T) {
 		})
 	}
 }
+
+// TestHaltsStayInTheAuditLog: a plan the round cap halts after round 1,
+// resumed, halts again after round 2. Its Audit Log keeps both halts and
+// the resume, each at its round, beside the trajectory's end.
+func TestHaltsStayInTheAuditLog(t *testing.T) {
+	w, _ := haltingWorld(t)
+	ctx := context.Background()
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.Round != 2 || p.State.Run() != plan.Halted {
+		t.Fatalf("after the resume: round %d, %s", p.Round, p.State)
+	}
+	text, _ := w.GitHub.File(p.Branch, p.PlanPath)
+	log := text[strings.Index(text, "## Audit Log"):]
+	first, second := strings.Index(log, "### Review 1"), strings.Index(log, "### Review 2")
+	if first < 0 || second < 0 {
+		t.Fatalf("the Audit Log:\n%s", log)
+	}
+	if !strings.Contains(log[first:second], "**Halted** by the round cap guard after this round; resumed by @alice.") {
+		t.Errorf("round 1's entry lacks its halt and resume:\n%s", log[first:second])
+	}
+	if !strings.Contains(log[second:], "**Halted** by the round cap guard after this round.") ||
+		!strings.Contains(log[second:], "HALTED by the round cap guard after round 2") {
+		t.Errorf("round 2's entry lacks its halt:\n%s", log[second:])
+	}
+}
