@@ -83,10 +83,6 @@ func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error
 	p := r.p
 	r.log.Warn().Err(e).Str("reason", e.Reason).Str("phase", phaseID).Msg("escalated to people")
 	h := plan.Halt{Reason: e.Reason, Round: e.Round, Phase: phaseID, Step: e.Step}
-	buttons := []string{"resume", "terminate"}
-	if h.Overridable() {
-		buttons = haltButtons
-	}
 	cause := ""
 	if e.err != nil {
 		// An agent's or GitHub's words: they notify nobody and fake no
@@ -108,7 +104,7 @@ func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error
 	ev := plan.LoopHalted{
 		Halt:  h,
 		Reply: plan.Reply{On: on, Key: fmt.Sprintf("escalated:%d:%s:%s:%d", p.Generation, e.Reason, phaseID, e.Round), Data: data},
-		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "escalated", Guard: e.Reason}, Buttons: buttons},
+		Check: haltCheck(h),
 	}
 	// Kept for the dashboard as a failure is: what the run was doing and
 	// the agent's last line.

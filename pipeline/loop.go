@@ -56,11 +56,31 @@ type Override struct {
 }
 
 // haltButtons are the forge check run's buttons on a halted plan; a
-// paused one has Resume alone (closing or /forge terminate still end it).
+// paused one has Resume alone (closing or /forge terminate still end it),
+// an escalation with nothing reviewed to accept Resume and Terminate.
 var (
-	haltButtons  = []string{"resume", "override", "terminate"}
-	pauseButtons = []string{"resume"}
+	haltButtons     = []string{"resume", "override", "terminate"}
+	pauseButtons    = []string{"resume"}
+	escalateButtons = []string{"resume", "terminate"}
 )
+
+// haltCheck is the forge check run of a plan halted as h says: action
+// required, titled by the guard, the escalation or the pause, with the
+// buttons that decide.
+func haltCheck(h plan.Halt) plan.Check {
+	c := plan.Check{Status: "completed", Conclusion: "action_required",
+		Title: templates.CheckTitle{Event: "halted", Guard: h.Reason}, Buttons: haltButtons}
+	switch {
+	case h.Paused():
+		c.Title, c.Buttons = templates.CheckTitle{Event: "paused", Round: h.Round, PhaseID: h.Phase}, pauseButtons
+	case h.Escalated():
+		c.Title = templates.CheckTitle{Event: "escalated", Guard: h.Reason}
+		if !h.Overridable() {
+			c.Buttons = escalateButtons
+		}
+	}
+	return c
+}
 
 // thresholds are the repository's termination thresholds.
 func thresholds(cfg repoconfig.Config) converge.Thresholds {
@@ -221,10 +241,11 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 			}
 		}
 	}
+	h := plan.Halt{Reason: string(d.Guard), Round: d.Round, Phase: phaseID}
 	ev := plan.LoopHalted{
-		Halt:  plan.Halt{Reason: string(d.Guard), Round: d.Round, Phase: phaseID},
+		Halt:  h,
 		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("%s:%d", loopKey(p, phaseID), d.Round), Data: data},
-		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "halted", Guard: string(d.Guard)}, Buttons: haltButtons},
+		Check: haltCheck(h),
 	}
 	progressID := p.ProgressID
 	if stopped, err := r.applyHalt(ctx, ev); err != nil || stopped {
@@ -289,8 +310,7 @@ func (r *run) pause(ctx context.Context, phaseID string) error {
 		Halt: h,
 		// One pause a job generation: a resume starts the next.
 		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("paused:%d", p.Generation), Data: data},
-		Check: plan.Check{Status: "completed", Conclusion: "action_required",
-			Title: templates.CheckTitle{Event: "paused", Round: h.Round, PhaseID: phaseID}, Buttons: pauseButtons},
+		Check: haltCheck(h),
 	}
 	progressID := p.ProgressID
 	if stopped, err := r.applyHalt(ctx, ev); err != nil || stopped {

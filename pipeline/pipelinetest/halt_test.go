@@ -359,3 +359,77 @@ func TestHaltsStayInTheAuditLog(t *testing.T) {
 		t.Errorf("round 2's entry lacks its halt:\n%s", log[second:])
 	}
 }
+
+// TestHaltedPlanClosedByItsPullRequest: tom, with triage (GitHub lets him
+// close pull requests, Forge lets him decide nothing), closes the pull
+// request of a halted plan. The plan is CLOSED with it, as every plan whose
+// pull request closes, and Forge says who closed it and that reopening
+// brings it back. Reopened, the plan is halted again where it stopped,
+// and alice resumes it. Closed by alice, who may decide, nothing is said.
+func TestHaltedPlanClosedByItsPullRequest(t *testing.T) {
+	w, audits := haltingWorld(t)
+	w.GitHub.Perms["tom"] = "triage"
+	ctx := context.Background()
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	pr := func(action, sender string) {
+		t.Helper()
+		if err := w.Forge.HandlePullRequest(ctx, pipeline.PullRequestArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo,
+			PR: p.PR, Action: action, HeadRef: p.Branch, Sender: sender}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr("closed", "tom")
+	p = planOf(t, w)
+	if p.State.Status() != plan.Closed || p.State.Run() != plan.Idle || p.State.Reopenable() == nil {
+		t.Fatalf("closed by tom: %s", p.State)
+	}
+	bot := w.GitHub.BotComments(p.PR)
+	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom closed this pull request while **plan-001** was halted by the round cap guard after round 1") ||
+		!strings.Contains(said, "takes the `write` permission, which @tom does not have") || !strings.Contains(said, "reopen the pull request") {
+		t.Errorf("what Forge said of tom's close: %q", said)
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** CLOSED") {
+		t.Errorf("the plan file's status after the close:\n%s", text)
+	}
+
+	pr("reopened", "tom")
+	p = planOf(t, w)
+	if h := p.State.Halt(); p.State.Status() != plan.Draft || p.State.Run() != plan.Halted || h == nil || h.Reason != "round-cap" || h.Round != 1 || !p.State.ReviseNext() {
+		t.Fatalf("reopened: %s, halt %+v", p.State, h)
+	}
+	if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != "forge:halted" {
+		t.Errorf("labels: %v", got)
+	}
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "action_required" || len(c.Actions) != 3 {
+		t.Errorf("the forge check run: %+v", c)
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** DRAFT") {
+		t.Errorf("the plan file's status after the reopening:\n%s", text)
+	}
+	bot = w.GitHub.BotComments(p.PR)
+	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom reopened this pull request, so **plan-001** is halted again") {
+		t.Errorf("what Forge said of the reopening: %q", said)
+	}
+
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); *audits != 2 || p.Round != 2 || p.State.Run() != plan.Halted {
+		t.Fatalf("resumed: %d audits, round %d, %s", *audits, p.Round, p.State)
+	}
+
+	before := len(w.GitHub.BotComments(p.PR))
+	pr("closed", "alice")
+	if p = planOf(t, w); p.State.Status() != plan.Closed {
+		t.Fatalf("closed by alice: %s", p.State)
+	}
+	if bot := w.GitHub.BotComments(p.PR); len(bot) != before {
+		t.Errorf("alice's close answered: %q", bot[before:])
+	}
+}
