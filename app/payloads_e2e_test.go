@@ -352,6 +352,7 @@ func (pw *payloadWorld) variants(t *testing.T) []payloadCase {
 			[]string{"pull_request"}, plan, ghdouble.Set("pull_request.head.repo", nil)),
 		v("pull_request closed on a plan branch, head repository deleted", "pull_request", "pull_request/closed",
 			[]string{"pull_request"}, plan, ghdouble.Set("pull_request.head.repo", nil)),
+		v("pull_request reopened on a plan branch", "pull_request", "pull_request/reopened", []string{"pull_request"}, plan),
 		v("pull_request_review submitted, head repository deleted", "pull_request_review", "pull_request_review/submitted",
 			[]string{"review"}, review(), ghdouble.Set("pull_request.head.repo", nil)),
 		v("pull_request_review dismissed, head repository deleted", "pull_request_review", "pull_request_review/dismissed",

@@ -10,7 +10,7 @@ import (
 )
 
 // PullRequest follows plan PRs (head branch plan-NNN/…): pushes by people,
-// and the end, merged or closed.
+// the end, merged or closed, and a reopening.
 type PullRequest struct{ Base }
 
 func (h *PullRequest) Handles() []string { return []string{"pull_request"} }
@@ -32,10 +32,10 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 		return err
 	}
 	d := e.delivery(eventType, deliveryID)
-	// Closing ends a plan; a push by a person (synchronize) changes it.
-	// Forge's own commits also arrive as synchronize, from its bot: those
-	// are not news.
-	wanted := e.Action == "closed" || (e.Action == "synchronize" && !e.Sender.bot())
+	// Closing ends a plan (reopening brings back one that was halted); a
+	// push by a person (synchronize) changes it. Forge's own commits also
+	// arrive as synchronize, from its bot: those are not news.
+	wanted := e.Action == "closed" || e.Action == "reopened" || (e.Action == "synchronize" && !e.Sender.bot())
 	if wanted && d.InstallationID != 0 && e.Repository != nil && plan.IsBranch(e.PullRequest.Head.Ref) {
 		d.Jobs = append(d.Jobs, job(pipeline.PullRequestArgs{
 			InstallationID: d.InstallationID, Repo: e.Repository.repo(), PR: e.Number, Action: e.Action,

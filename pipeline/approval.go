@@ -45,7 +45,8 @@ type CheckActionArgs struct {
 
 func (CheckActionArgs) Kind() string { return "check_action" }
 
-// PullRequestArgs is the job for a plan PR that was closed or merged.
+// PullRequestArgs is the job for a plan PR that was closed, merged,
+// reopened or pushed to.
 type PullRequestArgs struct {
 	InstallationID int64  `json:"installation_id"`
 	Repo           Repo   `json:"repo"`
@@ -404,7 +405,7 @@ func (f *Forge) press(ctx context.Context, gh GitHub, p *Plan, button string, ev
 
 // HandlePullRequest follows the plan PR to its end: merged or closed →
 // CLOSED; a merged plan's branch is deleted (Forge only ever deletes
-// plan-*/ branches).
+// plan-*/ branches). A halted plan's pull request reopened halts it again.
 func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error {
 	p, err := f.Plans.PlanForPR(ctx, a.Repo, a.PR)
 	if errors.Is(err, ErrPlanNotFound) {
@@ -420,15 +421,33 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		}
 		return f.humanPush(ctx, gh, p, a.After)
 	}
-	if a.Action != "closed" {
+	if a.Action != "closed" && a.Action != "reopened" {
 		return nil
 	}
 	gh, err := f.Installations.GitHub(ctx, a.InstallationID)
 	if err != nil {
 		return err
 	}
+	if a.Action == "reopened" {
+		return f.reopened(ctx, gh, p, a)
+	}
 	cause := plan.Cause{Trigger: "pr-closed:" + strconv.Itoa(a.PR), On: a.PR}
-	if err := f.apply(ctx, gh, p, plan.Close{Cause: cause, Quiet: true, Merged: a.Merged}); err != nil {
+	ev := plan.Close{Cause: cause, Quiet: true, Merged: a.Merged}
+	if h := p.State.Halt(); h != nil && !a.Merged && a.Sender != "" {
+		// GitHub lets anyone with triage close a pull request, and the plan
+		// follows its pull request as every close does; someone who may
+		// not decide on the halt is told so, and that reopening the pull
+		// request brings the plan back where it stopped.
+		need, ok, err := f.maySteer(ctx, gh, a.InstallationID, a.Repo, p.DefaultBranch, a.Sender, "closing a halted plan's pull request")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			ev.Reply = &plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("closed-by:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
+				Data: haltNotice("closed-by", a.Sender, *h, need)}
+		}
+	}
+	if err := f.apply(ctx, gh, p, ev); err != nil {
 		return err
 	}
 	if a.Merged && a.HeadRef == p.Branch {
@@ -437,6 +456,34 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		}
 	}
 	return nil
+}
+
+// reopened takes in the reopening of a plan's pull request: a plan its
+// closing ended while halted is halted again where it stopped. Any other
+// plan stays as it is: a closed plan has ended.
+func (f *Forge) reopened(ctx context.Context, gh GitHub, p *Plan, a PullRequestArgs) error {
+	k := p.State.Reopenable()
+	if k == nil {
+		return nil
+	}
+	h := k.Halt
+	ev := plan.Reopen{Cause: plan.Cause{Trigger: "pr-reopened:" + strconv.Itoa(a.PR), On: a.PR}, Check: haltCheck(h),
+		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("reopened:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
+			Data: haltNotice("reopened", a.Sender, h, "")}}
+	err := f.apply(ctx, gh, p, ev)
+	var refused *plan.RefusedError
+	if errors.As(err, &refused) {
+		return nil
+	}
+	return err
+}
+
+// haltNotice tells people on the pull request what became of a halted
+// plan: event closed-by (By, below the Need permission, closed it) or
+// reopened (By reopened it).
+func haltNotice(event, by string, h plan.Halt, need string) *templates.Halt {
+	return &templates.Halt{Event: event, By: by, Need: need, Guard: h.Reason, Round: h.Round, PhaseID: h.Phase, Step: h.Step,
+		Overridable: h.Overridable()}
 }
 
 // humanPush takes in a person's push to the plan branch: Forge builds on

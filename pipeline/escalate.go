@@ -101,10 +101,6 @@ func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error
 			h.Next = next.Name
 		}
 	}
-	buttons := []string{"resume", "terminate"}
-	if h.Overridable() {
-		buttons = haltButtons
-	}
 	cause := ""
 	if e.err != nil {
 		// An agent's or GitHub's words: they notify nobody and fake no
@@ -126,14 +122,14 @@ func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error
 	ev := plan.LoopHalted{
 		Halt:  h,
 		Reply: plan.Reply{On: on, Key: fmt.Sprintf("escalated:%d:%s:%s:%d", p.Generation, e.Reason, phaseID, e.Round), Data: data},
-		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "escalated", Guard: e.Reason}, Buttons: buttons},
+		Check: haltCheck(h),
 	}
 	// Kept for the dashboard as a failure is: what the run was doing and
 	// the agent's last line.
 	p.Pending = nil
 	p.Error, p.ErrorStep, p.ErrorCause = e.Error(), templates.Line(r.doing), lastLine(e.Tail)
 	progressID := p.ProgressID
-	if err := r.apply(ctx, ev); err != nil {
+	if stopped, err := r.applyHalt(ctx, ev); err != nil || stopped {
 		return err
 	}
 	if phaseID == "" && !r.phaseRun {

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/converge"
@@ -34,6 +36,11 @@ type Loop struct {
 	CapFrom int `json:"cap_from,omitempty"`
 	// Guard is the guard that last ended or halted the loop.
 	Guard string `json:"guard,omitempty"`
+	// Halting is the guards' decision to halt the plan's audit rounds,
+	// recorded with the halt's audit log commit until the revision a
+	// resume makes: a run that died before the halt was saved halts as
+	// decided when it resumes, rather than auditing on.
+	Halting *converge.Decision `json:"halting,omitempty"`
 	// OverriddenBy accepted the audit phase's change as reviewed: the
 	// phase passes.
 	OverriddenBy string `json:"overridden_by,omitempty"`
@@ -49,11 +56,31 @@ type Override struct {
 }
 
 // haltButtons are the forge check run's buttons on a halted plan; a
-// paused one has Resume alone (closing or /forge terminate still end it).
+// paused one has Resume alone (closing or /forge terminate still end it),
+// an escalation with nothing reviewed to accept Resume and Terminate.
 var (
-	haltButtons  = []string{"resume", "override", "terminate"}
-	pauseButtons = []string{"resume"}
+	haltButtons     = []string{"resume", "override", "terminate"}
+	pauseButtons    = []string{"resume"}
+	escalateButtons = []string{"resume", "terminate"}
 )
+
+// haltCheck is the forge check run of a plan halted as h says: action
+// required, titled by the guard, the escalation or the pause, with the
+// buttons that decide.
+func haltCheck(h plan.Halt) plan.Check {
+	c := plan.Check{Status: "completed", Conclusion: "action_required",
+		Title: templates.CheckTitle{Event: "halted", Guard: h.Reason}, Buttons: haltButtons}
+	switch {
+	case h.Paused():
+		c.Title, c.Buttons = templates.CheckTitle{Event: "paused", Round: h.Round, PhaseID: h.Phase}, pauseButtons
+	case h.Escalated():
+		c.Title = templates.CheckTitle{Event: "escalated", Guard: h.Reason}
+		if !h.Overridable() {
+			c.Buttons = escalateButtons
+		}
+	}
+	return c
+}
 
 // thresholds are the repository's termination thresholds.
 func thresholds(cfg repoconfig.Config) converge.Thresholds {
@@ -187,6 +214,14 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 	loop.CapFrom, loop.Guard = d.Round, string(d.Guard)
 	data := haltData(d, rounds, phaseID, maxRounds)
 	if phaseID == "" {
+		// Saved with the audit log's commit, the decision outlives a
+		// job that dies before the halt is saved.
+		loop.Halting = &d
+		for i := range p.Audits {
+			if p.Audits[i].Round == d.Round {
+				p.Audits[i].Halt = string(d.Guard)
+			}
+		}
 		r.doing = templates.Step{Event: "completing"}
 		msg := fmt.Sprintf("%s: audit log (round %d, halted)", PlanID(p.Number), p.Round)
 		done, err := r.alreadyCommitted(ctx, msg)
@@ -218,10 +253,10 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 	ev := plan.LoopHalted{
 		Halt:  h,
 		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("%s:%d", loopKey(p, phaseID), d.Round), Data: data},
-		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "halted", Guard: string(d.Guard)}, Buttons: haltButtons},
+		Check: haltCheck(h),
 	}
 	progressID := p.ProgressID
-	if err := r.apply(ctx, ev); err != nil {
+	if stopped, err := r.applyHalt(ctx, ev); err != nil || stopped {
 		return err
 	}
 	if phaseID == "" {
@@ -238,6 +273,30 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 		}
 	}
 	return nil
+}
+
+// applyHalt applies the run's halt: a guard's, an escalation or a pause.
+// The store refuses it when a person asked the job to cancel or close
+// after its last look for a request (ErrStopRequested), since a halted
+// plan takes none: the request is obeyed instead, and stopped says so.
+func (r *run) applyHalt(ctx context.Context, ev plan.LoopHalted) (stopped bool, err error) {
+	p := r.p
+	state, outbox := p.State, slices.Clone(p.Outbox)
+	err = r.apply(ctx, ev)
+	if !errors.Is(err, ErrStopRequested) {
+		return false, err
+	}
+	p.State, p.Outbox = state, outbox // nothing of the halt was saved
+	stop, serr := r.stopRequested(ctx)
+	if serr != nil || !stop.Interrupts() {
+		return false, errors.Join(err, serr)
+	}
+	r.log.Info().Str("stop", string(stop)).Msg("a stop asked as the run halted is obeyed")
+	if p.State.Mode() == plan.ModePhases {
+		_, err = r.stopPhase(ctx, stop)
+		return true, err
+	}
+	return true, r.stopped(ctx, stop, nil)
 }
 
 // pause halts the run where a person asked it to pause (/forge pause):
@@ -259,11 +318,10 @@ func (r *run) pause(ctx context.Context, phaseID string) error {
 		Halt: h,
 		// One pause a job generation: a resume starts the next.
 		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("paused:%d", p.Generation), Data: data},
-		Check: plan.Check{Status: "completed", Conclusion: "action_required",
-			Title: templates.CheckTitle{Event: "paused", Round: h.Round, PhaseID: phaseID}, Buttons: pauseButtons},
+		Check: haltCheck(h),
 	}
 	progressID := p.ProgressID
-	if err := r.apply(ctx, ev); err != nil {
+	if stopped, err := r.applyHalt(ctx, ev); err != nil || stopped {
 		return err
 	}
 	if !r.phaseRun {
@@ -309,6 +367,15 @@ func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 		if waitsOnAcceptance(p) && p.Acceptance != nil && !p.State.Applied(cause.Trigger) {
 			// Continue: the run adds a phase per uncovered criterion.
 			p.Acceptance.Continue = true
+		}
+		if h := p.State.Halt(); h != nil && h.Phase == "" && !p.State.Applied(cause.Trigger) {
+			// The Audit Log says who resumed the audit rounds a guard
+			// halted, at the round they halted after.
+			for i := range p.Audits {
+				if a := &p.Audits[i]; a.Round == h.Round && a.Halt == h.Reason {
+					a.ResumedBy = by
+				}
+			}
 		}
 		return plan.Resume{Cause: cause, By: by}
 	case "terminate":

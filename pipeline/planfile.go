@@ -40,7 +40,7 @@ func WithAuditLog(plan string, rounds []audit.Round, loopEnd templates.AuditLogE
 	for _, r := range rounds {
 		entry, err := templates.Text(templates.AuditLog{
 			Round: r.Round, Date: date.UTC().Format("2006-01-02"), Verdict: r.Verdict.String(),
-			Preflight: r.Preflight, Findings: r.Findings,
+			Preflight: r.Preflight, Findings: r.Findings, Halt: r.Halt, ResumedBy: r.ResumedBy,
 		})
 		if err != nil {
 			return "", err

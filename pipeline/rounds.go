@@ -32,8 +32,30 @@ func (r *run) rounds(ctx context.Context) error {
 	if p.State.Step() == plan.StepFinished {
 		return r.complete(ctx, p.CapReached) // resumed while completing
 	}
+	if l := p.Loop; l != nil && l.Phase == "" && l.Halting != nil && l.Halting.Round == p.Round && !p.State.ReviseNext() {
+		// Resumed after the guards decided to halt, before the halt was
+		// saved (a halted plan resumed revises first): it is carried
+		// out as decided, its audit log commit found made, never judged
+		// again on what changed since.
+		return r.haltRounds(ctx, *l.Halting)
+	}
 	for {
 		step, reviews := r.reviewStep()
+		if r.builtinPipeline() && p.Pending == nil && p.Round-capFrom(p) >= max {
+			// The rounds are used up before the next one was audited:
+			// max_audit_rounds was lowered since the last round was
+			// judged (or an earlier version recorded rounds the guards
+			// never judged). The cap ends the loop as the guards end
+			// every capped loop, before a revision no round could audit.
+			d := r.judgeRounds(step)
+			if d.Outcome == converge.Halt {
+				return r.haltRounds(ctx, d)
+			}
+			if d.Guard != "" {
+				r.planLoop().Guard = string(d.Guard)
+			}
+			return r.complete(ctx, false) // the thresholds changed too: done
+		}
 		if p.State.ReviseNext() {
 			last := p.Audits[len(p.Audits)-1]
 			r.doing = templates.Step{Event: "revising", Round: last.Round}
@@ -61,6 +83,9 @@ func (r *run) rounds(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			if p.Loop != nil {
+				p.Loop.Halting = nil // the halt it resumed from is done with
+			}
 			if reviews {
 				if p.StepRevisions == nil {
 					p.StepRevisions = map[string]int{}
@@ -82,11 +107,6 @@ func (r *run) rounds(ctx context.Context) error {
 			return r.complete(ctx, false)
 		}
 		if p.Pending == nil {
-			if r.builtinPipeline() && p.Round-capFrom(p) >= max {
-				// A plan whose rounds were used up before the guards judged
-				// them (recorded by an earlier version).
-				return r.complete(ctx, true)
-			}
 			if stop, err := r.stopRequested(ctx); err != nil || stop != plan.StopNone {
 				if err != nil {
 					return err
@@ -125,16 +145,7 @@ func (r *run) rounds(ctx context.Context) error {
 		p.Round, p.Pending = round.Round, nil
 		d := r.judgeRounds(step)
 		if d.Outcome == converge.Halt {
-			// A cancel or close asked for during the round is obeyed
-			// rather than halting for a decision; a pause gives way to
-			// the guard's halt, which stops the run all the same.
-			if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
-				if err != nil {
-					return err
-				}
-				return r.stopped(ctx, stop, nil)
-			}
-			return r.halt(ctx, d, "")
+			return r.haltRounds(ctx, d)
 		}
 		// The warning says the loop goes on: not when this round ends it.
 		if d.Warn && d.Outcome == converge.Continue {
@@ -184,6 +195,20 @@ func (r *run) rounds(ctx context.Context) error {
 			return r.pause(ctx, "")
 		}
 	}
+}
+
+// haltRounds halts the plan's audit rounds as the guards decided. A
+// cancel or close asked for during the round is obeyed rather than
+// halting for a decision; a pause gives way to the guard's halt, which
+// stops the run all the same.
+func (r *run) haltRounds(ctx context.Context, d converge.Decision) error {
+	if stop, err := r.stopRequested(ctx); err != nil || stop.Interrupts() {
+		if err != nil {
+			return err
+		}
+		return r.stopped(ctx, stop, nil)
+	}
+	return r.halt(ctx, d, "")
 }
 
 // audit runs one round's structural pre-flight and, when it passes, the

@@ -156,6 +156,12 @@ var ErrPlanNotFound = errors.New("plan not found")
 // generation: another job adopted it since this copy was read.
 var ErrStalePlan = errors.New("the plan was adopted by a newer job since it was read")
 
+// ErrStopRequested is a save refused because it would halt a running plan
+// (a guard's halt, an escalation, a pause) whose job a person asked
+// meanwhile to cancel or close: a halted plan takes no request, so the
+// halt would drop it. The job obeys the request instead.
+var ErrStopRequested = errors.New("a person asked the plan's job to stop")
+
 // PlanStore keeps plans, their numbers and their leases.
 type PlanStore interface {
 	// CreatePlan reserves the repository's next plan number atomically
@@ -172,7 +178,9 @@ type PlanStore interface {
 	// recently changed first, and how many plans the repository has.
 	RecentPlans(ctx context.Context, repo Repo, limit int) ([]*Plan, int, error)
 	// SavePlan writes p; ErrStalePlan when the stored plan's Generation
-	// is newer than p's (a stale job never overwrites its adopter's work).
+	// is newer than p's (a stale job never overwrites its adopter's work),
+	// ErrStopRequested when p halts a running plan whose stop column holds
+	// a cancel or close.
 	SavePlan(ctx context.Context, p *Plan) error
 	// RequestStop records what a person asks of the plan's running job
 	// (cancel, close, skip its phase), in a column of its own that the

@@ -142,6 +142,9 @@ type (
 		Verdict   string
 		Preflight bool
 		Findings  []audit.Finding
+		// Halt is the guard that halted the loop after the round,
+		// ResumedBy who resumed it.
+		Halt, ResumedBy string
 	}
 	// Cancel answers /forge cancel.
 	Cancel struct {
@@ -325,11 +328,14 @@ type (
 		MaxRounds int
 		Mean      string
 		Lowest    RoundCounts
-		// By resumed, overrode or terminated it, or asked for the pause;
-		// Status is the plan's, for a decision asked of a plan no guard
-		// halted, or a pause asked of one nothing runs on.
+		// By resumed, overrode or terminated it, asked for the pause, or
+		// closed or reopened its pull request; Status is the plan's, for a
+		// decision asked of a plan no guard halted, or a pause asked of
+		// one nothing runs on. Need is the approval permission, which By,
+		// who closed the pull request, lacks.
 		By     string
 		Status string
+		Need   string
 		// An escalation's (Event "escalated", Guard its reason): the step
 		// it stopped at, what Forge saw (Why), what to read (Artifact),
 		// the error (Cause) and a failed agent's last output (Tail);

@@ -185,7 +185,8 @@ func (ps planStore) RecentPlans(ctx context.Context, repo pipeline.Repo, limit i
 // stale worker cannot undo an adoption: ErrStalePlan), and never touches
 // the lease. The stop column is
 // never written from the plan's copy, which may predate a person's request:
-// a request survives every save until the plan goes idle.
+// a request survives every save until the plan goes idle, and a cancel or
+// close refuses the save that would halt the plan (ErrStopRequested).
 func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	now := time.Now()
 	p.UpdatedAt = now
@@ -194,21 +195,28 @@ func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 		return err
 	}
 	cols := p.State.Columns()
+	// A save that halts a running plan is refused over a cancel or close
+	// asked of its job: the halted plan's idle run column would drop it.
 	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET pr = $2, run = $3, status = $4,
 		stop = CASE WHEN $3 = 'idle' THEN '' ELSE stop END,
-		generation = $5, data = $6, updated_ms = $7 WHERE id = $1 AND generation <= $5`,
-		p.ID, p.PR, string(cols.Run), string(cols.Status), p.Generation, data, nowMS(now))
+		generation = $5, data = $6, updated_ms = $7 WHERE id = $1 AND generation <= $5
+		AND NOT ($8 = 'halted' AND run = 'running' AND stop IN ('cancel', 'close'))`,
+		p.ID, p.PR, string(cols.Run), string(cols.Status), p.Generation, data, nowMS(now), string(p.State.Run()))
 	if err != nil {
 		return fmt.Errorf("save plan %d: %w", p.ID, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		var gen int
-		err := ps.s.db.QueryRowContext(ctx, `SELECT generation FROM plans WHERE id = $1`, p.ID).Scan(&gen)
+		var stop string
+		err := ps.s.db.QueryRowContext(ctx, `SELECT generation, stop FROM plans WHERE id = $1`, p.ID).Scan(&gen, &stop)
 		if errors.Is(err, sql.ErrNoRows) {
 			return pipeline.ErrPlanNotFound
 		}
 		if err != nil {
 			return fmt.Errorf("save plan %d: %w", p.ID, err)
+		}
+		if gen <= p.Generation {
+			return fmt.Errorf("halt plan %d asked to %s: %w", p.ID, stop, pipeline.ErrStopRequested)
 		}
 		return fmt.Errorf("save plan %d of generation %d over %d: %w", p.ID, p.Generation, gen, pipeline.ErrStalePlan)
 	}

@@ -245,6 +245,47 @@ func TestSavePlanKeepsStopRequest(t *testing.T) {
 	})
 }
 
+// TestHaltRefusedOverAStopRequest: the save that halts a running plan is
+// refused while a person's cancel or close waits for its job (a halted
+// plan takes no request: the save would drop it); a pause gives way, and
+// a plan already halted saves as usual.
+func TestHaltRefusedOverAStopRequest(t *testing.T) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
+		ctx := context.Background()
+		for i, stop := range []plan.Stop{plan.StopCancel, plan.StopClose, plan.StopPause} {
+			p := newPlan("comment:"+string(stop), 7+i, plan.Running)
+			if _, err := ps.CreatePlan(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			if err := ps.RequestStop(ctx, p.ID, stop); err != nil {
+				t.Fatal(err)
+			}
+			next, _, err := p.State.Apply(plan.LoopHalted{Halt: plan.Halt{Reason: "round-cap", Round: 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.State = next
+			err = ps.SavePlan(ctx, p)
+			got, _ := ps.Plan(ctx, p.ID)
+			if stop == plan.StopPause {
+				if err != nil || got.State.Run() != plan.Halted {
+					t.Errorf("a halt over a pause: %v, %s", err, got.State)
+				}
+				if err := ps.SavePlan(ctx, got); err != nil {
+					t.Errorf("the halted plan saved again: %v", err)
+				}
+				continue
+			}
+			if !errors.Is(err, pipeline.ErrStopRequested) {
+				t.Fatalf("a halt over a %s: %v, want ErrStopRequested", stop, err)
+			}
+			if got.State.Run() != plan.Running || got.State.Stop() != stop {
+				t.Errorf("after the refused halt: %s, stop %q", got.State, got.State.Stop())
+			}
+		}
+	})
+}
+
 // TestStaleSaveRefused: a job that stalled past its lease holds a copy of
 // its plan from before another replica adopted it; saving that copy would
 // undo the adopter's progress, so it is refused.

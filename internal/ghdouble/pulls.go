@@ -921,6 +921,34 @@ func (s *Server) ClosePull(repo string, number int, user string) {
 	is.State, is.ClosedAt, is.ClosedBy, is.UpdatedAt = "closed", now, user, now
 }
 
+// ReopenPull reopens a closed pull request, as user; GitHub refuses a
+// merged one, or one whose head branch is gone.
+func (s *Server) ReopenPull(repo string, number int, user string) {
+	s.t.Helper()
+	r := s.mustRepo(repo)
+	s.ensureUser(user, "User")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pulls[number]
+	if p == nil {
+		s.t.Fatalf("ghdouble: %s has no pull request #%d", repo, number)
+		return
+	}
+	is := r.issues[number]
+	if is.State != "closed" {
+		return
+	}
+	head, err := r.git.branchHead(p.head)
+	if err != nil {
+		s.t.Fatalf("ghdouble: ReopenPull(%s, %d): %v", repo, number, err)
+	}
+	if p.merged || head == "" {
+		s.t.Fatalf("ghdouble: ReopenPull(%s, %d): GitHub refuses to reopen a merged pull request or one whose head branch is deleted", repo, number)
+	}
+	now := s.now().UTC().Truncate(time.Second)
+	is.State, is.ClosedAt, is.ClosedBy, is.StateReason, is.UpdatedAt = "open", time.Time{}, "", "reopened", now
+}
+
 // EditPullBody sets the pull request's description as a person editing it
 // on GitHub does (a browser sends CRLF line endings: body may carry them).
 func (s *Server) EditPullBody(repo string, number int, body string) {

@@ -239,6 +239,10 @@ type Round struct {
 	Step     string `json:"step,omitempty"`
 	ReviewID int64  `json:"review_id,omitempty"`
 	CapNote  bool   `json:"cap,omitempty"`
+	// Halt is the convergence guard that halted the loop after this
+	// round, ResumedBy who resumed it then: the Audit Log keeps both.
+	Halt      string `json:"halt,omitempty"`
+	ResumedBy string `json:"resumed_by,omitempty"`
 	// CommitID is the plan commit audited; Lines the plan file's length
 	// then, which bounds inline comments.
 	CommitID string `json:"commit_id,omitempty"`

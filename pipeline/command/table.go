@@ -232,7 +232,9 @@ var Table = []Spec{
 	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere,
 		Brief: "end a halted plan for good",
 		Does: "Ends a plan a convergence guard halted, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again. " +
-			"The *Terminate* button does the same.",
+			"The *Terminate* button does the same. Closing the plan's pull request closes the halted plan too (GitHub lets " +
+			"anyone with triage close it; Forge then says who closed it when they lack `approval.min_permission`), " +
+			"but not for good: reopening the pull request halts the plan again where it stopped.",
 		Example: "/forge terminate",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "terminated", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: FollowUp, Words: []string{"followup", "follow-up"}, Usage: "/forge followup [plan-NNN] <finding id>...", On: Anywhere,

@@ -43,7 +43,8 @@ func (c Counts) Total() int { return c.Critical + c.Medium + c.Minor }
 // critical, medium medium, minor and suggestion minor. A verdict worse
 // than every finding it came with ("needs revision" with none named)
 // counts as one finding of its own severity: a loop its verdict would go
-// on with must not look done.
+// on with must not look done. A clean round (a JSON answer with no
+// issue) names none and counts none, whatever its prose's markers say.
 func Of(r audit.Round) Counts {
 	var c Counts
 	worst := audit.SeverityNone
@@ -51,7 +52,7 @@ func Of(r audit.Round) Counts {
 		add(&c, f.Severity)
 		worst = max(worst, f.Severity)
 	}
-	if r.Verdict > worst {
+	if r.Verdict > worst && !r.Clean {
 		add(&c, r.Verdict)
 	}
 	return c
@@ -199,7 +200,7 @@ func Judge(rounds []Round, t Thresholds, atCap bool) Decision {
 		for i := n - stagnationLimit; i < n-1; i++ {
 			same = same && total(i) == total(n-1)
 		}
-		if same && matching(series[n-2].Texts, cur.Texts) < rotationShare {
+		if same && rotating(series[n-2].Texts, cur.Texts) {
 			d.Outcome, d.Guard = Done, Stagnation
 			return d
 		}
@@ -225,21 +226,27 @@ func Judge(rounds []Round, t Thresholds, atCap bool) Decision {
 	return d.capped(rounds, atCap)
 }
 
-// capped is the round cap's verdict on a loop no other guard ended.
+// capped is the round cap's verdict on a loop no other guard ended. Its
+// lowest and mean are the auditors' rounds', not the pre-flight's (unless
+// no auditor has read the plan yet).
 func (d Decision) capped(rounds []Round, atCap bool) Decision {
 	if !atCap {
 		return d
 	}
 	d.Outcome, d.Guard = Halt, RoundCap
-	d.Lowest = rounds[0]
+	counted := slices.DeleteFunc(slices.Clone(rounds), func(r Round) bool { return r.Preflight })
+	if len(counted) == 0 {
+		counted = rounds
+	}
+	d.Lowest = counted[0]
 	sum := 0
-	for _, r := range rounds {
+	for _, r := range counted {
 		sum += r.Counts.Total()
 		if r.Counts.Total() < d.Lowest.Counts.Total() {
 			d.Lowest = r
 		}
 	}
-	d.Mean = float64(sum) / float64(len(rounds))
+	d.Mean = float64(sum) / float64(len(counted))
 	return d
 }
 
@@ -262,20 +269,33 @@ func nearConvergence(rounds []Round, t Thresholds) (Round, bool) {
 	return Round{}, false
 }
 
-// matching is the share of the texts of cur that match one of prev's
-// (Similarity at least sameText). A round that names no finding (a
-// verdict alone) shows no rotation: all of it matches.
-func matching(prev, cur []string) float64 {
-	if len(cur) == 0 {
-		return 1
+// rotating says whether fewer than rotationShare of the texts of cur
+// match one of prev's (Similarity at least sameText), of the first
+// maxConsidered of each; it stops comparing once the share is certain
+// either way. A round that names no finding (a verdict alone) shows no
+// rotation: all of it matches.
+func rotating(prev, cur []string) bool {
+	prev, cur = prev[:min(len(prev), maxConsidered)], cur[:min(len(cur), maxConsidered)]
+	before := make([]*finding, len(prev))
+	for i, p := range prev {
+		before[i] = newFinding(p)
 	}
-	n := 0
+	matched, unmatched, total := 0, 0, float64(len(cur))
 	for _, c := range cur {
-		if slices.ContainsFunc(prev, func(p string) bool { return same(p, c) }) {
-			n++
+		switch {
+		case float64(matched)/total >= rotationShare:
+			return false
+		case float64(len(cur)-unmatched)/total < rotationShare:
+			return true
+		}
+		f := newFinding(c)
+		if slices.ContainsFunc(before, func(p *finding) bool { return same(p, f) }) {
+			matched++
+		} else {
+			unmatched++
 		}
 	}
-	return float64(n) / float64(len(cur))
+	return len(cur) > 0 && float64(matched)/total < rotationShare
 }
 
 // Trajectory is the loop's total findings, round by round.

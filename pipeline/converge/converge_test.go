@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/pipeline/audit"
 )
@@ -89,6 +90,14 @@ func TestJudgeDetails(t *testing.T) {
 	if d.Lowest.Number != 2 || d.Lowest.Counts.Total() != 1 || d.Mean != 1.75 {
 		t.Errorf("cap: lowest %d at round %d, mean %.2f", d.Lowest.Counts.Total(), d.Lowest.Number, d.Mean)
 	}
+	// The cap's lowest and mean are the auditors' rounds': a pre-flight
+	// round (Forge's own check) is neither.
+	rounds := loop(true, [3]int{0, 0, 1}, [3]int{2, 1, 0}, [3]int{1, 1, 0})
+	rounds[0].Preflight = true
+	d = Judge(rounds, defaults, true)
+	if d.Guard != RoundCap || d.Lowest.Number != 3 || d.Mean != 2.5 {
+		t.Errorf("cap after a pre-flight round: lowest %d at round %d, mean %.2f", d.Lowest.Counts.Total(), d.Lowest.Number, d.Mean)
+	}
 	// A medium that spikes over its trailing average, the window being the
 	// three rounds before.
 	d = Judge(loop(true, [3]int{0, 9, 0}, [3]int{0, 6, 0}, [3]int{0, 2, 0}, [3]int{0, 2, 0}, [3]int{0, 6, 0}), defaults, false)
@@ -130,6 +139,18 @@ func TestOf(t *testing.T) {
 	if got := Of(audit.Round{Verdict: audit.SeverityNone}); got.Total() != 0 {
 		t.Errorf("no marker at all = %+v", got)
 	}
+	// A JSON answer with no issue is a clean pass, whatever its prose
+	// says ("ready to approve" reads as a minor verdict): no finding.
+	for _, answer := range []string{"{\"issues\": []}\n\nReady to approve.", "```json\n{\"issues\": []}\n```\n\nNo severity: minor issue left."} {
+		v := audit.ParseVerdict(answer)
+		r := audit.Round{Verdict: v.MaxSeverity, Findings: v.Findings, Clean: v.Structured && len(v.Findings) == 0}
+		if !r.Clean {
+			t.Fatalf("%q is not clean", answer)
+		}
+		if got := RoundOf(r); got.Counts.Total() != 0 || len(got.Texts) != 0 {
+			t.Errorf("the clean answer %q counts %+v", answer, got.Counts)
+		}
+	}
 }
 
 func TestSimilarity(t *testing.T) {
@@ -147,11 +168,115 @@ func TestSimilarity(t *testing.T) {
 			t.Errorf("Similarity(%q, %q) = %.4f, want %.4f", c.a, c.b, got, c.want)
 		}
 	}
-	if !same("Testing never checks the file.", "Testing never checks the files.") || same("short", "a much longer text") {
+	if !same(newFinding("Testing never checks the file."), newFinding("Testing never checks the files.")) || same(newFinding("short"), newFinding("a much longer text")) {
 		t.Error("same")
 	}
 	long := strings.Repeat("x", 5*maxCompared)
 	if Similarity(long, long+"y") != 1 {
 		t.Error("texts are compared beyond maxCompared runes")
+	}
+}
+
+// longRounds are three rounds of n findings each, every finding a text
+// of some 1200 runes in the words of one vocabulary, shuffled anew for
+// each finding: texts alike in length and letters, none the same.
+func longRounds(n int) []Round {
+	words := strings.Fields("the plan leaves its rate limiter window unspecified and the retry policy of the client " +
+		"reads no budget while each handler writes to the store before it checks the lease")
+	seed := uint32(7)
+	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 8 }
+	var out []Round
+	for i := range 3 {
+		r := Round{Number: i + 1, Counts: Counts{Medium: n}}
+		for range n {
+			var b strings.Builder
+			for b.Len() < 1200 {
+				b.WriteString(words[next()%uint32(len(words))])
+				b.WriteByte(' ')
+			}
+			r.Texts = append(r.Texts, b.String())
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestStagnationOfALongRoundIsQuick: a round of 500 long findings, the
+// same total three rounds in a row, is judged in well under 200 ms: the
+// texts compared are bounded (maxConsidered findings a round, maxCompared
+// runes each) and so is the work of comparing two.
+func TestStagnationOfALongRoundIsQuick(t *testing.T) {
+	rounds := longRounds(500)
+	done := make(chan Decision, 1)
+	start := time.Now()
+	go func() { done <- Judge(rounds, defaults, false) }()
+	select {
+	case d := <-done:
+		if d.Outcome != Done || d.Guard != Stagnation {
+			t.Errorf("500 rotating findings: %+v, want a plateau", d)
+		}
+		t.Logf("judged in %s", time.Since(start))
+	case <-time.After(200 * time.Millisecond):
+		t.Fatal("a round of 500 long findings is not judged within 200 ms")
+	}
+}
+
+func BenchmarkStagnation(b *testing.B) {
+	rounds := longRounds(500)
+	for b.Loop() {
+		Judge(rounds, defaults, false)
+	}
+}
+
+// TestDistance: the bit-parallel distance is the textbook one, on texts
+// of one block, several, and lengths at a block's edge.
+func TestDistance(t *testing.T) {
+	textbook := func(a, b []rune) int {
+		prev := make([]int, len(b)+1)
+		for j := range prev {
+			prev[j] = j
+		}
+		for i := 1; i <= len(a); i++ {
+			cur := make([]int, len(b)+1)
+			cur[0] = i
+			for j := 1; j <= len(b); j++ {
+				cost := 1
+				if a[i-1] == b[j-1] {
+					cost = 0
+				}
+				cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			}
+			prev = cur
+		}
+		return prev[len(b)]
+	}
+	seed := uint32(1)
+	next := func(n int) int { seed = seed*1664525 + 1013904223; return int(seed>>8) % n }
+	alphabet := []rune("abcé ✓")
+	text := func(n int) []rune {
+		out := make([]rune, n)
+		for i := range out {
+			out[i] = alphabet[next(len(alphabet))]
+		}
+		return out
+	}
+	lengths := []int{0, 1, 2, 5, 63, 64, 65, 127, 128, 129, 200, 300}
+	for _, la := range lengths {
+		for _, lb := range lengths {
+			a, b := text(la), text(lb)
+			if got, want := compile(a).distance(b), textbook(a, b); got != want {
+				t.Errorf("distance of %d and %d runes = %d, want %d", la, lb, got, want)
+			}
+			// A near copy: a substitution and a deletion in a.
+			c := append([]rune(nil), a...)
+			if len(c) > 0 {
+				c[next(len(c))] = 'z'
+				i := next(len(c))
+				c = append(c[:i], c[i+1:]...)
+			}
+			if got, want := compile(a).distance(c), textbook(a, c); got != want {
+				t.Errorf("distance of %d runes and a near copy = %d, want %d", la, got, want)
+			}
+		}
 	}
 }

@@ -2,9 +2,12 @@ package pipelinetest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/pipelinetest"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -146,5 +149,287 @@ func TestNoRegressionWarningWhenTheLoopEnds(t *testing.T) {
 				t.Errorf("a regression warning on #%d although the loop ended: %q", n, c)
 			}
 		}
+	}
+}
+
+// haltingWorld is a forge whose auditor always finds a blocking issue,
+// with one audit round a run: the round cap halts it after round 1.
+// audits counts the auditor's calls.
+func haltingWorld(t *testing.T) (w *pipelinetest.World, audits *int) {
+	t.Helper()
+	w = pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
+		".github/forge.yml": "auto_implement: false\nmax_audit_rounds: 1\nphases: {wait_for_checks: false}\n"})
+	audits = new(int)
+	w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+		*audits++
+		return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
+	}
+	if err := w.Forge.HandleCommand(context.Background(), command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	return w, audits
+}
+
+// TestHaltSurvivesACrashBeforeItsSave: the round cap halts a forge, and
+// its job dies between the halt's audit log commit and the save that
+// halts the plan. The job run again finds the audit log committed and
+// halts as the guard decided: no further round, one audit log commit,
+// the halt said once.
+func TestHaltSurvivesACrashBeforeItsSave(t *testing.T) {
+	w, audits := haltingWorld(t)
+	ctx := context.Background()
+	w.Plans.FailSave(func(p *pipeline.Plan) bool { return p.State.Run() == plan.Halted },
+		fmt.Errorf("the database went away: %w", pipeline.ErrTransient))
+	job := w.Queue.Of("forge")[0].(pipeline.ForgeArgs)
+	if err := w.Forge.RunPlan(ctx, job, 1, 1); !errors.Is(err, pipeline.ErrTransient) {
+		t.Fatalf("the job that died before the halt's save: %v", err)
+	}
+	p := planOf(t, w)
+	if p.State.Run() != plan.Running || countMessages(w, p.Branch, "plan-001: audit log (round 1, halted)") != 1 {
+		t.Fatalf("after the dead job: %s, head %q", p.State, w.GitHub.Commits[w.GitHub.Branches[p.Branch]].Message)
+	}
+	if err := w.Forge.RunPlan(ctx, job, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	p = planOf(t, w)
+	if h := p.State.Halt(); p.State.Run() != plan.Halted || h == nil || h.Reason != "round-cap" || h.Round != 1 {
+		t.Fatalf("after the job ran again: %s, halt %+v", p.State, h)
+	}
+	if *audits != 1 || p.Round != 1 {
+		t.Errorf("%d audits, round %d: the loop went on past the guard's halt", *audits, p.Round)
+	}
+	if n := countMessages(w, p.Branch, "plan-001: audit log"); n != 1 {
+		t.Errorf("%d audit log commits, want 1", n)
+	}
+	if n := count(w.GitHub.BotComments(p.PR), "halted after round 1"); n != 1 {
+		t.Errorf("the halt said %d times, want once: %q", n, w.GitHub.BotComments(p.PR))
+	}
+	// Resumed, the loop goes on with its numbering: a revision, round 2.
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); *audits != 2 || p.Round != 2 || p.State.Run() != plan.Halted {
+		t.Errorf("after the resume: %d audits, round %d, %s", *audits, p.Round, p.State)
+	}
+}
+
+// TestLoweredCapHalts: a forge paused after round 1 of 3 is resumed once
+// max_audit_rounds was lowered to 1: the round cap ends its loop as the
+// guards end every capped loop, halted for people with the round it was
+// reached at (not completed with CAP_REACHED), before a revision no
+// round could audit.
+func TestLoweredCapHalts(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
+		".github/forge.yml": "auto_implement: false\nmax_audit_rounds: 3\nphases: {wait_for_checks: false}\n"})
+	ctx := context.Background()
+	audits, revisions := 0, 0
+	w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+		audits++
+		if audits == 1 {
+			if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge pause")); err != nil {
+				t.Error(err)
+			}
+		}
+		return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
+	}
+	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
+		revisions++
+		return agent.Result{Output: pipelinetest.Plan(req.PlanID)}, nil
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if h := p.State.Halt(); h == nil || !h.Paused() || p.Round != 1 {
+		t.Fatalf("after round 1: %s, round %d", p.State, p.Round)
+	}
+	if _, err := w.GitHub.CommitFiles(ctx, w.Repo, "main", w.GitHub.Branches["main"], "fewer rounds",
+		[]pipeline.FileChange{{Path: ".github/forge.yml", Content: []byte("auto_implement: false\nmax_audit_rounds: 1\nphases: {wait_for_checks: false}\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p = planOf(t, w)
+	if h := p.State.Halt(); p.State.Run() != plan.Halted || h == nil || h.Reason != "round-cap" || h.Round != 1 {
+		t.Fatalf("resumed under the lowered cap: %s, halt %+v", p.State, h)
+	}
+	if audits != 1 || revisions != 0 || p.CapReached {
+		t.Errorf("%d audits, %d revisions, CAP_REACHED %v", audits, revisions, p.CapReached)
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); strings.Contains(text, "CAP_REACHED") || !strings.Contains(text, "HALTED by the round cap guard after round 1") {
+		t.Errorf("the Audit Log:\n%s", text)
+	}
+	if n := count(w.GitHub.BotComments(p.PR), "max 1 rounds reached"); n != 1 {
+		t.Errorf("the cap's halt said %d times: %q", n, w.GitHub.BotComments(p.PR))
+	}
+}
+
+// TestStopAskedAsTheGuardHalts: a cancel, or the pull request's closing,
+// comes after the job's last look for a stop and before the round cap's
+// halt is saved (here as the halt's audit log is committed). The halt's
+// save would drop the request (a halted plan takes none); the request is
+// obeyed instead: the plan is cancelled, or closed, not halted.
+func TestStopAskedAsTheGuardHalts(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ask    func(w *pipelinetest.World) error
+		status plan.Status
+		label  string
+	}{
+		{"cancel", func(w *pipelinetest.World) error {
+			return w.Forge.HandleCommand(context.Background(), command(w, 1, false, "/forge cancel"))
+		}, plan.Cancelled, "forge:cancelled"},
+		{"pull request closed", func(w *pipelinetest.World) error {
+			return w.Forge.HandlePullRequest(context.Background(), pipeline.PullRequestArgs{InstallationID: pipelinetest.Installation,
+				Repo: w.Repo, PR: planOf(t, w).PR, Action: "closed", Sender: "carol"})
+		}, plan.Closed, "forge:closed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, audits := haltingWorld(t)
+			ctx := context.Background()
+			auditor := w.Agents[agent.Auditor]
+			w.Agents[agent.Auditor] = func(req agent.Request) (agent.Result, error) {
+				w.GitHub.BeforeNext("CommitFiles", func() {
+					if err := c.ask(w); err != nil {
+						t.Error(err)
+					}
+				})
+				return auditor(req)
+			}
+			if err := w.RunJobs(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p := planOf(t, w)
+			if p.State.Status() != c.status || p.State.Run() != plan.Idle || p.State.Halt() != nil {
+				t.Fatalf("after the %s asked as the guard halted: %s", c.name, p.State)
+			}
+			if *audits != 1 {
+				t.Errorf("%d audits", *audits)
+			}
+			if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != c.label {
+				t.Errorf("labels: %v", got)
+			}
+			if ch := w.GitHub.CheckRun("forge"); ch == nil || ch.Conclusion != "neutral" || len(ch.Actions) != 0 {
+				t.Errorf("the forge check run: %+v", ch)
+			}
+		})
+	}
+}
+
+// TestHaltsStayInTheAuditLog: a plan the round cap halts after round 1,
+// resumed, halts again after round 2. Its Audit Log keeps both halts and
+// the resume, each at its round, beside the trajectory's end.
+func TestHaltsStayInTheAuditLog(t *testing.T) {
+	w, _ := haltingWorld(t)
+	ctx := context.Background()
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.Round != 2 || p.State.Run() != plan.Halted {
+		t.Fatalf("after the resume: round %d, %s", p.Round, p.State)
+	}
+	text, _ := w.GitHub.File(p.Branch, p.PlanPath)
+	log := text[strings.Index(text, "## Audit Log"):]
+	first, second := strings.Index(log, "### Review 1"), strings.Index(log, "### Review 2")
+	if first < 0 || second < 0 {
+		t.Fatalf("the Audit Log:\n%s", log)
+	}
+	if !strings.Contains(log[first:second], "**Halted** by the round cap guard after this round; resumed by @alice.") {
+		t.Errorf("round 1's entry lacks its halt and resume:\n%s", log[first:second])
+	}
+	if !strings.Contains(log[second:], "**Halted** by the round cap guard after this round.") ||
+		!strings.Contains(log[second:], "HALTED by the round cap guard after round 2") {
+		t.Errorf("round 2's entry lacks its halt:\n%s", log[second:])
+	}
+}
+
+// TestHaltedPlanClosedByItsPullRequest: tom, with triage (GitHub lets him
+// close pull requests, Forge lets him decide nothing), closes the pull
+// request of a halted plan. The plan is CLOSED with it, as every plan whose
+// pull request closes, and Forge says who closed it and that reopening
+// brings it back. Reopened, the plan is halted again where it stopped,
+// and alice resumes it. Closed by alice, who may decide, nothing is said.
+func TestHaltedPlanClosedByItsPullRequest(t *testing.T) {
+	w, audits := haltingWorld(t)
+	w.GitHub.Perms["tom"] = "triage"
+	ctx := context.Background()
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, w)
+	pr := func(action, sender string) {
+		t.Helper()
+		if err := w.Forge.HandlePullRequest(ctx, pipeline.PullRequestArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo,
+			PR: p.PR, Action: action, HeadRef: p.Branch, Sender: sender}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr("closed", "tom")
+	p = planOf(t, w)
+	if p.State.Status() != plan.Closed || p.State.Run() != plan.Idle || p.State.Reopenable() == nil {
+		t.Fatalf("closed by tom: %s", p.State)
+	}
+	bot := w.GitHub.BotComments(p.PR)
+	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom closed this pull request while **plan-001** was halted by the round cap guard after round 1") ||
+		!strings.Contains(said, "takes the `write` permission, which @tom does not have") || !strings.Contains(said, "reopen the pull request") {
+		t.Errorf("what Forge said of tom's close: %q", said)
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** CLOSED") {
+		t.Errorf("the plan file's status after the close:\n%s", text)
+	}
+
+	pr("reopened", "tom")
+	p = planOf(t, w)
+	if h := p.State.Halt(); p.State.Status() != plan.Draft || p.State.Run() != plan.Halted || h == nil || h.Reason != "round-cap" || h.Round != 1 || !p.State.ReviseNext() {
+		t.Fatalf("reopened: %s, halt %+v", p.State, h)
+	}
+	if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != "forge:halted" {
+		t.Errorf("labels: %v", got)
+	}
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "action_required" || len(c.Actions) != 3 {
+		t.Errorf("the forge check run: %+v", c)
+	}
+	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** DRAFT") {
+		t.Errorf("the plan file's status after the reopening:\n%s", text)
+	}
+	bot = w.GitHub.BotComments(p.PR)
+	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom reopened this pull request, so **plan-001** is halted again") {
+		t.Errorf("what Forge said of the reopening: %q", said)
+	}
+
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge resume")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); *audits != 2 || p.Round != 2 || p.State.Run() != plan.Halted {
+		t.Fatalf("resumed: %d audits, round %d, %s", *audits, p.Round, p.State)
+	}
+
+	before := len(w.GitHub.BotComments(p.PR))
+	pr("closed", "alice")
+	if p = planOf(t, w); p.State.Status() != plan.Closed {
+		t.Fatalf("closed by alice: %s", p.State)
+	}
+	if bot := w.GitHub.BotComments(p.PR); len(bot) != before {
+		t.Errorf("alice's close answered: %q", bot[before:])
 	}
 }

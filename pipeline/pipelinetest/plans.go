@@ -17,14 +17,29 @@ import (
 // Plans is pipeline.PlanStore in memory, with the SQL store's rules: one
 // number per repository in turn, one plan per trigger, one active forge
 // per issue, saves refused below the stored generation nor overwriting a stop
-// request, leases. Plans are kept as the JSON the SQL store keeps, so a
-// caller's copy is never shared.
+// request (nor halting a plan asked to cancel or close), leases. Plans are
+// kept as the JSON the SQL store keeps, so a caller's copy is never shared.
 type Plans struct {
 	mu     sync.Mutex
 	rows   map[int64]*row
 	last   map[string]int // repository → last plan number
 	nextID int64
 	Now    func() time.Time
+	// failSaves are the saves FailSave made fail, in turn.
+	failSaves []failSave
+}
+
+type failSave struct {
+	when func(*pipeline.Plan) bool
+	err  error
+}
+
+// FailSave makes the first save of a plan that when holds return err,
+// writing nothing: the job dies just before that save.
+func (s *Plans) FailSave(when func(*pipeline.Plan) bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failSaves = append(s.failSaves, failSave{when, err})
 }
 
 type row struct {
@@ -111,6 +126,9 @@ func (s *Plans) write(p *pipeline.Plan, created bool) error {
 	if p.Generation < r.generation {
 		return pipeline.ErrStalePlan
 	}
+	if p.State.Run() == plan.Halted && r.run == plan.Running && (r.stop == plan.StopCancel || r.stop == plan.StopClose) {
+		return pipeline.ErrStopRequested
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -185,6 +203,11 @@ func (s *Plans) RecentPlans(_ context.Context, repo pipeline.Repo, limit int) ([
 func (s *Plans) SavePlan(_ context.Context, p *pipeline.Plan) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.failSaves) > 0 && s.failSaves[0].when(p) {
+		err := s.failSaves[0].err
+		s.failSaves = s.failSaves[1:]
+		return err
+	}
 	p.UpdatedAt = s.Now()
 	return s.write(p, false)
 }

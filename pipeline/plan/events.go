@@ -57,9 +57,20 @@ type (
 	Cancel struct{ Cause }
 	// Close closes the plan: /forge close, the Close button, or its pull
 	// request closed (Quiet: nobody asked, nothing is answered) or merged.
+	// Reply, when set, is said all the same: a halted plan's pull request
+	// closed by someone who could not decide on the halt.
 	Close struct {
 		Cause
 		Quiet, Merged bool
+		Reply         *Reply
+	}
+	// Reopen is a plan's pull request reopened: a plan its closing ended
+	// while halted is halted again, Check being the forge check run's
+	// action_required with the halt's buttons and Reply telling people.
+	Reopen struct {
+		Cause
+		Check Check
+		Reply Reply
 	}
 	// Push is a person's push to the plan branch. HasPhases says phases
 	// were made before it: they are stale now.
@@ -183,6 +194,7 @@ func (RunPhases) Name() string         { return "run_phases" }
 func (Skip) Name() string              { return "skip" }
 func (Cancel) Name() string            { return "cancel" }
 func (Close) Name() string             { return "close" }
+func (Reopen) Name() string            { return "reopen" }
 func (Push) Name() string              { return "push" }
 func (PhasesMade) Name() string        { return "phases_made" }
 func (Pause) Name() string             { return "pause" }

@@ -25,6 +25,9 @@ type State struct {
 	reviseNext bool
 	// halt is why and where a Halted plan stopped; nil otherwise.
 	halt *Halt
+	// reopen is the halt of a plan its pull request's closing ended,
+	// which the pull request's reopening restores; nil otherwise.
+	reopen *Reopenable
 	// applied is the trigger of the last event applied (a comment,
 	// delivery or review id): a retried job finds its event applied and
 	// only finishes the effects.
@@ -49,6 +52,16 @@ func (s State) Halt() *Halt {
 	}
 	h := *s.halt
 	return &h
+}
+
+// Reopenable is the halt a reopening of the plan's pull request
+// restores, nil when there is none. The copy it returns changes nothing.
+func (s State) Reopenable() *Reopenable {
+	if s.reopen == nil {
+		return nil
+	}
+	r := *s.reopen
+	return &r
 }
 
 // Await is the phase commit the run waits on, nil when it waits on none.
@@ -114,21 +127,22 @@ func (s State) WithColumns(c Columns) State {
 
 // stateJSON is State as it is stored in a plan's data.
 type stateJSON struct {
-	Status      Status   `json:"status"`
-	Run         RunState `json:"run"`
-	Mode        Mode     `json:"mode,omitempty"`
-	Step        Step     `json:"step,omitempty"`
-	Await       *Await   `json:"await,omitempty"`
-	Parked      bool     `json:"parked,omitempty"`
-	Stop        Stop     `json:"stop,omitempty"`
-	PhasesStale bool     `json:"phases_stale,omitempty"`
-	ReviseNext  bool     `json:"revise_next,omitempty"`
-	Halt        *Halt    `json:"halt,omitempty"`
-	Applied     string   `json:"applied,omitempty"`
+	Status      Status      `json:"status"`
+	Run         RunState    `json:"run"`
+	Mode        Mode        `json:"mode,omitempty"`
+	Step        Step        `json:"step,omitempty"`
+	Await       *Await      `json:"await,omitempty"`
+	Parked      bool        `json:"parked,omitempty"`
+	Stop        Stop        `json:"stop,omitempty"`
+	PhasesStale bool        `json:"phases_stale,omitempty"`
+	ReviseNext  bool        `json:"revise_next,omitempty"`
+	Halt        *Halt       `json:"halt,omitempty"`
+	Reopen      *Reopenable `json:"reopen,omitempty"`
+	Applied     string      `json:"applied,omitempty"`
 }
 
 func (s State) MarshalJSON() ([]byte, error) {
-	return json.Marshal(stateJSON{s.status, s.run, s.mode, s.step, s.await, s.parked, s.stop, s.phasesStale, s.reviseNext, s.halt, s.applied})
+	return json.Marshal(stateJSON{s.status, s.run, s.mode, s.step, s.await, s.parked, s.stop, s.phasesStale, s.reviseNext, s.halt, s.reopen, s.applied})
 }
 
 func (s *State) UnmarshalJSON(b []byte) error {
@@ -136,7 +150,7 @@ func (s *State) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*s = State{j.Status, j.Run, j.Mode, j.Step, j.Await, j.Parked, j.Stop, j.PhasesStale, j.ReviseNext, j.Halt, j.Applied}
+	*s = State{j.Status, j.Run, j.Mode, j.Step, j.Await, j.Parked, j.Stop, j.PhasesStale, j.ReviseNext, j.Halt, j.Reopen, j.Applied}
 	return nil
 }
 

@@ -76,6 +76,15 @@ type Halt struct {
 // (revise).
 const ReasonAcceptance = "acceptance"
 
+// Reopenable is what a halted plan its pull request's closing ended
+// keeps for the pull request's reopening, which halts it again where it
+// stopped: the halt, the status it had, and whether a revision was due.
+type Reopenable struct {
+	Halt       Halt   `json:"halt"`
+	Status     Status `json:"status"`
+	ReviseNext bool   `json:"revise_next,omitempty"`
+}
+
 // HaltPaused is the Reason of a pause a person asked for.
 const HaltPaused = "paused"
 

@@ -24,6 +24,9 @@ type Row struct {
 	Does  string
 	when  func(State, Event) bool
 	apply func(*State, Event) []Effect
+	// keepsHalt ends a halted plan keeping its halt, status and the
+	// revision due for a Reopen.
+	keepsHalt bool
 }
 
 // RefusedError is an event the table has no row for in the plan's state.
@@ -50,6 +53,9 @@ func (s State) Apply(ev Event) (State, []Effect, error) {
 		return s, nil, &RefusedError{State: s, Event: ev.Name()}
 	}
 	next := s
+	if row.keepsHalt && s.halt != nil {
+		next.reopen = &Reopenable{Halt: *s.halt, Status: s.status, ReviseNext: s.reviseNext}
+	}
 	if row.To != "" {
 		next.status = row.To
 	}
@@ -319,6 +325,24 @@ var table = []Row{
 				out = append(out, StartJob{})
 			}
 			return out
+		}},
+	{Event: "close", From: notClosed, Run: halted, Guard: "its pull request closed, not merged", To: Closed, RunTo: Idle, keepsHalt: true,
+		when: func(_ State, ev Event) bool { c := ev.(Close); return c.Quiet && !c.Merged },
+		Does: "keep the halt for the pull request's reopening; buttons off, plan file status, check run neutral, label, PR body, say who closed it when they may not decide on the halt",
+		apply: func(s *State, ev Event) []Effect {
+			out := closing(s, ev)
+			if r := ev.(Close).Reply; r != nil {
+				out = append(out, *r)
+			}
+			return out
+		}},
+	{Event: "reopen", From: []Status{Closed}, Run: idle, Guard: "closed by its pull request while halted", RunTo: Halted,
+		when: func(s State, _ Event) bool { return s.reopen != nil },
+		Does: "back to the status it had, halted again where it stopped (the revision due as it was): plan file status, label, check run action required with the halt's buttons, PR body, answer",
+		apply: func(s *State, ev Event) []Effect {
+			r, k := ev.(Reopen), *s.reopen
+			s.status, s.halt, s.reviseNext, s.reopen = k.Status, &k.Halt, k.ReviseNext, nil
+			return []Effect{StatusLine{}, SyncLabel{}, SetCheck{r.Check}, UpdatePR{}, r.Reply}
 		}},
 	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued, Halted}, To: Closed, RunTo: Idle,
 		Does:  "buttons off, plan file status (unless merged), check run neutral, label, PR body (unless merged), answer (unless the PR was closed)",

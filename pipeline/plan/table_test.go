@@ -165,6 +165,19 @@ var rowCases = []struct {
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
 	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
 		"buttons-off:true status-line check:completed/neutral label pr:false reply:closed"},
+	{"a halted plan's pull request closed", haltedAt(Auditing, ModePhases), Close{Cause: by, Quiet: true, Reply: &answer}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false reply:job-failed"},
+	{"its pull request reopened", reopenable(), Reopen{Cause: by, Reply: answer, Check: Check{Status: "completed", Conclusion: "action_required"}}, Draft, Halted,
+		"status-line label check:completed/action_required pr:false reply:job-failed"},
+}
+
+// reopenable is a plan the closing of its pull request ended while the
+// round cap halted it, a revision due.
+func reopenable() State {
+	s := haltedAt(Draft, ModeForge)
+	s.reviseNext = true
+	s, _, _ = s.Apply(Close{Cause: Cause{Trigger: "pr-closed:7"}, Quiet: true})
+	return s
 }
 
 // TestEveryRow applies each case and checks where it leads; every row of
@@ -473,6 +486,52 @@ func TestIdleClearsTheRun(t *testing.T) {
 	if next.Await() != nil || next.Parked() || next.Stop() != StopNone || next.ReviseNext() {
 		t.Errorf("idle plan keeps its run: %+v", next)
 	}
+}
+
+// TestReopenDetails: the pull request's reopening halts the plan its
+// closing ended where it stopped; a plan closed otherwise (merged, by a
+// command, terminated, or not halted) keeps nothing to reopen.
+func TestReopenDetails(t *testing.T) {
+	s := reopenable()
+	if s.Halt() != nil || s.Reopenable() == nil || s.ReviseNext() {
+		t.Fatalf("closed by its pull request: %s, reopenable %+v", s, s.Reopenable())
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(b, &back); err != nil || back.Reopenable() == nil || *back.Reopenable() != *s.Reopenable() {
+		t.Fatalf("round trip: %s, %v", b, err)
+	}
+	s, _, err = s.Apply(Reopen{Cause: Cause{Trigger: "pr-reopened:7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Halt(); s.Status() != Draft || s.Run() != Halted || h == nil || h.Reason != "round-cap" || h.Round != 5 || !s.ReviseNext() || s.Reopenable() != nil {
+		t.Errorf("reopened: %s, halt %+v, revise %v", s, h, s.ReviseNext())
+	}
+	for name, closed := range map[string]State{
+		"merged":       applied(haltedAt(Draft, ModeForge), Close{Cause: by, Quiet: true, Merged: true}),
+		"/forge close": applied(haltedAt(Draft, ModeForge), Close{Cause: by}),
+		"terminated":   applied(haltedAt(Draft, ModeForge), Terminate{Cause: by}),
+		"not halted":   applied(st(Review, Idle, ""), Close{Cause: by, Quiet: true}),
+	} {
+		if closed.Status() != Closed || closed.Reopenable() != nil {
+			t.Errorf("%s: %s, reopenable %+v", name, closed, closed.Reopenable())
+		}
+		if _, _, err := closed.Apply(Reopen{Cause: Cause{Trigger: "pr-reopened:7"}}); err == nil {
+			t.Errorf("%s: reopened", name)
+		}
+	}
+}
+
+func applied(s State, ev Event) State {
+	next, _, err := s.Apply(ev)
+	if err != nil {
+		panic(err)
+	}
+	return next
 }
 
 func TestStateJSON(t *testing.T) {
