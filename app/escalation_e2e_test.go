@@ -31,7 +31,7 @@ func TestEscalationUnknownVerdict(t *testing.T) {
 	apptest.Eventually(t, forgeWait, "the forge:escalated label", func() bool {
 		return slices.Equal(w.gh.Labels(w.repo, pr), []string{"forge:escalated"})
 	})
-	run := w.liveForgeRun(w.pulls(t)[0])
+	run := w.actionRequired(t)
 	if run.Conclusion != "action_required" || !slices.Equal(identifiers(run.Actions), []string{"resume", "override", "terminate"}) {
 		t.Errorf("the escalated plan's forge check run: %s/%s, buttons %v", run.Status, run.Conclusion, identifiers(run.Actions))
 	}

@@ -74,7 +74,13 @@ func wantHalted(t *testing.T, w *world, pr ghdouble.Pull, trajectory string, say
 	apptest.Eventually(t, forgeWait, "the forge:halted label", func() bool {
 		return slices.Equal(w.gh.Labels(w.repo, pr.Number), []string{"forge:halted"})
 	})
-	run := w.liveForgeRun(pr)
+	// The label is set before the check run is updated (one outbox, in
+	// order): wait for the run too.
+	var run ghdouble.CheckRun
+	apptest.Eventually(t, forgeWait, "the halted plan's forge check run", func() bool {
+		run = w.liveForgeRun(pr)
+		return run.Conclusion == "action_required"
+	})
 	if run.Conclusion != "action_required" || !slices.Equal(identifiers(run.Actions), []string{"resume", "override", "terminate"}) {
 		t.Errorf("the halted plan's forge check run: %s/%s, buttons %v", run.Status, run.Conclusion, identifiers(run.Actions))
 	}

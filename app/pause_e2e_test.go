@@ -73,7 +73,13 @@ func wantPaused(t *testing.T, w *world, pr ghdouble.Pull, where string, says ...
 	apptest.Eventually(t, forgeWait, "the forge:paused label", func() bool {
 		return slices.Equal(w.gh.Labels(w.repo, pr.Number), []string{"forge:paused"})
 	})
-	run := w.liveForgeRun(pr)
+	// The label is set before the check run is updated (one outbox, in
+	// order): wait for the run too.
+	var run ghdouble.CheckRun
+	apptest.Eventually(t, forgeWait, "the paused plan's forge check run", func() bool {
+		run = w.liveForgeRun(pr)
+		return run.Conclusion == "action_required"
+	})
 	if run.Conclusion != "action_required" || !slices.Equal(identifiers(run.Actions), []string{"resume"}) ||
 		!strings.Contains(run.Output.Title, "paused "+where) {
 		t.Errorf("the paused plan's forge check run: %s/%s %q, buttons %v", run.Status, run.Conclusion, run.Output.Title, identifiers(run.Actions))

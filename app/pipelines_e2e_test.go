@@ -125,6 +125,18 @@ func secondRuntime(command []string) func(*app.Config) {
 	}
 }
 
+// actionRequired waits for the plan's forge check run to ask for a
+// decision (its label is set first, in the same outbox) and returns it.
+func (w *world) actionRequired(t *testing.T) ghdouble.CheckRun {
+	t.Helper()
+	var run ghdouble.CheckRun
+	apptest.Eventually(t, forgeWait, "the forge check run to ask for a decision", func() bool {
+		run = w.liveForgeRun(w.pulls(t)[0])
+		return run.Conclusion == "action_required"
+	})
+	return run
+}
+
 // forgeBotReviews are Forge's reviews of the plan's rounds on the pull
 // request, in order.
 func (w *world) forgeBotReviews(pr int) []string {
@@ -254,7 +266,7 @@ pipelines:
 	apptest.Eventually(t, forgeWait, "the forge:escalated label", func() bool {
 		return slices.Equal(w.gh.Labels(w.repo, pr), []string{"forge:escalated"})
 	})
-	run := w.liveForgeRun(w.pulls(t)[0])
+	run := w.actionRequired(t)
 	if run.Conclusion != "action_required" || !slices.Equal(identifiers(run.Actions), []string{"resume", "terminate"}) || !strings.Contains(run.Output.Title, "escalated (gate)") {
 		t.Errorf("the escalated plan's forge check run: %s/%s %q, buttons %v", run.Status, run.Conclusion, run.Output.Title, identifiers(run.Actions))
 	}
