@@ -13,9 +13,6 @@ import (
 // time, at most phases.max_concurrent of them. A plan with a phase that
 // declares no writes runs one phase at a time, as Next says.
 
-// DefaultMaxConcurrent is phases.max_concurrent's default.
-const DefaultMaxConcurrent = 3
-
 // Parallel reports whether p runs as a DAG: every phase declares its
 // writes (a phase declaring writes declares its dependencies too: Parse
 // requires the line, Decompose writes it).
