@@ -165,11 +165,6 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 	if err := r.save(ctx); err != nil {
 		return false, err
 	}
-	for _, ph := range batch {
-		if err := r.phaseStarted(ctx, ph); err != nil {
-			return false, err
-		}
-	}
 	start := p.HeadSHA
 
 	// The bounded fan-out: on any return, the workers are stopped, then
@@ -199,6 +194,12 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 			continue
 		}
 		launch(j)
+	}
+	// Said while the agents work.
+	for _, ph := range batch {
+		if err := r.phaseStarted(ctx, ph); err != nil {
+			return false, err
+		}
 	}
 	landedBy := map[string]string{} // a path the batch's commits wrote → the phase
 	for running > 0 {
