@@ -232,17 +232,18 @@ func (r *run) landPhase(ctx context.Context, res phaseResult, stopAt func() plan
 	j := res.job
 	ph, _ := p.Phases.Find(j.ph.ID)
 	r.doing = templates.Step{Event: "running-phase", PhaseID: ph.ID}
+	if stop := stopAt(); stop != plan.StopNone {
+		// Nothing lands once a person asked the run to stop, and the
+		// agents it stopped did not fail.
+		j.err = &stopAsked{stop: stop}
+		return false
+	}
 	if res.err != nil {
 		j.err = res.err
 		return false
 	}
 	ph.ModifiedFiles = res.changes.modified
 	ph.Output = res.changes.output
-	if stop := stopAt(); stop != plan.StopNone {
-		// Nothing lands once a person asked the run to stop.
-		j.err = &stopAsked{stop: stop}
-		return false
-	}
 	if len(res.changes.files) == 0 {
 		ph.Output = "no file changed"
 		return false

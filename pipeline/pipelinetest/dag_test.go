@@ -322,3 +322,61 @@ func TestDAGBatchChecks(t *testing.T) {
 		t.Errorf("%d revert commits, want one for each phase of the batch", reverts)
 	}
 }
+
+// TestDAGBatchStops: /forge cancel while a batch waits for its checks
+// fails both of its phases, each check run with its buttons, the reply
+// naming both; the plan idle, /forge skip skips one failed phase at a
+// time, and /forge run goes on to the phases after them, which run at
+// once.
+func TestDAGBatchStops(t *testing.T) {
+	w, p, _ := dagWorld(t, "auto_implement: false\nphases:\n  checks_grace: 1m\n", false)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	ci(t, w, "completed", "success") // phase-1's
+	runJobs(t, w)
+	if p = planOf(t, w); p.AwaitBatch == nil {
+		t.Fatalf("the batch does not wait: %s", p.State)
+	}
+	lead := p.State.Await().PhaseID
+	other := p.AwaitBatch.Phases[0].PhaseID
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge cancel")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	p = planOf(t, w)
+	for _, id := range []string{"phase-2", "phase-3"} {
+		ph, _ := p.Phases.Find(id)
+		if ph.Status != phases.Failed {
+			t.Errorf("%s after the cancel: %s", id, ph.Status)
+		}
+		if c := w.GitHub.CheckRun("forge/" + id); c == nil || c.Conclusion != "failure" || len(c.Actions) != 3 {
+			t.Errorf("check run of %s: %+v", id, c)
+		}
+	}
+	if want := lead + " (and " + other + ", which ran beside it) is left failed"; count(w.GitHub.Written, want) == 0 {
+		t.Errorf("no reply says %q", want)
+	}
+	for _, cmd := range []string{"/forge skip", "/forge skip", "/forge run"} {
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, cmd)); err != nil {
+			t.Fatal(err)
+		}
+		runJobs(t, w)
+	}
+	p = planOf(t, w)
+	for _, id := range []string{"phase-2", "phase-3"} {
+		if ph, _ := p.Phases.Find(id); ph.Status != phases.Skipped {
+			t.Errorf("%s after the skips: %s", id, ph.Status)
+		}
+	}
+	if a := p.State.Await(); a == nil || p.AwaitBatch == nil || len(p.AwaitBatch.Phases) != 1 {
+		t.Fatalf("phase-4 and phase-5 do not wait together: %+v %+v", a, p.AwaitBatch)
+	}
+	ci(t, w, "completed", "success")
+	runJobs(t, w)
+	if p = planOf(t, w); p.State.Status() != plan.Done {
+		t.Errorf("after phases 4 and 5: %s %q", p.State, p.Error)
+	}
+}
