@@ -91,8 +91,10 @@ type phaseJob struct {
 	ph        phases.Phase
 	prevError string
 	// base is the commit the working copy is made of.
-	base  string
-	start time.Time
+	base string
+	// start is when its last run began, ran when its work ended (landed,
+	// or found nothing to change).
+	start, ran time.Time
 	// reruns counts the runs again on a new head; rerun are the files
 	// the attempts before changed, the phase's to change again.
 	reruns int
@@ -190,7 +192,8 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 			return false, err
 		} else if done {
 			// An earlier job landed it and died before recording so.
-			ph.GitCommit, j.landed, j.start = shortSHA(p.HeadSHA), true, r.f.now()
+			ph.GitCommit, j.landed = shortSHA(p.HeadSHA), true
+			j.start, j.ran = r.f.now(), r.f.now()
 			continue
 		}
 		launch(j)
@@ -246,6 +249,7 @@ func (r *run) landPhase(ctx context.Context, res phaseResult, stopAt func() plan
 	ph.Output = res.changes.output
 	if len(res.changes.files) == 0 {
 		ph.Output = "no file changed"
+		j.ran = r.f.now()
 		return false
 	}
 	moved, err := r.movedSince(ctx, j.base, res.changes.files)
@@ -293,7 +297,7 @@ func (r *run) landPhase(ctx context.Context, res phaseResult, stopAt func() plan
 		return false
 	}
 	ph.GitCommit = shortSHA(p.HeadSHA)
-	j.landed = true
+	j.landed, j.ran = true, r.f.now()
 	if wait {
 		// What this attempt wrote, for a retry that must undo it.
 		ph.FailureHashes = res.changes.hashes
@@ -376,10 +380,15 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 		case stopped && j.landed:
 			continue // its commit stands; the stop says what becomes of the phase
 		}
-		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(j.start)))
+		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(j.ran.Sub(j.start)))
 		waits := wait && j.landed
 		id := r.phaseCheck(ctx, ph, nil, waits)
-		r.phaseRan(ph.ID, waits)
+		// Its own work ended when it landed, not when the batch did.
+		t := &p.RunProgress.Phases[r.phaseTime(ph.ID)]
+		t.Ran = j.ran
+		if !waits {
+			t.Ended = t.Ran
+		}
 		if !waits {
 			ph.Status = phases.Done
 			p.PhasesRun++
@@ -415,7 +424,8 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 		esc, _ := asEscalation(perr)
 		return true, r.escalate(ctx, esc, ph.ID)
 	case errors.As(perr, &limited):
-		return true, perr
+		// The job runs again after the reset; what the batch did stands.
+		return true, errors.Join(perr, r.save(ctx))
 	}
 	r.doing = templates.Step{Event: "running-phase", PhaseID: ph.ID}
 	data := r.failureReply(perr, ph.ID)
