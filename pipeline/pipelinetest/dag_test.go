@@ -380,3 +380,76 @@ func TestDAGBatchStops(t *testing.T) {
 		t.Errorf("after phases 4 and 5: %s %q", p.State, p.Error)
 	}
 }
+
+// TestDAGPlanPhasesRefused: a plan whose ## Phases section depends on a
+// later phase is refused by the pre-flight (the round's finding names the
+// problem at its line, and no auditor is asked), by /forge phases, and,
+// once people accept the plan anyway, by the run its approval starts,
+// which makes no phases and says why.
+func TestDAGPlanPhasesRefused(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n", ".github/forge.yml": "auto_implement: false\nmax_audit_rounds: 1\nphases: {wait_for_checks: false}\n"})
+	bad := func(req agent.Request) (agent.Result, error) {
+		return agent.Result{Output: strings.Replace(dagPlan(req.PlanID), "### phase-1: A\n**Depends on:** (none)", "### phase-1: A\n**Depends on:** phase-2", 1)}, nil
+	}
+	w.Agents[agent.Drafter], w.Agents[agent.Reviser] = bad, bad
+	audited := 0
+	w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+		audited++
+		return agent.Result{Output: "Verdict: ready to approve"}, nil
+	}
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add greetings")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	p := planOf(t, w)
+	if audited != 0 || len(p.Audits) != 1 || !p.Audits[0].Preflight {
+		t.Fatalf("audits %+v, auditor asked %d times", p.Audits, audited)
+	}
+	found := false
+	for _, f := range p.Audits[0].Findings {
+		if strings.Contains(f.Description, "## Phases: phase-1 depends on phase-2, a later phase") && strings.HasPrefix(f.Location, p.PlanPath+":") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the pre-flight's findings: %+v", p.Audits[0].Findings)
+	}
+	// At the line of the plan file as it is then.
+	said := func() int {
+		n := 0
+		for _, b := range w.GitHub.Written {
+			if strings.Contains(b, "The phases of **plan-001** cannot be made: the plan's ## Phases section: line ") &&
+				strings.Contains(b, ": phase-1 depends on phase-2, a later phase") {
+				n++
+			}
+		}
+		return n
+	}
+	want := "phase-1 depends on phase-2"
+	// The round cap halted the plan; a person accepts it as reviewed, asks
+	// for its phases, and approves it.
+	for _, cmd := range []string{"/forge override", "/forge phases"} {
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, cmd)); err != nil {
+			t.Fatal(err)
+		}
+		runJobs(t, w)
+	}
+	if said() != 1 {
+		t.Errorf("/forge phases does not say %q:\n%s", want, strings.Join(w.GitHub.Written, "\n---\n"))
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	p = planOf(t, w)
+	if p.Phases != nil || p.State.Run() != plan.Idle {
+		t.Errorf("after the approval: %s, phases %+v", p.State, p.Phases)
+	}
+	if said() != 2 {
+		t.Errorf("the run does not say %q:\n%s\n%s", want, p.State, strings.Join(w.GitHub.Written[len(w.GitHub.Written)-4:], "\n---\n"))
+	}
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "failure" || !strings.Contains(c.Title, "the plan's phases cannot be read") {
+		t.Errorf("the forge check run: %+v", c)
+	}
+}
