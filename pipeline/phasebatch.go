@@ -141,7 +141,7 @@ func (w *run) work(ctx context.Context, j *phaseJob) (res phaseResult) {
 	defer cancel()
 	if rec := panics.Try(func() { res.changes, res.err = w.implementChanges(pctx, &j.ph) }); rec != nil {
 		w.log.Error().Str("panic", rec.String()).Msg("phase worker panicked")
-		res.err = fmt.Errorf("%s failed: %w", j.ph.ID, rec.AsError())
+		res.err = fmt.Errorf("%s failed: panic: %v", j.ph.ID, rec.Value) // the stack is the log's
 	}
 	if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
 		res.err = fmt.Errorf("timed out after %s", w.cfg.Phases.Timeout)

@@ -453,3 +453,37 @@ func TestDAGPlanPhasesRefused(t *testing.T) {
 		t.Errorf("the forge check run: %+v", c)
 	}
 }
+
+// TestDAGWorkerPanic: an implementer that panics in a batch fails its
+// phase (the server goes on); the phase beside it lands.
+func TestDAGWorkerPanic(t *testing.T) {
+	w, p, _ := dagWorld(t, "auto_implement: false\nphases: {wait_for_checks: false}\n", false)
+	implement := w.Agents[agent.Implementer]
+	w.Agents[agent.Implementer] = func(req agent.Request) (agent.Result, error) {
+		res, err := implement(req) // phase-2 and phase-3 meet first
+		if req.PhaseID == "phase-3" {
+			panic("the implementer's runtime broke")
+		}
+		return res, err
+	}
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	p = planOf(t, w)
+	two, _ := p.Phases.Find("phase-2")
+	three, _ := p.Phases.Find("phase-3")
+	if two.Status != phases.Done || three.Status != phases.Failed || !strings.Contains(three.Error, "the implementer's runtime broke") {
+		t.Fatalf("phase-2 %s, phase-3 %s %q", two.Status, three.Status, three.Error)
+	}
+	if got, _ := w.GitHub.File(p.Branch, "docs/b.md"); got != "Written by phase-2.\n" {
+		t.Errorf("docs/b.md: %q", got)
+	}
+	if c := w.GitHub.CheckRun("forge/phase-3"); c == nil || c.Conclusion != "failure" || len(c.Actions) != 3 {
+		t.Errorf("check run of phase-3: %+v", c)
+	}
+	if count(w.GitHub.Written, "Plan run stopped: Phase **phase-3** failed: phase-3 failed: panic") == 0 {
+		t.Errorf("no reply says phase-3 failed:\n%s", strings.Join(w.GitHub.Written, "\n---\n"))
+	}
+}
