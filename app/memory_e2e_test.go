@@ -288,7 +288,7 @@ func TestMemoryAgentFails(t *testing.T) {
 	w.command(t, "alice", "/forge add a greeting page")
 	pr := w.planPR(t)
 	done := w.waitReply(t, pr.Number, "The pull request is ready for review.")
-	if !strings.Contains(done, "Forge could not write down what this plan taught (memory agent: agent exited with status 3: model quota exceeded)") ||
+	if !strings.Contains(done, "Forge could not write down what this plan taught (memory agent failed twice: agent exited with status 3: model quota exceeded)") ||
 		!strings.Contains(done, "The plan is done all the same: nothing needs retrying.") {
 		t.Errorf("the hand-over does not say the memory agent failed:\n%s", done)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/agents"
@@ -329,5 +330,40 @@ pipelines:
 	w.status(t, "REVIEW")
 	if msgs := commitMessages(w.gh.Repo(w.repo).Commits(w.pulls(t)[0].Head)); countPrefix(msgs, "plan-001: revision") != 1 {
 		t.Errorf("commits %q: want the one revision the resume allowed", msgs)
+	}
+}
+
+// TestPipelineGatesPass: the gates a phase run meets pass through the
+// running server: before the implementer, `require approvals >= 1` (alice
+// approved); before the phase auditor, `check test == success` (CI's
+// check on the phase's commit) and `artifact docs/hello.md min=5` (the
+// phase's file). The plan runs to DONE.
+func TestPipelineGatesPass(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": `auto_implement: false
+pipelines:
+  default:
+    - role: drafter
+    - role: auditor
+    - role: implementer
+      gates: ["require approvals >= 1", "forbid labels == hold"]
+    - role: phase_auditor
+      gates: ["check test == success", "artifact docs/hello.md min=5", "after auditor = approved"]
+`}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.gh.AddWorkflow(w.repo, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond})
+	w.command(t, "alice", "/forge add a greeting page")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	pr := w.planPR(t).Number
+	w.commandOn(t, pr, "alice", "/forge approve")
+	w.waitReply(t, pr, "Plan run complete for **plan-001**")
+	w.status(t, "DONE")
+	for _, c := range w.botComments(t, pr) {
+		if strings.Contains(c.Body, "is escalated to people") {
+			t.Errorf("a gate that holds escalated the plan:\n%s", c.Body)
+		}
 	}
 }

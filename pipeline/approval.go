@@ -292,7 +292,7 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 	}
 	if h := st.Halt(); h != nil {
 		// Nothing runs on a halted plan before people decide on it.
-		return &templates.Halt{Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase}
+		return &templates.Halt{Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase, Step: h.Step, Escalated: h.Escalated(), Overridable: h.Overridable()}
 	}
 	switch st.Status() {
 	case plan.Done, plan.Closed, plan.Cancelled:
@@ -371,6 +371,20 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 		return f.press(ctx, gh, p, a.Identifier, plan.Close{Cause: cause})
 	case "resume", "override", "terminate":
 		return f.press(ctx, gh, p, a.Identifier, haltDecision(p, a.Identifier, a.Author, cause))
+	case "merge-anyway", "continue", "replan":
+		// A plan that waits on its acceptance criteria: merge anyway is
+		// an override, continue a resume, replan a revision naming the
+		// uncovered criteria. Shown for no other plan.
+		if !waitsOnAcceptance(p) {
+			return nil
+		}
+		switch a.Identifier {
+		case "merge-anyway":
+			return f.press(ctx, gh, p, a.Identifier, haltDecision(p, "override", a.Author, cause))
+		case "continue":
+			return f.press(ctx, gh, p, a.Identifier, haltDecision(p, "resume", a.Author, cause))
+		}
+		return f.press(ctx, gh, p, a.Identifier, plan.Revise{Cause: cause, Notes: replanNotes(p, "")})
 	}
 	return nil
 }

@@ -180,7 +180,7 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		if err != nil {
 			return fmt.Errorf("commit the phases file: %w", err)
 		}
-		p.Phases, p.HeadSHA = &ph, sha
+		p.Phases, p.HeadSHA, p.PhaseCommits, p.Acceptance = &ph, sha, nil, nil
 		if err := c.apply(ctx, p, plan.PhasesMade{Cause: c.cause()}); err != nil {
 			return err
 		}
@@ -409,7 +409,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		// A halted plan keeps its issue's one active plan: its resume
 		// would run it beside one started now.
 		h := existing.State.Halt()
-		return c.reply(ctx, &templates.Halt{Head: templates.Head{PlanID: PlanID(existing.Number)}, Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase})
+		return c.reply(ctx, &templates.Halt{Head: templates.Head{PlanID: PlanID(existing.Number)}, Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase, Step: h.Step, Escalated: h.Escalated(), Overridable: h.Overridable()})
 	case existing.State.Run() != plan.Idle:
 		return c.reply(ctx, &templates.AlreadyRunning{Head: templates.Head{PlanID: PlanID(existing.Number)}})
 	case existing.State.Status().Active() && !cmd.New && existing.Trigger != c.trigger():
@@ -681,7 +681,12 @@ func (c *commandCtx) rerun(ctx context.Context, cmd command.Command) error {
 		return c.noPlan(ctx, cmd)
 	}
 	var ev plan.Event = plan.Audit{Cause: c.cause()}
-	if cmd.Kind == command.Revise {
+	switch {
+	case cmd.Kind == command.Revise && waitsOnAcceptance(p):
+		// Replan: the notes name the criteria the final audit left
+		// uncovered.
+		ev = plan.Revise{Cause: c.cause(), Notes: replanNotes(p, cmd.Notes)}
+	case cmd.Kind == command.Revise:
 		ev = plan.Revise{Cause: c.cause(), Notes: cmd.Notes}
 	}
 	return c.apply(ctx, p, ev)

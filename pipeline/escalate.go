@@ -81,8 +81,26 @@ func isEscalation(err error) bool {
 // step again (a revision cap's: the revision due).
 func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error {
 	p := r.p
+	// A cancel or close asked for meanwhile is obeyed, not lost under
+	// the halt (whose save clears the stop column).
+	stop, err := r.stopRequested(ctx)
+	if err != nil {
+		return err
+	}
+	if stop == plan.StopCancel || stop == plan.StopClose {
+		if p.State.Mode() == plan.ModePhases {
+			_, err := r.stopPhase(ctx, stop)
+			return err
+		}
+		return r.stopped(ctx, stop, nil)
+	}
 	r.log.Warn().Err(e).Str("reason", e.Reason).Str("phase", phaseID).Msg("escalated to people")
 	h := plan.Halt{Reason: e.Reason, Round: e.Round, Phase: phaseID, Step: e.Step}
+	if cur, ok := r.reviewStep(); ok && phaseID == "" && !r.phaseRun && cur.Name == e.Step && h.Overridable() {
+		if next, ok := r.nextReview(); ok {
+			h.Next = next.Name
+		}
+	}
 	buttons := []string{"resume", "terminate"}
 	if h.Overridable() {
 		buttons = haltButtons
@@ -99,7 +117,7 @@ func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error
 	}
 	data := &templates.Halt{Event: "escalated", Guard: e.Reason, Round: e.Round, PhaseID: phaseID, Step: e.Step,
 		Why: why, Artifact: e.Artifact, Cause: cause, Tail: strings.ReplaceAll(e.Tail, "```", "'''"),
-		Overridable: h.Overridable()}
+		Escalated: true, Overridable: h.Overridable()}
 	data.PlanID = PlanID(p.Number)
 	on := plan.OnPR
 	if p.PR == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -233,6 +234,16 @@ func (p *Plan) startRun(e plan.StartRun) {
 	p.RunStartRound = p.Round
 	p.CapReached, p.Pending, p.ProgressID = false, nil, 0
 	p.Loop = nil // a new run's review loop starts afresh
+	if e.Mode != plan.ModePhases {
+		// A plan drafted or revised again goes through every review
+		// step again, from the first; their revisions stay counted.
+		p.ReviewStep = ""
+	}
+	if e.Mode != plan.ModePhases {
+		// The plan is drafted or revised again: what its phases showed
+		// is history, and their next run traces it anew.
+		p.Acceptance = nil
+	}
 	p.keepPhaseTimes()
 	p.RunProgress = RunProgress{Gen: p.Generation}
 	p.RunLimit, p.PhasesRun = phases.MaxPerRun, 0
@@ -418,6 +429,10 @@ var checkButtons = map[string]CheckAction{
 	"resume":    {Label: "Resume", Description: "Go on from where the run stopped", Identifier: "resume"},
 	"override":  {Label: "Override", Description: "Accept as reviewed despite the halt", Identifier: "override"},
 	"terminate": {Label: "Terminate", Description: "End the plan for good", Identifier: "terminate"},
+	// The buttons of a plan that waits on its acceptance criteria.
+	"merge-anyway": {Label: "Merge anyway", Description: "Mark ready with criteria uncovered", Identifier: "merge-anyway"},
+	"continue":     {Label: "Continue", Description: "Add a phase per uncovered criterion", Identifier: "continue"},
+	"replan":       {Label: "Replan", Description: "Revise the plan for the criteria", Identifier: "replan"},
 }
 
 // setCheck brings the plan's forge check run to c, on the plan's head: a
@@ -479,6 +494,13 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 	if table := phaseTable(p); table != "" {
 		// Then the phases' status table, as the PR body shows it.
 		summary += "\n\n" + table
+	}
+	if a := acceptanceTable(p); a != nil {
+		// And the traceability table of its acceptance criteria, unless
+		// the run's last words (a wait on them) showed it already.
+		if text, err := templates.Text(*a); err == nil && !strings.Contains(summary, strings.TrimSpace(text)) {
+			summary += "\n\n" + strings.TrimSpace(text)
+		}
 	}
 	text, err := templates.Text(templates.CheckOutput{
 		PlanID: PlanID(p.Number), Status: string(p.State.Status()), Rounds: len(p.Audits), MaxRounds: maxRounds,

@@ -54,6 +54,11 @@ func (r *run) learn(ctx context.Context) (*templates.Learned, error) {
 	case ctx.Err() != nil, errors.As(err, &limited), errors.Is(err, ErrStalePlan):
 		return nil, err
 	default:
+		var esc *escalation
+		if errors.As(err, &esc) && esc.err != nil {
+			// Learning never escalates: the plan is done without it.
+			err = esc.err
+		}
 		r.log.Warn().Err(err).Msg("learning from the plan failed; the plan is done without it")
 		out.Error = Untrusted(err.Error(), maxLearnError)
 		// The last line the agent printed is the cause a person reads.

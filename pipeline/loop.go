@@ -206,8 +206,17 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 			}
 		}
 	}
+	h := plan.Halt{Reason: string(d.Guard), Round: d.Round, Phase: phaseID}
+	if phaseID == "" {
+		if next, ok := r.nextReview(); ok {
+			h.Next = next.Name
+		}
+		if step, ok := r.reviewStep(); ok {
+			h.Step = step.Name
+		}
+	}
 	ev := plan.LoopHalted{
-		Halt:  plan.Halt{Reason: string(d.Guard), Round: d.Round, Phase: phaseID},
+		Halt:  h,
 		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("%s:%d", loopKey(p, phaseID), d.Round), Data: data},
 		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "halted", Guard: string(d.Guard)}, Buttons: haltButtons},
 	}
@@ -284,7 +293,9 @@ func (r *run) logEnd(capReached bool) templates.AuditLogEnd {
 
 // haltDecision is a person's decision on a halted plan as its event:
 // resume, override or terminate. An override is recorded for the pull
-// request to list and, on an audit phase, for the phase to pass.
+// request to list and, on an audit phase, for the phase to pass; a plan
+// that waits on its acceptance criteria resumed is continued (a phase per
+// uncovered criterion), overridden is merged anyway.
 func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 	switch what {
 	case "resume":
@@ -295,17 +306,30 @@ func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 			}
 			p.StepGrants[h.Step]++
 		}
+		if waitsOnAcceptance(p) && p.Acceptance != nil && !p.State.Applied(cause.Trigger) {
+			// Continue: the run adds a phase per uncovered criterion.
+			p.Acceptance.Continue = true
+		}
 		return plan.Resume{Cause: cause, By: by}
 	case "terminate":
 		return plan.Terminate{Cause: cause, By: by}
 	}
-	// A paused plan has nothing to override: the table refuses it, and
-	// nothing is recorded.
-	if h := p.State.Halt(); h != nil && !h.Paused() && !p.State.Applied(cause.Trigger) {
-		p.Overrides = append(p.Overrides, Override{By: by, Guard: h.Reason, Round: h.Round, Phase: h.Phase})
-		if h.Phase != "" && p.Loop != nil && p.Loop.Phase == h.Phase {
-			p.Loop.OverriddenBy = by
+	// A pause, a gate, an agent's failure or a conflict left nothing
+	// reviewed to override: the table refuses it, and nothing is
+	// recorded (the handler saves the plan before the table decides).
+	next := ""
+	if h := p.State.Halt(); h != nil && h.Overridable() {
+		next = h.Next
+		if !p.State.Applied(cause.Trigger) {
+			p.Overrides = append(p.Overrides, Override{By: by, Guard: h.Reason, Round: h.Round, Phase: h.Phase})
+			if h.Phase != "" && p.Loop != nil && p.Loop.Phase == h.Phase {
+				p.Loop.OverriddenBy = by
+			}
+			if next != "" && h.Phase == "" && (p.State.Status() == plan.Draft || p.State.Status() == plan.Review) {
+				// The step is accepted as reviewed: the next one audits.
+				p.ReviewStep, p.Loop = next, nil
+			}
 		}
 	}
-	return plan.Override{Cause: cause, By: by}
+	return plan.Override{Cause: cause, By: by, Next: next}
 }

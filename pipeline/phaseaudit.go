@@ -56,17 +56,19 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 		if err != nil {
 			return err
 		}
-		r.hideAddressed(ctx, audit.Addressed(loop.Rounds, done))
-		loop.Rounds = append(loop.Rounds, done)
-		p.FinalAudit = &FinalAudit{Phase: ph.ID, Round: done}
 		if done.Decision == audit.Unknown {
-			// Resumed, the phase audits again; overridden, it passes.
+			// Resumed, the phase audits again; overridden, it passes. Its
+			// silence hides no earlier finding.
+			loop.Rounds = append(loop.Rounds, done)
 			if err := r.save(ctx); err != nil {
 				return err
 			}
-			return &escalation{Reason: plan.EscalatedVerdict, Step: string(agent.PhaseAuditor), Round: done.Round,
+			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: done.Round,
 				Artifact: fmt.Sprintf("the post-implementation audit %d of %s", done.Round, ph.ID)}
 		}
+		r.hideAddressed(ctx, audit.Addressed(loop.Rounds, done))
+		loop.Rounds = append(loop.Rounds, done)
+		p.FinalAudit = &FinalAudit{Phase: ph.ID, Round: done}
 		rounds := loopRounds(p)
 		atCap := done.Round-loop.CapFrom >= step.MaxRounds
 		d := converge.Judge(rounds, thresholds(r.cfg), atCap)
@@ -109,6 +111,9 @@ func (r *run) fixRound(ctx context.Context, ph *phases.Phase, findings []audit.F
 	p := r.p
 	msg := fmt.Sprintf("%s %s: fix %d", PlanID(p.Number), ph.ID, n)
 	if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
+		if done {
+			r.recordCommit(ph.ID, false)
+		}
 		return err
 	}
 	wc, _, err := r.checkout(ctx)
@@ -138,7 +143,11 @@ func (r *run) fixRound(ctx context.Context, ph *phases.Phase, findings []audit.F
 	if len(files) == 0 {
 		return nil
 	}
-	return r.commitFiles(ctx, msg, files)
+	if err := r.commitFiles(ctx, msg, files); err != nil {
+		return err
+	}
+	r.recordCommit(ph.ID, false)
+	return r.save(ctx)
 }
 
 // auditOnce posts one post-implementation audit as a review with inline
@@ -160,10 +169,21 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.R
 		return audit.Round{}, err
 	}
 	defer wc.Remove()
-	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph,
-		&templates.PhaseAuditor{Plan: Fence(plan), Diff: Fence(text.String())})
+	criteria, evidence, err := r.acceptancePrompt(ctx, plan)
 	if err != nil {
 		return audit.Round{}, err
+	}
+	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph,
+		&templates.PhaseAuditor{Plan: Fence(plan), Diff: Fence(text.String()), Criteria: criteria, Evidence: evidence})
+	if err != nil {
+		return audit.Round{}, err
+	}
+	if criteria != "" {
+		// Its latest answer is what the hand-over holds to the evidence.
+		if p.Acceptance == nil {
+			p.Acceptance = &Acceptance{}
+		}
+		p.Acceptance.Claims = audit.ParseClaims(res.Output)
 	}
 	v := audit.ParseVerdict(res.Output)
 	decision := audit.Decide(res.Output, v)

@@ -47,6 +47,11 @@ func (r *run) runPhases(ctx context.Context) error {
 	} else if p.State.PhasesStale() || phases.Stale(*p.Phases, string(text)) {
 		return r.apply(ctx, plan.PhasesStaleStop{Reply: r.prReply("stale", &templates.PhaseStopped{Stale: true})})
 	}
+	if p.Acceptance != nil && p.Acceptance.Continue {
+		if err := r.continueAcceptance(ctx); err != nil {
+			return err
+		}
+	}
 	if err := r.apply(ctx, plan.PhasesStarted{}); err != nil {
 		return err
 	}
@@ -305,7 +310,7 @@ func (r *run) generatePhases(ctx context.Context, text string) error {
 	}
 	day := r.f.now().UTC().Format("2006-01-02")
 	ph.Created, ph.Updated = day, day
-	p.Phases = &ph
+	p.Phases, p.PhaseCommits, p.Acceptance = &ph, nil, nil
 	path := PhasesFile(r.cfg.PlansDir, p.Number)
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{ownFile(path, phases.Serialize(ph))}); err != nil {
 		return err
@@ -366,6 +371,9 @@ func (r *run) phaseCheck(ctx context.Context, ph *phases.Phase, err error, waits
 		// The plan's forge check run holds the halt's buttons.
 		c.Conclusion = "action_required"
 		c.Summary = templates.Line(templates.CheckSummary{Event: "trajectory", Trajectory: halted.trajectory, Guard: string(halted.d.Guard)})
+	case isEscalation(err):
+		// So does it an escalation's: Retry and Skip would be refused.
+		c.Conclusion, c.Summary = "action_required", oneLine(err.Error())
 	case err != nil:
 		c.Conclusion, c.Summary = "failure", oneLine(err.Error())
 		c.Actions = phaseFailureActions
@@ -449,6 +457,7 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 	} else if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
 		if done {
 			ph.GitCommit = shortSHA(p.HeadSHA)
+			r.recordCommit(ph.ID, true)
 		}
 		return err
 	}
@@ -478,6 +487,7 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 		return err
 	}
 	ph.GitCommit = shortSHA(p.HeadSHA)
+	r.recordCommit(ph.ID, true)
 	if wait {
 		// What this attempt wrote, for a retry that must undo it.
 		ph.FailureHashes = hashes
@@ -651,7 +661,7 @@ func (r *run) done(ctx context.Context) error {
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases complete", final); err != nil {
 		return err
 	}
-	return r.apply(ctx, plan.PhasesDone{Reply: r.prReply("done", &templates.PhaseRunDone{Complete: true,
+	return r.handOver(ctx, plan.PhasesDone{Reply: r.prReply("done", &templates.PhaseRunDone{Complete: true,
 		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases), Open: openFindingsList(OpenFindings(p), true), Learned: learned})})
 }
 

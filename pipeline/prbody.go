@@ -67,7 +67,8 @@ func (f *Forge) writePRBody(ctx context.Context, gh GitHub, p *Plan) error {
 // fitPart is Forge's part of the plan PR's body and the body with it in
 // place of the one in body (withPart), within MaxBody characters: when
 // people's text around the part leaves too little room, the part leaves
-// out the phases' graph, then the table's rows from the last, and says so.
+// out the phases' graph, then the traceability table's rows and the phase
+// table's rows, each from the last, and says so.
 // fits is false when even the part without any phase is too long.
 func fitPart(body string, p *Plan, start, end string) (part, out string, fits bool, err error) {
 	d := prBodyData(p)
@@ -82,10 +83,23 @@ func fitPart(body string, p *Plan, start, end string) (part, out string, fits bo
 		return part, out, err == nil, err
 	}
 	rows := d.Phases
-	if len(rows) == 0 {
+	if len(rows) == 0 && d.Acceptance == nil {
 		return part, out, false, nil
 	}
-	d.GraphCut = true
+	d.GraphCut = len(rows) > 0
+	if d.Acceptance != nil {
+		// The traceability table's rows go from the last, before the
+		// phases' (the check run shows every row).
+		acc := *d.Acceptance
+		all := acc.Rows
+		for keep := len(all); keep >= 0; keep-- {
+			acc.Rows, acc.RowsCut = all[:keep], len(all)-keep
+			d.Acceptance = &acc
+			if try(d) || err != nil {
+				return part, out, err == nil, err
+			}
+		}
+	}
 	for keep := len(rows); keep >= 0; keep-- {
 		d.Phases, d.RowsCut = rows[:keep], len(rows)-keep
 		if try(d) || err != nil {
@@ -194,7 +208,7 @@ func prBodyData(p *Plan) templates.PRBody {
 		Path: p.PlanPath, FileURL: "../blob/" + p.Branch + "/" + p.PlanPath, Status: string(st),
 		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
 		NotDraft: p.DraftRefused, Closes: closes, Phases: phaseRows(p), End: Marker(p.Number, "pr", "end"),
-		Guard: guard, HaltRound: haltRound, HaltPhase: haltPhase, Overrides: overrides,
+		Guard: guard, HaltRound: haltRound, HaltPhase: haltPhase, Overrides: overrides, Acceptance: acceptanceTable(p),
 	}
 }
 

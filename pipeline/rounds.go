@@ -50,7 +50,11 @@ func (r *run) rounds(ctx context.Context) error {
 				if err := r.checkGate(ctx, rev); err != nil {
 					return err
 				}
-				r.using = &rev
+				if rev.Role == repoconfig.RoleReviser {
+					// The reviser agent revises; a drafter step that revises
+					// lends it no runtime the policy judged for the drafter.
+					r.using = &rev
+				}
 			}
 			err := r.revise(ctx, last.Findings, "")
 			r.using = nil
@@ -105,17 +109,20 @@ func (r *run) rounds(ctx context.Context) error {
 		if err := r.postReview(ctx, &round); err != nil {
 			return err
 		}
+		if round.Decision == audit.Unknown {
+			// Posted for people to read; the loop stops for them rather
+			// than guess what the reviewer meant, and its silence hides
+			// no earlier finding.
+			p.Audits = append(p.Audits, round)
+			p.Round, p.Pending = round.Round, nil
+			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: r.stepRound(round.Round, round.Step),
+				Artifact: fmt.Sprintf("the review of round %d", r.stepRound(round.Round, round.Step))}
+		}
 		// Before the save: a run that dies here judges the rounds again
 		// when it resumes and posts this round.
 		r.hideAddressed(ctx, audit.Addressed(p.Audits, round))
 		p.Audits = append(p.Audits, round)
 		p.Round, p.Pending = round.Round, nil
-		if round.Decision == audit.Unknown {
-			// Posted for people to read; the loop stops for them rather
-			// than guess what the reviewer meant.
-			return &escalation{Reason: plan.EscalatedVerdict, Step: step.Name, Round: round.Round,
-				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
-		}
 		d := r.judgeRounds(step)
 		if d.Outcome == converge.Halt {
 			// A cancel or close asked for during the round is obeyed
@@ -147,8 +154,8 @@ func (r *run) rounds(ctx context.Context) error {
 				}
 				return r.stopped(ctx, stop, nil)
 			}
-			return &escalation{Reason: plan.EscalatedRevisionCap, Step: step.Name, Round: round.Round,
-				Artifact: fmt.Sprintf("the review of round %d", round.Round-p.RunStartRound)}
+			return &escalation{Reason: plan.EscalatedRevisionCap, Step: step.Name, Round: r.stepRound(round.Round, round.Step),
+				Artifact: fmt.Sprintf("the review of round %d", r.stepRound(round.Round, round.Step))}
 		}
 		// The revision is recorded as due in the same save, so a run that
 		// dies now revises when it resumes rather than auditing again.
@@ -215,7 +222,7 @@ func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 			previous = Fence(findingsText(p.Audits[n-1].Findings))
 		}
 		prompt, err := r.reviewPrompt(ctx, step, templates.Auditor{
-			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: inRun, MaxRounds: r.roundsOfRun(),
+			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: r.stepRound(round, step.Name), MaxRounds: r.roundsOfRun(),
 			ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Previous: previous, Plan: Fence(text),
 		})
 		if err != nil {
@@ -266,16 +273,9 @@ func (r *run) postReview(ctx context.Context, ar *audit.Round) error {
 		}
 		inline = append(inline, ReviewComment{Path: path, Line: line, Body: body})
 	}
-	shown, step := ar.Round-p.RunStartRound, ""
+	shown, step := r.stepRound(ar.Round, ar.Step), ""
 	if !r.builtinPipeline() && p.State.Mode() != plan.ModeAudit {
-		// A step of the repository's pipeline counts its own rounds in
-		// the plan, as its cap does.
-		step, shown = ar.Step, 1
-		for _, a := range p.Audits {
-			if a.Step == ar.Step {
-				shown++
-			}
-		}
+		step = ar.Step
 	}
 	id, err := r.createReview(ctx, ar.CommitID, inline, func(inline int) (string, error) {
 		return templates.Text(templates.Review{
@@ -312,6 +312,23 @@ func (r *run) createReview(ctx context.Context, commitID string, inline []Review
 		id, err = r.gh.CreateReview(ctx, r.p.Repo, r.p.PR, review)
 	}
 	return id, err
+}
+
+// stepRound is how a round (the plan's round number) is shown: its number
+// in the run, or for a step of a repository's pipeline its number among
+// the step's rounds in the plan, as its cap counts them.
+func (r *run) stepRound(round int, step string) int {
+	p := r.p
+	if r.builtinPipeline() || p.State.Mode() == plan.ModeAudit {
+		return round - p.RunStartRound
+	}
+	n := 1
+	for _, a := range p.Audits {
+		if a.Step == step && a.Round < round {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *run) roundsOfRun() int {

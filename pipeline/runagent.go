@@ -33,7 +33,7 @@ func (r *run) projectContext(dir string) string {
 // fails, or answers nothing where an answer is the result, is tried once
 // more on a trimmed prompt that demands a result (seed 004); a second
 // failure escalates the plan to people (issue 14), who resume it once the
-// agent is fixed.
+// agent is fixed. A call that timed out escalates at once.
 func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Data, dir string, round int) (agent.Result, error) {
 	p := r.p
 	choice, ok := r.choice(role)
@@ -53,6 +53,15 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 		PlanID: PlanID(p.Number), PhaseID: r.phaseID, Round: round, Timeout: r.cfg.Agents.Timeout,
 		Session: sessionKey(p, role),
 	}
+	step := string(role)
+	if r.using != nil {
+		step = r.using.Name
+		if reviews(role) && r.using.Name != string(role) {
+			// Each review step of a pipeline keeps its own conversation:
+			// a second reviewer does not read the first one's.
+			req.Session = fmt.Sprintf("%s/%s/%s", p.Repo, PlanID(p.Number), r.using.Name)
+		}
+	}
 	if err := r.checkTokens(); err != nil {
 		return agent.Result{}, err
 	}
@@ -70,6 +79,11 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 	}
 	res, err := call()
 	var fail *agent.Failure
+	if errors.As(err, &fail) && fail.TimedOut && ctx.Err() == nil {
+		// Not tried again: a retry would take as long (DESIGN §7).
+		return res, &escalation{Reason: plan.EscalatedAgent, Step: step, Round: round,
+			Tail: fail.Tail, err: fmt.Errorf("%s agent: %w", role, err)}
+	}
 	if errors.As(err, &fail) && ctx.Err() == nil {
 		r.log.Warn().Err(err).Str("role", string(role)).Msg("agent failed; retrying once on a trimmed prompt")
 		if req.Prompt, err = templates.RetryPrompt(data, reviews(role)); err != nil {
@@ -80,7 +94,7 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 		}
 		res, err = call()
 		if errors.As(err, &fail) && ctx.Err() == nil {
-			return res, &escalation{Reason: plan.EscalatedAgent, Step: string(role), Round: round,
+			return res, &escalation{Reason: plan.EscalatedAgent, Step: step, Round: round,
 				Tail: fail.Tail, err: fmt.Errorf("%s agent failed twice: %w", role, err)}
 		}
 	}

@@ -123,6 +123,13 @@ type Plan struct {
 	// /forge followup opened for them.
 	FinalAudit *FinalAudit `json:",omitempty"`
 	FollowUps  []FollowUp  `json:",omitempty"`
+	// PhaseCommits are the commits Forge made for each phase of the
+	// current phases (full SHAs by phase id: an implement phase's, an
+	// audit phase's fix rounds'), which an auditor's acceptance claims
+	// must name; Acceptance is what the final audit showed of the plan's
+	// acceptance criteria.
+	PhaseCommits map[string][]string `json:",omitempty"`
+	Acceptance   *Acceptance         `json:",omitempty"`
 	// Pending is an audit round whose verdict is known but whose review
 	// may not be posted yet: a step that resumes posts this one instead
 	// of asking the auditor again.

@@ -80,6 +80,37 @@ type (
 		Files   []string
 		More    int
 	}
+	// AcceptanceTable is a plan's traceability table: each acceptance
+	// criterion with what the final audit showed of it, Covered of Total
+	// covered (Percent, rounded down) against Threshold percent
+	// (acceptance_threshold). RowsCut rows are left out at its end to keep
+	// a description within GitHub's limit.
+	AcceptanceTable struct {
+		Rows                               []AcceptanceRow
+		Covered, Total, Percent, Threshold int
+		RowsCut                            int
+	}
+	// AcceptanceRow is one criterion: its ID and Text as the plan wrote
+	// them (the templates escape both), the Phase and the short Commit
+	// (with its page) that show it, and the Check that passed on that
+	// commit or the Test file of the change. Why says why a criterion is
+	// not Covered: no-claim, phase, commit, evidence, check or test
+	// (pipeline/audit's reasons).
+	AcceptanceRow struct {
+		ID, Text          string
+		Phase             string
+		Commit, CommitURL string
+		Check, Test       string
+		Covered           bool
+		Why               string
+	}
+	// AcceptanceWait: the final audit showed too few of the plan's
+	// acceptance criteria covered, and the plan waits for people to merge
+	// it anyway, continue or replan.
+	AcceptanceWait struct {
+		Head
+		Table AcceptanceTable
+	}
 	// AlreadyRunning: a command that needs an idle plan met a running one.
 	AlreadyRunning struct{ Head }
 	// Approval: the approval gate's answer.
@@ -137,6 +168,8 @@ type (
 		Guard   string
 		Round   int
 		Step    Step
+		// Percent of the acceptance criteria covered, below Threshold.
+		Percent, Threshold int
 	}
 	// CheckSummary is a check run's summary line. Guard is the convergence
 	// guard that halted the plan, Trajectory its review loop's findings
@@ -300,7 +333,9 @@ type (
 		// An escalation's (Event "escalated", Guard its reason): the step
 		// it stopped at, what Forge saw (Why), what to read (Artifact),
 		// the error (Cause) and a failed agent's last output (Tail);
-		// Overridable when /forge override can accept what was reviewed.
+		// Overridable when /forge override can accept what was reviewed;
+		// Escalated when the halt is an escalation's, not a guard's.
+		Escalated   bool
 		Step        string
 		Why         []Unmet
 		Artifact    string
@@ -383,6 +418,9 @@ type (
 		// Open are the findings the complete plan leaves open.
 		Open    OpenFindings
 		Learned *Learned
+		// Acceptance is the plan's traceability table, nil for a plan
+		// without acceptance criteria.
+		Acceptance *AcceptanceTable
 	}
 	// Learned is what a plan that is done taught: Facts learned, written
 	// to Path on the plan branch unless Error says why not (the memory
@@ -541,6 +579,10 @@ type (
 		Overrides []Overridden
 		// Phases are the plan's phases once made: their graph and table.
 		Phases []PhaseRow
+		// Acceptance is the traceability table of the plan's acceptance
+		// criteria once the final audit showed them; nil before, and for
+		// a plan without criteria.
+		Acceptance *AcceptanceTable
 		// GraphCut and RowsCut say what of the phases is left out for the
 		// description, with the text people wrote around the part, to stay
 		// within GitHub's limit: the graph, and the last RowsCut phases'
@@ -766,6 +808,8 @@ type (
 	}
 )
 
+func (AcceptanceTable) Template() string  { return "acceptance-table" }
+func (AcceptanceWait) Template() string   { return "acceptance-wait" }
 func (AgentWrote) Template() string       { return "agent-wrote" }
 func (AlreadyRunning) Template() string   { return "already-running" }
 func (Approval) Template() string         { return "approval" }
@@ -895,6 +939,10 @@ type (
 	PhaseAuditor struct {
 		Phase
 		Plan, Diff string
+		// Criteria are the plan's acceptance criteria and Evidence each
+		// phase's commits with the checks that passed on them, both
+		// fenced; empty for a plan without criteria.
+		Criteria, Evidence string
 	}
 	// MemoryAgent asks what a plan that is done taught: its plan, the
 	// findings of its reviews and its changes, each fenced as data, and

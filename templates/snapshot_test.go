@@ -254,6 +254,21 @@ var hostileRows = []templates.PhaseRow{
 	{ID: "phase-4", Title: pipeline.Untrusted("#quot;entity#35; & &amp; :smile: **bold** _em_ ~strike~ \\ back", 120), Kind: "audit", State: "skipped", DependsOn: []string{"phase-3"}},
 }
 
+// acceptanceTable is a traceability table of five criteria, three
+// covered: by a passing check, by a test, by a fix round's commit; the
+// other two not, one with hostile text.
+func acceptanceTable(threshold int) templates.AcceptanceTable {
+	rows := []templates.AcceptanceRow{
+		{ID: "AC-1", Text: "The page greets the reader by name.", Phase: "phase-1", Commit: "1a2b3c4", CommitURL: "https://github.com/octo/hello/commit/1a2b3c4", Check: "test", Covered: true},
+		{ID: "AC-2", Text: "The greeting function handles an empty name.", Phase: "phase-2", Commit: "5d6e7f8", CommitURL: "https://github.com/octo/hello/commit/5d6e7f8", Test: "src/greet_test.go", Covered: true},
+		{ID: "AC3", Text: "The README links the page.", Phase: "phase-3", Commit: "9a8b7c6", CommitURL: "https://github.com/octo/hello/commit/9a8b7c6", Check: "ci / lint (ubuntu)", Covered: true},
+		{ID: "AC-4", Text: pipeline.Untrusted("<img src=x onerror=alert(1)> | pipe | [link](https://evil.example) `code` **bold** @octocat", 200), Phase: "phase-2", Why: "commit"},
+		{ID: "AC-5", Text: "The page is linked from the site's navigation.", Why: "no-claim"},
+	}
+	covered := 3
+	return templates.AcceptanceTable{Rows: rows, Covered: covered, Total: len(rows), Percent: covered * 100 / len(rows), Threshold: threshold}
+}
+
 func textCases(t *testing.T) []textCase {
 	pre := preflightFindings(t)
 	rounds := []audit.Round{
@@ -396,6 +411,9 @@ func textCases(t *testing.T) []textCase {
 		{"check-title/escalated", templates.CheckTitle{Event: "escalated", Guard: "gate"}},
 		{"check-title/paused between phases", templates.CheckTitle{Event: "paused", PhaseID: "phase-2"}},
 		{"check-title/paused after a round", templates.CheckTitle{Event: "paused", Round: 2}},
+		{"check-title/acceptance", templates.CheckTitle{Event: "acceptance", Percent: 60, Threshold: 80}},
+		{"check-title/merged-anyway", templates.CheckTitle{Event: "merged-anyway"}},
+		{"check-title/replanning", templates.CheckTitle{Event: "replanning"}},
 		{"check-title/resumed", templates.CheckTitle{Event: "resumed"}},
 		{"check-title/overridden", templates.CheckTitle{Event: "overridden"}},
 		{"check-title/plateau", templates.CheckTitle{Event: "plateau"}},
@@ -498,6 +516,10 @@ func textCases(t *testing.T) []textCase {
 		{"halt/escalated: an agent failed twice", halt(templates.Halt{Event: "escalated", Guard: "agent-failed", Step: "implementer", PhaseID: "phase-2", Cause: "implementer agent failed twice: agent exited with status 1", Tail: "panic: model quota exceeded"})},
 		{"halt/escalated: a revision cap", halt(templates.Halt{Event: "escalated", Guard: "revision-cap", Step: "security", Round: 4, Overridable: true})},
 		{"halt/escalated: a merge conflict", halt(templates.Halt{Event: "escalated", Guard: "merge-conflict", Step: "commit", Why: []templates.Unmet{{What: "src/`a`.go", Why: "both changed the same lines"}}, Artifact: "the branch at 1a2b3c4"})},
+		{"halt/resumed an escalation", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "gate", Step: "security", Escalated: true})},
+		{"halt/overridden an escalation", halt(templates.Halt{Event: "overridden", By: "octocat", Guard: "unknown-verdict", Step: "auditor", Round: 2, Escalated: true, Overridable: true})},
+		{"halt/terminated an escalation", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "agent-failed", Step: "implementer", PhaseID: "phase-2", Escalated: true})},
+		{"halt/refused on an escalation", halt(templates.Halt{Event: "refused", Guard: "merge-conflict", Step: "commit", Escalated: true})},
 		{"halt/resumed", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "hallucination", Round: 4})},
 		{"halt/resumed audit phase", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "round-cap", Round: 3, PhaseID: "phase-3"})},
 		{"halt/overridden", halt(templates.Halt{Event: "overridden", By: "octocat", Guard: "round-cap", Round: 5})},
@@ -518,6 +540,18 @@ func textCases(t *testing.T) []textCase {
 		{"halt/terminated paused", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "paused", Round: 2})},
 		{"halt/refused paused", halt(templates.Halt{Event: "refused", Guard: "paused", Round: 2})},
 		{"halt/not-halted", halt(templates.Halt{Event: "not-halted", Status: string(plan.Review)})},
+		{"halt/acceptance continued", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "acceptance"})},
+		{"halt/acceptance merged anyway", halt(templates.Halt{Event: "overridden", By: "octocat", Guard: "acceptance"})},
+		{"halt/acceptance replanned", halt(templates.Halt{Event: "replanned", Guard: "acceptance"})},
+		{"halt/acceptance terminated", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "acceptance"})},
+		{"halt/acceptance refused", halt(templates.Halt{Event: "refused", Guard: "acceptance"})},
+		{"acceptance-wait/below the threshold", &templates.AcceptanceWait{Head: templates.Head{Marker: pipeline.Marker(planNumber, "acceptance-wait", "acceptance:3"), PlanID: planID}, Table: acceptanceTable(80)}},
+		{"acceptance-table/at the threshold", acceptanceTable(60)},
+		{"acceptance-table/rows left out", func() templates.AcceptanceTable {
+			a := acceptanceTable(80)
+			a.Rows, a.RowsCut = a.Rows[:2], 3
+			return a
+		}()},
 		{"audit-log/no findings", templates.AuditLog{Round: 3, Date: "2025-03-14", Verdict: "none", Preflight: false, Findings: []audit.Finding(nil)}},
 		{"doctor/healthy", templates.Doctor{Checks: []templates.DoctorCheck{
 			{Verdict: "ok", Name: "configuration", Detail: "/etc/forge/forge.yml"},
@@ -538,6 +572,7 @@ func textCases(t *testing.T) []textCase {
 		{"status/review", status(templates.Status{Status: string(plan.Review), PRURL: "#42", Round: 3, LastVerdict: "minor"})},
 		{"status/halted", status(templates.Status{Status: string(plan.Draft), PRURL: "#42", Round: 5, LastVerdict: "blocking", Guard: "round-cap", HaltRound: 5})},
 		{"status/paused", status(templates.Status{Status: string(plan.Implementing), PRURL: "#42", Round: 2, LastVerdict: "minor", Guard: "paused", HaltRound: 2, HaltPhase: "phase-2"})},
+		{"status/waits on its acceptance criteria", status(templates.Status{Status: string(plan.Auditing), PRURL: "#42", Round: 2, LastVerdict: "minor", Guard: "acceptance"})},
 		{"status/after an error", status(templates.Status{PRURL: "#42", Round: 1, LastVerdict: "blocking", Error: "reviser agent: agent exited with status 2:\nexit status 2"})},
 		{"status/after a rate-limit pause", status(templates.Status{Running: templates.Step{Event: "drafting"}, PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 19:57:16 UTC"})},
 		{"status/rate limit holding", status(templates.Status{PausedFrom: "Mon, 23 Nov 2026 19:57:12 UTC", PausedUntil: "Mon, 23 Nov 2026 20:57:12 UTC", PauseHolds: true})},
@@ -646,6 +681,10 @@ func textCases(t *testing.T) []textCase {
 			{ID: "phase-1", Title: "Implement src/webhook.ts", Status: "done", Output: "32s"},
 			{ID: "phase-2", Title: "Post-implementation audit", Status: "done", Output: "verdict medium in 29s"}},
 			Open: templates.OpenFindings{Done: true, Findings: openFindings}}},
+		{"phase-run-done/complete, acceptance criteria covered", func() templates.PhaseRunDone {
+			a := acceptanceTable(60)
+			return templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 2, Elapsed: "87s", Acceptance: &a}
+		}()},
 		{"phase-run-done/partial", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Ran: 1, Remaining: 2}},
 		{"open-findings/audit phase's check run", templates.OpenFindings{Findings: openFindings[:2]}},
 		{"open-findings/many", templates.OpenFindings{Done: true, Findings: manyOpen}},
@@ -705,6 +744,15 @@ func textCases(t *testing.T) []textCase {
 		// The body at each stage of a plan: drafted, approved (its phases
 		// made when the run starts), phase 1 running, phase 1 done and
 		// phase 2 running, a failed phase, done.
+		{"pr-body/waits on its acceptance criteria", func() templates.PRBody {
+			a := acceptanceTable(80)
+			return prBody(templates.PRBody{Status: string(plan.Auditing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "done"), Guard: "acceptance", Acceptance: &a})
+		}()},
+		{"pr-body/merged anyway", func() templates.PRBody {
+			a := acceptanceTable(80)
+			return prBody(templates.PRBody{Status: string(plan.Done), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("done", "done"),
+				Overrides: []templates.Overridden{{By: "octocat", Guard: "acceptance"}}, Acceptance: &a})
+		}()},
 		{"pr-body/1 drafted", prBody(templates.PRBody{Status: string(plan.Review), Rounds: 2, LastVerdict: "minor"})},
 		{"pr-body/2 approved", prBody(templates.PRBody{Status: string(plan.Approved), Rounds: 2, LastVerdict: "minor", Closes: issue})},
 		{"pr-body/3 phase 1 running", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 2, LastVerdict: "minor", Closes: issue, Phases: stageRows("running")})},
@@ -759,6 +807,9 @@ func promptCases() []textCase {
 		{"implementer/first attempt", templates.Implementer{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-1", Title: "Implement docs/hello.md", Description: "Implement changes for: `docs/hello.md`", ChangeSpec: "- `docs/hello.md` (new) — the greeting page.", Files: []string{"docs/hello.md"}, PreviousError: "", ProjectContext: ""}}},
 		{"implementer/retry", templates.Implementer{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-2", Title: "Implement 2 files in internal/", Description: "Implement changes for: `internal/a.go`, `internal/a_test.go`", ChangeSpec: "", Files: []string{"internal/a.go", "internal/a_test.go"}, PreviousError: "implementer agent: exit status 1", ProjectContext: projectContext}}},
 		{"phase_auditor/audit", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-3", Title: "Post-implementation audit", Description: "Audit all changes against the plan specification.", ProjectContext: ""}, Plan: plan, Diff: pipeline.Fence("--- docs/hello.md (added)\n@@ -0,0 +1,2 @@\n+# Hello\n+Welcome.\n")}},
+		{"phase_auditor/audit with acceptance criteria", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-3", Title: "Post-implementation audit", Description: "Audit all changes against the plan specification.", ProjectContext: ""}, Plan: plan, Diff: pipeline.Fence("--- docs/hello.md (added)\n@@ -0,0 +1,2 @@\n+# Hello\n+Welcome.\n"),
+			Criteria: pipeline.FenceUntrusted("- AC-1: The page greets the reader.\n- AC-2: The README links the page.\n"),
+			Evidence: pipeline.Fence("- phase-1 1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d: passed test, lint\n- phase-2 5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80\n")}},
 		{"phase_auditor/read", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-1", Title: "Read the codebase", Description: "Read and analyze the files the plan touches.", ProjectContext: ""}, Diff: ""}},
 	}
 }

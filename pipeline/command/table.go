@@ -157,7 +157,9 @@ var Table = []Spec{
 	{Kind: Revise, Words: []string{"revise"}, Usage: "/forge revise [plan-NNN] [notes]", On: OnPR,
 		Brief: "revise the plan with your notes and the open review comments, then audit it again",
 		Does: "Revises a plan in DRAFT or REVIEW with the notes (the rest of the line and the lines after it) and the " +
-			"open review comments, commits the revision, then audits it again: the audit rounds appear as reviews on the pull request.",
+			"open review comments, commits the revision, then audits it again: the audit rounds appear as reviews on the pull request. " +
+			"On a plan that waits on its acceptance criteria it replans: the notes also name the criteria the final audit left " +
+			"uncovered, the plan goes back to DRAFT and its phases are stale (the *Replan* button, without notes of yours).",
 		Example: "/forge revise say who reads the page",
 		Reply: &templates.Review{Round: 1, MaxRounds: repoconfig.Default().MaxAuditRounds, Verdict: "minor",
 			Findings: []audit.Finding{{Severity: audit.SeveritySuggestion, Description: "Link the page from the README."}}}},
@@ -213,19 +215,23 @@ var Table = []Spec{
 			"round it halted after, its rounds numbered on and their history kept (the plan's audit rounds with a revision, " +
 			"an audit phase's with a fix round), and the round cap counts afresh. On a paused plan (label `forge:paused`), the " +
 			"run goes on from where it paused: the next phase, or the revision of the round it paused after. The *Resume* " +
-			"button of the `forge` check run does the same. Like every decision on a halted plan, it takes `approval.min_permission`.",
+			"button of the `forge` check run does the same. On a plan that waits on its acceptance criteria (label " +
+			"`forge:acceptance`) it continues: one implement phase per uncovered criterion is added before the final audit, " +
+			"they run, and the audit runs again (the *Continue* button). Like every decision on a halted plan, it takes `approval.min_permission`.",
 		Example: "/forge resume",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "resumed", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Override, Words: []string{"override"}, Usage: "/forge override [plan-NNN]", On: Anywhere,
 		Brief: "accept a halted plan, or the change its audit halted on, as reviewed",
 		Does: "Accepts a halted plan as reviewed: it goes to REVIEW and awaits approval, and Forge never implements it by " +
 			"itself. On an audit phase's halted fix rounds, the change is accepted: the audit phase passes and the phase run " +
-			"goes on. The pull request lists every override. The *Override* button does the same.",
+			"goes on. The pull request lists every override. The *Override* button does the same. On a plan that waits on its " +
+			"acceptance criteria it merges anyway: the plan is DONE and its pull request ready for review, the uncovered criteria " +
+			"listed (the *Merge anyway* button).",
 		Example: "/forge override",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "overridden", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere,
 		Brief: "end a halted plan for good",
-		Does: "Ends a plan a convergence guard halted for good: it is CLOSED, and nothing runs on it again. " +
+		Does: "Ends a plan a convergence guard halted, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again. " +
 			"The *Terminate* button does the same.",
 		Example: "/forge terminate",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "terminated", By: "alice", Guard: "round-cap", Round: 1}},

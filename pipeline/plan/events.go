@@ -89,6 +89,9 @@ type (
 	Override struct {
 		Cause
 		By string
+		// Next is the review step the plan goes on with: the halt was a
+		// review step's before the last of its pipeline (Halt.Next).
+		Next string
 	}
 	// Terminate ends a halted plan for good.
 	Terminate struct {

@@ -63,9 +63,18 @@ type Halt struct {
 	Reason string `json:"reason"`
 	Round  int    `json:"round"`
 	Phase  string `json:"phase,omitempty"`
-	// Step is the pipeline step an escalation stopped at, by name.
+	// Step is the pipeline step an escalation stopped at, by name; Next
+	// the review step after the one that stopped, when it is not the
+	// last of the plan's reviews: an override goes on with it.
 	Step string `json:"step,omitempty"`
+	Next string `json:"next,omitempty"`
 }
+
+// ReasonAcceptance is the halt of a plan whose final audit showed fewer
+// of its acceptance criteria covered than acceptance_threshold: it waits
+// for people to merge it anyway (override), continue (resume) or replan
+// (revise).
+const ReasonAcceptance = "acceptance"
 
 // HaltPaused is the Reason of a pause a person asked for.
 const HaltPaused = "paused"
@@ -114,14 +123,17 @@ func (h Halt) Overridable() bool {
 }
 
 // Label is the word of the label a plan halted so carries: forge:paused
-// for a pause, forge:escalated for an escalation, forge:halted for a
-// guard's halt.
+// for a pause, forge:escalated for an escalation, forge:acceptance for a
+// plan that waits on its acceptance criteria, forge:halted for a guard's
+// halt.
 func (h Halt) Label() string {
 	switch {
 	case h.Paused():
 		return "paused"
 	case h.Escalated():
 		return "escalated"
+	case h.Reason == ReasonAcceptance:
+		return "acceptance"
 	}
 	return "halted"
 }

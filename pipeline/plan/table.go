@@ -149,6 +149,11 @@ func resumedTitle(s *State) templates.CheckTitle {
 	return templates.CheckTitle{Event: "resumed"}
 }
 
+// waitsOnAcceptance holds for a plan halted below its acceptance threshold.
+func waitsOnAcceptance(s State, _ Event) bool {
+	return s.halt != nil && s.halt.Reason == ReasonAcceptance
+}
+
 func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: data} }
 
 // haltReply is the answer to a person's decision on a halted plan, event
@@ -158,7 +163,8 @@ func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: d
 func overridable(s State, _ Event) bool { return s.halt != nil && s.halt.Overridable() }
 
 func haltReply(s *State, event, by string) Reply {
-	return reply(OnCause, &templates.Halt{Event: event, By: by, Guard: s.halt.Reason, Round: s.halt.Round, PhaseID: s.halt.Phase})
+	return reply(OnCause, &templates.Halt{Event: event, By: by, Guard: s.halt.Reason, Round: s.halt.Round, PhaseID: s.halt.Phase,
+		Step: s.halt.Step, Escalated: s.halt.Escalated(), Overridable: s.halt.Overridable()})
 }
 
 // closing is what closing a plan does on GitHub. The plan file's status
@@ -457,10 +463,18 @@ var table = []Row{
 			return []Effect{SyncLabel{}, SetCheck{h.Check}, UpdatePR{}, h.Reply}
 		}},
 	{Event: "resume", From: active, Run: halted, RunTo: Running,
-		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept; a paused run from where it paused",
+		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept; a paused run from where it paused (a plan that waits on its acceptance criteria continues: a phase per uncovered criterion, then the final audit again)",
 		apply: func(s *State, ev Event) []Effect {
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
 				haltReply(s, "resumed", ev.(Resume).By), StartJob{}}
+		}},
+	{Event: "override", From: forgeable, Run: halted, Guard: "a review step before the pipeline's last halted or escalated on a review", RunTo: Running,
+		when: func(s State, ev Event) bool { return overridable(s, ev) && ev.(Override).Next != "" },
+		Does: "accept the plan as that step's reviewed: label, check run in progress, PR body lists the override, answer, start the job (the next review step audits)",
+		apply: func(s *State, ev Event) []Effect {
+			s.reviseNext = false
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "resumed"}}}, UpdatePR{},
+				haltReply(s, "overridden", ev.(Override).By), StartJob{}}
 		}},
 	{Event: "override", From: forgeable, Run: halted, Guard: "the plan's audit rounds halted or escalated on a review (not paused)", To: Review, RunTo: Idle, when: overridable,
 		Does: "accept the plan as reviewed: check run awaits approval (never auto-implemented), label, plan file status, PR body lists the override, answer",
@@ -468,6 +482,24 @@ var table = []Row{
 			s.step = StepFinished
 			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "overridden"}, Buttons: planButton}},
 				SyncLabel{}, StatusLine{}, UpdatePR{}, haltReply(s, "overridden", ev.(Override).By)}
+		}},
+	{Event: "override", From: phaseable, Run: halted, Guard: "it waits on its acceptance criteria", To: Done, RunTo: Idle,
+		Does: "merge anyway: plan file status, PR body (the traceability table, the override listed) and ready for review, check run success, label, answer",
+		when: waitsOnAcceptance,
+		apply: func(s *State, ev Event) []Effect {
+			return []Effect{StatusLine{}, UpdatePR{Ready: true},
+				SetCheck{Check{Status: "completed", Conclusion: "success", Title: templates.CheckTitle{Event: "merged-anyway"}}},
+				SyncLabel{}, haltReply(s, "overridden", ev.(Override).By)}
+		}},
+	{Event: "revise", From: phaseable, Run: halted, Guard: "it waits on its acceptance criteria", To: Draft, RunTo: Running,
+		Does: "replan: the phases are stale; label, check run in progress, PR body, answer, start a revision with the notes and the uncovered criteria, then audit rounds",
+		when: waitsOnAcceptance,
+		apply: func(s *State, ev Event) []Effect {
+			reply := haltReply(s, "replanned", "")
+			// The revised plan gets phases of its own.
+			s.mode, s.step, s.phasesStale = ModeRevise, StepDrafted, true
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "replanning"}}},
+				UpdatePR{}, reply, StartRun{Mode: ModeRevise, Notes: ev.(Revise).Notes}}
 		}},
 	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted or escalated on a review (not paused)", RunTo: Running, when: overridable,
 		Does: "accept the change as reviewed: label, check run in progress, PR body lists the override, answer, start the job (the audit phase passes, the phase run goes on)",

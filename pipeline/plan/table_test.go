@@ -61,6 +61,14 @@ func haltedAt(status Status, mode Mode) State {
 }
 func waiting(s State) State { s.await = &await; return s }
 
+// waitsAt is a plan whose final audit showed too few of its acceptance
+// criteria covered.
+func waitsAt(status Status) State {
+	s := st(status, Halted, ModePhases)
+	s.halt = &Halt{Reason: ReasonAcceptance}
+	return s
+}
+
 // rowCases exercise every row of the table: the state a plan is in, the
 // event, and the status, run state and effects the row gives.
 var rowCases = []struct {
@@ -143,10 +151,17 @@ var rowCases = []struct {
 	{"resume", haltedAt(Draft, ModeForge), Resume{Cause: by, By: "alice"}, Draft, Running, "label check:in_progress/ reply:halt start"},
 	{"override the plan", haltedAt(Draft, ModeRevise), Override{Cause: by, By: "alice"}, Review, Idle,
 		"check:completed/action_required label status-line pr:false reply:halt"},
+	{"override a review step before the last", haltedAt(Draft, ModeForge), Override{Cause: by, By: "alice", Next: "security"}, Draft, Running,
+		"label check:in_progress/ pr:false reply:halt start"},
 	{"override the change", haltedAt(Auditing, ModePhases), Override{Cause: by, By: "alice"}, Auditing, Running,
 		"label check:in_progress/ pr:false reply:halt start"},
 	{"terminate", haltedAt(Draft, ModeForge), Terminate{Cause: by, By: "alice"}, Closed, Idle,
 		"buttons-off:true status-line check:completed/neutral label pr:false reply:halt"},
+	{"merge anyway", waitsAt(Auditing), Override{Cause: by, By: "alice"}, Done, Idle,
+		"status-line pr:true check:completed/success label reply:halt"},
+	{"replan", waitsAt(Auditing), Revise{Cause: by, Notes: "n"}, Draft, Running,
+		"label check:in_progress/ pr:false reply:halt run:revise"},
+	{"continue", waitsAt(Implementing), Resume{Cause: by, By: "alice"}, Implementing, Running, "label check:in_progress/ reply:halt start"},
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
 	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
 		"buttons-off:true status-line check:completed/neutral label pr:false reply:closed"},
@@ -276,6 +291,28 @@ func TestHaltDetails(t *testing.T) {
 	}
 	if h := (Halt{Reason: "round-cap"}); h.Label() != "halted" {
 		t.Errorf("label %q", h.Label())
+	}
+	if h := (Halt{Reason: ReasonAcceptance}); h.Label() != "acceptance" {
+		t.Errorf("the acceptance wait's label %q", h.Label())
+	}
+	// Waiting on its acceptance criteria, a plan is merged anyway (DONE),
+	// replanned (a revision with the notes) or continued; a guard's halt
+	// of an audit phase is neither merged nor replanned that way.
+	s, _, _ = st(Auditing, Running, ModePhases).Apply(LoopHalted{Halt: Halt{Reason: ReasonAcceptance}})
+	if s.Run() != Halted || s.Halt().Reason != ReasonAcceptance {
+		t.Fatalf("the acceptance wait: %s", s)
+	}
+	if done, _, _ := s.Apply(Override{Cause: by, By: "alice"}); done.Status() != Done || done.Halt() != nil {
+		t.Errorf("merged anyway: %s", done)
+	}
+	if re, _, _ := s.Apply(Revise{Cause: by, Notes: "n"}); re.Status() != Draft || re.Mode() != ModeRevise || re.Halt() != nil || re.Step() != StepDrafted || !re.PhasesStale() {
+		t.Errorf("replanned: %s step %d", re, re.Step())
+	}
+	if _, _, err := haltedAt(Auditing, ModePhases).Apply(Revise{Cause: by, Notes: "n"}); err == nil {
+		t.Error("a guard's halt of an audit phase took a revision")
+	}
+	if over, _, _ := haltedAt(Auditing, ModePhases).Apply(Override{Cause: by, By: "alice"}); over.Status() != Auditing || over.Run() != Running {
+		t.Errorf("a guard's halt overridden: %s", over)
 	}
 }
 

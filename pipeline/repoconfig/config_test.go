@@ -25,6 +25,8 @@ func TestDefault(t *testing.T) {
 		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, MaxConcurrent: 3, WaitForChecks: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
 		Agents:           Agents{Timeout: 30 * time.Minute},
 		Paths:            Paths{Allow: []string{"**"}, Deny: []string{".github/**"}},
+		// Seed 001's acceptance threshold.
+		AcceptanceThreshold: 80,
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", got, want)
@@ -77,10 +79,11 @@ func TestParse(t *testing.T) {
 					},
 					Paths: Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
 					Pipelines: map[string]Pipeline{"default": {Name: "default", Steps: []Step{
-						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 45},
-						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 46,
-							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 49, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
+						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 46},
+						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 47,
+							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 50, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
 					}}},
+					AcceptanceThreshold: 60,
 				}
 			},
 		},
@@ -117,8 +120,13 @@ func TestParse(t *testing.T) {
 		},
 		{
 			name: "range edges",
-			yaml: "max_audit_rounds: 20\nphases:\n  max_run: 50\n  audit_fix_max: 0\n  max_context_files: 1\n",
-			want: func(c *Config) { c.MaxAuditRounds = 20; c.Phases.MaxContextFiles = 1; c.Phases.AuditFixMax = 0 },
+			yaml: "max_audit_rounds: 20\nacceptance_threshold: 0\nphases:\n  max_run: 50\n  audit_fix_max: 0\n  max_context_files: 1\n",
+			want: func(c *Config) {
+				c.MaxAuditRounds = 20
+				c.AcceptanceThreshold = 0
+				c.Phases.MaxContextFiles = 1
+				c.Phases.AuditFixMax = 0
+			},
 		},
 		{
 			name: "version 1",
@@ -164,7 +172,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "unknown keys at each level",
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
-				"line 1: max_rounds: unknown key (known keys here: agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
+				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_concurrent, max_context_files, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, memory, phase_auditor, reviser, timeout)",
 			},
@@ -209,6 +217,16 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "rounds out of range and not numbers",
 			yaml: "max_audit_rounds: 0\n",
 			want: []string{"line 1: max_audit_rounds: 0 is out of range (1 to 20)"},
+		},
+		{
+			name: "acceptance threshold out of range",
+			yaml: "acceptance_threshold: 101\n",
+			want: []string{"line 1: acceptance_threshold: 101 is out of range (0 to 100)"},
+		},
+		{
+			name: "acceptance threshold below range",
+			yaml: "acceptance_threshold: -1\n",
+			want: []string{"line 1: acceptance_threshold: -1 is out of range (0 to 100)"},
 		},
 		{
 			name: "rounds too many",

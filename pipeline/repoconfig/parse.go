@@ -144,8 +144,9 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"minor_max":    d.intField(&cfg.Convergence.MinorMax, 0, 100),
 			}, nil)
 		},
-		"progress_throttle": d.durationField(&cfg.ProgressThrottle),
-		"auto_implement":    d.boolField(&cfg.AutoImplement),
+		"progress_throttle":    d.durationField(&cfg.ProgressThrottle),
+		"auto_implement":       d.boolField(&cfg.AutoImplement),
+		"acceptance_threshold": d.intField(&cfg.AcceptanceThreshold, 0, 100),
 		"plans_dir": func(at string, v *yaml.Node) {
 			var s string
 			if !d.str(at, v, &s) {
