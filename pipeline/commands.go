@@ -169,7 +169,10 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		if err != nil {
 			return fmt.Errorf("read the plan file: %w", err)
 		}
-		ph := phases.Decompose(PlanID(p.Number), p.PlanPath, string(text), cfg.Phases.MaxContextFiles)
+		ph, err := phases.Make(PlanID(p.Number), p.PlanPath, string(text), cfg.Phases.MaxContextFiles)
+		if err != nil {
+			return c.reply(ctx, &templates.PhaseStopped{Head: templates.Head{PlanID: PlanID(p.Number)}, PlanPhases: Untrusted(err.Error(), maxFailure)})
+		}
 		day := c.f.now().UTC().Format("2006-01-02")
 		ph.Created, ph.Updated = day, day
 		sha, err := c.gh.CommitFiles(ctx, p.Repo, p.Branch, head, PlanID(p.Number)+": phases",

@@ -82,6 +82,12 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		// Said once parked: a wake that comes meanwhile waits for this job
 		// to let go, where before the park it would find the plan busy and
 		// be lost.
+		for _, b := range p.awaitPhases(w)[1:] {
+			// The phases of the batch wait with it.
+			if t := &p.RunProgress.Phases[r.phaseTime(b.PhaseID)]; t.CI == "" {
+				t.CI = ciPending
+			}
+		}
 		if err := r.phaseWaiting(ctx, ph, since, ci.Pending); err != nil {
 			r.log.Warn().Err(err).Msg("progress of the checks' wait")
 		}
@@ -139,25 +145,50 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		if err := r.updatePhaseRun(ctx, check); err != nil {
 			return "", err
 		}
+		// The phases of its batch are in the commit that failed: they fail
+		// with it, and each is undone and run again on a retry.
+		for _, b := range p.awaitPhases(w)[1:] {
+			bph, ok := p.Phases.Find(b.PhaseID)
+			if !ok {
+				continue
+			}
+			bph.Status, bph.Error = phases.Failed, ph.Error
+			r.phaseCI(bph.ID, p.RunProgress.Phases[r.phaseTime(ph.ID)].CI)
+			data.With = append(data.With, bph.ID)
+			bc := check
+			bc.ID, bc.Name, bc.Title = b.CheckRunID, "forge/"+bph.ID, bph.Title
+			if err := r.updatePhaseRun(ctx, bc); err != nil {
+				return "", err
+			}
+		}
 		data.Done = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
-		p.FailedParent = w.Parent
+		p.FailedParent, p.AwaitBatch = w.Parent, nil
 		if w.CheckRunID != 0 {
 			p.PhaseButtonsRun = w.CheckRunID
 		}
 		return checksFailed, r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("checks:"+shortSHA(w.SHA), data),
 			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-checks-failed", PhaseID: ph.ID}}})
 	}
-	if err := r.updatePhaseRun(ctx, check); err != nil {
-		return "", err
-	}
-	ph.Status, ph.FailureHashes = phases.Done, nil
-	p.PhasesRun++
-	r.phaseEnded(ph.ID)
 	result := ciPassed
 	if ci.Counted == 0 {
 		result = ciNone
 	}
-	r.phaseCI(ph.ID, result)
+	for _, b := range p.awaitPhases(w) {
+		bph, ok := p.Phases.Find(b.PhaseID)
+		if !ok {
+			continue
+		}
+		bc := check
+		bc.ID, bc.Name, bc.Title = b.CheckRunID, "forge/"+bph.ID, bph.Title
+		if err := r.updatePhaseRun(ctx, bc); err != nil {
+			return "", err
+		}
+		bph.Status, bph.FailureHashes = phases.Done, nil
+		p.PhasesRun++
+		r.phaseEnded(bph.ID)
+		r.phaseCI(bph.ID, result)
+	}
+	p.AwaitBatch = nil
 	return checksPassed, r.apply(ctx, plan.ChecksPassed{})
 }
 

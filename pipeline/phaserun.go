@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -86,6 +87,18 @@ func (r *run) runPhases(ctx context.Context) error {
 			// Between two phases (the last one's checks passed): paused
 			// before the next, which a resume runs.
 			return r.pause(ctx, ph.ID)
+		}
+		if phases.Parallel(*p.Phases) {
+			// A DAG: the ready phases whose writes do not overlap run at
+			// once; a phase that must run alone runs below.
+			batch := phases.Batch(*p.Phases, min(r.cfg.Phases.MaxConcurrent, limit-p.PhasesRun), r.batchable)
+			if len(batch) > 1 {
+				if ended, err := r.runBatch(ctx, batch); err != nil || ended {
+					return err
+				}
+				continue
+			}
+			r.markBatch(r.nextBatch(), ph.ID)
 		}
 		// A retry tells the agent why the last attempt failed.
 		r.prevError = ph.Error
@@ -179,29 +192,41 @@ func (e *stopAsked) Error() string { return "stopped on request (" + string(e.st
 // stopPhase acts on a person's request during a phase run: skip marks the
 // phase that ran or waited skipped and goes on (ended false); cancel
 // leaves it failed, with its Retry and Skip buttons, and ends the run;
-// close ends the run and closes the plan.
+// close ends the run and closes the plan. The phases of a batch that ran
+// or wait with it (a DAG) are skipped, failed or closed with it.
 func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err error) {
 	p := r.p
 	w := p.State.Await()
 	var ph *phases.Phase
+	var with []*phases.Phase
+	checkRuns := map[string]int64{}
 	was := "running"
 	if w != nil {
-		ph, _ = p.Phases.Find(w.PhaseID)
+		for _, b := range p.awaitPhases(w) {
+			if bph, ok := p.Phases.Find(b.PhaseID); ok {
+				with = append(with, bph)
+				checkRuns[bph.ID] = b.CheckRunID
+			}
+		}
 		was = "waiting for its checks"
 	} else {
 		for i := range p.Phases.Phases {
 			if p.Phases.Phases[i].Status == phases.InProgress {
-				ph = &p.Phases.Phases[i]
+				with = append(with, &p.Phases.Phases[i])
 			}
 		}
 		// A skip read before a retried phase began is for the failed
 		// phase the run was about to retry.
 		for i := range p.Phases.Phases {
-			if ph == nil && stop == plan.StopSkip && p.Phases.Phases[i].Status == phases.Failed {
-				ph, was = &p.Phases.Phases[i], "failed"
+			if len(with) == 0 && stop == plan.StopSkip && p.Phases.Phases[i].Status == phases.Failed {
+				with, was = []*phases.Phase{&p.Phases.Phases[i]}, "failed"
 			}
 		}
 	}
+	if len(with) > 0 {
+		ph, with = with[0], with[1:]
+	}
+	p.AwaitBatch = nil
 	bg := context.WithoutCancel(ctx)
 	switch stop {
 	case plan.StopSkip:
@@ -210,35 +235,48 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 			// to skip, and the next phase is not skipped in its place.
 			return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("late", &templates.PhaseSkipped{Late: true})})
 		}
-		ph.Status, ph.Error = phases.Skipped, ""
-		ph.FailureHashes, p.FailedParent = nil, ""
-		r.phaseEnded(ph.ID)
-		check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
-			Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "skipped"}), ExternalID: PlanID(p.Number) + "/" + ph.ID}
-		if w != nil && w.CheckRunID != 0 {
-			check.ID = w.CheckRunID
-			err = r.updatePhaseRun(bg, check)
-		} else if _, cerr := r.gh.CreateCheckRun(bg, p.Repo, check); cerr != nil {
-			r.log.Warn().Err(cerr).Msg("create the skipped phase's check run")
+		for _, ph := range append([]*phases.Phase{ph}, with...) {
+			ph.Status, ph.Error = phases.Skipped, ""
+			ph.FailureHashes, p.FailedParent = nil, ""
+			r.phaseEnded(ph.ID)
+			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
+				Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "skipped"}), ExternalID: PlanID(p.Number) + "/" + ph.ID}
+			if id := checkRuns[ph.ID]; id != 0 {
+				check.ID = id
+				err = r.updatePhaseRun(bg, check)
+			} else if _, cerr := r.gh.CreateCheckRun(bg, p.Repo, check); cerr != nil {
+				r.log.Warn().Err(cerr).Msg("create the skipped phase's check run")
+			}
+			if err != nil {
+				return true, err
+			}
+			if err := r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("skipped:"+ph.ID,
+				&templates.PhaseSkipped{PhaseID: ph.ID, Title: ph.Title, Was: was})}); err != nil {
+				return false, err
+			}
 		}
-		if err != nil {
-			return true, err
-		}
-		return false, r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("skipped:"+ph.ID,
-			&templates.PhaseSkipped{PhaseID: ph.ID, Title: ph.Title, Was: was})})
+		return false, nil
 	case plan.StopCancel:
 		data := &templates.PhaseStopped{Cancelled: true}
 		if ph != nil {
-			ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "cancelled"})
 			data.PhaseID = ph.ID
-			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "failure",
-				Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "cancelled"}), ExternalID: PlanID(p.Number) + "/" + ph.ID, Actions: phaseFailureActions}
 			if w != nil {
 				p.FailedParent = w.Parent
 			}
-			id := int64(0)
-			if w != nil && w.CheckRunID != 0 {
-				check.ID, id = w.CheckRunID, w.CheckRunID
+		}
+		for _, ph := range append([]*phases.Phase{ph}, with...) {
+			if ph == nil {
+				break
+			}
+			ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "cancelled"})
+			if ph.ID != data.PhaseID {
+				data.With = append(data.With, ph.ID)
+			}
+			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "failure",
+				Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "cancelled"}), ExternalID: PlanID(p.Number) + "/" + ph.ID, Actions: phaseFailureActions}
+			id := checkRuns[ph.ID]
+			if id != 0 {
+				check.ID = id
 				if err := r.updatePhaseRun(bg, check); err != nil {
 					return true, err
 				}
@@ -252,16 +290,24 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		reply := r.prReply("cancelled", data)
 		return true, r.stopped(ctx, stop, &reply)
 	}
-	if ph != nil {
-		ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "closed"})
+	for _, ph := range append([]*phases.Phase{ph}, with...) {
+		if ph != nil {
+			ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "closed"})
+		}
 	}
 	return true, r.stopped(ctx, stop, nil)
 }
 
-// generatePhases decomposes the plan and commits the phases file.
-func (r *run) generatePhases(ctx context.Context, plan string) error {
+// generatePhases decomposes the plan and commits the phases file. A plan
+// whose ## Phases section cannot be read stops the run: nothing is made
+// of it.
+func (r *run) generatePhases(ctx context.Context, text string) error {
 	p := r.p
-	ph := phases.Decompose(PlanID(p.Number), p.PlanPath, plan, r.cfg.Phases.MaxContextFiles)
+	ph, err := phases.Make(PlanID(p.Number), p.PlanPath, text, r.cfg.Phases.MaxContextFiles)
+	if err != nil {
+		return r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("plan-phases", &templates.PhaseStopped{PlanPhases: Untrusted(err.Error(), maxFailure)}),
+			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "plan-phases"}}})
+	}
 	day := r.f.now().UTC().Format("2006-01-02")
 	ph.Created, ph.Updated = day, day
 	p.Phases, p.PhaseCommits, p.Acceptance = &ph, nil, nil
@@ -274,9 +320,7 @@ func (r *run) generatePhases(ctx context.Context, plan string) error {
 
 // runPhase runs one phase under its own check run, forge/phase-K.
 func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
-	p := r.p
 	r.doing = templates.Step{Event: "running-phase", PhaseID: ph.ID}
-	name := "forge/" + ph.ID
 	pctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Phases.Timeout, context.DeadlineExceeded)
 	defer cancel()
 	stopAt := r.watchStop(pctx, cancel)
@@ -304,9 +348,22 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	if errors.As(err, &limited) {
 		return err // no outcome yet: the phase runs again after the reset
 	}
+	id := r.phaseCheck(ctx, ph, err, err == nil && r.await != nil)
+	if err == nil && r.await != nil {
+		r.await.CheckRunID = id
+	}
+	return err
+}
+
+// phaseCheck creates phase ph's check run, forge/phase-K, for how it
+// ended (err), or in progress when its checks are still to come (waits),
+// and returns its id (0 when GitHub refused it, which is only logged). A
+// failure's run holds the Retry, Skip and Cancel buttons.
+func (r *run) phaseCheck(ctx context.Context, ph *phases.Phase, err error, waits bool) int64 {
+	p := r.p
 	// The phase's check run goes on the commit it made (where CI runs),
 	// or on the branch head when it made none.
-	c := CheckRun{Name: name, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: ph.Output,
+	c := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: ph.Output,
 		ExternalID: PlanID(p.Number) + "/" + ph.ID}
 	var halted *loopHalted
 	switch {
@@ -328,7 +385,7 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 		// The ids /forge followup takes once the plan is DONE.
 		c.Summary += "\n\n" + open
 	}
-	if err == nil && r.await != nil {
+	if waits {
 		// The phase's checks decide: its check run stays open until then.
 		c.Status, c.Conclusion, c.Summary = "in_progress", "", templates.Line(templates.CheckSummary{Event: "waiting"})
 	}
@@ -336,13 +393,10 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	if cerr != nil {
 		r.log.Warn().Err(cerr).Msg("create phase check run")
 	}
-	if err == nil && r.await != nil {
-		r.await.CheckRunID = id
-	}
 	if err != nil && halted == nil && id != 0 {
 		p.PhaseButtonsRun = id
 	}
-	return err
+	return id
 }
 
 // watchStop ends a phase when a person asks the run to stop (cancel,
@@ -407,32 +461,14 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 		}
 		return err
 	}
-	wc, _, err := r.checkout(ctx)
+	ch, err := r.implementChanges(ctx, ph)
 	if err != nil {
 		return err
 	}
-	defer wc.Remove()
-	res, err := r.callPhaseAgent(ctx, agent.Implementer, wc, ph, nil)
-	if err != nil {
-		return err
-	}
-	changes, err := wc.Changes()
-	if err != nil {
-		return fmt.Errorf("read the implementer's changes: %w", err)
-	}
+	ph.ModifiedFiles = ch.modified
+	files, hashes := ch.files, ch.hashes
 	phasesPath := PhasesFile(r.cfg.PlansDir, p.Number)
-	var files []FileChange
-	ph.ModifiedFiles = nil
-	hashes := map[string]string{}
-	for _, c := range changes {
-		if c.Path == phasesPath || strings.HasPrefix(c.Path, ".git/") {
-			continue // Forge owns the phases file
-		}
-		files = append(files, c)
-		ph.ModifiedFiles = append(ph.ModifiedFiles, c.Path)
-		hashes[c.Path] = contentHash(c.Content, c.Deleted)
-	}
-	ph.Output = firstLine(res.Output)
+	ph.Output = ch.output
 	if len(files) == 0 {
 		ph.Output = "no file changed"
 		return nil
@@ -459,6 +495,47 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 		r.await = &plan.Await{SHA: p.HeadSHA, Parent: parent, PhaseID: ph.ID, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
 	}
 	return nil
+}
+
+// phaseChanges are what an implementer changed in its working copy: the
+// files to commit (the phases file left out: Forge owns it), their paths
+// and content hashes, and the first line of its answer.
+type phaseChanges struct {
+	files    []FileChange
+	modified []string
+	hashes   map[string]string
+	output   string
+}
+
+// implementChanges runs the implementer on phase ph in a fresh working
+// copy of r.p.HeadSHA and reads what it changed.
+func (r *run) implementChanges(ctx context.Context, ph *phases.Phase) (phaseChanges, error) {
+	var out phaseChanges
+	wc, _, err := r.checkout(ctx)
+	if err != nil {
+		return out, err
+	}
+	defer wc.Remove()
+	res, err := r.callPhaseAgent(ctx, agent.Implementer, wc, ph, nil)
+	if err != nil {
+		return out, err
+	}
+	changes, err := wc.Changes()
+	if err != nil {
+		return out, fmt.Errorf("read the implementer's changes: %w", err)
+	}
+	phasesPath := PhasesFile(r.cfg.PlansDir, r.p.Number)
+	out.hashes = map[string]string{}
+	for _, c := range changes {
+		if c.Path == phasesPath || strings.HasPrefix(c.Path, ".git/") {
+			continue // Forge owns the phases file
+		}
+		out.files = append(out.files, c)
+		out.modified = append(out.modified, c.Path)
+		out.hashes[c.Path] = contentHash(c.Content, c.Deleted)
+	}
+	out.output = firstLine(res.Output)
+	return out, nil
 }
 
 // contentHash identifies a file's content for a safe retry.
@@ -512,8 +589,24 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 			return err
 		}
 	}
-	ph.FailureHashes, p.FailedParent = nil, ""
+	ph.FailureHashes = nil
+	if !revertsLeft(*p.Phases) {
+		// The phases of a batch whose checks failed share the commit
+		// before it: each is reverted to it when it runs again.
+		p.FailedParent = ""
+	}
 	return r.save(ctx)
+}
+
+// revertsLeft reports whether a failed phase still holds the hashes of
+// an attempt to revert.
+func revertsLeft(f phases.File) bool {
+	for _, ph := range f.Phases {
+		if ph.Status == phases.Failed && ph.FailureHashes != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // callPhaseAgent runs role on phase ph in the working copy wc: the phase's
@@ -526,8 +619,11 @@ func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCop
 		r.cfg.Agents.Timeout = r.cfg.Phases.Timeout
 	}
 	defer func() { r.cfg.Agents.Timeout = saved }()
-	r.phaseID, r.phaseFiles = ph.ID, declaredFiles(ph, r.p.PlanPath)
-	defer func() { r.phaseID, r.phaseFiles = "", nil }()
+	r.phaseID, r.phaseFiles, r.phaseWrites = ph.ID, declaredFiles(ph, r.p.PlanPath), declaredWrites(ph)
+	if r.phaseFiles != nil && r.rerunFiles != nil {
+		r.phaseFiles = append(slices.Clip(r.phaseFiles), r.rerunFiles...)
+	}
+	defer func() { r.phaseID, r.phaseFiles, r.phaseWrites = "", nil, nil }()
 	if s, ok := r.roleStep(string(role)); ok {
 		r.using = &s
 		defer func() { r.using = nil }()

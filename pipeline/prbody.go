@@ -267,7 +267,7 @@ func phaseRows(p *Plan) []templates.PhaseRow {
 			row.Commit, row.CommitURL = ph.GitCommit, commitURL(p, ph.GitCommit)
 		}
 		if timed && ph.Status != phases.Pending {
-			row.CI = t.CI
+			row.CI, row.Batch = t.CI, t.Batch
 			row.Took, row.Checks, _ = t.durations()
 		}
 		out = append(out, row)

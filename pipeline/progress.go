@@ -45,6 +45,10 @@ type PhaseTime struct {
 	// pending, passed, no-checks, failed or timed-out; empty when none
 	// were waited for.
 	CI string `json:",omitempty"`
+	// Batch numbers the batch the phase ran in, in a plan whose phases
+	// run as a DAG: phases of one batch ran at the same time. 0 in a plan
+	// that runs one phase after another.
+	Batch int `json:",omitempty"`
 }
 
 // durations are how long the phase's own work took and then its checks,

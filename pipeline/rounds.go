@@ -229,7 +229,10 @@ func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 		return err == nil
 	}
 	ar := audit.Round{Round: round, CommitID: p.HeadSHA, Step: step.Name}
-	if pre := audit.Preflight(text, exists); audit.PreflightBlocks(pre) {
+	// The plan's ## Phases section is read as the phases will be made
+	// of it: what cannot be read is the pre-flight's to report.
+	pre := append(audit.Preflight(text, exists), phases.PlanProblems(text)...)
+	if audit.PreflightBlocks(pre) {
 		for i := range pre {
 			if pre[i].Location == "" && pre[i].PlanLine > 0 {
 				pre[i].Location = fmt.Sprintf("%s:%d", p.PlanPath, pre[i].PlanLine)

@@ -184,7 +184,12 @@ type run struct {
 	phaseID, prevError string
 	// phaseFiles are the files the phase being run names, which bound
 	// what its implementer may change (writeRules); nil when it names none.
-	phaseFiles []string
+	// phaseWrites are the globs it declares it writes, which bound it too.
+	phaseFiles, phaseWrites []string
+	// rerunFiles are the files a phase of a batch changed in the attempt
+	// that another phase's commit overtook: its run again on the new head
+	// may change them too (runBatch).
+	rerunFiles []string
 	// current holds the working copies checked out now, by directory.
 	current map[string]WorkingCopy
 	// await is the checks wait the phase just committed starts, raised

@@ -91,6 +91,10 @@ type Plan struct {
 	// FailedParent is the commit before a phase attempt that its checks
 	// failed: a retry reverts the attempt's files to it.
 	FailedParent string
+	// AwaitBatch are the other phases of a batch (a DAG) whose commits
+	// the commit the run waits on holds (State.Await, SHA): that wait
+	// decides them too.
+	AwaitBatch *AwaitBatch `json:",omitempty"`
 	// PhaseButtonsRun is a failed phase's check run while its Retry, Skip
 	// and Cancel buttons stand (see takeButtonsOff).
 	PhaseButtonsRun int64

@@ -96,6 +96,9 @@ type writeRules struct {
 	paths      repoconfig.Paths
 	// declared are the files the phase names; nil when it names none.
 	declared []string
+	// writes are the globs of the paths the phase declares it writes (a
+	// phase of a DAG); a path matching one is the phase's to change.
+	writes []string
 }
 
 // check returns the changed paths the rules refuse, in the order given.
@@ -132,7 +135,7 @@ func (w writeRules) refuses(c ChangedPath) (why, pattern string) {
 	if !w.paths.Allowed(c.Path) {
 		return RefusedAllow, ""
 	}
-	if w.declared == nil || slices.Contains(w.declared, c.Path) {
+	if w.declared == nil || slices.Contains(w.declared, c.Path) || phases.Matches(w.writes, c.Path) {
 		return "", ""
 	}
 	dir := path.Dir(c.Path)
@@ -149,7 +152,9 @@ func (w writeRules) refuses(c ChangedPath) (why, pattern string) {
 
 // declaredFiles are the files an implement phase names (its Context), nil
 // when it names none: the plan file alone is the context of a plan that
-// names no file under ## Changes, which bounds nothing.
+// names no file under ## Changes, which bounds nothing. A phase that
+// declares its writes is bounded by them (declaredWrites) even when it
+// names no file.
 func declaredFiles(ph *phases.Phase, planFile string) []string {
 	if ph == nil || ph.Kind != phases.Implement {
 		return nil
@@ -160,7 +165,19 @@ func declaredFiles(ph *phases.Phase, planFile string) []string {
 			out = append(out, f)
 		}
 	}
+	if out == nil && ph.Writes != nil {
+		out = []string{}
+	}
 	return out
+}
+
+// declaredWrites are the globs an implement phase declares it writes,
+// nil for any other phase.
+func declaredWrites(ph *phases.Phase) []string {
+	if ph == nil || ph.Kind != phases.Implement {
+		return nil
+	}
+	return ph.Writes
 }
 
 // maxListedPaths and maxListedBytes bound the paths a comment lists: an
@@ -201,7 +218,7 @@ func (r *run) guardWrites(ctx context.Context, role agent.Role, dir string, roun
 		return err
 	}
 	rules := writeRules{role: role, planFile: p.PlanPath, phasesFile: PhasesFile(r.cfg.PlansDir, p.Number), paths: r.cfg.Paths,
-		declared: r.phaseFiles}
+		declared: r.phaseFiles, writes: r.phaseWrites}
 	refused := rules.check(changed)
 	if len(refused) == 0 {
 		return nil

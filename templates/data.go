@@ -489,13 +489,19 @@ type (
 		Cancelled     bool
 		ChecksTimeout bool
 		PhaseID       string
-		Error         string
-		Tail          string
-		Done, Total   int
-		Waited        string
-		Timeout       string
-		Pending       []string
-		Failed        []string
+		// With are the phases that ran at the same time as PhaseID (a
+		// batch of a DAG) and stopped with it.
+		With []string
+		// PlanPhases is why the plan's ## Phases section could not be
+		// made into phases (plan text in it, escaped).
+		PlanPhases  string
+		Error       string
+		Tail        string
+		Done, Total int
+		Waited      string
+		Timeout     string
+		Pending     []string
+		Failed      []string
 	}
 	// OpenPlan answers a second /forge or /plan on an issue whose plan is
 	// still open (not DONE, CLOSED nor CANCELLED): that plan, instead of
@@ -605,6 +611,9 @@ type (
 		Commit, CommitURL      string
 		CI                     string
 		Took, Checks           string
+		// Batch numbers the batch the phase ran in when the plan's phases
+		// run as a DAG: the phases of one batch ran at the same time.
+		Batch int
 	}
 	// PhaseGraph is the plan's phases as a Mermaid graph: kind, the
 	// dependencies and each phase's state as its colour.

@@ -233,6 +233,17 @@ func stageRows(states ...string) []templates.PhaseRow {
 	return rows
 }
 
+// dagRows are a plan's phases run as a DAG: phase-1, then phases 2 and 3
+// at once (batch 2), the audit pending.
+func dagRows() []templates.PhaseRow {
+	return []templates.PhaseRow{
+		{ID: "phase-1", Title: "Core", Kind: "implement", State: "done", Batch: 1, Commit: "1a2b3c4", CommitURL: "https://github.com/" + repo + "/commit/1a2b3c4", CI: "passed", Took: "40s", Checks: "1m2s"},
+		{ID: "phase-2", Title: "API", Kind: "implement", State: "done", Batch: 2, DependsOn: []string{"phase-1"}, Commit: "5d6e7f8", CommitURL: "https://github.com/" + repo + "/commit/5d6e7f8", CI: "passed", Took: "52s", Checks: "1m10s"},
+		{ID: "phase-3", Title: "Page", Kind: "implement", State: "running", Batch: 2, DependsOn: []string{"phase-1"}, CI: "pending", Took: "49s"},
+		{ID: "phase-4", Title: "Post-implementation audit", Kind: "audit", State: "pending", DependsOn: []string{"phase-1", "phase-2", "phase-3"}},
+	}
+}
+
 // hostileRows are phases whose titles (plan text, which an agent wrote
 // from an issue) try to break out of the Mermaid graph and the table,
 // sanitized as the pipeline's Untrusted leaves them.
@@ -390,6 +401,7 @@ func textCases(t *testing.T) []textCase {
 		{"check-title/phase-checks-failed", templates.CheckTitle{Event: "phase-checks-failed", PhaseID: "phase-2"}},
 		{"check-title/phases-remain", templates.CheckTitle{Event: "phases-remain"}},
 		{"check-title/phases-stale", templates.CheckTitle{Event: "phases-stale"}},
+		{"check-title/plan-phases", templates.CheckTitle{Event: "plan-phases"}},
 		{"check-title/done", templates.CheckTitle{Event: "done"}},
 		{"check-title/cancelled", templates.CheckTitle{Event: "cancelled"}},
 		{"check-title/phase-run-cancelled", templates.CheckTitle{Event: "phase-run-cancelled"}},
@@ -664,6 +676,9 @@ func textCases(t *testing.T) []textCase {
 		{"phase-stopped/stale", templates.PhaseStopped{Stale: true}},
 		{"phase-stopped/checks timeout", templates.PhaseStopped{PhaseID: "phase-2", ChecksTimeout: true, Waited: "2h0m3s", Timeout: "2h0m0s", Pending: []string{"GitHub Actions (waiting)", "ci/jenkins (pending)"}, Failed: []string{"lint (failure): 3 problems | see log"}, Done: 1, Total: 3}},
 		{"phase-stopped/cancelled", templates.PhaseStopped{Head: templates.Head{PlanID: planID}, Cancelled: true, PhaseID: "phase-2"}},
+		{"phase-stopped/cancelled with its batch", templates.PhaseStopped{Head: templates.Head{PlanID: planID}, Cancelled: true, PhaseID: "phase-2", With: []string{"phase-3"}}},
+		{"phase-stopped/failed with its batch", templates.PhaseStopped{PhaseID: "phase-2", With: []string{"phase-3", "phase-4"}, Error: "implementer agent: exit status 1", Done: 1, Total: 6}},
+		{"phase-stopped/plan phases unreadable", templates.PhaseStopped{Head: templates.Head{PlanID: planID}, PlanPhases: pipeline.Untrusted(`the plan's ## Phases section: line 31: phase-2 depends on phase-7, which the section does not declare; line 40: phase-3: Writes: "../x" has a ".." segment: globs name paths inside the repository`, 500)}},
 		{"phase-run-done/complete", templates.PhaseRunDone{Head: templates.Head{PlanID: planID}, Complete: true, Ran: 3, Elapsed: "87s", Phases: []templates.PhaseItem{
 			{ID: "phase-1", Title: "Implement src/webhook.ts", Status: "done", Output: "32s"},
 			{ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "skipped", Output: "28s"},
@@ -758,6 +773,8 @@ func textCases(t *testing.T) []textCase {
 		{"phase-graph/a read phase first, fan-in to the audit", templates.PhaseGraph(append([]templates.PhaseRow{{ID: "phase-0", Title: "Read the codebase", Kind: "read", State: "done", Took: "20s"}}, stageRows("running")...))},
 		{"phase-graph/hostile titles", templates.PhaseGraph(hostileRows)},
 		{"phase-table/phase 2 waits for its checks", templates.PhaseTable(stageRows("done", "waiting"))},
+		{"phase-table/a DAG: phases 2 and 3 ran at once", templates.PhaseTable(dagRows())},
+		{"pr-body/a DAG", prBody(templates.PRBody{Status: string(plan.Implementing), Rounds: 1, LastVerdict: "minor", Closes: issue, Phases: dagRows()})},
 		{"phase-table/hostile titles", templates.PhaseTable(hostileRows)},
 
 		{"check-output/audits and usage", templates.CheckOutput{PlanID: planID, Status: string(plan.Review), Rounds: len(rounds), MaxRounds: 5, Usage: int64(48213), Cost: "$0.42", Audits: rounds}},

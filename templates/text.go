@@ -30,7 +30,16 @@ var funcs = template.FuncMap{
 	"oneline": func(s string) string {
 		return strings.Join(strings.Fields(strings.ReplaceAll(s, "|", "\\|")), " ")
 	},
-	"cell":      cell,
+	"cell": cell,
+	// batched reports whether a phase of the table ran in a batch (a DAG).
+	"batched": func(rows []PhaseRow) bool {
+		for _, r := range rows {
+			if r.Batch > 0 {
+				return true
+			}
+		}
+		return false
+	},
 	"code":      code,
 	"mermaid":   mermaidLabel,
 	"mermaidID": mermaidID,

@@ -24,6 +24,7 @@ import (
 //	**Status:** failed
 //	**Context:** `src/webhook.ts`
 //	**Depends on:** (none)
+//	**Writes:** `src/webhook.ts`, `src/webhook/**`
 //	**Commit:** 1a2b3c4
 //	**Modified files:** `src/webhook.ts`, `src/old.ts`
 //	**Failure hashes:** `src/old.ts` absent, `src/webhook.ts` 9f86d08
@@ -41,9 +42,10 @@ import (
 //
 //	---
 //
-// The metadata lines after the heading run to the first blank line; Commit,
-// Modified files and Failure hashes appear once recorded ("(none)" when
-// recorded empty). The description, then the labelled Change spec, Output
+// The metadata lines after the heading run to the first blank line; Writes
+// appears when the phase declares the paths it writes (globs; a phase with
+// it has a Depends on line too), Commit, Modified files and Failure hashes
+// once recorded ("(none)" when recorded or declared empty). The description, then the labelled Change spec, Output
 // and Error texts follow. A text that could be mistaken for the file's
 // structure (a "---" or "## phase-" line, a label line, a leading fence, or
 // blank lines at its ends) is written inside a backtick fence longer than
@@ -74,6 +76,9 @@ func Serialize(p File) string {
 		fmt.Fprintf(&b, "**Kind:** %s\n**Status:** %s\n", ph.Kind, ph.Status)
 		fmt.Fprintf(&b, "**Context:** %s\n", noneIfEmpty(backtickList(ph.ContextFiles)))
 		fmt.Fprintf(&b, "**Depends on:** %s\n", noneIfEmpty(strings.Join(ph.DependsOn, ", ")))
+		if ph.Writes != nil {
+			fmt.Fprintf(&b, "**Writes:** %s\n", noneIfEmpty(backtickList(ph.Writes)))
+		}
 		if ph.GitCommit != "" {
 			fmt.Fprintf(&b, "**Commit:** %s\n", ph.GitCommit)
 		}
@@ -273,6 +278,11 @@ func (r *phasesReader) phase() (Phase, error) {
 					ph.DependsOn[i] = strings.TrimSpace(ph.DependsOn[i])
 				}
 			}
+		case "Writes":
+			ph.Writes = []string{}
+			if value != "(none)" {
+				ph.Writes, err = parseBacktickList(value)
+			}
 		case "Commit":
 			ph.GitCommit = value
 		case "Modified files":
@@ -291,6 +301,10 @@ func (r *phasesReader) phase() (Phase, error) {
 	}
 	if !seen["Kind"] || !seen["Status"] {
 		return ph, r.errorf("%s: the **Kind:** and **Status:** lines are required", ph.ID)
+	}
+	if seen["Writes"] && !seen["Depends on"] {
+		// Writes make the phase one of a DAG, whose edges must be said.
+		return ph, r.errorf("%s: a phase with a **Writes:** line needs a **Depends on:** line too ((none) when it depends on nothing)", ph.ID)
 	}
 
 	r.skipBlank()
@@ -441,6 +455,10 @@ func (p File) Validate() error {
 	if len(p.Phases) == 0 {
 		bad("no phases")
 	}
+	all := map[string]bool{}
+	for _, ph := range p.Phases {
+		all[ph.ID] = true
+	}
 	before := map[string]bool{}
 	for _, ph := range p.Phases {
 		id := ph.ID
@@ -464,10 +482,24 @@ func (p File) Validate() error {
 			switch {
 			case deps[d]:
 				bad("%s depends on %s twice", id, d)
+			case d == id:
+				bad("%s depends on %q, which is not a phase before it (itself: a cycle)", id, d)
+			case !before[d] && all[d]:
+				// Dependencies point back only, so none can close a cycle.
+				bad("%s depends on %q, which is not a phase before it (a later phase: a cycle, or phases out of order)", id, d)
 			case !before[d]:
-				bad("%s depends on %q, which is not a phase before it", id, d)
+				bad("%s depends on %q, which is not a phase before it (no phase has that id)", id, d)
 			}
 			deps[d] = true
+		}
+		globs := map[string]bool{}
+		for _, g := range ph.Writes {
+			if why := writesGlobProblem(g); why != "" {
+				bad("%s: writes: %q %s", id, g, why)
+			} else if globs[g] {
+				bad("%s: writes: %q appears twice", id, g)
+			}
+			globs[g] = true
 		}
 		for _, list := range []struct {
 			name  string

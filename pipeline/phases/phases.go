@@ -44,11 +44,16 @@ func (s Status) valid() bool {
 
 // Phase is one step of a plan's implementation (seed 000 §8, PlanPhase).
 type Phase struct {
-	ID           string // phase-K
-	Title        string
-	Kind         Kind
-	Status       Status
-	DependsOn    []string // phase IDs, each before this one in the file
+	ID        string // phase-K
+	Title     string
+	Kind      Kind
+	Status    Status
+	DependsOn []string // phase IDs, each before this one in the file
+	// Writes are the path globs (doublestar, relative to the repository
+	// root) the phase may write: nil when the phase declares none, empty
+	// when it declares it writes nothing. A plan all of whose phases
+	// declare them runs as a DAG (Parallel).
+	Writes       []string
 	ContextFiles []string
 	Description  string
 	ChangeSpec   string // the plan's lines about this phase's files

@@ -22,7 +22,7 @@ func TestDefault(t *testing.T) {
 		Labels:           Labels{Trigger: "forge"},
 		Approval:         Approval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
 		Limits:           Limits{MaxConcurrentRuns: 3},
-		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, WaitForChecks: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
+		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, MaxConcurrent: 3, WaitForChecks: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
 		Agents:           Agents{Timeout: 30 * time.Minute},
 		Paths:            Paths{Allow: []string{"**"}, Deny: []string{".github/**"}},
 		// Seed 001's acceptance threshold.
@@ -68,7 +68,7 @@ func TestParse(t *testing.T) {
 					Labels:           Labels{Trigger: "forge-me"},
 					Approval:         Approval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
 					Limits:           Limits{MaxConcurrentRuns: 1, MaxTokensPerPlan: 100000},
-					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, WaitForChecks: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
+					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, MaxConcurrent: 2, WaitForChecks: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
 					Agents: Agents{
 						Timeout:      20 * time.Minute,
 						Drafter:      Agent{Runtime: "claude", Model: "opus"},
@@ -79,9 +79,9 @@ func TestParse(t *testing.T) {
 					},
 					Paths: Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
 					Pipelines: map[string]Pipeline{"default": {Name: "default", Steps: []Step{
-						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 45},
-						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 46,
-							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 49, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
+						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 46},
+						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 47,
+							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 50, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
 					}}},
 					AcceptanceThreshold: 60,
 				}
@@ -173,7 +173,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
 				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
-				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_context_files, max_run, timeout, wait_for_checks)",
+				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_concurrent, max_context_files, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, memory, phase_auditor, reviser, timeout)",
 			},
 		},
@@ -249,6 +249,16 @@ func TestParseRepoConfigErrors(t *testing.T) {
 				"line 2: phases.max_run: 51 is out of range (1 to 50)",
 				"line 3: phases.audit_fix_max: -1 is out of range (0 to 10)",
 			},
+		},
+		{
+			name: "max_concurrent is 1 to 10",
+			yaml: "phases:\n  max_concurrent: 11\n",
+			want: []string{"line 2: phases.max_concurrent: 11 is out of range (1 to 10)"},
+		},
+		{
+			name: "max_concurrent is at least 1",
+			yaml: "phases:\n  max_concurrent: 0\n",
+			want: []string{"line 2: phases.max_concurrent: 0 is out of range (1 to 10)"},
 		},
 		{
 			name: "durations must be positive and have units",

@@ -230,6 +230,7 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"audit_fix_max":     d.intField(&cfg.Phases.AuditFixMax, 0, 10),
 				// 50 is the seed's safety cap: a repository may lower it only.
 				"max_run":         d.intField(&cfg.Phases.MaxRun, 1, 50),
+				"max_concurrent":  d.intField(&cfg.Phases.MaxConcurrent, 1, 10),
 				"wait_for_checks": d.boolField(&cfg.Phases.WaitForChecks),
 				"checks_grace":    d.durationField(&cfg.Phases.ChecksGrace),
 				"checks_timeout":  d.durationField(&cfg.Phases.ChecksTimeout),

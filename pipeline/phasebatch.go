@@ -1,0 +1,441 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sourcegraph/conc/panics"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/forge-dev/forge/pipeline/phases"
+	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/templates"
+)
+
+// A plan whose phases declare their writes runs as a DAG (issue 15): the
+// ready phases whose writes do not overlap (phases.Batch) run at once, at
+// most phases.max_concurrent, each implementer in its own working copy of
+// the branch head the batch started from. Only the agents run at the same
+// time: this goroutine, the one that owns the plan, lands their commits
+// one at a time as they end, through the one commit path (commitFiles,
+// whose ref update is a compare and swap). A phase's files are committed
+// on the branch's new head when none of them changed since its working
+// copy was made; when one did (another phase of the batch wrote it although
+// the writes declared did not overlap, or a person pushed it), the phase
+// runs again on the new head, at most maxReruns times. Every change to the
+// plan, its save and its events happen here; a worker gets a copy of the
+// run and of the plan (forPhase) and hands back what its agent did.
+//
+// With phases.wait_for_checks the batch's commits land, then one wait on
+// the last of them (which holds them all) decides every phase of the
+// batch: Plan.AwaitBatch.
+
+// AwaitBatch is a batch's phases that wait with the phase of the plan's
+// wait, on commit SHA: each with its check run.
+type AwaitBatch struct {
+	SHA    string
+	Phases []AwaitPhase
+}
+
+// AwaitPhase is a phase waiting for its checks, with its check run.
+type AwaitPhase struct {
+	PhaseID    string
+	CheckRunID int64
+}
+
+// awaitPhases are the phases wait w decides: its own, then those of its
+// batch.
+func (p *Plan) awaitPhases(w *plan.Await) []AwaitPhase {
+	out := []AwaitPhase{{PhaseID: w.PhaseID, CheckRunID: w.CheckRunID}}
+	if b := p.AwaitBatch; b != nil && b.SHA == w.SHA {
+		out = append(out, b.Phases...)
+	}
+	return out
+}
+
+// maxReruns bounds how often a phase of a batch runs again because a
+// commit that landed first changed its files.
+const maxReruns = 2
+
+// batchable reports whether ph may run beside other phases: an implement
+// phase whose retry needs no revert first (a revert is a commit of its own,
+// made as a phase run alone makes it).
+func (r *run) batchable(ph *phases.Phase) bool {
+	return ph.Kind == phases.Implement && (ph.FailureHashes == nil || r.p.FailedParent == "")
+}
+
+// nextBatch numbers a batch of a DAG plan's phases, for the PR body's
+// table: one more than the last the plan's runs recorded.
+func (r *run) nextBatch() int {
+	n := 0
+	for _, t := range r.p.phaseTimes() {
+		n = max(n, t.Batch)
+	}
+	return n + 1
+}
+
+// markBatch records that the phases ids run in batch n.
+func (r *run) markBatch(n int, ids ...string) {
+	for _, id := range ids {
+		r.p.RunProgress.Phases[r.phaseTime(id)].Batch = n
+	}
+}
+
+// phaseJob is one phase of a batch as its worker sees it: a copy of the
+// phase, never the plan's.
+type phaseJob struct {
+	ph        phases.Phase
+	prevError string
+	// base is the commit the working copy is made of.
+	base string
+	// start is when its last run began, ran when its work ended (landed,
+	// or found nothing to change).
+	start, ran time.Time
+	// reruns counts the runs again on a new head; rerun are the files
+	// the attempts before changed, the phase's to change again.
+	reruns int
+	rerun  []string
+	// What came of it, once its worker ended: err, or a commit (landed)
+	// or no change at all.
+	err    error
+	landed bool
+}
+
+// phaseResult is what a worker hands back.
+type phaseResult struct {
+	job     *phaseJob
+	changes phaseChanges
+	usage   int64
+	cost    float64
+	err     error
+}
+
+// forPhase is the run a worker works with: r's configuration and ports,
+// with a copy of the plan of its own at the job's base and none of the
+// fields a phase's agent call sets (callPhaseAgent), so that workers share
+// nothing they write. It is made on the goroutine that owns the plan.
+func (r *run) forPhase(j *phaseJob) *run {
+	w := *r
+	p := *r.p
+	ph := *r.p.Phases
+	ph.Phases = slices.Clone(ph.Phases)
+	p.Phases, p.HeadSHA = &ph, j.base
+	w.p = &p
+	w.current, w.await, w.using = nil, nil, nil
+	w.phaseID, w.phaseFiles, w.phaseWrites = "", nil, nil
+	w.prevError, w.rerunFiles = j.prevError, slices.Clone(j.rerun)
+	w.log = r.log.With().Str("phase", j.ph.ID).Logger()
+	return &w
+}
+
+// work runs the implementer of job j under the phase timeout, in a working
+// copy of j.base; a panic fails the phase, not the server.
+func (w *run) work(ctx context.Context, j *phaseJob) (res phaseResult) {
+	res.job = j
+	usage, cost := w.p.Usage, w.p.Cost
+	pctx, cancel := context.WithTimeoutCause(ctx, w.cfg.Phases.Timeout, context.DeadlineExceeded)
+	defer cancel()
+	if rec := panics.Try(func() { res.changes, res.err = w.implementChanges(pctx, &j.ph) }); rec != nil {
+		w.log.Error().Str("panic", rec.String()).Msg("phase worker panicked")
+		res.err = fmt.Errorf("%s failed: panic: %v", j.ph.ID, rec.Value) // the stack is the log's
+	}
+	if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		res.err = fmt.Errorf("timed out after %s", w.cfg.Phases.Timeout)
+	}
+	res.usage, res.cost = w.p.Usage-usage, w.p.Cost-cost
+	return res
+}
+
+// runBatch runs the phases of batch at once (see above). ended is true when
+// the run ended (a phase failed, the plan escalated); otherwise the phase
+// loop goes on: to the batch's checks, a person's stop, or the next batch.
+func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, err error) {
+	p := r.p
+	n := r.nextBatch()
+	jobs := make([]*phaseJob, 0, len(batch))
+	for _, ph := range batch {
+		j := &phaseJob{prevError: ph.Error}
+		ph.Status, ph.Error = phases.InProgress, ""
+		j.ph = *ph
+		r.markBatch(n, ph.ID)
+		jobs = append(jobs, j)
+	}
+	if err := r.save(ctx); err != nil {
+		return false, err
+	}
+	start := p.HeadSHA
+
+	// The bounded fan-out: on any return, the workers are stopped, then
+	// waited for.
+	workers := pool.New().WithMaxGoroutines(max(1, min(len(jobs), r.cfg.Phases.MaxConcurrent)))
+	defer workers.Wait()
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopAt := r.watchStop(bctx, cancel)
+	// Each job has at most one worker at a time: none blocks on sending.
+	results := make(chan phaseResult, len(jobs))
+	running := 0
+	launch := func(j *phaseJob) {
+		j.base, j.start = p.HeadSHA, r.f.now()
+		w := r.forPhase(j)
+		running++
+		workers.Go(func() { results <- w.work(bctx, j) })
+	}
+	for _, j := range jobs {
+		ph, _ := p.Phases.Find(j.ph.ID)
+		msg := phaseCommitMessage(p, ph)
+		if done, err := r.alreadyCommitted(ctx, msg); err != nil {
+			return false, err
+		} else if done {
+			// An earlier job landed it and died before recording so.
+			ph.GitCommit, j.landed = shortSHA(p.HeadSHA), true
+			j.start, j.ran = r.f.now(), r.f.now()
+			continue
+		}
+		launch(j)
+	}
+	// Said while the agents work.
+	for _, ph := range batch {
+		if err := r.phaseStarted(ctx, ph); err != nil {
+			return false, err
+		}
+	}
+	landedBy := map[string]string{} // a path the batch's commits wrote → the phase
+	for running > 0 {
+		res := <-results
+		running--
+		p.Usage += res.usage
+		p.Cost += res.cost
+		if again := r.landPhase(ctx, res, stopAt, landedBy); again {
+			launch(res.job)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err // shutdown or lost lease: resumed later
+	}
+	return r.batchEnded(ctx, jobs, start, stopAt)
+}
+
+// phaseCommitMessage is the message of phase ph's commit.
+func phaseCommitMessage(p *Plan, ph *phases.Phase) string {
+	return fmt.Sprintf("%s %s: %s", PlanID(p.Number), ph.ID, ph.Title)
+}
+
+// landPhase commits what a worker's phase changed, on the branch head as
+// it is now, unless a commit since its working copy changed one of its
+// files: then again is true and the phase runs again on the new head
+// (at most maxReruns times, then it fails). landedBy maps the paths this
+// batch's commits wrote to their phase, for the reason.
+func (r *run) landPhase(ctx context.Context, res phaseResult, stopAt func() plan.Stop, landedBy map[string]string) (again bool) {
+	p := r.p
+	j := res.job
+	ph, _ := p.Phases.Find(j.ph.ID)
+	r.doing = templates.Step{Event: "running-phase", PhaseID: ph.ID}
+	if stop := stopAt(); stop != plan.StopNone {
+		// Nothing lands once a person asked the run to stop, and the
+		// agents it stopped did not fail.
+		j.err = &stopAsked{stop: stop}
+		return false
+	}
+	if res.err != nil {
+		j.err = res.err
+		return false
+	}
+	ph.ModifiedFiles = res.changes.modified
+	ph.Output = res.changes.output
+	if len(res.changes.files) == 0 {
+		ph.Output = "no file changed"
+		j.ran = r.f.now()
+		return false
+	}
+	moved, err := r.movedSince(ctx, j.base, res.changes.files)
+	if err != nil {
+		j.err = err
+		return false
+	}
+	if len(moved) > 0 {
+		by := map[string]bool{}
+		var names []string
+		for _, f := range moved {
+			who := landedBy[f]
+			if who == "" {
+				who = "a push"
+			}
+			if !by[who] {
+				by[who] = true
+				names = append(names, who)
+			}
+		}
+		if j.reruns < maxReruns {
+			j.reruns++
+			for _, f := range res.changes.modified {
+				if !slices.Contains(j.rerun, f) {
+					j.rerun = append(j.rerun, f)
+				}
+			}
+			r.log.Info().Str("phase", ph.ID).Strs("files", moved).Strs("by", names).Int("rerun", j.reruns).
+				Msg("files of the phase changed since its working copy was made: it runs again on the new head")
+			return true
+		}
+		j.err = fmt.Errorf("%s changed since the phase began (%s landed first), %d runs again on the new head included: the phases' writes overlap; declare them in the plan's ## Phases so that they run one after the other",
+			quotedList(moved), strings.Join(names, ", "), maxReruns)
+		return false
+	}
+	wait := r.cfg.Phases.WaitForChecks
+	if !wait {
+		ph.Status = phases.Done
+	}
+	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
+	files := append(slices.Clip(res.changes.files), ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(*p.Phases)))
+	if err := r.commitFiles(ctx, phaseCommitMessage(p, ph), files); err != nil {
+		ph.Status = phases.InProgress
+		j.err = err
+		return false
+	}
+	ph.GitCommit = shortSHA(p.HeadSHA)
+	j.landed, j.ran = true, r.f.now()
+	if wait {
+		// What this attempt wrote, for a retry that must undo it.
+		ph.FailureHashes = res.changes.hashes
+	}
+	for _, f := range res.changes.modified {
+		landedBy[f] = ph.ID
+	}
+	return false
+}
+
+// movedSince lists the paths of files that differ between commit base and
+// the branch head the plan knows: changed by a commit that landed since.
+func (r *run) movedSince(ctx context.Context, base string, files []FileChange) ([]string, error) {
+	if base == r.p.HeadSHA {
+		return nil, nil
+	}
+	var out []string
+	for _, f := range files {
+		was, err := r.fileAt(ctx, base, f.Path)
+		if err != nil {
+			return nil, err
+		}
+		now, err := r.fileAt(ctx, r.p.HeadSHA, f.Path)
+		if err != nil {
+			return nil, err
+		}
+		if !sameVersion(was, now) {
+			out = append(out, f.Path)
+		}
+	}
+	return out, nil
+}
+
+func quotedList(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = fmt.Sprintf("%q", capText(p, maxErrorPath))
+	}
+	return strings.Join(q, ", ")
+}
+
+// batchEnded gives each phase of the batch its outcome and check run, as
+// a phase run alone has them (runPhase and the phase loop): without a
+// failure the landed phases wait for their checks together (one wait on
+// the last commit, which holds them all), or are done; the first failure
+// in the batch's order decides how the run goes on, as a phase's alone
+// does, the other failed phases failing with it. Phases that landed before
+// a failure are done: the run stops without waiting for their checks.
+func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, stopAt func() plan.Stop) (bool, error) {
+	p := r.p
+	var first *phaseJob
+	for _, j := range jobs {
+		if j.err != nil && first == nil {
+			first = j
+		}
+	}
+	if stop := stopAt(); stop != plan.StopNone && first == nil {
+		// A stop came as the last phase ended: the loop's check acts on it.
+		first = &phaseJob{err: &stopAsked{stop: stop}}
+	}
+	var asked *stopAsked
+	var limited *RateLimitError
+	stopped := first != nil && errors.As(first.err, &asked)
+	wait := r.cfg.Phases.WaitForChecks && first == nil
+	var await *plan.Await
+	var others []AwaitPhase
+	for _, j := range jobs {
+		ph, _ := p.Phases.Find(j.ph.ID)
+		switch {
+		case j.err != nil && (errors.As(j.err, &asked) || errors.As(j.err, &limited)):
+			// No outcome yet: a stop acts on the phase, a rate limit runs
+			// it again after the reset.
+			continue
+		case j.err != nil && isEscalation(j.err):
+			continue // the phase stays in progress: a resumed run does it again
+		case j.err != nil:
+			ph.Status, ph.Error = phases.Failed, j.err.Error()
+			r.phaseCheck(ctx, ph, j.err, false)
+			continue
+		case stopped && j.landed:
+			continue // its commit stands; the stop says what becomes of the phase
+		}
+		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(j.ran.Sub(j.start)))
+		waits := wait && j.landed
+		id := r.phaseCheck(ctx, ph, nil, waits)
+		// Its own work ended when it landed, not when the batch did.
+		t := &p.RunProgress.Phases[r.phaseTime(ph.ID)]
+		t.Ran = j.ran
+		if !waits {
+			t.Ended = t.Ran
+		}
+		if !waits {
+			ph.Status = phases.Done
+			p.PhasesRun++
+			continue
+		}
+		if await == nil {
+			now := r.f.now()
+			await = &plan.Await{Parent: start, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
+		} else {
+			others = append(others, AwaitPhase{PhaseID: await.PhaseID, CheckRunID: await.CheckRunID})
+		}
+		await.PhaseID, await.CheckRunID = ph.ID, id
+	}
+	if first == nil {
+		if await != nil {
+			// The last phase that landed leads the wait: its commit is the
+			// head, and holds the others'.
+			await.SHA = p.HeadSHA
+			p.AwaitBatch = nil
+			if len(others) > 0 {
+				p.AwaitBatch = &AwaitBatch{SHA: await.SHA, Phases: others}
+			}
+			return false, r.apply(ctx, plan.AwaitChecks{Await: *await})
+		}
+		return false, r.save(ctx)
+	}
+	perr := first.err
+	ph, _ := p.Phases.Find(first.ph.ID)
+	switch {
+	case stopped:
+		return false, r.save(ctx) // the loop's stop check acts on it
+	case isEscalation(perr):
+		esc, _ := asEscalation(perr)
+		return true, r.escalate(ctx, esc, ph.ID)
+	case errors.As(perr, &limited):
+		// The job runs again after the reset; what the batch did stands.
+		return true, errors.Join(perr, r.save(ctx))
+	}
+	r.doing = templates.Step{Event: "running-phase", PhaseID: ph.ID}
+	data := r.failureReply(perr, ph.ID)
+	if ps, ok := data.Data.(*templates.PhaseStopped); ok {
+		for _, j := range jobs {
+			if j != first && j.err != nil && !isEscalation(j.err) && !errors.As(j.err, &asked) && !errors.As(j.err, &limited) {
+				ps.With = append(ps.With, j.ph.ID)
+			}
+		}
+	}
+	return true, r.apply(ctx, plan.PhaseFailed{Reply: data,
+		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
+}
