@@ -2,6 +2,8 @@
 // §6 and §8): Decompose builds the phases from the plan's ## Changes
 // section (decompose.go), the phases file is read and written here
 // (file.go), and phases.go says which phase runs next, what a skip or a
-// retry does, and how the checklist reads. It calls nothing: the pipeline's
+// retry does, and how the checklist reads; evolve.go holds an evolved
+// plan's phases against those of the plan it evolves (kept, revised,
+// added, removed). It calls nothing: the pipeline's
 // phase run (pipeline/phaserun.go) commits the file and runs the phases.
 package phases
