@@ -313,6 +313,8 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 		return &templates.Approval{NotPhaseable: true, Status: string(st.Status())}
 	case "cancel":
 		return &templates.NoPlan{}
+	case "classify":
+		return &templates.Evolution{Event: "cannot-classify", Status: string(st.Status()), Running: st.Run() != plan.Idle}
 	}
 	if st.Run() != plan.Idle && st.Status() != plan.Closed {
 		if refused.Event == "close" && st.Run() == plan.Running {
@@ -428,6 +430,10 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		return err
 	}
 	cause := plan.Cause{Trigger: "pr-closed:" + strconv.Itoa(a.PR), On: a.PR}
+	if a.Merged && p.MergedFrom == "" {
+		// What it was merged as: a plan merged DONE can be evolved.
+		p.MergedFrom = p.State.Status()
+	}
 	if err := f.apply(ctx, gh, p, plan.Close{Cause: cause, Quiet: true, Merged: a.Merged}); err != nil {
 		return err
 	}

@@ -258,12 +258,18 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 	return true, r.stopped(ctx, stop, nil)
 }
 
-// generatePhases decomposes the plan and commits the phases file.
+// generatePhases decomposes the plan and commits the phases file; an
+// evolved plan's phases are classified first (its kept ones never run).
 func (r *run) generatePhases(ctx context.Context, plan string) error {
 	p := r.p
 	ph := phases.Decompose(PlanID(p.Number), p.PlanPath, plan, r.cfg.Phases.MaxContextFiles)
 	day := r.f.now().UTC().Format("2006-01-02")
 	ph.Created, ph.Updated = day, day
+	if p.Evolution != nil {
+		if err := r.f.classifyPhases(ctx, p, &ph); err != nil {
+			return err
+		}
+	}
 	p.Phases, p.PhaseCommits, p.Acceptance = &ph, nil, nil
 	path := PhasesFile(r.cfg.PlansDir, p.Number)
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{ownFile(path, phases.Serialize(ph))}); err != nil {

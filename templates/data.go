@@ -714,6 +714,8 @@ type (
 		// Commit is the one a review was made on, or the one Forge last
 		// audited; Head is the branch's head.
 		Commit, Head string
+		// Base is the plan an evolved plan evolves.
+		Base string
 		// A required check and its status or conclusion, as people read it.
 		Check, State string
 	}
@@ -924,7 +926,16 @@ type (
 		// Memory is what earlier plans taught that concerns this one,
 		// fenced as data; empty when nothing does.
 		Memory string
+		// Evolve is the merged plan an evolved plan starts from; nil for
+		// any other plan.
+		Evolve *DrafterEvolve
 		Plan   string
+	}
+	// DrafterEvolve is the plan an evolved plan evolves: its id, its plan
+	// file's path and its text (fenced as data; empty when the default
+	// branch has it no more).
+	DrafterEvolve struct {
+		Base, Path, Plan string
 	}
 	// Thread is an issue as a prompt quotes it: its title and body and
 	// people's comments, oldest first, each fenced as data; Omitted

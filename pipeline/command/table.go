@@ -194,8 +194,8 @@ var Table = []Spec{
 			"`--regenerate` generates it again from the plan as it is now.",
 		Example: "/forge phases",
 		Reply:   &templates.PhasesList{Head: templates.Head{PlanID: exPlan}, Hash: "8e8c27c514e479c4", Phases: exPhases(0, "")}},
-	{Kind: Classify, Words: []string{"classify"}, Usage: "/forge classify [plan-NNN] <phase-K> <kept|revised|added>", On: OnPR,
-		Brief: "correct the class Forge gave a phase of an evolved plan, before approval",
+	{Kind: Classify, Words: []string{"classify"}, Usage: "/forge classify [plan-NNN] <phase-K> <class>", On: OnPR,
+		Brief: "give a phase of an evolved plan another class (kept, revised or added) before approval",
 		Does: "Corrects the class Forge gave one phase of a plan `/forge evolve` started, while the plan is DRAFT or REVIEW " +
 			"and nothing runs on it: **kept** marks the phase kept (it does not run), **revised** or **added** makes it run " +
 			"once the plan is approved. The pull request's classification says the new class and who set it, and the phases " +
