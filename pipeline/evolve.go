@@ -189,8 +189,21 @@ func (r *run) evolvePhases(ctx context.Context) error {
 	if err := r.apply(ctx, plan.PhasesMade{}); err != nil {
 		return err
 	}
+	return r.sayClassified(ctx)
+}
+
+// sayClassified tells people on the pull request how an evolved plan's
+// phases, just made, were classified: once for the phases of a plan (a
+// phase run that made them itself, of a plan approved without them, says
+// it too); nothing for any other plan.
+func (r *run) sayClassified(ctx context.Context) error {
+	p := r.p
+	t := evolutionTable(p)
+	if t == nil {
+		return nil
+	}
 	return r.say(ctx, plan.Reply{On: plan.OnPR, Key: p.Phases.PlanHash,
-		Data: &templates.Evolution{Event: "classified", Base: PlanID(p.Evolution.Base), Table: *evolutionTable(p)}})
+		Data: &templates.Evolution{Event: "classified", Base: PlanID(p.Evolution.Base), Table: *t}})
 }
 
 // classify answers /forge classify: a person gives one phase of an evolved

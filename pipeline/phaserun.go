@@ -43,6 +43,9 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.generatePhases(ctx, string(text)); err != nil {
 			return err
 		}
+		if err := r.sayClassified(ctx); err != nil {
+			return err
+		}
 	} else if p.State.PhasesStale() || phases.Stale(*p.Phases, string(text)) {
 		return r.apply(ctx, plan.PhasesStaleStop{Reply: r.prReply("stale", &templates.PhaseStopped{Stale: true})})
 	}

@@ -158,3 +158,48 @@ func TestEvolvedPlanPushedInReview(t *testing.T) {
 		t.Errorf("a classification of a DONE plan: %q", w.GitHub.BotComments(p.PR))
 	}
 }
+
+// TestEvolvedPlanOverridden: an evolved plan whose audit rounds halted has
+// no phases when people accept it as reviewed; approved, its phase run
+// makes them, classified, says the classification on the pull request,
+// and runs only what it says runs.
+func TestEvolvedPlanOverridden(t *testing.T) {
+	ctx := context.Background()
+	w := docWorld(t, "merged")
+	w.Agents[agent.Auditor] = func(agent.Request) (agent.Result, error) {
+		return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge evolve plan-001 the greeting names the reader")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := planNumbered(t, w, 2)
+	if p.State.Run() != plan.Halted || p.Phases != nil {
+		t.Fatalf("plan-002 after blocking rounds: %s, phases %v", p.State, p.Phases != nil)
+	}
+	var implemented []string
+	impl := w.Agents[agent.Implementer]
+	w.Agents[agent.Implementer] = func(req agent.Request) (agent.Result, error) {
+		implemented = append(implemented, req.PhaseID)
+		return impl(req)
+	}
+	for _, c := range []string{"/forge override", "/forge approve"} {
+		if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, c)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.RunJobs(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = planNumbered(t, w, 2)
+	if p.State.Status() != plan.Done || strings.Join(statuses(p), " ") != "phase-1:done phase-2:kept phase-3:done" ||
+		strings.Join(implemented, " ") != "phase-1" {
+		t.Errorf("plan-002 approved: %s, phases %s, implemented %q", p.State, statuses(p), implemented)
+	}
+	said := withMarker(w.GitHub.BotComments(p.PR), ":evolution:")
+	if !strings.Contains(said, "| **phase-2** Implement README.md | kept: does not run |") || strings.Contains(said, "Before approval") {
+		t.Errorf("the classification said as the phases run:\n%s", said)
+	}
+}
