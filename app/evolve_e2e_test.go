@@ -267,11 +267,11 @@ func TestEvolve(t *testing.T) {
 	w.waitIdle(t)
 	w.commandOn(t, pr3.Number, "alice", "/forge classify phase-1 revised")
 	corrected := w.waitReply(t, pr3.Number, "@alice classified **phase-1** of **plan-003** revised (it was kept): it runs once the plan is approved.")
-	if !strings.Contains(corrected, "| **phase-1** Implement docs/hello.md | revised: runs (set by @alice) |") {
+	if !strings.Contains(corrected, "| **phase-1** Implement docs/hello.md | revised: runs (set by @alice; Forge's class: kept) |") {
 		t.Errorf("the correction's answer:\n%s", corrected)
 	}
 	apptest.Eventually(t, forgeWait, "plan-003's PR body to show the correction", func() bool {
-		return strings.Contains(w.gh.Pull(w.repo, pr3.Number).Body, "| **phase-1** Implement docs/hello.md | revised: runs (set by @alice) |")
+		return strings.Contains(w.gh.Pull(w.repo, pr3.Number).Body, "| **phase-1** Implement docs/hello.md | revised: runs (set by @alice; Forge's class: kept) |")
 	})
 	phasesFile, _ = repo.File(pr3.Head, "docs/plans/plan-003-phases.md")
 	if !strings.Contains(phasesFile, "## phase-1: Implement docs/hello.md\n**Kind:** implement\n**Status:** pending\n") ||

@@ -154,7 +154,8 @@ func evolutionTable(p *Plan) *templates.EvolutionTable {
 		}
 	}
 	for _, ph := range e.Phases {
-		row := templates.EvolutionRow{ID: ph.ID, Class: string(ph.Class), BaseID: ph.Base, BaseTitle: Untrusted(ph.BaseTitle, maxPhaseTitle), By: ph.By}
+		row := templates.EvolutionRow{ID: ph.ID, Class: string(ph.Class), BaseID: ph.Base, BaseTitle: Untrusted(ph.BaseTitle, maxPhaseTitle),
+			By: ph.By, Forge: string(ph.Forge)}
 		if now, ok := p.Phases.Find(ph.ID); ok {
 			row.Title = Untrusted(now.Title, maxPhaseTitle)
 		}

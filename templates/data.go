@@ -495,13 +495,13 @@ type (
 	}
 	// EvolutionRow is one phase in an EvolutionTable: ID and Title of the
 	// evolved plan's phase (empty for a removed one), Class, and the phase
-	// of the plan evolved it continues; By is the person who corrected
-	// Forge's class, if one did.
+	// of the plan evolved it continues; By is the person who set Class, if
+	// one did, and Forge the class Forge gave it.
 	EvolutionRow struct {
 		ID, Title         string
 		Class             string
 		BaseID, BaseTitle string
-		By                string
+		By, Forge         string
 	}
 	// Forgot answers /forge forget: the fact dropped, or that this
 	// repository has none by ID.

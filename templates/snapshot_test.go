@@ -749,7 +749,7 @@ func textCases(t *testing.T) []textCase {
 		{"evolution/corrected", templates.Evolution{Head: templates.Head{PlanID: planID}, Event: "corrected", Base: "plan-011", Phase: "phase-2",
 			Class: "kept", Was: "revised", By: "octocat", Table: func() templates.EvolutionTable {
 				tb := evolutionTable(true)
-				tb.Rows[1].Class, tb.Rows[1].By = "kept", "octocat"
+				tb.Rows[1].Class, tb.Rows[1].By, tb.Rows[1].Forge = "kept", "octocat", "revised"
 				return tb
 			}()}},
 		{"evolution/no-base", templates.Evolution{Event: "no-base", Base: "plan-099"}},

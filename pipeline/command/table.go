@@ -206,7 +206,7 @@ var Table = []Spec{
 			Class: "revised", Was: "kept", By: "alice", Table: templates.EvolutionTable{
 				Base: exPlan, BasePR: 2, Audit: true, Correctable: true, Rows: []templates.EvolutionRow{
 					{ID: "phase-1", Title: "Implement docs/hello.md", Class: "revised", BaseID: "phase-1", BaseTitle: "Implement docs/hello.md"},
-					{ID: "phase-2", Title: "Implement README.md", Class: "revised", BaseID: "phase-2", BaseTitle: "Implement README.md", By: "alice"},
+					{ID: "phase-2", Title: "Implement README.md", Class: "revised", BaseID: "phase-2", BaseTitle: "Implement README.md", By: "alice", Forge: "kept"},
 				}}}},
 	{Kind: Run, Words: []string{"run"}, Usage: "/forge run [plan-NNN]", On: OnPR,
 		Brief: "run all pending phases",
