@@ -167,11 +167,14 @@ func TestEvolve(t *testing.T) {
 	w.waitIdle(t)
 	w.status(t, "REVIEW")
 	var finished string
-	for _, c := range w.botComments(t, w.issue) {
-		if strings.Contains(c.Body, "forge:plan-002:progress") {
-			finished = c.Body
+	apptest.Eventually(t, forgeWait, "plan-002's forge to say it finished", func() bool {
+		for _, c := range w.botComments(t, w.issue) {
+			if strings.Contains(c.Body, "forge:plan-002:progress") {
+				finished = c.Body
+			}
 		}
-	}
+		return strings.Contains(finished, "Forge finished plan-002")
+	})
 	if !strings.Contains(finished, "the plan evolves plan-001: which of its phases run is for people to review (`/forge classify` corrects it) before they approve") {
 		t.Errorf("plan-002's progress does not say why Forge did not implement it itself:\n%s", finished)
 	}
