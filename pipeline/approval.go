@@ -314,6 +314,8 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 		return &templates.Approval{NotPhaseable: true, Status: string(st.Status())}
 	case "cancel":
 		return &templates.NoPlan{}
+	case "classify":
+		return &templates.Evolution{Event: "cannot-classify", Status: string(st.Status()), Running: st.Run() != plan.Idle}
 	}
 	if st.Run() != plan.Idle && st.Status() != plan.Closed {
 		if refused.Event == "close" && st.Run() == plan.Running {
@@ -432,6 +434,10 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		return f.reopened(ctx, gh, p, a)
 	}
 	cause := plan.Cause{Trigger: "pr-closed:" + strconv.Itoa(a.PR), On: a.PR}
+	if a.Merged && p.MergedFrom == "" {
+		// What it was merged as: a plan merged DONE can be evolved.
+		p.MergedFrom = p.State.Status()
+	}
 	ev := plan.Close{Cause: cause, Quiet: true, Merged: a.Merged}
 	if h := p.State.Halt(); h != nil && !a.Merged && a.Sender != "" {
 		// GitHub lets anyone with triage close a pull request, and the plan

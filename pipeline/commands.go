@@ -69,7 +69,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		if !strings.EqualFold(a.Label, cfg.Labels.Trigger) {
 			return nil
 		}
-		return c.start(ctx, cmd, cfg)
+		return c.start(ctx, cmd, cfg, nil)
 	}
 
 	if err := gh.ReactToComment(ctx, a.Repo, a.CommentID, "eyes"); err != nil {
@@ -100,7 +100,15 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		if !ok {
 			return err
 		}
-		return c.start(ctx, cmd, cfg)
+		return c.start(ctx, cmd, cfg, nil)
+	case command.Evolve:
+		cfg, ok, err := c.config(ctx)
+		if !ok {
+			return err
+		}
+		return c.evolve(ctx, cmd, cfg)
+	case command.Classify:
+		return c.classify(ctx, cmd)
 	case command.Status:
 		return c.status(ctx, cmd)
 	case command.Cancel:
@@ -175,6 +183,11 @@ func (c *commandCtx) phases(ctx context.Context, cmd command.Command) error {
 		}
 		day := c.f.now().UTC().Format("2006-01-02")
 		ph.Created, ph.Updated = day, day
+		if p.Evolution != nil {
+			if err := c.f.classifyPhases(ctx, p, &ph); err != nil {
+				return err
+			}
+		}
 		sha, err := c.gh.CommitFiles(ctx, p.Repo, p.Branch, head, PlanID(p.Number)+": phases",
 			[]FileChange{ownFile(PhasesFile(cfg.PlansDir, p.Number), phases.Serialize(ph))})
 		if err != nil {
@@ -385,8 +398,9 @@ func (c *commandCtx) configError(ctx context.Context, ce *repoconfig.Error) erro
 	return c.reply(ctx, configErrorReply(ce, c.a.DefaultBranch))
 }
 
-// start creates a plan and starts (or queues) its forge.
-func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repoconfig.Config) error {
+// start creates a plan and starts (or queues) its forge; evo is what a
+// plan /forge evolve starts keeps of the plan it evolves, nil for others.
+func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repoconfig.Config, evo *Evolution) error {
 	f, a := c.f, c.a
 	// The title goes into the plan file, the branch and the PR: no
 	// invisible characters from GitHub's text.
@@ -417,12 +431,12 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 		return c.reply(ctx, openPlan(existing, cmd.Kind))
 	}
 
-	forge := cmd.Kind == command.Start
+	forge := cmd.Kind != command.Plan
 	p := &Plan{
 		InstallationID: a.InstallationID, Repo: a.Repo, Title: title,
 		Description: cmd.Description, Context: cmd.Context, Issue: a.IssueNumber,
 		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge, DefaultBranch: a.DefaultBranch,
-		Slug: Slug(title), Pipeline: pipe.Name,
+		Slug: Slug(title), Pipeline: pipe.Name, Evolution: evo,
 	}
 	if forge {
 		// Taken now, not when the drafter runs: a queued forge must not

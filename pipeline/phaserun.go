@@ -44,6 +44,9 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.generatePhases(ctx, string(text)); err != nil {
 			return err
 		}
+		if err := r.sayClassified(ctx); err != nil {
+			return err
+		}
 	} else if p.State.PhasesStale() || phases.Stale(*p.Phases, string(text)) {
 		return r.apply(ctx, plan.PhasesStaleStop{Reply: r.prReply("stale", &templates.PhaseStopped{Stale: true})})
 	}
@@ -298,9 +301,10 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 	return true, r.stopped(ctx, stop, nil)
 }
 
-// generatePhases decomposes the plan and commits the phases file. A plan
-// whose ## Phases section cannot be read stops the run: nothing is made
-// of it.
+// generatePhases decomposes the plan and commits the phases file; an
+// evolved plan's phases are classified first (its kept ones never run).
+// A plan whose ## Phases section cannot be read stops the run: nothing is
+// made of it.
 func (r *run) generatePhases(ctx context.Context, text string) error {
 	p := r.p
 	ph, err := phases.Make(PlanID(p.Number), p.PlanPath, text, r.cfg.Phases.MaxContextFiles)
@@ -310,6 +314,11 @@ func (r *run) generatePhases(ctx context.Context, text string) error {
 	}
 	day := r.f.now().UTC().Format("2006-01-02")
 	ph.Created, ph.Updated = day, day
+	if p.Evolution != nil {
+		if err := r.f.classifyPhases(ctx, p, &ph); err != nil {
+			return err
+		}
+	}
 	p.Phases, p.PhaseCommits, p.Acceptance = &ph, nil, nil
 	path := PhasesFile(r.cfg.PlansDir, p.Number)
 	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{ownFile(path, phases.Serialize(ph))}); err != nil {

@@ -209,6 +209,7 @@ func prBodyData(p *Plan) templates.PRBody {
 		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
 		NotDraft: p.DraftRefused, Closes: closes, Phases: phaseRows(p), End: Marker(p.Number, "pr", "end"),
 		Guard: guard, HaltRound: haltRound, HaltPhase: haltPhase, Overrides: overrides, Acceptance: acceptanceTable(p),
+		Evolution: evolutionTable(p),
 	}
 }
 
@@ -230,7 +231,7 @@ func phaseTable(p *Plan) string {
 // status.
 var phaseStates = map[phases.Status]string{
 	phases.Pending: "pending", phases.InProgress: "running", phases.Done: "done",
-	phases.Failed: "failed", phases.Skipped: "skipped",
+	phases.Failed: "failed", phases.Skipped: "skipped", phases.Kept: "kept",
 }
 
 var shortSHARe = regexp.MustCompile(`^[0-9a-f]{4,40}$`)

@@ -414,6 +414,11 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		}
 		return r.stopped(ctx, stop, nil)
 	}
+	// An evolved plan's phases are made and classified now, so that
+	// people see which run, and may correct it, before they approve.
+	if err := r.evolvePhases(ctx); err != nil {
+		return err
+	}
 	auto, reasons, err := r.autoImplement(ctx, last, capReached, plateau)
 	if err != nil {
 		return err
@@ -522,6 +527,10 @@ func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached, p
 	}
 	if plateau {
 		reasons = append(reasons, templates.Reason{Event: "plateau"})
+	}
+	if p.Evolution != nil {
+		// Which phases run is people's to review (/forge classify).
+		reasons = append(reasons, templates.Reason{Event: "evolved", Base: PlanID(p.Evolution.Base)})
 	}
 	if last.Preflight {
 		reasons = append(reasons, templates.Reason{Event: "preflight"})

@@ -459,6 +459,19 @@ func (r *run) draft(ctx context.Context) error {
 		Request: FenceUntrusted(p.Description), Context: fenceIf(p.Context), Thread: p.Thread.prompt(),
 		ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Plan: Fence(text),
 	}
+	if e := p.Evolution; e != nil {
+		// The merged plan, as the default branch the plan branch began
+		// from has it.
+		prompt.Evolve = &templates.DrafterEvolve{Base: PlanID(e.Base), Path: e.BasePath}
+		switch base, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, e.BasePath); {
+		case err == nil:
+			prompt.Evolve.Plan = FenceUntrusted(string(base))
+		case !errors.Is(err, fs.ErrNotExist):
+			if _, unsafe := unsafeFile(err); !unsafe {
+				return fmt.Errorf("read %s, the plan %s evolves: %w", e.BasePath, PlanID(e.Base), err)
+			}
+		}
+	}
 	res, err := r.callAgent(ctx, agent.Drafter, prompt, wc.Dir(), 0)
 	if err != nil {
 		return err

@@ -47,6 +47,13 @@ type Plan struct {
 	ReviewStep    string         `json:",omitempty"`
 	StepRevisions map[string]int `json:",omitempty"`
 	StepGrants    map[string]int `json:",omitempty"`
+	// Evolution is what a plan /forge evolve started keeps of the plan it
+	// evolves, and how its phases were classified against that plan's;
+	// nil for any other plan.
+	Evolution *Evolution `json:",omitempty"`
+	// MergedFrom is the plan's status when its pull request was merged
+	// (DONE for a plan that ran to its end); empty while it is not merged.
+	MergedFrom plan.Status `json:",omitempty"`
 	// Approvers are the people whose approval counted when the plan was
 	// approved (none when Forge approved it itself), for the gates.
 	Approvers []string `json:",omitempty"`

@@ -464,6 +464,53 @@ type (
 		Most  int
 		Path  string
 	}
+	// Evolution is an evolved plan's phases held against the plan it
+	// evolves (Base, whose pull request is BasePR), and the answers of
+	// /forge evolve and /forge classify; Event says which (text/
+	// evolution.md lists them): classified (Forge classified the phases:
+	// Table, and how to correct it), corrected (By gave Phase the class
+	// Class; it was Was), and the refusals: no-base (the repository has no
+	// plan Base), base-not-done (Base is Status), base-not-merged (Base is
+	// DONE, BasePR not merged), not-evolved (the plan evolves none),
+	// no-phases (none made yet), stale (its phases are older than its
+	// plan), unknown-phase (no phase Phase among Valid), audit-phase (Phase
+	// audits, and always runs), cannot-classify (the plan is Status, Running
+	// or not: past its review).
+	Evolution struct {
+		Head
+		Event        string
+		Base         string
+		BasePR       int
+		Status       string
+		Running      bool
+		Phase, Class string
+		Was, By      string
+		Valid        []string
+		Table        EvolutionTable
+	}
+	// EvolutionTable is each phase of an evolved plan with its class and
+	// the phase of Base it continues, then Base's phases none continues
+	// (removed); Correctable while people may still correct it (before
+	// approval). Audit says the plan ends with an audit phase, which has
+	// no class and always runs.
+	EvolutionTable struct {
+		Base        string
+		BasePR      int
+		Rows        []EvolutionRow
+		Removed     []EvolutionRow
+		Audit       bool
+		Correctable bool
+	}
+	// EvolutionRow is one phase in an EvolutionTable: ID and Title of the
+	// evolved plan's phase (empty for a removed one), Class, and the phase
+	// of the plan evolved it continues; By is the person who set Class, if
+	// one did, and Forge the class Forge gave it.
+	EvolutionRow struct {
+		ID, Title         string
+		Class             string
+		BaseID, BaseTitle string
+		By, Forge         string
+	}
 	// Forgot answers /forge forget: the fact dropped, or that this
 	// repository has none by ID.
 	Forgot struct {
@@ -585,6 +632,9 @@ type (
 		Overrides []Overridden
 		// Phases are the plan's phases once made: their graph and table.
 		Phases []PhaseRow
+		// Evolution is an evolved plan's phases held against the plan it
+		// evolves; nil for any other plan, or before its phases are made.
+		Evolution *EvolutionTable
 		// Acceptance is the traceability table of the plan's acceptance
 		// criteria once the final audit showed them; nil before, and for
 		// a plan without criteria.
@@ -681,6 +731,8 @@ type (
 		// Commit is the one a review was made on, or the one Forge last
 		// audited; Head is the branch's head.
 		Commit, Head string
+		// Base is the plan an evolved plan evolves.
+		Base string
 		// A required check and its status or conclusion, as people read it.
 		Check, State string
 	}
@@ -743,7 +795,7 @@ type (
 	// PhaseItem is one phase as people read it in lists.
 	PhaseItem struct {
 		ID, Title, Kind string
-		Status          string // pending, in-progress, done, failed, skipped
+		Status          string // pending, in-progress, done, failed, skipped, kept
 		DependsOn       []string
 		Output          string
 	}
@@ -848,6 +900,8 @@ func (PipelineRefused) Template() string  { return "pipeline-refused" }
 func (Decisions) Template() string        { return "decisions" }
 func (MemoryList) Template() string       { return "memory-list" }
 func (Forgot) Template() string           { return "forgot" }
+func (Evolution) Template() string        { return "evolution" }
+func (EvolutionTable) Template() string   { return "evolution-table" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
 func (PhaseError) Template() string       { return "phase-error" }
 func (PhaseGraph) Template() string       { return "phase-graph" }
@@ -889,7 +943,16 @@ type (
 		// Memory is what earlier plans taught that concerns this one,
 		// fenced as data; empty when nothing does.
 		Memory string
+		// Evolve is the merged plan an evolved plan starts from; nil for
+		// any other plan.
+		Evolve *DrafterEvolve
 		Plan   string
+	}
+	// DrafterEvolve is the plan an evolved plan evolves: its id, its plan
+	// file's path and its text (fenced as data; empty when the default
+	// branch has it no more).
+	DrafterEvolve struct {
+		Base, Path, Plan string
 	}
 	// Thread is an issue as a prompt quotes it: its title and body and
 	// people's comments, oldest first, each fenced as data; Omitted

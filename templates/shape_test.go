@@ -18,8 +18,8 @@ var (
 		"```mermaid|```|flowchart LR" +
 		`|    n_[A-Za-z0-9_]+(?:\[` + label + `\]|\(\[` + label + `\]\)|\{\{` + label + `\}\})` +
 		`|    n_[A-Za-z0-9_]+ --> n_[A-Za-z0-9_]+` +
-		`|    classDef (?:pending|running|done|failed|skipped) [a-z\-]+:[#0-9a-z ]+(?:,[a-z\-]+:[#0-9a-z ]+)*` +
-		`|    class n_[A-Za-z0-9_]+ (?:pending|running|done|failed|skipped))$`)
+		`|    classDef (?:pending|running|done|failed|skipped|kept) [a-z\-]+:[#0-9a-z ]+(?:,[a-z\-]+:[#0-9a-z ]+)*` +
+		`|    class n_[A-Za-z0-9_]+ (?:pending|running|done|failed|skipped|kept))$`)
 )
 
 // TestPhaseGraphWithHostileTitles: titles that try quotes, brackets, an

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/forge-dev/forge/pipeline/markdown"
+	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
@@ -45,6 +46,10 @@ const (
 	// What the repository's plans taught: list it, drop a fact.
 	Memory Kind = "memory"
 	Forget Kind = "forget"
+	// Evolve starts a plan from a DONE plan whose pull request was
+	// merged; Classify corrects the class Forge gave one of its phases.
+	Evolve   Kind = "evolve"
+	Classify Kind = "classify"
 )
 
 // MaxFollowUps bounds the findings one /forge followup names: each opens
@@ -97,6 +102,9 @@ type Command struct {
 	Findings []string
 	// FactID is the fact /forge forget drops.
 	FactID int
+	// Phase and Class are /forge classify's: the phase (phase-K, lower-
+	// cased) and the class a person gives it (kept, revised or added).
+	Phase, Class string
 	// Err is a *UsageError when a reserved subcommand was given
 	// arguments it does not take; Kind still names that subcommand.
 	Err error
@@ -222,6 +230,29 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 	case spec.Kind == Forget:
 		cmd.Kind = Forget
 		cmd.FactID, cmd.Err = cmdFactID(args)
+	case spec.Kind == Evolve:
+		// /forge evolve plan-NNN <what changed>: the plan evolved, then
+		// the description of the new plan, whose lines after it are its
+		// context, as for a start.
+		cmd.Kind = Evolve
+		cmd.Context = cmdJoinLines(following)
+		if len(args) == 0 {
+			cmd.Err = &UsageError{Kind: Evolve, Problem: templates.UsageProblem{Event: "no-base-plan"}}
+			break
+		}
+		is, _ := cmdPlanID(strings.ToLower(args[0]))
+		if !is {
+			cmd.Err = &UsageError{Kind: Evolve, Problem: templates.UsageProblem{Event: "not-plan-id", Arg: args[0]}}
+			break
+		}
+		cmd.PlanID = strings.ToLower(args[0])
+		cmd.Description = strings.TrimSpace(afterSub[len(args[0]):])
+		if cmd.Description == "" {
+			cmd.Err = &UsageError{Kind: Evolve, Problem: templates.UsageProblem{Event: "no-change"}}
+		}
+	case spec.Kind == Classify:
+		cmd.Kind = Classify
+		cmd.PlanID, cmd.Phase, cmd.Class, cmd.Err = cmdParseClassify(args)
 	case spec.Kind == Revise:
 		cmd.Kind = Revise
 		notes := afterSub
@@ -340,6 +371,42 @@ func cmdParseFollowUp(args []string) (planID string, ids []string, err error) {
 		return "", nil, &UsageError{Kind: FollowUp, Problem: templates.UsageProblem{Event: "too-many-finding-ids", Arg: strconv.Itoa(len(ids)), Other: strconv.Itoa(MaxFollowUps)}}
 	}
 	return planID, ids, nil
+}
+
+// phaseIDRe is a phase's id as the phases file numbers them.
+var phaseIDRe = regexp.MustCompile(`^phase-[1-9][0-9]{0,3}$`)
+
+// cmdParseClassify reads /forge classify's arguments: an optional plan id,
+// then a phase id and its class, in that order.
+func cmdParseClassify(args []string) (planID, phase, class string, err error) {
+	bad := func(event, arg string) error {
+		return &UsageError{Kind: Classify, Problem: templates.UsageProblem{Event: event, Arg: arg}}
+	}
+	if len(args) > 0 {
+		lower := strings.ToLower(args[0])
+		switch is, like := cmdPlanID(lower); {
+		case is:
+			planID, args = lower, args[1:]
+		case like:
+			return "", "", "", bad("not-plan-id", args[0])
+		}
+	}
+	switch {
+	case len(args) == 0:
+		return "", "", "", bad("no-phase", "")
+	case !phaseIDRe.MatchString(strings.ToLower(args[0])):
+		return "", "", "", bad("not-phase-id", args[0])
+	case len(args) == 1:
+		return "", "", "", bad("no-class", "")
+	}
+	phase, class = strings.ToLower(args[0]), strings.ToLower(args[1])
+	if _, ok := phases.ParseClass(class); !ok {
+		return "", "", "", bad("not-class", args[1])
+	}
+	if len(args) > 2 {
+		return "", "", "", bad("unexpected-argument", args[2])
+	}
+	return planID, phase, class, nil
 }
 
 // cmdFactID reads /forge forget's one argument, a fact's id: a positive

@@ -24,13 +24,16 @@ type cmdResult struct {
 	Pipeline    string
 	Findings    string
 	FactID      int
+	Phase       string
+	Class       string
 	Err         string
 	Raw         string
 }
 
 func cmdResultOf(c Command) cmdResult {
 	r := cmdResult{Kind: c.Kind, Description: c.Description, Context: c.Context, Notes: c.Notes, New: c.New,
-		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Findings: strings.Join(c.Findings, " "), FactID: c.FactID, Raw: c.Raw}
+		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Findings: strings.Join(c.Findings, " "), FactID: c.FactID,
+		Phase: c.Phase, Class: c.Class, Raw: c.Raw}
 	if c.Err != nil {
 		r.Err = c.Err.Error()
 	}
@@ -231,6 +234,32 @@ func TestParseCommand(t *testing.T) {
 		{"followup two plan ids", "/forge followup plan-001 F1 plan-002", true,
 			cmdResult{Kind: FollowUp, Err: "two plan ids given (plan-001 and plan-002); usage: /forge followup [plan-NNN] <finding id>...", Raw: "/forge followup plan-001 F1 plan-002"}},
 
+		// Evolving a DONE plan, and correcting its phases' classes.
+		{"evolve", "/forge evolve PLAN-001   the greeting  names the reader\nSee the design.", true,
+			cmdResult{Kind: Evolve, PlanID: "plan-001", Description: "the greeting  names the reader", Context: "See the design.", Raw: "/forge evolve PLAN-001   the greeting  names the reader"}},
+		{"evolve without a plan", "/forge evolve", true,
+			cmdResult{Kind: Evolve, Err: "name the plan to evolve, a DONE plan whose pull request was merged (plan-NNN); usage: /forge evolve plan-NNN <what changed>", Raw: "/forge evolve"}},
+		{"evolve a description first", "/forge evolve the greeting plan-001", true,
+			cmdResult{Kind: Evolve, Err: "\"the\" is not a plan id (plan-NNN); usage: /forge evolve plan-NNN <what changed>", Raw: "/forge evolve the greeting plan-001"}},
+		{"evolve a short id", "/forge evolve plan-1 x", true,
+			cmdResult{Kind: Evolve, Err: "\"plan-1\" is not a plan id (plan-NNN); usage: /forge evolve plan-NNN <what changed>", Raw: "/forge evolve plan-1 x"}},
+		{"evolve without what changed", "/forge evolve plan-001\nthe greeting", true,
+			cmdResult{Kind: Evolve, PlanID: "plan-001", Context: "the greeting", Err: "say what changed after the plan id: it becomes the new plan's description; usage: /forge evolve plan-NNN <what changed>", Raw: "/forge evolve plan-001"}},
+		{"classify", "/forge classify Phase-2 KEPT", true,
+			cmdResult{Kind: Classify, Phase: "phase-2", Class: "kept", Raw: "/forge classify Phase-2 KEPT"}},
+		{"classify with a plan id", "/forge classify plan-002 phase-1 revised", true,
+			cmdResult{Kind: Classify, PlanID: "plan-002", Phase: "phase-1", Class: "revised", Raw: "/forge classify plan-002 phase-1 revised"}},
+		{"classify without a phase", "/forge classify plan-002", true,
+			cmdResult{Kind: Classify, Err: "name the phase to classify (phase-K); usage: /forge classify [plan-NNN] <phase-K> <class>", Raw: "/forge classify plan-002"}},
+		{"classify a class first", "/forge classify kept phase-2", true,
+			cmdResult{Kind: Classify, Err: "`kept` is not a phase id (phase-K); usage: /forge classify [plan-NNN] <phase-K> <class>", Raw: "/forge classify kept phase-2"}},
+		{"classify without a class", "/forge classify phase-2", true,
+			cmdResult{Kind: Classify, Err: "give the phase its class: kept, revised or added; usage: /forge classify [plan-NNN] <phase-K> <class>", Raw: "/forge classify phase-2"}},
+		{"classify removed", "/forge classify phase-2 removed", true,
+			cmdResult{Kind: Classify, Err: "`removed` is not a class (kept, revised or added); usage: /forge classify [plan-NNN] <phase-K> <class>", Raw: "/forge classify phase-2 removed"}},
+		{"classify one phase at a time", "/forge classify phase-2 kept phase-3", true,
+			cmdResult{Kind: Classify, Err: "unexpected argument \"phase-3\"; usage: /forge classify [plan-NNN] <phase-K> <class>", Raw: "/forge classify phase-2 kept phase-3"}},
+
 		// First command wins.
 		{"first wins", "/forge status\n/forge cancel", true, cmdResult{Kind: Status, Raw: "/forge status"}},
 		{"first wins, later start is context", "/forge add X\n/forge cancel", true,
@@ -318,6 +347,8 @@ func TestCommandKindAllowedOn(t *testing.T) {
 		{Override, true, true, "/forge override"},
 		{Terminate, true, true, "/forge terminate"},
 		{FollowUp, true, true, "/forge followup"},
+		{Evolve, true, false, "/forge evolve plan-NNN"},
+		{Classify, false, true, "/forge classify"},
 		{Kind("bogus"), false, false, ""},
 	}
 	for _, tt := range tests {
@@ -339,7 +370,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 // usage line, a place, a description and an example that parses back to
 // it, without a usage error, and is allowed where the row says.
 func TestCommandTable(t *testing.T) {
-	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Memory, Forget, Close}
+	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Memory, Forget, Close, Evolve, Classify}
 	doc := Markdown()
 	if len(Table) != len(kinds) {
 		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))
@@ -388,6 +419,7 @@ func FuzzParseCommand(f *testing.F) {
 		"/forge phases --regenerate plan-123", "```\n/forge x\n```", "> /forge x", "<!--\n/forge x\n-->",
 		"/forge approve banana", "\u00a0/forge\u00a0x\u00a0", "/forge \xff\xfe", "/Plan status", "/forge\r\n",
 		"/forge list", "/forge new x", "/plan new", "/forge new\u00a0\n", "/forge --pipeline x y", "/plan new --pipeline=\u00a0z", "/forge followup plan-001 F1,p2", "/forge follow-up",
+		"/forge evolve plan-001 x\ny", "/forge evolve plan-01", "/forge classify plan-002 phase-1 kept", "/forge classify phase-0 x",
 	} {
 		f.Add(s)
 	}
@@ -415,8 +447,8 @@ func FuzzParseCommand(f *testing.F) {
 		if strings.ContainsAny(got.Description, "\r\n") || strings.ContainsAny(got.Raw, "\r\n") {
 			t.Fatalf("description %q or raw %q spans lines", got.Description, got.Raw)
 		}
-		if (got.Kind == Start || got.Kind == Plan) && got.Err == nil && got.Description == "" ||
-			got.Description != "" && got.Kind != Start && got.Kind != Plan {
+		if (got.Kind == Start || got.Kind == Plan || got.Kind == Evolve) && got.Err == nil && got.Description == "" ||
+			got.Description != "" && got.Kind != Start && got.Kind != Plan && got.Kind != Evolve {
 			t.Fatalf("kind %s with description %q", got.Kind, got.Description)
 		}
 		if (got.New || got.Pipeline != "") && got.Kind != Start && got.Kind != Plan {
@@ -433,6 +465,9 @@ func FuzzParseCommand(f *testing.F) {
 		}
 		if len(got.Findings) > 0 && (got.Kind != FollowUp || len(got.Findings) > MaxFollowUps) {
 			t.Fatalf("findings %q on %s", got.Findings, got.Kind)
+		}
+		if (got.Phase != "" || got.Class != "") && (got.Kind != Classify || got.Err != nil) {
+			t.Fatalf("phase %q, class %q on %s (%v)", got.Phase, got.Class, got.Kind, got.Err)
 		}
 		if got.Notes != "" && got.Kind != Revise {
 			t.Fatalf("notes on %s", got.Kind)

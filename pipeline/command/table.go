@@ -120,6 +120,25 @@ var Table = []Spec{
 		Example: "/plan " + exTitle,
 		Reply: &templates.PlanCreated{Head: templates.Head{PlanID: exPlan}, Path: "docs/plans/plan-001-add-a-greeting-page.md",
 			Branch: exBranch, Title: exTitle, PRURL: "#2"}},
+	{Kind: Evolve, Words: []string{"evolve"}, Usage: "/forge evolve plan-NNN <what changed>", On: OnIssue,
+		Brief: "start a plan from a DONE plan whose pull request was merged: only its phases added or revised run",
+		Does: "Starts a plan that evolves a DONE plan of the repository whose pull request was merged: what changed is its " +
+			"description (the lines after the command reach the drafter too), its branch starts from the default branch, where " +
+			"the merged change is, and its drafter is given the merged plan, as data, to write the new plan whole, copying the " +
+			"entries under `## Changes` that the change leaves alone. When its forge ends, Forge makes its phases and holds each " +
+			"against the merged plan's: **kept** (the same title, files and change spec), **revised** (the same title or the " +
+			"same files, another change spec), **added** (no counterpart); the merged plan's phases none continues are " +
+			"**removed**. The pull request shows the classification, and a reply says it with how to correct it " +
+			"(`/forge classify`). Once approved, only added and revised phases run, then the post-implementation audit as " +
+			"usual; a kept phase is shown kept and never runs. A plan that is not DONE, not of this repository or whose pull " +
+			"request is not merged yet (merge it first) is refused with the reason. The plan runs the pipeline the issue's " +
+			"label or `pipelines.default` names, as for `/forge new`; the issue may have other plans open.",
+		Example: "/forge evolve " + exPlan + " the greeting names the reader",
+		Reply: &templates.Evolution{Head: templates.Head{PlanID: "plan-002"}, Event: "classified", Base: exPlan, Table: templates.EvolutionTable{
+			Base: exPlan, BasePR: 2, Audit: true, Correctable: true, Rows: []templates.EvolutionRow{
+				{ID: "phase-1", Title: "Implement docs/hello.md", Class: "revised", BaseID: "phase-1", BaseTitle: "Implement docs/hello.md"},
+				{ID: "phase-2", Title: "Implement README.md", Class: "kept", BaseID: "phase-2", BaseTitle: "Implement README.md"},
+			}}}},
 	{Kind: Help, Words: []string{"help", "--help", "-h"}, Usage: "/forge help", On: Anywhere,
 		Brief:   "this list",
 		Does:    "Lists the commands. A bare `/forge` or `/plan` means the same.",
@@ -175,6 +194,20 @@ var Table = []Spec{
 			"`--regenerate` generates it again from the plan as it is now.",
 		Example: "/forge phases",
 		Reply:   &templates.PhasesList{Head: templates.Head{PlanID: exPlan}, Hash: "8e8c27c514e479c4", Phases: exPhases(0, "")}},
+	{Kind: Classify, Words: []string{"classify"}, Usage: "/forge classify [plan-NNN] <phase-K> <class>", On: OnPR,
+		Brief: "give a phase of an evolved plan another class (kept, revised or added) before approval",
+		Does: "Corrects the class Forge gave one phase of a plan `/forge evolve` started, while the plan is DRAFT or REVIEW " +
+			"and nothing runs on it: **kept** marks the phase kept (it does not run), **revised** or **added** makes it run " +
+			"once the plan is approved. The pull request's classification says the new class and who set it, and the phases " +
+			"file on the branch marks the phase kept or pending. The post-implementation audit has no class: it always runs. A revision that changes the plan " +
+			"makes its phases, and their classes, afresh.",
+		Example: "/forge classify phase-2 revised",
+		Reply: &templates.Evolution{Head: templates.Head{PlanID: "plan-002"}, Event: "corrected", Base: exPlan, Phase: "phase-2",
+			Class: "revised", Was: "kept", By: "alice", Table: templates.EvolutionTable{
+				Base: exPlan, BasePR: 2, Audit: true, Correctable: true, Rows: []templates.EvolutionRow{
+					{ID: "phase-1", Title: "Implement docs/hello.md", Class: "revised", BaseID: "phase-1", BaseTitle: "Implement docs/hello.md"},
+					{ID: "phase-2", Title: "Implement README.md", Class: "revised", BaseID: "phase-2", BaseTitle: "Implement README.md", By: "alice", Forge: "kept"},
+				}}}},
 	{Kind: Run, Words: []string{"run"}, Usage: "/forge run [plan-NNN]", On: OnPR,
 		Brief: "run all pending phases",
 		Does: "Runs the approved plan's pending phases, one commit each, waiting for the repository's checks after each " +

@@ -475,7 +475,7 @@ func (p File) Validate() error {
 			bad("%s: unknown kind %q (implement, read or audit)", id, ph.Kind)
 		}
 		if !ph.Status.valid() {
-			bad("%s: unknown status %q (pending, in-progress, done, failed or skipped)", id, ph.Status)
+			bad("%s: unknown status %q (pending, in-progress, done, failed, skipped or kept)", id, ph.Status)
 		}
 		deps := map[string]bool{}
 		for _, d := range ph.DependsOn {

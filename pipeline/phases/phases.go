@@ -24,11 +24,14 @@ const (
 	Done       Status = "done"
 	Failed     Status = "failed"
 	Skipped    Status = "skipped"
+	// Kept is a phase of an evolved plan that the plan it evolves already
+	// did, unchanged (ClassKept): it never runs, its code is on the branch.
+	Kept Status = "kept"
 )
 
-// Terminal reports whether the phase is finished for good: done or
-// skipped. Both count as met for the phases that depend on it.
-func (s Status) Terminal() bool { return s == Done || s == Skipped }
+// Terminal reports whether the phase is finished for good: done,
+// skipped or kept. Each counts as met for the phases that depend on it.
+func (s Status) Terminal() bool { return s == Done || s == Skipped || s == Kept }
 
 func (k Kind) valid() bool {
 	return k == Implement || k == Read || k == Audit
@@ -36,7 +39,7 @@ func (k Kind) valid() bool {
 
 func (s Status) valid() bool {
 	switch s {
-	case Pending, InProgress, Done, Failed, Skipped:
+	case Pending, InProgress, Done, Failed, Skipped, Kept:
 		return true
 	}
 	return false

@@ -17,9 +17,16 @@ import (
 
 // twoFilePlan is a plan whose Changes name two files: with
 // max_context_files 1 it makes the phases of docs/commands.md's examples.
+// plan-002, which evolves plan-001 in the examples, names the reader on
+// the page and links it as plan-001 did: its phase-1 is revised, its
+// phase-2 kept.
 func twoFilePlan(req agent.Request) (agent.Result, error) {
+	page := "- `docs/hello.md` (new) — the greeting.\n"
+	if req.PlanID == "plan-002" {
+		page = "- `docs/hello.md` (new) — the greeting names the reader.\n"
+	}
 	return agent.Result{Output: strings.Replace(pipelinetest.Plan(req.PlanID), "- `docs/hello.md` (new) — the greeting.\n",
-		"- `docs/hello.md` (new) — the greeting.\n- `README.md` — link the page.\n", 1)}, nil
+		page+"- `README.md` — link the page.\n", 1)}, nil
 }
 
 // docWorld is the world of docs/commands.md's examples: alice asks on
@@ -31,7 +38,9 @@ func twoFilePlan(req agent.Request) (agent.Result, error) {
 // it), "paused" (approved, phase-1 run, max_run 1), "failed" (approved,
 // phase-2 failed) or "done" (approved and run to DONE: its audit phase and
 // its plan's last audit round left a minor finding each, F1 and P1, and
-// the memory agent learned the two facts docs/commands.md shows).
+// the memory agent learned the two facts docs/commands.md shows), "merged"
+// (done, and its pull request merged) or "evolved" (merged, and plan-002
+// evolving it in REVIEW, its pull request #4).
 func docWorld(t *testing.T, to string) *pipelinetest.World {
 	t.Helper()
 	cfg := "auto_implement: false\nphases: {wait_for_checks: false, max_context_files: 1}\n"
@@ -48,7 +57,7 @@ func docWorld(t *testing.T, to string) *pipelinetest.World {
 		}
 	}
 	w.Agents[agent.Drafter], w.Agents[agent.Reviser] = twoFilePlan, twoFilePlan
-	if to == "done" {
+	if to == "done" || to == "merged" || to == "evolved" {
 		w.Agents[agent.Memory] = func(agent.Request) (agent.Result, error) {
 			return agent.Result{Output: `{"facts": [
 				{"category": "convention", "text": "Documentation pages live under docs/, one page per topic, linked from the README.", "confidence": 0.8},
@@ -86,6 +95,19 @@ func docWorld(t *testing.T, to string) *pipelinetest.World {
 		t.Fatal(err)
 	}
 	failing = false
+	if to == "done" {
+		return w
+	}
+	w.GitHub.Pulls[2].Merged = true
+	if to == "merged" {
+		return w
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge evolve plan-001 the greeting names the reader")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return w
 }
 
@@ -120,6 +142,8 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 		forgecmd.FollowUp:  {"done", 2, false},
 		forgecmd.Memory:    {"done", 1, false},
 		forgecmd.Forget:    {"done", 1, false},
+		forgecmd.Evolve:    {"merged", 1, true},
+		forgecmd.Classify:  {"evolved", 4, false},
 	}
 	for _, spec := range forgecmd.Table {
 		t.Run(string(spec.Kind), func(t *testing.T) {
@@ -130,7 +154,7 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 			w := docWorld(t, sc.world)
 			ctx := context.Background()
 			before := len(w.GitHub.BotComments(sc.on))
-			if err := w.Forge.HandleCommand(ctx, command(w, sc.on, sc.on == 2, spec.Example)); err != nil {
+			if err := w.Forge.HandleCommand(ctx, command(w, sc.on, sc.on >= 2, spec.Example)); err != nil {
 				t.Fatal(err)
 			}
 			if sc.jobs {
@@ -144,6 +168,8 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 				got = withMarker(w.GitHub.BotComments(1), "forge:plan-001:progress -->")
 			case *templates.RunProgress:
 				got = withMarker(w.GitHub.BotComments(2), ":progress:run:")
+			case *templates.Evolution:
+				got = withMarker(w.GitHub.BotComments(4), ":evolution:")
 			case *templates.Review:
 				if reviews := w.GitHub.Reviews[2]; len(reviews) > 0 {
 					got = reviews[len(reviews)-1].Body

@@ -1,5 +1,7 @@
 package plan
 
+import "github.com/forge-dev/forge/templates"
+
 // Event is what can happen to a plan. Events from people carry a Cause;
 // the pipeline's own (a step done, a check passed) do not.
 type Event interface {
@@ -79,8 +81,16 @@ type (
 		SHA       string
 		HasPhases bool
 	}
-	// PhasesMade is /forge phases having (re)generated the phases file.
+	// PhasesMade is /forge phases having (re)generated the phases file,
+	// or an evolved plan's forge having made them as it ends.
 	PhasesMade struct{ Cause }
+	// Classify is a person's correction of the class Forge gave a phase
+	// of an evolved plan (/forge classify), made in its phases; Answer
+	// says the classification now.
+	Classify struct {
+		Cause
+		Answer templates.Reply
+	}
 	// Pause asks the running job to halt at its next boundary (between
 	// phases, at the end of an audit round) until people resume it; By
 	// is who asked.
@@ -197,6 +207,7 @@ func (Close) Name() string             { return "close" }
 func (Reopen) Name() string            { return "reopen" }
 func (Push) Name() string              { return "push" }
 func (PhasesMade) Name() string        { return "phases_made" }
+func (Classify) Name() string          { return "classify" }
 func (Pause) Name() string             { return "pause" }
 func (Resume) Name() string            { return "resume" }
 func (Override) Name() string          { return "override" }

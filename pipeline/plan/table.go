@@ -293,6 +293,11 @@ var table = []Row{
 	{Event: "push", Run: running, Does: "nothing: the running step merges the push when it commits"},
 	{Event: "phases_made", From: notClosed, Run: idle, Does: "the phases are fresh: PR body; answer with the checklist",
 		apply: func(s *State, _ Event) []Effect { s.phasesStale = false; return []Effect{UpdatePR{}} }},
+	{Event: "phases_made", From: forgeable, Run: running, Guard: "an evolved plan's forge, as it ends",
+		Does:  "the phases, classified against those of the plan it evolves, are fresh (the run's end writes the PR body)",
+		apply: func(s *State, _ Event) []Effect { s.phasesStale = false; return nil }},
+	{Event: "classify", From: forgeable, Run: idle, Does: "an evolved plan's phase classified anew by a person: PR body, answer",
+		apply: func(_ *State, ev Event) []Effect { return []Effect{UpdatePR{}, reply(OnCause, ev.(Classify).Answer)} }},
 
 	// Stopping and closing.
 	{Event: "cancel", From: []Status{Draft}, Run: queued, To: Cancelled, RunTo: Idle, Does: "answer",

@@ -101,6 +101,8 @@ var rowCases = []struct {
 	{"push to an idle draft", st(Draft, Idle, ""), Push{Cause: by, SHA: "x"}, Draft, Idle, ""},
 	{"push during a run", st(Draft, Running, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Running, ""},
 	{"phases made", st(Approved, Idle, ""), PhasesMade{Cause: by}, Approved, Idle, "pr:false"},
+	{"an evolved plan's forge made its phases", st(Draft, Running, ModeAudit), PhasesMade{}, Draft, Running, ""},
+	{"classify", st(Review, Idle, ""), Classify{Cause: by, Answer: &templates.Evolution{}}, Review, Idle, "pr:false reply:evolution"},
 	{"cancel a queued forge", st(Draft, Queued, ModeForge), Cancel{Cause: by}, Cancelled, Idle, "label reply:cancel"},
 	{"cancel a run", st(Draft, Running, ModeForge), Cancel{Cause: by}, Draft, Running, "stop:cancel reply:cancel"},
 	{"cancel a parked run", parkedAt(st(Implementing, Running, ModePhases)), Cancel{Cause: by}, Implementing, Running,
@@ -221,6 +223,12 @@ func TestRowDetails(t *testing.T) {
 	s, _, _ = stale.Apply(PhasesMade{Cause: by})
 	if s.PhasesStale() {
 		t.Error("phases made: still stale")
+	}
+	stale = st(Review, Running, ModeAudit)
+	stale.phasesStale = true
+	s, _, _ = stale.Apply(PhasesMade{})
+	if s.PhasesStale() {
+		t.Error("phases made by an evolved plan's forge: still stale")
 	}
 	s, _, _ = st(Draft, Running, ModeForge).Apply(RoundPosted{Revise: true})
 	if !s.ReviseNext() {
