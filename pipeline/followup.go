@@ -164,7 +164,8 @@ func (c *commandCtx) followUp(ctx context.Context, cmd command.Command) error {
 		return err
 	}
 	head := templates.Head{PlanID: PlanID(p.Number)}
-	if st := p.State.Status(); st != plan.Done {
+	// A DONE plan, or one merged DONE (merging closes it).
+	if st := p.State.Status(); st != plan.Done && (st != plan.Closed || p.MergedFrom != plan.Done) {
 		return c.reply(ctx, &templates.FollowUp{Head: head, Status: string(st)})
 	}
 	open := map[string]OpenFinding{}

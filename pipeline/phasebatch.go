@@ -193,6 +193,7 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 		} else if done {
 			// An earlier job landed it and died before recording so.
 			ph.GitCommit, j.landed = shortSHA(p.HeadSHA), true
+			r.recordCommit(ph.ID, true)
 			j.start, j.ran = r.f.now(), r.f.now()
 			continue
 		}
@@ -297,6 +298,8 @@ func (r *run) landPhase(ctx context.Context, res phaseResult, stopAt func() plan
 		return false
 	}
 	ph.GitCommit = shortSHA(p.HeadSHA)
+	// The commit an acceptance claim on the phase must name.
+	r.recordCommit(ph.ID, true)
 	j.landed, j.ran = true, r.f.now()
 	if wait {
 		// What this attempt wrote, for a retry that must undo it.

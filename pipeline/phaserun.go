@@ -254,7 +254,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 				return true, err
 			}
 			if err := r.apply(ctx, plan.PhaseSkipped{Reply: r.prReply("skipped:"+ph.ID,
-				&templates.PhaseSkipped{PhaseID: ph.ID, Title: ph.Title, Was: was})}); err != nil {
+				&templates.PhaseSkipped{PhaseID: ph.ID, Title: Untrusted(ph.Title, maxPhaseTitle), Was: was})}); err != nil {
 				return false, err
 			}
 		}
@@ -388,7 +388,7 @@ func (r *run) phaseCheck(ctx context.Context, ph *phases.Phase, err error, waits
 		c.Actions = phaseFailureActions
 	}
 	if c.Summary == "" {
-		c.Summary = ph.Title
+		c.Summary = Untrusted(ph.Title, maxPhaseTitle)
 	}
 	if open := finalAuditFindings(p, ph.ID); err == nil && ph.Kind == phases.Audit && open != "" {
 		// The ids /forge followup takes once the plan is DONE.
@@ -678,7 +678,9 @@ func (r *run) done(ctx context.Context) error {
 func checklist(f phases.File) templates.Checklist {
 	out := make(templates.Checklist, 0, len(f.Phases))
 	for _, ph := range f.Phases {
-		out = append(out, templates.PhaseItem{ID: ph.ID, Title: ph.Title, Kind: string(ph.Kind), Status: string(ph.Status),
+		// A plan's ## Phases titles are the drafter's words: they notify
+		// nobody and fake no marker.
+		out = append(out, templates.PhaseItem{ID: ph.ID, Title: Untrusted(ph.Title, maxPhaseTitle), Kind: string(ph.Kind), Status: string(ph.Status),
 			DependsOn: ph.DependsOn, Output: ph.Output})
 	}
 	return out

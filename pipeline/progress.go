@@ -296,7 +296,7 @@ func (r *run) phaseStarted(ctx context.Context, ph *phases.Phase) error {
 	if rp.Phases[i].Started.IsZero() {
 		rp.Phases[i].Started = r.f.now() // a phase resumed after a restart keeps its start
 	}
-	l := templates.ProgressLine{Event: "phases-start", PhaseID: ph.ID, Title: ph.Title}
+	l := templates.ProgressLine{Event: "phases-start", PhaseID: ph.ID, Title: Untrusted(ph.Title, maxPhaseTitle)}
 	if r.p.RunLimit == 1 {
 		l.Event = "phase-one"
 	}
@@ -415,7 +415,7 @@ func (r *run) progressPhases() []templates.RunPhase {
 	}
 	var out []templates.RunPhase
 	for _, ph := range r.p.Phases.Phases {
-		item := templates.RunPhase{ID: ph.ID, Title: ph.Title, Status: string(ph.Status)}
+		item := templates.RunPhase{ID: ph.ID, Title: Untrusted(ph.Title, maxPhaseTitle), Status: string(ph.Status)}
 		if t, ok := times[ph.ID]; ok {
 			item.Took, item.Checks, item.Waiting = t.durations()
 		}

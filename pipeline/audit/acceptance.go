@@ -319,6 +319,8 @@ var (
 	// testFileRe is a test file's name: test_x.py, x_test.go, x.test.ts,
 	// x.spec.js, x_spec.rb, x-test.sh.
 	testFileRe = regexp.MustCompile(`(?i)^test_|[_.\-](?:test|spec)s?\.[a-z0-9]+$`)
+	// proseRe is a document's name, never a test's.
+	proseRe = regexp.MustCompile(`(?i)\.(?:md|markdown|mdx|rst|txt|adoc|html?)$`)
 	// testClassRe is a test class's file: GreeterTest.java, GreeterSpec.kt.
 	testClassRe = regexp.MustCompile(`[a-z0-9](?:Tests?|Spec)\.[A-Za-z]+$`)
 )
@@ -333,6 +335,11 @@ func IsTestPath(p string) bool {
 		return false
 	}
 	base := path.Base(clean)
+	if proseRe.MatchString(base) {
+		// A page about tests, or a plan whose name ends in "tests", is
+		// no test: it shows nothing.
+		return false
+	}
 	return testDirRe.MatchString(clean) || testFileRe.MatchString(base) || testClassRe.MatchString(base)
 }
 

@@ -185,6 +185,7 @@ func TestIsTestPath(t *testing.T) {
 		"scripts/check-test.sh": true, "__tests__/a.js": true,
 		"README.md": false, "src/latest.go": false, "src/contest/main.go": false, "attest.go": false,
 		"../tests/x_test.go": false, "/etc/tests/x": false, "": false,
+		"docs/plans/plan-004-add-integration-tests.md": false, "docs/how-to-test.md": false, "specs/design.md": false, "tests/README.txt": false,
 	} {
 		if got := IsTestPath(p); got != want {
 			t.Errorf("IsTestPath(%q) = %v, want %v", p, got, want)

@@ -202,9 +202,11 @@ func longRounds(n int) []Round {
 }
 
 // TestStagnationOfALongRoundIsQuick: a round of 500 long findings, the
-// same total three rounds in a row, is judged in well under 200 ms: the
-// texts compared are bounded (maxConsidered findings a round, maxCompared
-// runes each) and so is the work of comparing two.
+// same total three rounds in a row, is judged quickly: the texts compared
+// are bounded (maxConsidered findings a round, maxCompared runes each) and
+// so is the work of comparing two. About 60 ms alone; the bound is 5 s
+// because make test runs packages side by side (once seen at 310 ms),
+// while the unbounded comparison took minutes.
 func TestStagnationOfALongRoundIsQuick(t *testing.T) {
 	rounds := longRounds(500)
 	done := make(chan Decision, 1)
@@ -216,8 +218,8 @@ func TestStagnationOfALongRoundIsQuick(t *testing.T) {
 			t.Errorf("500 rotating findings: %+v, want a plateau", d)
 		}
 		t.Logf("judged in %s", time.Since(start))
-	case <-time.After(200 * time.Millisecond):
-		t.Fatal("a round of 500 long findings is not judged within 200 ms")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a round of 500 long findings is not judged within 5 s")
 	}
 }
 

@@ -84,12 +84,16 @@ func Classify(base, next File) Classification {
 	}
 	var baseKeys []key
 	var baseIDs []string
+	var baseDone []bool
 	for _, ph := range base.Phases {
 		if ph.Kind == Audit {
 			continue
 		}
 		baseKeys = append(baseKeys, keyOf(base, ph))
 		baseIDs = append(baseIDs, ph.ID)
+		// Only a phase whose code is on the branch can be kept: one the
+		// base plan skipped never wrote it.
+		baseDone = append(baseDone, ph.Status != Skipped)
 	}
 	used := make([]bool, len(baseIDs))
 	var out Classification
@@ -123,7 +127,7 @@ func Classify(base, next File) Classification {
 				used[j] = true
 				out.Phases[i].Base = baseIDs[j]
 				out.Phases[i].Class = ClassRevised
-				if pass == 0 && kinds[i] != Read {
+				if pass == 0 && kinds[i] != Read && baseDone[j] {
 					out.Phases[i].Class = ClassKept
 				}
 				break

@@ -172,3 +172,19 @@ func TestKeptPhasesFile(t *testing.T) {
 		t.Errorf("read back as %s", back.Phases[0].Status)
 	}
 }
+
+// TestClassifySkippedBaseIsRevised: a phase the base plan skipped wrote
+// nothing: its unchanged counterpart is revised (it runs), never kept.
+func TestClassifySkippedBaseIsRevised(t *testing.T) {
+	ph := Phase{ID: "phase-1", Kind: Implement, Title: "Implement docs/hello.md", ChangeSpec: "- `docs/hello.md` (new) — the page.", ContextFiles: []string{"docs/hello.md"}}
+	base := File{Phases: []Phase{ph}}
+	next := File{Phases: []Phase{ph}}
+	base.Phases[0].Status = Done
+	if got := Classify(base, next).Phases[0].Class; got != ClassKept {
+		t.Fatalf("a done base phase, unchanged: %s, want kept", got)
+	}
+	base.Phases[0].Status = Skipped
+	if got := Classify(base, next).Phases[0].Class; got != ClassRevised {
+		t.Errorf("a skipped base phase, unchanged: %s, want revised", got)
+	}
+}

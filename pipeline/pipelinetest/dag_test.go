@@ -487,3 +487,32 @@ func TestDAGWorkerPanic(t *testing.T) {
 		t.Errorf("no reply says phase-3 failed:\n%s", strings.Join(w.GitHub.Written, "\n---\n"))
 	}
 }
+
+// TestDAGPhaseTitlesAreInert: a plan's ## Phases titles are the drafter's
+// words: in every comment Forge writes (progress, checklists, the
+// hand-over) a mention in one notifies nobody.
+func TestDAGPhaseTitlesAreInert(t *testing.T) {
+	w, p, _ := dagWorld(t, "auto_implement: false\nphases: {wait_for_checks: false}\n", false)
+	hostile := func(req agent.Request) (agent.Result, error) {
+		return agent.Result{Output: strings.Replace(dagPlan(req.PlanID), "### phase-2: B", "### phase-2: B for @octocat", 1)}, nil
+	}
+	w.Agents[agent.Drafter], w.Agents[agent.Reviser] = hostile, hostile
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge revise mention the owner")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	if p = planOf(t, w); p.State.Status() != "DONE" {
+		t.Fatalf("the plan is %s", p.State)
+	}
+	if n := count(w.GitHub.Written, "B for @\u200bocto"); n == 0 {
+		t.Fatalf("no comment shows the phase's title")
+	}
+	if n := count(w.GitHub.Written, "@octocat"); n != 0 {
+		t.Errorf("%d writes mention @octocat from a phase's title", n)
+	}
+}
