@@ -363,7 +363,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	}
 	cause := plan.Cause{Trigger: "button:" + a.DeliveryID, On: p.PR}
 	if phaseID != "" {
-		return f.phaseAction(ctx, gh, p, a.Identifier, cause)
+		return f.phaseAction(ctx, gh, p, a.Identifier, phaseID, cause)
 	}
 	switch a.Identifier {
 	case "approve":
@@ -509,7 +509,7 @@ func (f *Forge) humanPush(ctx context.Context, gh GitHub, p *Plan, after string)
 // phaseAction runs a button of a phase's check run: Retry runs the phases
 // again from the failed one, Skip marks it skipped, Cancel stops the run.
 // A plan closed or cancelled runs nothing.
-func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action string, cause plan.Cause) error {
+func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action, phaseID string, cause plan.Cause) error {
 	if p.Phases == nil {
 		return nil
 	}
@@ -521,7 +521,8 @@ func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action stri
 			// The job skips a running phase; a plan past its phases refuses.
 			return f.press(ctx, gh, p, action, plan.Skip{Cause: cause})
 		}
-		ev, ok := skipIdle(p, cause)
+		// The button's own phase: a batch may have left several failed.
+		ev, ok := skipIdle(p, cause, phaseID)
 		if !ok {
 			return nil
 		}

@@ -227,7 +227,7 @@ func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 		// The job skips a running phase; a plan past its phases refuses.
 		return c.apply(ctx, p, plan.Skip{Cause: c.cause()})
 	}
-	ev, ok := skipIdle(p, c.cause())
+	ev, ok := skipIdle(p, c.cause(), "")
 	if !ok {
 		return c.reply(ctx, &templates.PhaseSkipped{Head: templates.Head{PlanID: PlanID(p.Number)}})
 	}
@@ -256,8 +256,8 @@ func (c *commandCtx) decide(ctx context.Context, cmd command.Command) error {
 
 // skipIdle skips the next phase of a plan no job runs, in its phases, and
 // returns the event that records it; false when no phase is left to skip.
-func skipIdle(p *Plan, cause plan.Cause) (plan.Skip, bool) {
-	next, skipped, err := phases.Skip(*p.Phases)
+func skipIdle(p *Plan, cause plan.Cause, phaseID string) (plan.Skip, bool) {
+	next, skipped, err := phases.SkipPhase(*p.Phases, phaseID)
 	if err != nil {
 		return plan.Skip{}, false
 	}

@@ -340,3 +340,20 @@ func asPlanPhasesError(err error, pe **PlanPhasesError) bool {
 	*pe = e
 	return ok
 }
+
+// TestSkipPhaseNamesItsOwn: with two phases failed (a batch), the skip of
+// one names that one; without a name, or naming one that did not fail,
+// the first failed phase is skipped.
+func TestSkipPhaseNamesItsOwn(t *testing.T) {
+	f := File{Phases: []Phase{{ID: "phase-1", Status: Done}, {ID: "phase-2", Status: Failed}, {ID: "phase-3", Status: Failed}}}
+	for id, want := range map[string]string{"phase-3": "phase-3", "phase-2": "phase-2", "": "phase-2", "phase-1": "phase-2"} {
+		next, skipped, err := SkipPhase(f, id)
+		if err != nil || skipped.ID != want {
+			t.Errorf("SkipPhase(%q) skipped %v (%v), want %s", id, skipped, err, want)
+			continue
+		}
+		if ph, _ := next.Find(want); ph.Status != Skipped {
+			t.Errorf("SkipPhase(%q): %s is %s", id, want, ph.Status)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // Kind is what a phase does (seed 000 §6).
@@ -144,9 +145,19 @@ next:
 // Skip marks the first in-progress or failed phase skipped (/forge skip);
 // the phases after it may then run. p is not modified: the returned File
 // is a copy and the pointer is into it.
-func Skip(p File) (File, *Phase, error) {
+func Skip(p File) (File, *Phase, error) { return SkipPhase(p, "") }
+
+// SkipPhase is Skip of phase id when it is in progress or failed (a
+// batch of a DAG may leave several failed: a button names its own), else
+// of the first such phase.
+func SkipPhase(p File, id string) (File, *Phase, error) {
 	for i, ph := range p.Phases {
 		if ph.Status != InProgress && ph.Status != Failed {
+			continue
+		}
+		if id != "" && ph.ID != id && slices.ContainsFunc(p.Phases, func(o Phase) bool {
+			return o.ID == id && (o.Status == InProgress || o.Status == Failed)
+		}) {
 			continue
 		}
 		out := p
