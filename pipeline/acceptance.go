@@ -285,12 +285,14 @@ func (r *run) continueAcceptance(ctx context.Context) error {
 		return fmt.Errorf("add the phases of the uncovered acceptance criteria: %w", err)
 	}
 	file.Updated = r.f.now().UTC().Format("2006-01-02")
-	p.Phases = &file
+	// Saved with the phases by the commit: a job that dies after it does
+	// not add them a second time (one that dies before it recomputes the
+	// same phases from the stored plan).
+	p.Phases, p.Acceptance.Continue = &file, false
 	msg := PlanID(p.Number) + ": phases for the uncovered acceptance criteria"
 	if err := r.commitFiles(ctx, msg, []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(file))}); err != nil {
 		return err
 	}
-	p.Acceptance.Continue = false
 	return r.save(ctx)
 }
 
