@@ -74,7 +74,7 @@ func (r *run) runPhases(ctx context.Context) error {
 		}
 		if p.State.Await() != nil {
 			state, err := r.awaitChecks(ctx)
-			if err != nil || state != checksPassed {
+			if err != nil || (state != checksPassed && state != checksRound) {
 				return err
 			}
 			continue
@@ -241,6 +241,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		for _, ph := range append([]*phases.Phase{ph}, with...) {
 			ph.Status, ph.Error = phases.Skipped, ""
 			ph.FailureHashes, p.FailedParent = nil, ""
+			delete(p.Stalls, ph.ID)
 			r.phaseEnded(ph.ID)
 			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
 				Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "skipped"}), ExternalID: PlanID(p.Number) + "/" + ph.ID}

@@ -189,6 +189,10 @@ type (
 		// Ignored are the suites a phase did not wait for: none of their
 		// runs started within Wait.
 		Ignored []string
+		// Round is a phase's round whose checks Failed (escaped), with
+		// another round to come (phases.fix_rounds).
+		Round  int
+		Failed []string
 	}
 	// CheckOutput is the forge check run's text.
 	CheckOutput struct {
@@ -549,6 +553,14 @@ type (
 		Timeout     string
 		Pending     []string
 		Failed      []string
+		// Stall is why the phase's round loop ended (phases.fix_rounds).
+		Stall *Stall
+	}
+	// Stall is a phase's round loop ended: Rounds ran, the last Without
+	// of them without progress, or the Ceiling of rounds reached.
+	Stall struct {
+		Rounds, Without int
+		Ceiling         bool
 	}
 	// OpenPlan answers a second /forge or /plan on an issue whose plan is
 	// still open (not DONE, CLOSED nor CANCELLED): that plan, instead of

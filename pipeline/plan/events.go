@@ -172,6 +172,9 @@ type (
 	Park        struct{ Await Await }
 	// ChecksPassed ends the wait: the phase is done.
 	ChecksPassed struct{}
+	// RoundFailed ends the wait on a phase whose checks failed with
+	// another round of the phase to run (the round loop, issue 15).
+	RoundFailed struct{}
 	// PhaseFailed ends a phase run on a failed phase (or its checks).
 	PhaseFailed struct {
 		Reply Reply
@@ -230,6 +233,7 @@ func (AwaitChecks) Name() string       { return "await_checks" }
 func (Park) Name() string              { return "park" }
 func (ChecksPassed) Name() string      { return "checks_passed" }
 func (PhaseFailed) Name() string       { return "phase_failed" }
+func (RoundFailed) Name() string       { return "round_failed" }
 func (RunPaused) Name() string         { return "run_paused" }
 func (PhasesStaleStop) Name() string   { return "phases_stale" }
 func (PhasesDone) Name() string        { return "phases_done" }
@@ -251,6 +255,7 @@ func (AwaitChecks) Origin() Cause       { return Cause{} }
 func (Park) Origin() Cause              { return Cause{} }
 func (ChecksPassed) Origin() Cause      { return Cause{} }
 func (PhaseFailed) Origin() Cause       { return Cause{} }
+func (RoundFailed) Origin() Cause       { return Cause{} }
 func (RunPaused) Origin() Cause         { return Cause{} }
 func (PhasesStaleStop) Origin() Cause   { return Cause{} }
 func (PhasesDone) Origin() Cause        { return Cause{} }

@@ -440,6 +440,9 @@ var table = []Row{
 	{Event: "wake", Run: running, Guard: "not parked", Does: "nothing: a job works the plan", when: notParked},
 	{Event: "checks_passed", From: phaseable, Run: running, Does: "the phase is done",
 		apply: func(s *State, _ Event) []Effect { s.await, s.parked = nil, false; return nil }},
+	{Event: "round_failed", From: phaseable, Run: running, Guard: "waiting on checks", Does: "another round of the phase runs",
+		when:  func(s State, _ Event) bool { return s.await != nil },
+		apply: func(s *State, _ Event) []Effect { s.await, s.parked = nil, false; return nil }},
 	{Event: "phase_failed", From: phaseable, Run: running, RunTo: Idle,
 		Does: "check run failure, PR body, say which phase failed and how to retry",
 		apply: func(_ *State, ev Event) []Effect {

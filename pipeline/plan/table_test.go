@@ -138,6 +138,7 @@ var rowCases = []struct {
 	{"wake a parked run", parkedAt(st(Implementing, Running, ModePhases)), Wake{}, Implementing, Running, "start"},
 	{"wake a working run", st(Implementing, Running, ModePhases), Wake{}, Implementing, Running, ""},
 	{"checks passed", waiting(st(Implementing, Running, ModePhases)), ChecksPassed{}, Implementing, Running, ""},
+	{"round failed", waiting(st(Implementing, Running, ModePhases)), RoundFailed{}, Implementing, Running, ""},
 	{"phase failed", waiting(st(Implementing, Running, ModePhases)), PhaseFailed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}},
 		Implementing, Idle, "check:completed/failure pr:false reply:job-failed"},
 	{"run paused", st(Implementing, Running, ModePhases), RunPaused{Reply: answer}, Implementing, Idle, "check:completed/neutral pr:false reply:job-failed"},

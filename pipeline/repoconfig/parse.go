@@ -232,6 +232,7 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"max_run":         d.intField(&cfg.Phases.MaxRun, 1, 50),
 				"max_concurrent":  d.intField(&cfg.Phases.MaxConcurrent, 1, 10),
 				"wait_for_checks": d.boolField(&cfg.Phases.WaitForChecks),
+				"fix_rounds":      d.boolField(&cfg.Phases.FixRounds),
 				"checks_grace":    d.durationField(&cfg.Phases.ChecksGrace),
 				"checks_timeout":  d.durationField(&cfg.Phases.ChecksTimeout),
 			}, nil)
