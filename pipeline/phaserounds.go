@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
+	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/stall"
@@ -36,7 +38,10 @@ func (r *run) failedRound(ctx context.Context, w *plan.Await, ph *phases.Phase, 
 	p := r.p
 	rec := p.roundRecord(ph.ID)
 	act := rec.Observe(stall.Observation{Failing: names, Signature: stall.Signature(why), Summary: strings.Join(why, "\n")})
-	if act != stall.Continue {
+	if act == stall.Replan {
+		// Re-drafted as the next round starts (implement).
+		rec.ReplanDue = true
+	} else if act != stall.Continue {
 		s := &templates.Stall{Rounds: rec.Rounds, Without: rec.NoProgress, Ceiling: rec.Rounds >= stall.Ceiling}
 		// A person's retry starts the loop again.
 		delete(p.Stalls, ph.ID)
@@ -45,10 +50,55 @@ func (r *run) failedRound(ctx context.Context, w *plan.Await, ph *phases.Phase, 
 	ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
 	r.phaseCI(ph.ID, ciFailed)
 	check.Conclusion = "failure"
-	check.Summary = templates.Line(templates.CheckSummary{Event: "round-failed", Round: rec.Rounds, Failed: why})
+	check.Summary = templates.Line(templates.CheckSummary{Event: "round-failed", Round: rec.Rounds, Failed: why, Replan: rec.ReplanDue})
 	if err := r.updatePhaseRun(ctx, check); err != nil {
 		return "", false, nil, err
 	}
 	p.FailedParent, p.AwaitBatch = w.Parent, nil
 	return checksRound, true, nil, r.apply(ctx, plan.RoundFailed{})
+}
+
+// maxSpec bounds a re-drafted change spec.
+const maxSpec = 8000
+
+// replanPhase re-drafts stalled phase ph with a new approach (seed 001's
+// Replan Mode): the reviser gets the phase, its change spec and the
+// failing checks of its last rounds, fenced, and answers with the new
+// change spec, which the phase's next commit writes to the phases file.
+func (r *run) replanPhase(ctx context.Context, ph *phases.Phase, rec *stall.Record) error {
+	p := r.p
+	wc, _, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.Remove()
+	var hist []string
+	for i, o := range rec.History {
+		hist = append(hist, fmt.Sprintf("round %d: %s", rec.Rounds-len(rec.History)+i+1, strings.ReplaceAll(o.Summary, "\n", "; ")))
+	}
+	data := templates.Replanner{PlanID: PlanID(p.Number), PlanPath: p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
+		Description: ph.Description, ChangeSpec: Fence(ph.ChangeSpec), History: Fence(strings.Join(hist, "\n")),
+		Rounds: rec.Rounds, Without: rec.NoProgress}
+	res, err := r.callAgent(ctx, agent.Reviser, data, wc.Dir(), 0)
+	if err != nil {
+		return err
+	}
+	spec := strings.TrimSpace(strings.ReplaceAll(Sanitize(res.Output), "\r", ""))
+	if spec == "" {
+		return fmt.Errorf("the reviser re-drafted %s as nothing", ph.ID)
+	}
+	ph.ChangeSpec = capText(spec, maxSpec)
+	rec.DidReplan()
+	return r.save(ctx)
+}
+
+// failedChecks are the failing checks of phase ph's last round, fenced
+// for its next round's prompt; empty outside the round loop.
+func (r *run) failedChecks(ph *phases.Phase) string {
+	if rec := r.p.Stalls[ph.ID]; rec != nil {
+		if last, ok := rec.Last(); ok && last.Summary != "" {
+			return Fence(last.Summary)
+		}
+	}
+	return ""
 }

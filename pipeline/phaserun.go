@@ -439,9 +439,14 @@ func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() p
 // audit phase the phase auditor's with the plan and the diff; remembered is
 // what earlier plans taught that concerns the phase.
 func (r *run) phasePrompt(ph *phases.Phase, projectContext, remembered string, audit *templates.PhaseAuditor) templates.Data {
+	prev, failed := r.prevError, r.failedChecks(ph)
+	if failed != "" {
+		// The checks' output goes fenced below, not on this line.
+		prev = "its checks failed"
+	}
 	data := templates.Phase{
 		PlanID: PlanID(r.p.Number), PlanPath: r.p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
-		Description: ph.Description, ChangeSpec: ph.ChangeSpec, Files: ph.ContextFiles, PreviousError: r.prevError,
+		Description: ph.Description, ChangeSpec: ph.ChangeSpec, Files: ph.ContextFiles, PreviousError: prev, FailedChecks: failed,
 		ProjectContext: projectContext, Memory: remembered,
 	}
 	if ph.Kind != phases.Implement {
@@ -459,7 +464,8 @@ func (r *run) phasePrompt(ph *phases.Phase, projectContext, remembered string, a
 func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 	p := r.p
 	msg := fmt.Sprintf("%s %s: %s", PlanID(p.Number), ph.ID, ph.Title)
-	if ph.FailureHashes != nil && p.FailedParent != "" {
+	retry := ph.FailureHashes != nil && p.FailedParent != ""
+	if retry {
 		// A retry after failed checks: undo the attempt, then go again.
 		if err := r.revertFailedAttempt(ctx, ph); err != nil {
 			return err
@@ -470,6 +476,12 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 			r.recordCommit(ph.ID, true)
 		}
 		return err
+	}
+	if rec := p.Stalls[ph.ID]; rec != nil && rec.ReplanDue {
+		// The round loop stalled: a new approach first.
+		if err := r.replanPhase(ctx, ph, rec); err != nil {
+			return err
+		}
 	}
 	ch, err := r.implementChanges(ctx, ph)
 	if err != nil {

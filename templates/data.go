@@ -190,9 +190,11 @@ type (
 		// runs started within Wait.
 		Ignored []string
 		// Round is a phase's round whose checks Failed (escaped), with
-		// another round to come (phases.fix_rounds).
+		// another round to come (phases.fix_rounds), re-drafted first
+		// when Replan.
 		Round  int
 		Failed []string
+		Replan bool
 	}
 	// CheckOutput is the forge check run's text.
 	CheckOutput struct {
@@ -1011,8 +1013,11 @@ type (
 		ChangeSpec       string
 		Files            []string
 		PreviousError    string
-		ProjectContext   string
-		Memory           string
+		// FailedChecks are the failing checks of the phase's last round
+		// (phases.fix_rounds), fenced.
+		FailedChecks   string
+		ProjectContext string
+		Memory         string
 	}
 	// Implementer implements a phase.
 	Implementer struct{ Phase }
@@ -1024,6 +1029,17 @@ type (
 		// phase's commits with the checks that passed on them, both
 		// fenced; empty for a plan without criteria.
 		Criteria, Evidence string
+	}
+	// Replanner re-drafts a stalled phase with a new approach: its change
+	// spec so far and the failing checks of its last rounds (History),
+	// both fenced; Rounds ran, the last Without without progress.
+	Replanner struct {
+		PlanID, PlanPath string
+		PhaseID, Title   string
+		Description      string
+		ChangeSpec       string
+		History          string
+		Rounds, Without  int
 	}
 	// MemoryAgent asks what a plan that is done taught: its plan, the
 	// findings of its reviews and its changes, each fenced as data, and
@@ -1052,6 +1068,7 @@ func (Reviser) Template() string      { return "reviser" }
 func (Implementer) Template() string  { return "implementer" }
 func (PhaseAuditor) Template() string { return "phase_auditor" }
 func (MemoryAgent) Template() string  { return "memory" }
+func (Replanner) Template() string    { return "replan" }
 
 // DoctorCheck is one line of `forge doctor`.
 type DoctorCheck struct {

@@ -63,20 +63,27 @@ func failRuns(t *testing.T, w *pipelinetest.World, names ...string) {
 }
 
 // TestFixRoundsStall: with phases.fix_rounds a phase whose checks fail
-// runs again, its attempt reverted and the failing checks in the
-// implementer's prompt; progress (fewer failing checks) keeps it going,
-// and three rounds in a row without progress stop the run on the phase,
+// runs again, its attempt reverted and the failing checks fenced in the
+// implementer's prompt; progress (fewer failing checks) keeps it going.
+// Three rounds in a row without progress re-draft the phase with a new
+// approach (the reviser's, written to the phases file, in the next
+// prompt) and reset the count; three more stop the run on the phase,
 // saying so.
 func TestFixRoundsStall(t *testing.T) {
 	w, p, prompts := roundsWorld(t)
 	ctx := context.Background()
+	var replans []string
+	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
+		replans = append(replans, req.Prompt)
+		return agent.Result{Output: "- `docs/hello.md` — a new approach: write the greeting as a table."}, nil
+	}
 	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
 		t.Fatal(err)
 	}
 	runJobs(t, w)
-	// Round 1: two failing; round 2: one (progress); rounds 3 and 4: one
-	// each, without progress, still go on.
-	for i, fails := range [][]string{{"vet", "test"}, {"test"}, {"test"}, {"test"}} {
+	// Round 1: two failing; round 2: one (progress); rounds 3 to 5 one
+	// each, the third without progress replanning; 6 and 7 go on.
+	for i, fails := range [][]string{{"vet", "test"}, {"test"}, {"test"}, {"test"}, {"test"}, {"test"}, {"test"}} {
 		failRuns(t, w, fails...)
 		p = planOf(t, w)
 		if p.State.Run() != plan.Running || p.State.Await() == nil {
@@ -86,8 +93,9 @@ func TestFixRoundsStall(t *testing.T) {
 			t.Fatalf("round %d: %d implementer calls", i+1, len(*prompts))
 		}
 		last := (*prompts)[len(*prompts)-1]
-		if !strings.Contains(last, "FAIL test") {
-			t.Fatalf("round %d: the next round's prompt lacks the failing check:\n%s", i+1, last)
+		if !strings.Contains(last, "```text\n") || !strings.Contains(last, "test (failure): test failed FAIL test\n```") ||
+			strings.Count(last, "FAIL test") != 1 {
+			t.Fatalf("round %d: the next round's prompt lacks the failing check, fenced:\n%s", i+1, last)
 		}
 		if rec := p.Stalls["phase-1"]; rec == nil || rec.Rounds != i+1 {
 			t.Fatalf("round %d: record %+v", i+1, rec)
@@ -95,16 +103,32 @@ func TestFixRoundsStall(t *testing.T) {
 		if c := w.GitHub.CheckRun("forge/phase-1"); c == nil || c.Status != "in_progress" {
 			t.Fatalf("round %d: the new round's check run %+v", i+1, c)
 		}
+		replanned := i+1 >= 5
+		if got := len(replans) == 1; got != replanned {
+			t.Fatalf("round %d: %d replans", i+1, len(replans))
+		}
+		if ph, _ := p.Phases.Find("phase-1"); strings.Contains(ph.ChangeSpec, "a new approach") != replanned ||
+			strings.Contains(last, "a new approach") != replanned {
+			t.Fatalf("round %d: change spec %q", i+1, ph.ChangeSpec)
+		}
+	}
+	if !strings.Contains(replans[0], "the last 3 without fewer failing checks") || !strings.Contains(replans[0], "round 5: test (failure)") {
+		t.Errorf("the replan's prompt:\n%s", replans[0])
+	}
+	if text, ok := w.GitHub.File(p.Branch, pipeline.PhasesFile("docs/plans", 1)); !ok || !strings.Contains(text, "a new approach") {
+		t.Errorf("the phases file lacks the new change spec:\n%s", text)
 	}
 	rounds := 0
 	for _, c := range w.GitHub.Runs {
-		if c.Name == "forge/phase-1" && c.Conclusion == "failure" && strings.Contains(c.Summary, "failed its checks") &&
-			strings.Contains(c.Summary, "Another round of the phase runs") {
+		if c.Name == "forge/phase-1" && c.Conclusion == "failure" && strings.Contains(c.Summary, "failed its checks") {
 			rounds++
+			if strings.Contains(c.Summary, "re-drafted with a new approach") != strings.Contains(c.Summary, "Round 5 ") {
+				t.Errorf("summary %q", c.Summary)
+			}
 		}
 	}
-	if rounds != 4 {
-		t.Errorf("%d failed rounds' check runs, want 4", rounds)
+	if rounds != 7 {
+		t.Errorf("%d failed rounds' check runs, want 7", rounds)
 	}
 	reverts := 0
 	for sha := w.GitHub.Branches[p.Branch]; sha != ""; sha = w.GitHub.Commits[sha].Parent {
@@ -112,23 +136,23 @@ func TestFixRoundsStall(t *testing.T) {
 			reverts++
 		}
 	}
-	if reverts != 4 {
+	if reverts != 7 {
 		t.Errorf("%d revert commits, want one a round", reverts)
 	}
-	// Round 5: the third without progress.
+	// Round 8: the third after the replan without progress.
 	failRuns(t, w, "test")
 	p = planOf(t, w)
-	if p.State.Run() != plan.Idle || len(*prompts) != 5 {
-		t.Fatalf("after three rounds without progress: %s, %d calls", p.State, len(*prompts))
+	if p.State.Run() != plan.Idle || len(*prompts) != 8 {
+		t.Fatalf("after three more rounds without progress: %s, %d calls", p.State, len(*prompts))
 	}
 	ph, _ := p.Phases.Find("phase-1")
 	if ph.Status != phases.Failed || p.Stalls["phase-1"] != nil {
 		t.Errorf("phase-1 %s, record %+v", ph.Status, p.Stalls["phase-1"])
 	}
-	reply := w.GitHub.Written[len(w.GitHub.Written)-1]
-	for _, want := range []string{"Phase **phase-1** failed", "ran 5 rounds", "the last 3 without fewer failing checks"} {
-		if !strings.Contains(strings.Join(w.GitHub.Written, "\n"), want) {
-			t.Errorf("no %q in what Forge wrote; last:\n%s", want, reply)
+	all := strings.Join(w.GitHub.Written, "\n")
+	for _, want := range []string{"Phase **phase-1** failed", "ran 8 rounds", "the last 3 without fewer failing checks"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no %q in what Forge wrote", want)
 		}
 	}
 }

@@ -89,6 +89,9 @@ type Record struct {
 	// Replanned is set once the phase was re-drafted: the next stall asks
 	// a person.
 	Replanned bool `json:"replanned,omitempty"`
+	// ReplanDue is set from a Replan until the phase is re-drafted (the
+	// next round's start): a job stopped between them re-drafts it then.
+	ReplanDue bool `json:"replan_due,omitempty"`
 	// Chosen is set when a person chose an option: a failing round after
 	// it starts a new diagnosis.
 	Chosen bool `json:"chosen,omitempty"`
@@ -158,7 +161,7 @@ func (r *Record) Observe(o Observation) Action {
 
 // DidReplan records the replan: the stall counter starts again.
 func (r *Record) DidReplan() {
-	r.Replanned, r.NoProgress = true, 0
+	r.Replanned, r.ReplanDue, r.NoProgress = true, false, 0
 }
 
 // Choose records a person's choice: the next round verifies it.
