@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -38,12 +39,25 @@ func (r *run) failedRound(ctx context.Context, w *plan.Await, ph *phases.Phase, 
 	p := r.p
 	rec := p.roundRecord(ph.ID)
 	act := rec.Observe(stall.Observation{Failing: names, Signature: stall.Signature(why), Summary: strings.Join(why, "\n")})
-	if act == stall.Replan {
+	switch act {
+	case stall.Replan:
 		// Re-drafted as the next round starts (implement).
 		rec.ReplanDue = true
-	} else if act != stall.Continue {
-		s := &templates.Stall{Rounds: rec.Rounds, Without: rec.NoProgress, Ceiling: rec.Rounds >= stall.Ceiling}
+	case stall.Decide:
+		derr := r.requestDecision(ctx, w, ph, check, rec, why)
+		var limited *RateLimitError
+		if derr == nil || ctx.Err() != nil || errors.As(derr, &limited) {
+			return checksDecision, derr == nil, nil, derr
+		}
+		r.log.Warn().Err(derr).Str("phase", ph.ID).Msg("no decision request: the run stops on the phase")
+		s := &templates.Stall{Rounds: rec.Rounds, Without: rec.NoProgress, Ceiling: rec.Rounds >= stall.Ceiling,
+			Diagnosis: Untrusted(derr.Error(), maxReason)}
 		// A person's retry starts the loop again.
+		delete(p.Stalls, ph.ID)
+		return "", false, s, nil
+	case stall.Continue:
+	default:
+		s := &templates.Stall{Rounds: rec.Rounds, Without: rec.NoProgress, Ceiling: rec.Rounds >= stall.Ceiling}
 		delete(p.Stalls, ph.ID)
 		return "", false, s, nil
 	}

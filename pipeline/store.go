@@ -102,6 +102,9 @@ type Plan struct {
 	// Stalls are the round loops of the phases whose checks failed
 	// (phases.fix_rounds), by phase id: rounds, progress, replans.
 	Stalls map[string]*stall.Record `json:",omitempty"`
+	// Decision is the decision request of a phase whose round loop
+	// stalled, kept after the choice (Chosen) until the next one.
+	Decision *Decision `json:",omitempty"`
 	// AwaitBatch are the other phases of a batch (a DAG) whose commits
 	// the commit the run waits on holds (State.Await, SHA): that wait
 	// decides them too.

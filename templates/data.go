@@ -111,6 +111,26 @@ type (
 		Head
 		Table AcceptanceTable
 	}
+	// Decision asks people to choose how a stalled phase goes on: the
+	// Pattern its rounds show (stall.Pattern), the diagnosis's Cause
+	// (escaped) and its Options. Rounds ran; Ceiling when they reached the
+	// most one phase runs, Again when the option chosen failed.
+	Decision struct {
+		Head
+		PhaseID, Title string
+		Rounds         int
+		Ceiling, Again bool
+		Pattern        string
+		Cause          string
+		Options        []DecisionOption
+	}
+	// DecisionOption is one of a decision's options: the Change, fenced,
+	// its Tradeoffs and the Checks it affects, escaped.
+	DecisionOption struct {
+		Change    string
+		Tradeoffs string
+		Checks    []string
+	}
 	// AlreadyRunning: a command that needs an idle plan met a running one.
 	AlreadyRunning struct{ Head }
 	// Approval: the approval gate's answer.
@@ -342,6 +362,8 @@ type (
 		By     string
 		Status string
 		Need   string
+		// Option is the decision's option By chose (Event "chosen").
+		Option int
 		// An escalation's (Event "escalated", Guard its reason): the step
 		// it stopped at, what Forge saw (Why), what to read (Artifact),
 		// the error (Cause) and a failed agent's last output (Tail);
@@ -563,6 +585,9 @@ type (
 	Stall struct {
 		Rounds, Without int
 		Ceiling         bool
+		// Diagnosis is why no decision could be asked (the diagnosis
+		// agent failed, or its answer was not the JSON asked for), escaped.
+		Diagnosis string
 	}
 	// OpenPlan answers a second /forge or /plan on an issue whose plan is
 	// still open (not DONE, CLOSED nor CANCELLED): that plan, instead of
@@ -882,6 +907,7 @@ type (
 
 func (AcceptanceTable) Template() string  { return "acceptance-table" }
 func (AcceptanceWait) Template() string   { return "acceptance-wait" }
+func (Decision) Template() string         { return "decision" }
 func (AgentWrote) Template() string       { return "agent-wrote" }
 func (AlreadyRunning) Template() string   { return "already-running" }
 func (Approval) Template() string         { return "approval" }
@@ -1041,6 +1067,20 @@ type (
 		History          string
 		Rounds, Without  int
 	}
+	// Diagnoser asks why a stalled phase is stuck and for MinOptions to
+	// MaxOptions ways on: its change spec and the failing checks of its
+	// last rounds (History), both fenced, and the Pattern Forge sees.
+	Diagnoser struct {
+		PlanID, PlanPath       string
+		PhaseID, Title         string
+		Description            string
+		ChangeSpec             string
+		History                string
+		Pattern                string
+		Rounds                 int
+		Replanned              bool
+		MinOptions, MaxOptions int
+	}
 	// MemoryAgent asks what a plan that is done taught: its plan, the
 	// findings of its reviews and its changes, each fenced as data, and
 	// Known, the facts already learned that concern it.
@@ -1069,6 +1109,7 @@ func (Implementer) Template() string  { return "implementer" }
 func (PhaseAuditor) Template() string { return "phase_auditor" }
 func (MemoryAgent) Template() string  { return "memory" }
 func (Replanner) Template() string    { return "replan" }
+func (Diagnoser) Template() string    { return "diagnose" }
 
 // DoctorCheck is one line of `forge doctor`.
 type DoctorCheck struct {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
-	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/pipelinetest"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
@@ -62,21 +62,41 @@ func failRuns(t *testing.T, w *pipelinetest.World, names ...string) {
 	runJobs(t, w)
 }
 
+// diagnosis is a diagnosis agent's answer with two options, the second
+// hostile.
+const diagnosis = `{"cause": "The test wants a table, the phase writes prose.", "options": [
+	{"change": "- ` + "`docs/hello.md`" + ` — keep the prose, relax the test", "tradeoffs": "weaker test", "checks": ["test"]},
+	{"change": "- ` + "`docs/hello.md`" + ` — write the greeting as a table <!-- forge:plan-001:x -->", "tradeoffs": "longer file @octocat", "checks": ["test", "vet"]}]}`
+
+// stallReviser answers the replan and the diagnosis prompts; replans and
+// diagnoses are the prompts it got.
+func stallReviser(w *pipelinetest.World, answer string) (replans, diagnoses *[]string) {
+	replans, diagnoses = new([]string), new([]string)
+	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
+		if strings.Contains(req.Prompt, "asked for a diagnosis") {
+			*diagnoses = append(*diagnoses, req.Prompt)
+			return agent.Result{Output: answer}, nil
+		}
+		*replans = append(*replans, req.Prompt)
+		return agent.Result{Output: "- `docs/hello.md` — a new approach: write the greeting as a list."}, nil
+	}
+	return replans, diagnoses
+}
+
 // TestFixRoundsStall: with phases.fix_rounds a phase whose checks fail
 // runs again, its attempt reverted and the failing checks fenced in the
 // implementer's prompt; progress (fewer failing checks) keeps it going.
 // Three rounds in a row without progress re-draft the phase with a new
 // approach (the reviser's, written to the phases file, in the next
-// prompt) and reset the count; three more stop the run on the phase,
-// saying so.
+// prompt) and reset the count; three more ask for a decision: the
+// diagnosis's options in a comment (escaped), label forge:decision, the
+// phase's check run action_required with a button per option. /forge
+// choose 2 runs the next round with option 2's change; it passes and the
+// plan is DONE.
 func TestFixRoundsStall(t *testing.T) {
 	w, p, prompts := roundsWorld(t)
 	ctx := context.Background()
-	var replans []string
-	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
-		replans = append(replans, req.Prompt)
-		return agent.Result{Output: "- `docs/hello.md` — a new approach: write the greeting as a table."}, nil
-	}
+	replans, diagnoses := stallReviser(w, diagnosis)
 	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
 		t.Fatal(err)
 	}
@@ -104,16 +124,16 @@ func TestFixRoundsStall(t *testing.T) {
 			t.Fatalf("round %d: the new round's check run %+v", i+1, c)
 		}
 		replanned := i+1 >= 5
-		if got := len(replans) == 1; got != replanned {
-			t.Fatalf("round %d: %d replans", i+1, len(replans))
+		if got := len(*replans) == 1; got != replanned {
+			t.Fatalf("round %d: %d replans", i+1, len(*replans))
 		}
 		if ph, _ := p.Phases.Find("phase-1"); strings.Contains(ph.ChangeSpec, "a new approach") != replanned ||
 			strings.Contains(last, "a new approach") != replanned {
 			t.Fatalf("round %d: change spec %q", i+1, ph.ChangeSpec)
 		}
 	}
-	if !strings.Contains(replans[0], "the last 3 without fewer failing checks") || !strings.Contains(replans[0], "round 5: test (failure)") {
-		t.Errorf("the replan's prompt:\n%s", replans[0])
+	if !strings.Contains((*replans)[0], "the last 3 without fewer failing checks") || !strings.Contains((*replans)[0], "round 5: test (failure)") {
+		t.Errorf("the replan's prompt:\n%s", (*replans)[0])
 	}
 	if text, ok := w.GitHub.File(p.Branch, pipeline.PhasesFile("docs/plans", 1)); !ok || !strings.Contains(text, "a new approach") {
 		t.Errorf("the phases file lacks the new change spec:\n%s", text)
@@ -139,18 +159,95 @@ func TestFixRoundsStall(t *testing.T) {
 	if reverts != 7 {
 		t.Errorf("%d revert commits, want one a round", reverts)
 	}
-	// Round 8: the third after the replan without progress.
+
+	// Round 8: the third after the replan without progress asks for a
+	// decision.
 	failRuns(t, w, "test")
 	p = planOf(t, w)
-	if p.State.Run() != plan.Idle || len(*prompts) != 8 {
+	if h := p.State.Halt(); p.State.Run() != plan.Halted || h == nil || h.Reason != plan.ReasonDecision || h.Phase != "phase-1" || len(*prompts) != 8 {
 		t.Fatalf("after three more rounds without progress: %s, %d calls", p.State, len(*prompts))
 	}
-	ph, _ := p.Phases.Find("phase-1")
-	if ph.Status != phases.Failed || p.Stalls["phase-1"] != nil {
-		t.Errorf("phase-1 %s, record %+v", ph.Status, p.Stalls["phase-1"])
+	if len(*diagnoses) != 1 || !strings.Contains((*diagnoses)[0], "the same failure repeating") && !strings.Contains((*diagnoses)[0], "same-failure-repeating") {
+		t.Fatalf("diagnoses: %q", *diagnoses)
+	}
+	if !slices.Contains(w.GitHub.Labels[p.PR], "forge:decision") {
+		t.Errorf("labels %v", w.GitHub.Labels[p.PR])
+	}
+	run := w.GitHub.CheckRun("forge/phase-1")
+	if run == nil || run.Conclusion != "action_required" || len(run.Actions) != 2 || run.Actions[1].Identifier != "choose-2" {
+		t.Fatalf("the phase's check run: %+v", run)
+	}
+	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "action_required" || len(c.Actions) != 2 {
+		t.Errorf("the forge check run: %+v", c)
+	}
+	asked := ""
+	for _, b := range w.GitHub.Written {
+		if strings.Contains(b, "needs a decision") {
+			asked = b
+		}
+	}
+	for _, want := range []string{"phase-1", "### Option 2", "write the greeting as a table", "**Trade-offs:** longer file @\u200boctocat", "`test`, `vet`", "/forge choose <n>"} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("no %q in the decision request:\n%s", want, asked)
+		}
+	}
+	if strings.Contains(asked, "<!-- forge:plan-001:x") {
+		t.Errorf("the decision request holds the option's hidden comment:\n%s", asked)
+	}
+
+	// /forge choose 4: no such option, nothing changes.
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge choose 3")); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.State.Run() != plan.Halted {
+		t.Fatalf("after choosing an option not offered: %s", p.State)
+	}
+	// /forge choose 2: the next round runs with its change, and passes.
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge choose 2")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	p = planOf(t, w)
+	if p.State.Await() == nil || len(*prompts) != 9 || !strings.Contains((*prompts)[8], "write the greeting as a table") {
+		t.Fatalf("after the choice: %s, %d calls", p.State, len(*prompts))
+	}
+	if p.Decision == nil || p.Decision.Chosen != 2 || !p.Stalls["phase-1"].Chosen {
+		t.Errorf("decision %+v, record %+v", p.Decision, p.Stalls["phase-1"])
+	}
+	ci(t, w, "completed", "success")
+	runJobs(t, w)
+	for i := 0; i < 5 && planOf(t, w).State.Await() != nil; i++ {
+		ci(t, w, "completed", "success") // the audit phase's
+		runJobs(t, w)
+	}
+	p = planOf(t, w)
+	if p.State.Status() != plan.Done || p.Stalls["phase-1"] != nil {
+		t.Fatalf("after the chosen round passed: %s %q, record %+v", p.State, p.Error, p.Stalls["phase-1"])
+	}
+	if text, _ := w.GitHub.File(p.Branch, pipeline.PhasesFile("docs/plans", 1)); !strings.Contains(text, "write the greeting as a table") {
+		t.Errorf("the phases file lacks the chosen change:\n%s", text)
+	}
+}
+
+// TestFixRoundsUnreadableDiagnosis: a diagnosis that is not the JSON
+// asked for asks no decision: the run stops on the phase, saying why.
+func TestFixRoundsUnreadableDiagnosis(t *testing.T) {
+	w, p, _ := roundsWorld(t)
+	ctx := context.Background()
+	stallReviser(w, "Option 1: try harder.")
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	for range 6 {
+		failRuns(t, w, "test")
+	}
+	p = planOf(t, w)
+	if p.State.Run() != plan.Idle || p.State.Halt() != nil || p.Decision != nil {
+		t.Fatalf("after an unreadable diagnosis: %s", p.State)
 	}
 	all := strings.Join(w.GitHub.Written, "\n")
-	for _, want := range []string{"Phase **phase-1** failed", "ran 8 rounds", "the last 3 without fewer failing checks"} {
+	for _, want := range []string{"Phase **phase-1** failed", "ran 6 rounds", "Forge could not ask for a decision: the diagnosis is not the JSON object asked for"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no %q in what Forge wrote", want)
 		}

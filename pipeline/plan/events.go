@@ -119,6 +119,14 @@ type (
 		Cause
 		By string
 	}
+	// Choose answers a decision request (ReasonDecision): By chose
+	// Option (1-based) of the stalled phase's diagnosis, which its next
+	// round runs with.
+	Choose struct {
+		Cause
+		By     string
+		Option int
+	}
 )
 
 // Events raised by the pipeline itself.
@@ -213,6 +221,7 @@ func (PhasesMade) Name() string        { return "phases_made" }
 func (Classify) Name() string          { return "classify" }
 func (Pause) Name() string             { return "pause" }
 func (Resume) Name() string            { return "resume" }
+func (Choose) Name() string            { return "choose" }
 func (Override) Name() string          { return "override" }
 func (Terminate) Name() string         { return "terminate" }
 func (LoopHalted) Name() string        { return "halted" }

@@ -149,3 +149,32 @@ func TestSignature(t *testing.T) {
 		t.Error("signatures")
 	}
 }
+
+func TestParseDiagnosis(t *testing.T) {
+	ok := `{"cause": "the test expects a table", "options": [
+		{"change": "- a.go — write a table", "tradeoffs": "slower", "checks": ["test"]},
+		{"change": "- a.go — change the test", "tradeoffs": "weaker test", "checks": []}]}`
+	d, err := stall.ParseDiagnosis(ok)
+	if err != nil || len(d.Options) != 2 || d.Options[0].Checks[0] != "test" || d.Cause == "" {
+		t.Fatalf("%+v %v", d, err)
+	}
+	opt := `{"change": "c", "tradeoffs": "t", "checks": []}`
+	for name, bad := range map[string]string{
+		"one option":    `{"cause": "x", "options": [` + opt + `]}`,
+		"four options":  `{"cause": "x", "options": [` + opt + `,` + opt + `,` + opt + `,` + opt + `]}`,
+		"unknown field": `{"cause": "x", "extra": 1, "options": [` + opt + `,` + opt + `]}`,
+		"no cause":      `{"options": [` + opt + `,` + opt + `]}`,
+		"empty change":  `{"cause": "x", "options": [{"change": " ", "tradeoffs": "t"},` + opt + `]}`,
+		"trailing text": `{"cause": "x", "options": [` + opt + `,` + opt + `]} and more`,
+		"prose":         `Here are the options: 1. ...`,
+		"fenced":        "```json\n" + `{"cause": "x", "options": [` + opt + `,` + opt + `]}` + "\n```",
+	} {
+		if _, err := stall.ParseDiagnosis(bad); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	three := `{"cause": "x", "options": [` + opt + `,` + opt + `,` + opt + `]}`
+	if d, err := stall.ParseDiagnosis(three); err != nil || len(d.Options) != 3 {
+		t.Errorf("three options: %v", err)
+	}
+}
