@@ -253,3 +253,48 @@ func TestFixRoundsUnreadableDiagnosis(t *testing.T) {
 		}
 	}
 }
+
+// TestFixRoundsDecisionButton: the buttons of the phase's check run
+// answer the decision as /forge choose does; a button of an option the
+// decision does not offer, or pressed by someone below the approval
+// permission, changes nothing.
+func TestFixRoundsDecisionButton(t *testing.T) {
+	w, p, prompts := roundsWorld(t)
+	ctx := context.Background()
+	stallReviser(w, diagnosis)
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	for range 6 {
+		failRuns(t, w, "test")
+	}
+	run := w.GitHub.CheckRun("forge/phase-1")
+	press := func(who, id, delivery string) {
+		t.Helper()
+		if err := w.Forge.HandleCheckAction(ctx, pipeline.CheckActionArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo,
+			ExternalID: run.ExternalID, Identifier: id, HeadSHA: w.GitHub.Branches[p.Branch], Author: who, DeliveryID: delivery}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.GitHub.Perms["bob"] = "read"
+	press("bob", "choose-2", "b-1")
+	press("alice", "choose-3", "b-2")
+	if p = planOf(t, w); p.State.Halt() == nil || p.Decision == nil || p.Decision.Chosen != 0 {
+		t.Fatalf("after buttons that may not choose: %s, %+v", p.State, p.Decision)
+	}
+	press("alice", "choose-2", "b-3")
+	runJobs(t, w)
+	p = planOf(t, w)
+	if p.State.Await() == nil || p.Decision.Chosen != 2 || !strings.Contains((*prompts)[len(*prompts)-1], "write the greeting as a table") {
+		t.Fatalf("after the button: %s, %+v", p.State, p.Decision)
+	}
+	// The chosen option fails its round: a new diagnosis.
+	failRuns(t, w, "test")
+	if p = planOf(t, w); p.State.Halt() == nil || p.State.Halt().Reason != plan.ReasonDecision {
+		t.Fatalf("after the chosen option failed: %s", p.State)
+	}
+	if !strings.Contains(w.GitHub.Written[len(w.GitHub.Written)-1]+strings.Join(w.GitHub.Written, ""), "failed its checks again with the option chosen") {
+		t.Errorf("no new decision request")
+	}
+}
