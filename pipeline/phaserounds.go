@@ -116,3 +116,19 @@ func (r *run) failedChecks(ph *phases.Phase) string {
 	}
 	return ""
 }
+
+// infraRetry reports whether implement phase ph, which failed with err,
+// runs again without counting a round (phases.fix_rounds): err is the
+// infrastructure's, a GitHub or network failure that passes, not the
+// phase's, and the phase's last attempt was not such a retry already
+// (seed 001: an infrastructure failure retries once).
+func (r *run) infraRetry(ph *phases.Phase, err error) bool {
+	if !r.cfg.Phases.FixRounds || ph.Kind != phases.Implement || !isTransient(err) || isEscalation(err) {
+		return false
+	}
+	if r.p.roundRecord(ph.ID).Observe(stall.Observation{Infra: true}) != stall.RetryInfra {
+		return false
+	}
+	r.log.Warn().Err(err).Str("phase", ph.ID).Msg("an infrastructure failure: the phase runs once more, no round counted")
+	return true
+}

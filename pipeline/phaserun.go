@@ -141,10 +141,20 @@ func (r *run) runPhases(ctx context.Context) error {
 			// progress, runs again (a commit it made is found, not made
 			// twice).
 			return perr
+		case perr != nil && r.infraRetry(ph, perr):
+			// Not the phase's failure: it runs once more, no round
+			// counted.
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+			continue
 		case perr != nil:
 			ph.Status, ph.Error = phases.Failed, perr.Error()
 			return r.apply(ctx, plan.PhaseFailed{Reply: r.failureReply(perr, ph.ID),
 				Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
+		}
+		if rec := p.Stalls[ph.ID]; rec != nil {
+			rec.InfraRetried = false // the attempt went through: a later failure retries again
 		}
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))
 		r.phaseRan(ph.ID, r.await != nil)

@@ -298,3 +298,32 @@ func TestFixRoundsDecisionButton(t *testing.T) {
 		t.Errorf("no new decision request")
 	}
 }
+
+// TestFixRoundsInfrastructureRetry: a GitHub failure that passes (a 5xx)
+// as a round starts runs the phase once more without counting a round;
+// two in a row stop the run on the phase.
+func TestFixRoundsInfrastructureRetry(t *testing.T) {
+	w, p, prompts := roundsWorld(t)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	bad := fmt.Errorf("%w: 502 Bad Gateway", pipeline.ErrTransient)
+	w.GitHub.FailNext("CommitFiles", bad) // round 2's revert
+	failRuns(t, w, "test")
+	p = planOf(t, w)
+	if p.State.Await() == nil || p.Stalls["phase-1"].Rounds != 1 || len(*prompts) != 2 || p.Stalls["phase-1"].InfraRetried {
+		t.Fatalf("after one infrastructure failure: %s %q, record %+v, %d calls", p.State, p.Error, p.Stalls["phase-1"], len(*prompts))
+	}
+	w.GitHub.FailNext("CommitFiles", bad)
+	w.GitHub.FailNext("CommitFiles", bad)
+	failRuns(t, w, "test")
+	p = planOf(t, w)
+	if p.State.Run() != plan.Idle || p.Stalls["phase-1"].Rounds != 2 {
+		t.Fatalf("after two infrastructure failures in a row: %s, record %+v", p.State, p.Stalls["phase-1"])
+	}
+	if all := strings.Join(w.GitHub.Written, "\n"); !strings.Contains(all, "Phase **phase-1** failed") || !strings.Contains(all, "502 Bad Gateway") {
+		t.Errorf("the stop does not say the infrastructure failed")
+	}
+}
