@@ -93,7 +93,11 @@ func (r *run) replanPhase(ctx context.Context, ph *phases.Phase, rec *stall.Reco
 	data := templates.Replanner{PlanID: PlanID(p.Number), PlanPath: p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
 		Description: ph.Description, ChangeSpec: Fence(ph.ChangeSpec), History: Fence(strings.Join(hist, "\n")),
 		Rounds: rec.Rounds, Without: rec.NoProgress}
+	// The heavier model, if the repository names one, for this call only
+	// (a replan happens once a phase).
+	r.escalated = r.cfg.Agents.EscalationModel
 	res, err := r.callAgent(ctx, agent.Reviser, data, wc.Dir(), 0)
+	r.escalated = ""
 	if err != nil {
 		return err
 	}

@@ -327,3 +327,38 @@ func TestFixRoundsInfrastructureRetry(t *testing.T) {
 		t.Errorf("the stop does not say the infrastructure failed")
 	}
 }
+
+// TestFixRoundsEscalationModel: agents.escalation_model runs the replan,
+// once; the diagnosis and every other call keep the reviser's model.
+func TestFixRoundsEscalationModel(t *testing.T) {
+	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
+		".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1m\n  fix_rounds: true\nagents:\n  escalation_model: heavy-1\n"})
+	var models []string
+	w.Agents[agent.Reviser] = func(req agent.Request) (agent.Result, error) {
+		models = append(models, req.Model)
+		if strings.Contains(req.Prompt, "asked for a diagnosis") {
+			return agent.Result{Output: diagnosis}, nil
+		}
+		if strings.Contains(req.Prompt, "is stuck") {
+			return agent.Result{Output: "- `docs/hello.md` — a new approach."}, nil
+		}
+		return agent.Result{Output: pipelinetest.Plan(req.PlanID)}, nil
+	}
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	p := planOf(t, w)
+	models = nil
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	for range 6 {
+		failRuns(t, w, "test")
+	}
+	if !slices.Equal(models, []string{"heavy-1", "scripted"}) {
+		t.Errorf("the reviser's models: %v, want the replan's heavy-1, then the diagnosis's own", models)
+	}
+}

@@ -135,7 +135,10 @@ type Agents struct {
 	Reviser      Agent         `yaml:"reviser" type:"mapping or runtime name" doc:"The reviser's, which revises the plan after a blocking round or people's notes."`
 	Implementer  Agent         `yaml:"implementer" type:"mapping or runtime name" doc:"The implementer's, which changes the files of an implement phase."`
 	PhaseAuditor Agent         `yaml:"phase_auditor" type:"mapping or runtime name" doc:"The phase auditor's, which audits the whole change in the audit phase."`
-	Memory       Agent         `yaml:"memory" type:"mapping or runtime name" doc:"The memory agent's, which writes down what a plan that is done taught about the repository (its conventions, gotchas, architecture, patterns and decisions), for the prompts of the plans after it; a small, cheap model is enough."`
+	// EscalationModel is the heavier model a stalled phase's replan runs
+	// on, once (issue 15, seed 001's escalation rule).
+	EscalationModel string `yaml:"escalation_model" doc:"A heavier model for the reviser's one re-draft of a phase whose round loop stalled ('phases.fix_rounds'): used once, then the reviser's own again; as the operator's policy allows for the reviser. Left out, the replan uses the reviser's model."`
+	Memory          Agent  `yaml:"memory" type:"mapping or runtime name" doc:"The memory agent's, which writes down what a plan that is done taught about the repository (its conventions, gotchas, architecture, patterns and decisions), for the prompts of the plans after it; a small, cheap model is enough."`
 }
 
 // Agent names one of the server's runtimes and a model: a repository

@@ -174,7 +174,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			want: []string{
 				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, fix_rounds, max_concurrent, max_context_files, max_run, timeout, wait_for_checks)",
-				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, memory, phase_auditor, reviser, timeout)",
+				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, escalation_model, implementer, memory, phase_auditor, reviser, timeout)",
 			},
 		},
 		{
