@@ -362,6 +362,15 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 		return nil
 	}
 	cause := plan.Cause{Trigger: "button:" + a.DeliveryID, On: p.PR}
+	if n := optionOf(a.Identifier); n != 0 {
+		// A stalled phase's decision: its buttons are on the phase's
+		// check run and the forge one.
+		ev, err := choose(p, n, a.Author, cause)
+		if err != nil {
+			return nil // an option the decision does not offer: no such button
+		}
+		return f.press(ctx, gh, p, a.Identifier, ev)
+	}
 	if phaseID != "" {
 		return f.phaseAction(ctx, gh, p, a.Identifier, phaseID, cause)
 	}

@@ -136,6 +136,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		return c.pause(ctx, cmd)
 	case command.Resume, command.Override, command.Terminate:
 		return c.decide(ctx, cmd)
+	case command.Choose:
+		return c.choose(ctx, cmd)
 	case command.FollowUp:
 		return c.followUp(ctx, cmd)
 	}
@@ -252,6 +254,21 @@ func (c *commandCtx) decide(ctx context.Context, cmd command.Command) error {
 		return err
 	}
 	return c.apply(ctx, p, haltDecision(p, string(cmd.Kind), c.a.Author, c.cause()))
+}
+
+// choose answers a stalled phase's decision request with the option
+// the command names.
+func (c *commandCtx) choose(ctx context.Context, cmd command.Command) error {
+	p, err := c.planOrAnswer(ctx, cmd)
+	if p == nil {
+		return err
+	}
+	ev, err := choose(p, cmd.Option, c.a.Author, c.cause())
+	if errors.Is(err, errNoOption) {
+		return c.reply(ctx, withPlan(&templates.UsageError{Problem: templates.UsageProblem{Event: "not-option", Arg: strconv.Itoa(cmd.Option)},
+			Usage: cmd.Kind.Usage()}, p))
+	}
+	return c.apply(ctx, p, ev)
 }
 
 // skipIdle skips the next phase of a plan no job runs, in its phases, and

@@ -101,7 +101,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	}
 	check := CheckRun{ID: w.CheckRunID, Name: "forge/" + ph.ID, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: templates.Line(summary)}
 	if timedOut || len(ci.FailedSuites) > 0 || len(ci.FailedStatuses) > 0 {
-		var why []string
+		var why, names []string
 		if len(ci.FailedSuites) > 0 {
 			runs, err := r.gh.CheckRuns(ctx, p.Repo, w.SHA)
 			if err != nil {
@@ -112,17 +112,28 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 					continue
 				}
 				why = append(why, Untrusted(fmt.Sprintf("%s (%s): %s %s", c.Name, c.Conclusion, c.Title, c.Summary), maxReason))
+				names = append(names, c.Name)
 			}
 			if len(why) == 0 {
 				for _, s := range ci.FailedSuites {
 					why = append(why, Untrusted(fmt.Sprintf("%s (%s)", s.AppName, s.Conclusion), maxReason))
+					names = append(names, s.AppName)
 				}
 			}
 		}
 		why = append(why, ci.FailedStatuses...)
+		names = append(names, ci.FailedStatuses...)
+		var stalled *templates.Stall
+		if r.cfg.Phases.FixRounds && !timedOut && len(p.awaitPhases(w)) == 1 && ph.Kind == phases.Implement {
+			state, ok, s, err := r.failedRound(ctx, w, ph, check, names, why)
+			if err != nil || ok {
+				return state, err
+			}
+			stalled = s
+		}
 		ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
 		r.phaseCI(ph.ID, ciFailed)
-		data := &templates.PhaseStopped{PhaseID: ph.ID, Total: len(p.Phases.Phases)}
+		data := &templates.PhaseStopped{PhaseID: ph.ID, Total: len(p.Phases.Phases), Stall: stalled}
 		check.Conclusion = "failure"
 		if timedOut {
 			waited := elapsed(now.Sub(since))
@@ -184,6 +195,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			return "", err
 		}
 		bph.Status, bph.FailureHashes = phases.Done, nil
+		delete(p.Stalls, bph.ID)
 		p.PhasesRun++
 		r.phaseEnded(bph.ID)
 		r.phaseCI(bph.ID, result)

@@ -74,7 +74,7 @@ func (r *run) runPhases(ctx context.Context) error {
 		}
 		if p.State.Await() != nil {
 			state, err := r.awaitChecks(ctx)
-			if err != nil || state != checksPassed {
+			if err != nil || (state != checksPassed && state != checksRound) {
 				return err
 			}
 			continue
@@ -141,10 +141,20 @@ func (r *run) runPhases(ctx context.Context) error {
 			// progress, runs again (a commit it made is found, not made
 			// twice).
 			return perr
+		case perr != nil && r.infraRetry(ph, perr):
+			// Not the phase's failure: it runs once more, no round
+			// counted.
+			if err := r.save(ctx); err != nil {
+				return err
+			}
+			continue
 		case perr != nil:
 			ph.Status, ph.Error = phases.Failed, perr.Error()
 			return r.apply(ctx, plan.PhaseFailed{Reply: r.failureReply(perr, ph.ID),
 				Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
+		}
+		if rec := p.Stalls[ph.ID]; rec != nil {
+			rec.InfraRetried = false // the attempt went through: a later failure retries again
 		}
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(r.f.now().Sub(start)))
 		r.phaseRan(ph.ID, r.await != nil)
@@ -241,6 +251,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		for _, ph := range append([]*phases.Phase{ph}, with...) {
 			ph.Status, ph.Error = phases.Skipped, ""
 			ph.FailureHashes, p.FailedParent = nil, ""
+			delete(p.Stalls, ph.ID)
 			r.phaseEnded(ph.ID)
 			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
 				Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "skipped"}), ExternalID: PlanID(p.Number) + "/" + ph.ID}
@@ -438,9 +449,14 @@ func (r *run) watchStop(ctx context.Context, cancel context.CancelFunc) func() p
 // audit phase the phase auditor's with the plan and the diff; remembered is
 // what earlier plans taught that concerns the phase.
 func (r *run) phasePrompt(ph *phases.Phase, projectContext, remembered string, audit *templates.PhaseAuditor) templates.Data {
+	prev, failed := r.prevError, r.failedChecks(ph)
+	if failed != "" {
+		// The checks' output goes fenced below, not on this line.
+		prev = "its checks failed"
+	}
 	data := templates.Phase{
 		PlanID: PlanID(r.p.Number), PlanPath: r.p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
-		Description: ph.Description, ChangeSpec: ph.ChangeSpec, Files: ph.ContextFiles, PreviousError: r.prevError,
+		Description: ph.Description, ChangeSpec: ph.ChangeSpec, Files: ph.ContextFiles, PreviousError: prev, FailedChecks: failed,
 		ProjectContext: projectContext, Memory: remembered,
 	}
 	if ph.Kind != phases.Implement {
@@ -458,7 +474,8 @@ func (r *run) phasePrompt(ph *phases.Phase, projectContext, remembered string, a
 func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 	p := r.p
 	msg := fmt.Sprintf("%s %s: %s", PlanID(p.Number), ph.ID, ph.Title)
-	if ph.FailureHashes != nil && p.FailedParent != "" {
+	retry := ph.FailureHashes != nil && p.FailedParent != ""
+	if retry {
 		// A retry after failed checks: undo the attempt, then go again.
 		if err := r.revertFailedAttempt(ctx, ph); err != nil {
 			return err
@@ -469,6 +486,12 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 			r.recordCommit(ph.ID, true)
 		}
 		return err
+	}
+	if rec := p.Stalls[ph.ID]; rec != nil && rec.ReplanDue {
+		// The round loop stalled: a new approach first.
+		if err := r.replanPhase(ctx, ph, rec); err != nil {
+			return err
+		}
 	}
 	ch, err := r.implementChanges(ctx, ph)
 	if err != nil {

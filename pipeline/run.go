@@ -153,15 +153,18 @@ func (f *Forge) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, i
 
 // run is one forge job's work on a plan.
 type run struct {
-	f       *Forge
-	p       *Plan
-	gh      GitHub
-	ws      Workspace
-	cfg     repoconfig.Config
-	log     zerolog.Logger
-	started time.Time
-	resumed bool
-	attempt int
+	// escalated is the model an agent call is made on instead of its
+	// role's (agents.escalation_model, a stalled phase's replan).
+	escalated string
+	f         *Forge
+	p         *Plan
+	gh        GitHub
+	ws        Workspace
+	cfg       repoconfig.Config
+	log       zerolog.Logger
+	started   time.Time
+	resumed   bool
+	attempt   int
 	// what the run is doing, for the error report
 	doing templates.Step
 	// humanChange is set when a person pushed to the plan branch meanwhile.

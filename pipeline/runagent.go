@@ -40,6 +40,10 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 	if !ok {
 		choice, _ = r.cfg.Agents.ForRole(string(role))
 	}
+	if r.escalated != "" {
+		// A stalled phase's replan, once on the heavier model.
+		choice.Model = r.escalated
+	}
 	rt, model, err := r.f.Agents.Runtime(role, choice)
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("%s agent: %w", role, err)

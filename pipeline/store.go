@@ -9,6 +9,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/stall"
 )
 
 // Plan is a plan as Forge records it. GitHub holds the plan's text; the
@@ -98,6 +99,12 @@ type Plan struct {
 	// FailedParent is the commit before a phase attempt that its checks
 	// failed: a retry reverts the attempt's files to it.
 	FailedParent string
+	// Stalls are the round loops of the phases whose checks failed
+	// (phases.fix_rounds), by phase id: rounds, progress, replans.
+	Stalls map[string]*stall.Record `json:",omitempty"`
+	// Decision is the decision request of a phase whose round loop
+	// stalled, kept after the choice (Chosen) until the next one.
+	Decision *Decision `json:",omitempty"`
 	// AwaitBatch are the other phases of a batch (a DAG) whose commits
 	// the commit the run waits on holds (State.Await, SHA): that wait
 	// decides them too.

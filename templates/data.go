@@ -111,6 +111,26 @@ type (
 		Head
 		Table AcceptanceTable
 	}
+	// Decision asks people to choose how a stalled phase goes on: the
+	// Pattern its rounds show (stall.Pattern), the diagnosis's Cause
+	// (escaped) and its Options. Rounds ran; Ceiling when they reached the
+	// most one phase runs, Again when the option chosen failed.
+	Decision struct {
+		Head
+		PhaseID, Title string
+		Rounds         int
+		Ceiling, Again bool
+		Pattern        string
+		Cause          string
+		Options        []DecisionOption
+	}
+	// DecisionOption is one of a decision's options: the Change, fenced,
+	// its Tradeoffs and the Checks it affects, escaped.
+	DecisionOption struct {
+		Change    string
+		Tradeoffs string
+		Checks    []string
+	}
 	// AlreadyRunning: a command that needs an idle plan met a running one.
 	AlreadyRunning struct{ Head }
 	// Approval: the approval gate's answer.
@@ -189,6 +209,12 @@ type (
 		// Ignored are the suites a phase did not wait for: none of their
 		// runs started within Wait.
 		Ignored []string
+		// Round is a phase's round whose checks Failed (escaped), with
+		// another round to come (phases.fix_rounds), re-drafted first
+		// when Replan.
+		Round  int
+		Failed []string
+		Replan bool
 	}
 	// CheckOutput is the forge check run's text.
 	CheckOutput struct {
@@ -336,6 +362,8 @@ type (
 		By     string
 		Status string
 		Need   string
+		// Option is the decision's option By chose (Event "chosen").
+		Option int
 		// An escalation's (Event "escalated", Guard its reason): the step
 		// it stopped at, what Forge saw (Why), what to read (Artifact),
 		// the error (Cause) and a failed agent's last output (Tail);
@@ -549,6 +577,17 @@ type (
 		Timeout     string
 		Pending     []string
 		Failed      []string
+		// Stall is why the phase's round loop ended (phases.fix_rounds).
+		Stall *Stall
+	}
+	// Stall is a phase's round loop ended: Rounds ran, the last Without
+	// of them without progress, or the Ceiling of rounds reached.
+	Stall struct {
+		Rounds, Without int
+		Ceiling         bool
+		// Diagnosis is why no decision could be asked (the diagnosis
+		// agent failed, or its answer was not the JSON asked for), escaped.
+		Diagnosis string
 	}
 	// OpenPlan answers a second /forge or /plan on an issue whose plan is
 	// still open (not DONE, CLOSED nor CANCELLED): that plan, instead of
@@ -868,6 +907,7 @@ type (
 
 func (AcceptanceTable) Template() string  { return "acceptance-table" }
 func (AcceptanceWait) Template() string   { return "acceptance-wait" }
+func (Decision) Template() string         { return "decision" }
 func (AgentWrote) Template() string       { return "agent-wrote" }
 func (AlreadyRunning) Template() string   { return "already-running" }
 func (Approval) Template() string         { return "approval" }
@@ -999,8 +1039,11 @@ type (
 		ChangeSpec       string
 		Files            []string
 		PreviousError    string
-		ProjectContext   string
-		Memory           string
+		// FailedChecks are the failing checks of the phase's last round
+		// (phases.fix_rounds), fenced.
+		FailedChecks   string
+		ProjectContext string
+		Memory         string
 	}
 	// Implementer implements a phase.
 	Implementer struct{ Phase }
@@ -1012,6 +1055,31 @@ type (
 		// phase's commits with the checks that passed on them, both
 		// fenced; empty for a plan without criteria.
 		Criteria, Evidence string
+	}
+	// Replanner re-drafts a stalled phase with a new approach: its change
+	// spec so far and the failing checks of its last rounds (History),
+	// both fenced; Rounds ran, the last Without without progress.
+	Replanner struct {
+		PlanID, PlanPath string
+		PhaseID, Title   string
+		Description      string
+		ChangeSpec       string
+		History          string
+		Rounds, Without  int
+	}
+	// Diagnoser asks why a stalled phase is stuck and for MinOptions to
+	// MaxOptions ways on: its change spec and the failing checks of its
+	// last rounds (History), both fenced, and the Pattern Forge sees.
+	Diagnoser struct {
+		PlanID, PlanPath       string
+		PhaseID, Title         string
+		Description            string
+		ChangeSpec             string
+		History                string
+		Pattern                string
+		Rounds                 int
+		Replanned              bool
+		MinOptions, MaxOptions int
 	}
 	// MemoryAgent asks what a plan that is done taught: its plan, the
 	// findings of its reviews and its changes, each fenced as data, and
@@ -1040,6 +1108,8 @@ func (Reviser) Template() string      { return "reviser" }
 func (Implementer) Template() string  { return "implementer" }
 func (PhaseAuditor) Template() string { return "phase_auditor" }
 func (MemoryAgent) Template() string  { return "memory" }
+func (Replanner) Template() string    { return "replan" }
+func (Diagnoser) Template() string    { return "diagnose" }
 
 // DoctorCheck is one line of `forge doctor`.
 type DoctorCheck struct {

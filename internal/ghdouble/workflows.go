@@ -18,6 +18,11 @@ type Workflow struct {
 	Jobs       []string      // the jobs, each a check run: "vet", "test"
 	Duration   time.Duration // from the push to the jobs' completion
 	Conclusion string        // "success" when empty
+	// Judge, when set, concludes each job from the pushed commit's files
+	// instead (file reads one; false when the commit has none there), with
+	// the summary its check run shows: CI that fails until the code is
+	// right.
+	Judge func(job string, file func(path string) (string, bool)) (conclusion, summary string)
 }
 
 // AddWorkflow installs GitHub Actions on repo with the workflow wf, which
@@ -51,23 +56,50 @@ func (s *Server) startWorkflowLocked(r *Repo, app appRef, wf Workflow, sha strin
 		ids = append(ids, run.ID)
 	}
 	s.running.Add(1)
-	go s.finishWorkflow(r, app, wf, ids)
+	go s.finishWorkflow(r, app, wf, ids, sha)
 }
 
-func (s *Server) finishWorkflow(r *Repo, app appRef, wf Workflow, ids []int64) {
+// fileAt reads path at commit sha of r's git repository, for a workflow's
+// Judge (outside the test's goroutine: errors are reported, not fatal).
+func (s *Server) fileAt(r *Repo, sha, path string) (string, bool) {
+	entries, err := r.git.lsTree(sha, false, path)
+	if err != nil {
+		s.reportf("workflow: read %s at %s: %v", path, sha, err)
+		return "", false
+	}
+	if len(entries) != 1 || entries[0].Type != "blob" || entries[0].Path != path {
+		return "", false
+	}
+	data, err := r.git.readObject("blob", entries[0].SHA)
+	if err != nil {
+		s.reportf("workflow: read %s at %s: %v", path, sha, err)
+		return "", false
+	}
+	return string(data), true
+}
+
+func (s *Server) finishWorkflow(r *Repo, app appRef, wf Workflow, ids []int64, sha string) {
 	defer s.running.Done()
 	select {
 	case <-s.background.Done():
 		return
 	case <-time.After(wf.Duration):
 	}
+	conclusions, summaries := make([]string, len(ids)), make([]string, len(ids))
+	for i := range ids {
+		conclusions[i] = wf.Conclusion
+		summaries[i] = fmt.Sprintf("Job %s of the %s workflow, played by the GitHub double: it concluded %s without running any code.", wf.Jobs[i], wf.Name, wf.Conclusion)
+		if wf.Judge != nil {
+			conclusions[i], summaries[i] = wf.Judge(wf.Jobs[i], func(path string) (string, bool) { return s.fileAt(r, sha, path) })
+		}
+	}
 	var suiteID int64
 	r.mu.Lock()
 	for i, id := range ids {
 		run := r.checkRuns[id]
 		spec := CheckRunSpec{
-			Status: "completed", Conclusion: wf.Conclusion, Title: fmt.Sprintf("%s: %s", wf.Jobs[i], wf.Conclusion),
-			Summary: fmt.Sprintf("Job %s of the %s workflow, played by the GitHub double: it concluded %s without running any code.", wf.Jobs[i], wf.Name, wf.Conclusion),
+			Status: "completed", Conclusion: conclusions[i], Title: fmt.Sprintf("%s: %s", wf.Jobs[i], conclusions[i]),
+			Summary: summaries[i],
 		}
 		if e := s.applyCheckRun(run, spec.request()); e != nil {
 			s.reportf("complete job %s of workflow %s: %s", wf.Jobs[i], wf.Name, describe(e))

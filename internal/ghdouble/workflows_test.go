@@ -64,3 +64,29 @@ func TestCloseStopsWorkflows(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// TestWorkflowJudgesTheCommit: a workflow with a Judge concludes each job
+// from the pushed commit's files, its summary the Judge's.
+func TestWorkflowJudgesTheCommit(t *testing.T) {
+	recv := newAppEndpoint(t, "s3cret")
+	f := newSeededFixture(t, WithWebhookSecret("s3cret"), WithHookURL(recv.srv.URL))
+	var read []string
+	f.s.AddWorkflow(f.repo, Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 10 * time.Millisecond,
+		Judge: func(job string, file func(string) (string, bool)) (string, string) {
+			text, ok := file("README.md")
+			_, missing := file("no/such/file")
+			read = append(read, job)
+			if ok && !missing && text != "" {
+				return "failure", "FAIL: README.md is not a table"
+			}
+			return "success", "?"
+		}})
+	sha := planBranch(t, f)
+	for range 2 {
+		recv.next(t)
+	}
+	runs := f.s.CheckRuns(f.repo, sha)
+	if len(runs) != 1 || runs[0].Conclusion != "failure" || runs[0].Output.Summary != "FAIL: README.md is not a table" || len(read) != 1 {
+		t.Fatalf("the judged job: %+v, judged %v", runs, read)
+	}
+}

@@ -50,6 +50,9 @@ const (
 	// merged; Classify corrects the class Forge gave one of its phases.
 	Evolve   Kind = "evolve"
 	Classify Kind = "classify"
+	// Choose answers a stalled phase's decision request with one of its
+	// options.
+	Choose Kind = "choose"
 )
 
 // MaxFollowUps bounds the findings one /forge followup names: each opens
@@ -102,6 +105,8 @@ type Command struct {
 	Findings []string
 	// FactID is the fact /forge forget drops.
 	FactID int
+	// Option is the option /forge choose picks, from 1.
+	Option int
 	// Phase and Class are /forge classify's: the phase (phase-K, lower-
 	// cased) and the class a person gives it (kept, revised or added).
 	Phase, Class string
@@ -230,6 +235,9 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 	case spec.Kind == Forget:
 		cmd.Kind = Forget
 		cmd.FactID, cmd.Err = cmdFactID(args)
+	case spec.Kind == Choose:
+		cmd.Kind = Choose
+		cmd.Option, cmd.Err = cmdOption(args)
 	case spec.Kind == Evolve:
 		// /forge evolve plan-NNN <what changed>: the plan evolved, then
 		// the description of the new plan, whose lines after it are its
@@ -423,6 +431,22 @@ func cmdFactID(args []string) (int, error) {
 		return 0, &UsageError{Kind: Forget, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[1]}}
 	}
 	return id, nil
+}
+
+// cmdOption reads /forge choose's one argument, the number of a decision
+// request's option: 1 to 3 (GitHub's buttons of a check run).
+func cmdOption(args []string) (int, error) {
+	if len(args) == 0 {
+		return 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "no-option"}}
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 || n > 3 || strings.HasPrefix(args[0], "+") {
+		return 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "not-option", Arg: args[0]}}
+	}
+	if len(args) > 1 {
+		return 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[1]}}
+	}
+	return n, nil
 }
 
 // cmdJoinLines joins lines with \n, dropping trailing spaces of each line

@@ -24,6 +24,7 @@ type cmdResult struct {
 	Pipeline    string
 	Findings    string
 	FactID      int
+	Option      int
 	Phase       string
 	Class       string
 	Err         string
@@ -32,7 +33,7 @@ type cmdResult struct {
 
 func cmdResultOf(c Command) cmdResult {
 	r := cmdResult{Kind: c.Kind, Description: c.Description, Context: c.Context, Notes: c.Notes, New: c.New,
-		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Findings: strings.Join(c.Findings, " "), FactID: c.FactID,
+		PlanID: c.PlanID, Regenerate: c.Regenerate, Pipeline: c.Pipeline, Findings: strings.Join(c.Findings, " "), FactID: c.FactID, Option: c.Option,
 		Phase: c.Phase, Class: c.Class, Raw: c.Raw}
 	if c.Err != nil {
 		r.Err = c.Err.Error()
@@ -190,6 +191,13 @@ func TestParseCommand(t *testing.T) {
 		{"memory", "/forge memory", true, cmdResult{Kind: Memory, Raw: "/forge memory"}},
 		{"memory with an argument", "/forge memory 3", true,
 			cmdResult{Kind: Memory, Err: `unexpected argument "3"; usage: /forge memory`, Raw: "/forge memory 3"}},
+		{"choose", "/forge choose 2", true, cmdResult{Kind: Choose, Option: 2, Raw: "/forge choose 2"}},
+		{"choose without a number", "/forge choose", true,
+			cmdResult{Kind: Choose, Err: "the number of the option to choose is needed (the decision request lists them); usage: /forge choose <n>", Raw: "/forge choose"}},
+		{"choose four", "/forge choose 4", true,
+			cmdResult{Kind: Choose, Err: "\"4\" is not an option's number (1, 2 or 3, as the decision request lists them); usage: /forge choose <n>", Raw: "/forge choose 4"}},
+		{"choose two", "/forge choose 1 2", true,
+			cmdResult{Kind: Choose, Err: "unexpected argument \"2\"; usage: /forge choose <n>", Raw: "/forge choose 1 2"}},
 		{"forget", "/forge forget 12", true, cmdResult{Kind: Forget, FactID: 12, Raw: "/forge forget 12"}},
 		{"forget without an id", "/forge forget", true,
 			cmdResult{Kind: Forget, Err: "the id of the fact to forget is needed (`/forge memory` lists them); usage: /forge forget <id>", Raw: "/forge forget"}},
@@ -370,7 +378,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 // usage line, a place, a description and an example that parses back to
 // it, without a usage error, and is allowed where the row says.
 func TestCommandTable(t *testing.T) {
-	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Memory, Forget, Close, Evolve, Classify}
+	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Memory, Forget, Close, Evolve, Classify, Choose}
 	doc := Markdown()
 	if len(Table) != len(kinds) {
 		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))

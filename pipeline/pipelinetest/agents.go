@@ -18,12 +18,16 @@ type Agent func(req agent.Request) (agent.Result, error)
 // with none plays the scripted default below.
 type Agents map[agent.Role]Agent
 
-func (a Agents) Runtime(role agent.Role, _ repoconfig.Agent) (agent.Runtime, string, error) {
+func (a Agents) Runtime(role agent.Role, choice repoconfig.Agent) (agent.Runtime, string, error) {
+	model := "scripted" // the model a choice names, else the runtime's own
+	if choice.Model != "" {
+		model = choice.Model
+	}
 	if f, ok := a[role]; ok {
-		return runtime(f), "scripted", nil
+		return runtime(f), model, nil
 	}
 	if f, ok := scripted[role]; ok {
-		return runtime(f), "scripted", nil
+		return runtime(f), model, nil
 	}
 	return nil, "", fmt.Errorf("pipelinetest: no agent plays %s", role)
 }

@@ -49,6 +49,8 @@ func docWorld(t *testing.T, to string) *pipelinetest.World {
 		cfg = "auto_implement: false\nphases: {wait_for_checks: false, max_context_files: 1, max_run: 1}\n"
 	case "halted":
 		cfg = "auto_implement: false\nmax_audit_rounds: 1\nphases: {wait_for_checks: false, max_context_files: 1}\n"
+	case "decision":
+		cfg = "auto_implement: false\nphases: {max_context_files: 1, checks_grace: 1m, fix_rounds: true}\n"
 	}
 	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n", ".github/forge.yml": cfg})
 	if to == "halted" {
@@ -57,6 +59,9 @@ func docWorld(t *testing.T, to string) *pipelinetest.World {
 		}
 	}
 	w.Agents[agent.Drafter], w.Agents[agent.Reviser] = twoFilePlan, twoFilePlan
+	if to == "decision" {
+		stallReviser(w, diagnosis)
+	}
 	if to == "done" || to == "merged" || to == "evolved" {
 		w.Agents[agent.Memory] = func(agent.Request) (agent.Result, error) {
 			return agent.Result{Output: `{"facts": [
@@ -96,6 +101,16 @@ func docWorld(t *testing.T, to string) *pipelinetest.World {
 	}
 	failing = false
 	if to == "done" {
+		return w
+	}
+	if to == "decision" {
+		// phase-1 passes its checks; phase-2 fails 6 rounds, replanned
+		// after 3, and waits on a decision.
+		ci(t, w, "completed", "success")
+		runJobs(t, w)
+		for range 6 {
+			failRuns(t, w, "test")
+		}
 		return w
 	}
 	w.GitHub.Pulls[2].Merged = true
@@ -144,6 +159,7 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 		forgecmd.Forget:    {"done", 1, false},
 		forgecmd.Evolve:    {"merged", 1, true},
 		forgecmd.Classify:  {"evolved", 4, false},
+		forgecmd.Choose:    {"decision", 2, false},
 	}
 	for _, spec := range forgecmd.Table {
 		t.Run(string(spec.Kind), func(t *testing.T) {

@@ -119,6 +119,14 @@ type (
 		Cause
 		By string
 	}
+	// Choose answers a decision request (ReasonDecision): By chose
+	// Option (1-based) of the stalled phase's diagnosis, which its next
+	// round runs with.
+	Choose struct {
+		Cause
+		By     string
+		Option int
+	}
 )
 
 // Events raised by the pipeline itself.
@@ -172,6 +180,9 @@ type (
 	Park        struct{ Await Await }
 	// ChecksPassed ends the wait: the phase is done.
 	ChecksPassed struct{}
+	// RoundFailed ends the wait on a phase whose checks failed with
+	// another round of the phase to run (the round loop, issue 15).
+	RoundFailed struct{}
 	// PhaseFailed ends a phase run on a failed phase (or its checks).
 	PhaseFailed struct {
 		Reply Reply
@@ -210,6 +221,7 @@ func (PhasesMade) Name() string        { return "phases_made" }
 func (Classify) Name() string          { return "classify" }
 func (Pause) Name() string             { return "pause" }
 func (Resume) Name() string            { return "resume" }
+func (Choose) Name() string            { return "choose" }
 func (Override) Name() string          { return "override" }
 func (Terminate) Name() string         { return "terminate" }
 func (LoopHalted) Name() string        { return "halted" }
@@ -230,6 +242,7 @@ func (AwaitChecks) Name() string       { return "await_checks" }
 func (Park) Name() string              { return "park" }
 func (ChecksPassed) Name() string      { return "checks_passed" }
 func (PhaseFailed) Name() string       { return "phase_failed" }
+func (RoundFailed) Name() string       { return "round_failed" }
 func (RunPaused) Name() string         { return "run_paused" }
 func (PhasesStaleStop) Name() string   { return "phases_stale" }
 func (PhasesDone) Name() string        { return "phases_done" }
@@ -251,6 +264,7 @@ func (AwaitChecks) Origin() Cause       { return Cause{} }
 func (Park) Origin() Cause              { return Cause{} }
 func (ChecksPassed) Origin() Cause      { return Cause{} }
 func (PhaseFailed) Origin() Cause       { return Cause{} }
+func (RoundFailed) Origin() Cause       { return Cause{} }
 func (RunPaused) Origin() Cause         { return Cause{} }
 func (PhasesStaleStop) Origin() Cause   { return Cause{} }
 func (PhasesDone) Origin() Cause        { return Cause{} }

@@ -21,7 +21,9 @@ A plan is in a status (DESIGN §4) and a run state: ` + "`idle`" + ` (no job wor
 or ` + "`halted`" + ` (a convergence guard stopped its review loop: it waits for people to
 resume, override or terminate it, label ` + "`forge:halted`" + `; or its final audit showed fewer of
 its acceptance criteria covered than ` + "`acceptance_threshold`" + `: it waits for people to merge it
-anyway (override), continue (resume) or replan (revise), label ` + "`forge:acceptance`" + `).
+anyway (override), continue (resume) or replan (revise), label ` + "`forge:acceptance`" + `; or a
+phase's round loop stalled: it waits for people to choose one of a diagnosis's options, label
+` + "`forge:decision`" + `).
 Everything that happens to a plan is an event; the first row below that
 matches the plan's status, run state and guard says where the event leads
 and what Forge then does on GitHub. An event no row matches is refused

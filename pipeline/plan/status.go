@@ -76,6 +76,11 @@ type Halt struct {
 // (revise).
 const ReasonAcceptance = "acceptance"
 
+// ReasonDecision is the halt of a phase whose round loop stalled
+// (phases.fix_rounds): a diagnosis offers people 2 to 3 options, one of
+// which they choose (Choose), label forge:decision.
+const ReasonDecision = "decision"
+
 // Reopenable is what a halted plan its pull request's closing ended
 // keeps for the pull request's reopening, which halts it again where it
 // stopped: the halt, the status it had, and whether a revision was due.
@@ -125,8 +130,8 @@ func (h Halt) Escalated() bool {
 // step out of revisions. A gate, an agent that failed or a conflict
 // leaves nothing reviewed to accept.
 func (h Halt) Overridable() bool {
-	if h.Paused() {
-		return false // a pause reviewed nothing
+	if h.Paused() || h.Reason == ReasonDecision {
+		return false // a pause reviewed nothing, a decision is a choice
 	}
 	return !h.Escalated() || h.Reason == EscalatedVerdict || h.Reason == EscalatedRevisionCap
 }
@@ -143,6 +148,8 @@ func (h Halt) Label() string {
 		return "escalated"
 	case h.Reason == ReasonAcceptance:
 		return "acceptance"
+	case h.Reason == ReasonDecision:
+		return "decision"
 	}
 	return "halted"
 }

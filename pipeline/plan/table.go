@@ -155,6 +155,12 @@ func resumedTitle(s *State) templates.CheckTitle {
 	return templates.CheckTitle{Event: "resumed"}
 }
 
+// waitsOnDecision holds for a plan whose stalled phase waits on a
+// person's choice.
+func waitsOnDecision(s State, _ Event) bool {
+	return s.halt != nil && s.halt.Reason == ReasonDecision
+}
+
 // waitsOnAcceptance holds for a plan halted below its acceptance threshold.
 func waitsOnAcceptance(s State, _ Event) bool {
 	return s.halt != nil && s.halt.Reason == ReasonAcceptance
@@ -440,6 +446,9 @@ var table = []Row{
 	{Event: "wake", Run: running, Guard: "not parked", Does: "nothing: a job works the plan", when: notParked},
 	{Event: "checks_passed", From: phaseable, Run: running, Does: "the phase is done",
 		apply: func(s *State, _ Event) []Effect { s.await, s.parked = nil, false; return nil }},
+	{Event: "round_failed", From: phaseable, Run: running, Guard: "waiting on checks", Does: "another round of the phase runs",
+		when:  func(s State, _ Event) bool { return s.await != nil },
+		apply: func(s *State, _ Event) []Effect { s.await, s.parked = nil, false; return nil }},
 	{Event: "phase_failed", From: phaseable, Run: running, RunTo: Idle,
 		Does: "check run failure, PR body, say which phase failed and how to retry",
 		apply: func(_ *State, ev Event) []Effect {
@@ -535,6 +544,13 @@ var table = []Row{
 		apply: func(s *State, ev Event) []Effect {
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}, UpdatePR{},
 				haltReply(s, "overridden", ev.(Override).By), StartJob{}}
+		}},
+	{Event: "choose", From: phaseable, Run: halted, Guard: "a stalled phase waits on a decision", RunTo: Running, when: waitsOnDecision,
+		Does: "buttons off the phase's check run, label, check run in progress, answer with the option chosen, start the job: the stalled phase's next round runs with the option's change as its spec",
+		apply: func(s *State, ev Event) []Effect {
+			c := ev.(Choose)
+			return []Effect{ButtonsOff{}, SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}},
+				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: s.halt.Reason, PhaseID: s.halt.Phase, Option: c.Option}), StartJob{}}
 		}},
 	{Event: "terminate", From: active, Run: halted, To: Closed, RunTo: Idle,
 		Does: "end the plan for good: buttons off, plan file status, check run neutral, label, PR body, answer",

@@ -69,6 +69,13 @@ func waitsAt(status Status) State {
 	return s
 }
 
+// decidesAt is a plan whose stalled phase waits on a person's choice.
+func decidesAt(status Status) State {
+	s := st(status, Halted, ModePhases)
+	s.halt = &Halt{Reason: ReasonDecision, Phase: "phase-1"}
+	return s
+}
+
 // rowCases exercise every row of the table: the state a plan is in, the
 // event, and the status, run state and effects the row gives.
 var rowCases = []struct {
@@ -138,6 +145,7 @@ var rowCases = []struct {
 	{"wake a parked run", parkedAt(st(Implementing, Running, ModePhases)), Wake{}, Implementing, Running, "start"},
 	{"wake a working run", st(Implementing, Running, ModePhases), Wake{}, Implementing, Running, ""},
 	{"checks passed", waiting(st(Implementing, Running, ModePhases)), ChecksPassed{}, Implementing, Running, ""},
+	{"round failed", waiting(st(Implementing, Running, ModePhases)), RoundFailed{}, Implementing, Running, ""},
 	{"phase failed", waiting(st(Implementing, Running, ModePhases)), PhaseFailed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}},
 		Implementing, Idle, "check:completed/failure pr:false reply:job-failed"},
 	{"run paused", st(Implementing, Running, ModePhases), RunPaused{Reply: answer}, Implementing, Idle, "check:completed/neutral pr:false reply:job-failed"},
@@ -163,6 +171,7 @@ var rowCases = []struct {
 		"status-line pr:true check:completed/success label reply:halt"},
 	{"replan", waitsAt(Auditing), Revise{Cause: by, Notes: "n"}, Draft, Running,
 		"label check:in_progress/ pr:false reply:halt run:revise"},
+	{"choose", decidesAt(Implementing), Choose{Cause: by, By: "alice", Option: 2}, Implementing, Running, "buttons-off:false label check:in_progress/ reply:halt start"},
 	{"continue", waitsAt(Implementing), Resume{Cause: by, By: "alice"}, Implementing, Running, "label check:in_progress/ reply:halt start"},
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
 	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
@@ -446,6 +455,10 @@ func TestRefused(t *testing.T) {
 		{st(Draft, Running, ModeForge), Override{Cause: by}},
 		{st(Implementing, Idle, ModePhases), Terminate{Cause: by}},
 		{st(Review, Idle, ""), LoopHalted{}},
+		{haltedAt(Implementing, ModePhases), Choose{Cause: by, Option: 1}},
+		{waitsAt(Implementing), Choose{Cause: by, Option: 1}},
+		{st(Implementing, Running, ModePhases), Choose{Cause: by, Option: 1}},
+		{decidesAt(Implementing), Override{Cause: by}},
 	}
 	for _, c := range cases {
 		next, effects, err := c.from.Apply(c.ev)

@@ -115,9 +115,12 @@ type Phases struct {
 	AuditFixMax     int           `yaml:"audit_fix_max" doc:"Fix rounds after an audit phase whose findings are not within 'convergence' (0 to 10); one still not converged after them halts the plan (label 'forge:halted')."`
 	MaxRun          int           `yaml:"max_run" doc:"Phases one run executes at most (1 to 50, the safety cap); '/forge run' goes on."`
 	// MaxConcurrent bounds the phases of a DAG run at once (issue 15).
-	MaxConcurrent int           `yaml:"max_concurrent" doc:"Phases that run at the same time at most (1 to 10), when the plan's phases each declare what they depend on and the files they write (its '## Phases' section): ready phases whose writes do not overlap run together, each in its own working copy, and their commits land on the plan branch one at a time. 1 runs them one after another."`
-	WaitForChecks bool          `yaml:"wait_for_checks" doc:"After each phase's commit, wait for the check suites of other Apps and the commit statuses on it; a failing one fails the phase."`
-	ChecksGrace   time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
+	MaxConcurrent int  `yaml:"max_concurrent" doc:"Phases that run at the same time at most (1 to 10), when the plan's phases each declare what they depend on and the files they write (its '## Phases' section): ready phases whose writes do not overlap run together, each in its own working copy, and their commits land on the plan branch one at a time. 1 runs them one after another."`
+	WaitForChecks bool `yaml:"wait_for_checks" doc:"After each phase's commit, wait for the check suites of other Apps and the commit statuses on it; a failing one fails the phase."`
+	// FixRounds turns a failing phase's checks into another round of the
+	// phase (issue 15, seed 001's adaptive retry).
+	FixRounds   bool          `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 20 rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. Needs 'wait_for_checks'."`
+	ChecksGrace time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
 	// ChecksTimeout ends a phase's wait for its checks: CI that never
 	// finishes fails the phase instead of holding the run for good.
 	ChecksTimeout time.Duration `yaml:"checks_timeout" doc:"How long a phase waits for its checks before it fails with what is still pending; longer than 'checks_grace'."`
@@ -132,7 +135,10 @@ type Agents struct {
 	Reviser      Agent         `yaml:"reviser" type:"mapping or runtime name" doc:"The reviser's, which revises the plan after a blocking round or people's notes."`
 	Implementer  Agent         `yaml:"implementer" type:"mapping or runtime name" doc:"The implementer's, which changes the files of an implement phase."`
 	PhaseAuditor Agent         `yaml:"phase_auditor" type:"mapping or runtime name" doc:"The phase auditor's, which audits the whole change in the audit phase."`
-	Memory       Agent         `yaml:"memory" type:"mapping or runtime name" doc:"The memory agent's, which writes down what a plan that is done taught about the repository (its conventions, gotchas, architecture, patterns and decisions), for the prompts of the plans after it; a small, cheap model is enough."`
+	// EscalationModel is the heavier model a stalled phase's replan runs
+	// on, once (issue 15, seed 001's escalation rule).
+	EscalationModel string `yaml:"escalation_model" doc:"A heavier model for the reviser's one re-draft of a phase whose round loop stalled ('phases.fix_rounds'): used once, then the reviser's own again; as the operator's policy allows for the reviser. Left out, the replan uses the reviser's model."`
+	Memory          Agent  `yaml:"memory" type:"mapping or runtime name" doc:"The memory agent's, which writes down what a plan that is done taught about the repository (its conventions, gotchas, architecture, patterns and decisions), for the prompts of the plans after it; a small, cheap model is enough."`
 }
 
 // Agent names one of the server's runtimes and a model: a repository

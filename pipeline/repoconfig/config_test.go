@@ -68,7 +68,7 @@ func TestParse(t *testing.T) {
 					Labels:           Labels{Trigger: "forge-me"},
 					Approval:         Approval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
 					Limits:           Limits{MaxConcurrentRuns: 1, MaxTokensPerPlan: 100000},
-					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, MaxConcurrent: 2, WaitForChecks: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
+					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, MaxConcurrent: 2, WaitForChecks: false, FixRounds: true, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
 					Agents: Agents{
 						Timeout:      20 * time.Minute,
 						Drafter:      Agent{Runtime: "claude", Model: "opus"},
@@ -79,9 +79,9 @@ func TestParse(t *testing.T) {
 					},
 					Paths: Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
 					Pipelines: map[string]Pipeline{"default": {Name: "default", Steps: []Step{
-						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 46},
-						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 47,
-							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 50, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
+						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 47},
+						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 48,
+							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 51, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
 					}}},
 					AcceptanceThreshold: 60,
 				}
@@ -173,8 +173,8 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
 				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
-				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, max_concurrent, max_context_files, max_run, timeout, wait_for_checks)",
-				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, implementer, memory, phase_auditor, reviser, timeout)",
+				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, fix_rounds, max_concurrent, max_context_files, max_run, timeout, wait_for_checks)",
+				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, escalation_model, implementer, memory, phase_auditor, reviser, timeout)",
 			},
 		},
 		{

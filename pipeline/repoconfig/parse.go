@@ -232,6 +232,7 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"max_run":         d.intField(&cfg.Phases.MaxRun, 1, 50),
 				"max_concurrent":  d.intField(&cfg.Phases.MaxConcurrent, 1, 10),
 				"wait_for_checks": d.boolField(&cfg.Phases.WaitForChecks),
+				"fix_rounds":      d.boolField(&cfg.Phases.FixRounds),
 				"checks_grace":    d.durationField(&cfg.Phases.ChecksGrace),
 				"checks_timeout":  d.durationField(&cfg.Phases.ChecksTimeout),
 			}, nil)
@@ -243,13 +244,14 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 		},
 		"agents": func(at string, v *yaml.Node) {
 			d.mapping(v, at, map[string]cfgField{
-				"timeout":       d.durationField(&cfg.Agents.Timeout),
-				"drafter":       d.agentField(&cfg.Agents.Drafter),
-				"auditor":       d.agentField(&cfg.Agents.Auditor),
-				"reviser":       d.agentField(&cfg.Agents.Reviser),
-				"implementer":   d.agentField(&cfg.Agents.Implementer),
-				"phase_auditor": d.agentField(&cfg.Agents.PhaseAuditor),
-				"memory":        d.agentField(&cfg.Agents.Memory),
+				"timeout":          d.durationField(&cfg.Agents.Timeout),
+				"drafter":          d.agentField(&cfg.Agents.Drafter),
+				"auditor":          d.agentField(&cfg.Agents.Auditor),
+				"reviser":          d.agentField(&cfg.Agents.Reviser),
+				"implementer":      d.agentField(&cfg.Agents.Implementer),
+				"phase_auditor":    d.agentField(&cfg.Agents.PhaseAuditor),
+				"memory":           d.agentField(&cfg.Agents.Memory),
+				"escalation_model": d.modelField(&cfg.Agents.EscalationModel),
 			}, map[string]string{
 				"runtimes": "runtimes are defined in the server configuration; a repository chooses one per role by name",
 				"roles":    "set a role's runtime as agents.<role>.runtime (roles: drafter, auditor, reviser, implementer, phase_auditor, memory)",

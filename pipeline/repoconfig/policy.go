@@ -312,6 +312,12 @@ func (p Policy) Apply(repo plan.Repo, cfg *Config, set map[string]int) []Problem
 	for _, role := range agent.Roles() {
 		choices = append(choices, p.checkAgent(rule, name, string(role), cfg, set)...)
 	}
+	if _, ok := set["agents.escalation_model"]; ok {
+		// The reviser's model for a stalled phase's replan: held as the
+		// reviser's is.
+		choices = append(choices, p.checkChoice(rule, name, string(agent.Reviser), Agent{Model: cfg.Agents.EscalationModel},
+			"agents.escalation_model", "agents.escalation_model", set)...)
+	}
 	for _, pr := range append(choices, p.checkSteps(rule, name, cfg, set)...) {
 		if !refusedUnder(refused, pr.Key) {
 			problems = append(problems, pr)

@@ -139,6 +139,18 @@ func TestPolicyApply(t *testing.T) {
 		{name: "strict: an empty list leaves the role to the server", policy: strict, repo: "acme/secret",
 			yaml: "agents:\n  auditor: {runtime: claude}\n",
 			want: []string{`line 2: agents.auditor.runtime: runtime "claude" is not allowed for the auditor by the operator's policy for "acme/secret*" (agents.auditor.runtimes: none)`}},
+		{name: "the escalation model is held as the reviser's", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "acme/*",
+			Agents: map[string]AgentRule{"reviser": {Models: []string{"claude-sonnet-*"}}}}}}, repo: "acme/tools",
+			yaml: "agents:\n  reviser: {model: claude-sonnet-4}\n  escalation_model: claude-opus-4\n",
+			want: []string{`line 3: agents.escalation_model: model "claude-opus-4" is not allowed for the reviser by the operator's policy for "acme/*" (agents.reviser.models: claude-sonnet-*)`}},
+		{name: "an escalation model the policy allows", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "acme/*",
+			Agents: map[string]AgentRule{"reviser": {Models: []string{"claude-*"}}}}}}, repo: "acme/tools",
+			yaml: "agents:\n  escalation_model: claude-opus-4\n",
+			check: func(t *testing.T, c Config) {
+				if c.Agents.EscalationModel != "claude-opus-4" {
+					t.Errorf("escalation model %q", c.Agents.EscalationModel)
+				}
+			}},
 		{name: "strict: allowed choices", policy: strict, repo: "acme/secret",
 			yaml: "agents:\n  implementer: {runtime: claude, model: claude-sonnet-4-5}\n  drafter: local\n"},
 		{name: "strict: the token ceiling replaces no limit", policy: strict, repo: "acme/secret",
