@@ -223,22 +223,10 @@ func (r *run) halt(ctx context.Context, d converge.Decision, phaseID string) err
 			}
 		}
 		r.doing = templates.Step{Event: "completing"}
-		msg := fmt.Sprintf("%s: audit log (round %d, halted)", PlanID(p.Number), p.Round)
-		done, err := r.alreadyCommitted(ctx, msg)
-		if err != nil {
+		end := r.logEnd(false)
+		end.Halted, end.Round = true, d.Round
+		if err := r.commitAuditLog(ctx, fmt.Sprintf("%s: audit log (round %d, halted)", PlanID(p.Number), p.Round), end); err != nil {
 			return err
-		}
-		if !done {
-			wc, text, err := r.checkout(ctx)
-			if err != nil {
-				return err
-			}
-			wc.Remove()
-			end := r.logEnd(false)
-			end.Halted, end.Round = true, d.Round
-			if err := r.commitPlan(ctx, msg, text, end); err != nil {
-				return err
-			}
 		}
 	}
 	h := plan.Halt{Reason: string(d.Guard), Round: d.Round, Phase: phaseID}

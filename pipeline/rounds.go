@@ -388,20 +388,8 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		p.Audits[len(p.Audits)-1].CapNote = true
 	}
 	plateau := p.Loop != nil && p.Loop.Phase == "" && p.Loop.Guard == string(converge.Stagnation) && p.State.Mode() != plan.ModeAudit
-	msg := fmt.Sprintf("%s: audit log (round %d)", PlanID(p.Number), p.Round)
-	done, err := r.alreadyCommitted(ctx, msg)
-	if err != nil {
+	if err := r.commitAuditLog(ctx, fmt.Sprintf("%s: audit log (round %d)", PlanID(p.Number), p.Round), r.logEnd(capReached)); err != nil {
 		return err
-	}
-	if !done {
-		wc, text, err := r.checkout(ctx)
-		if err != nil {
-			return err
-		}
-		wc.Remove()
-		if err := r.commitPlan(ctx, msg, text, r.logEnd(capReached)); err != nil {
-			return err
-		}
 	}
 
 	// A cancel or close asked for during the last round is obeyed here:
@@ -473,6 +461,21 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		r.log.Warn().Err(err).Msg("final progress edit")
 	}
 	return r.lateChangeRequests(ctx)
+}
+
+// commitAuditLog commits the plan file with its Audit Log ending as end,
+// unless a resumed run finds that commit already made.
+func (r *run) commitAuditLog(ctx context.Context, msg string, end templates.AuditLogEnd) error {
+	done, err := r.alreadyCommitted(ctx, msg)
+	if err != nil || done {
+		return err
+	}
+	wc, text, err := r.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	wc.Remove()
+	return r.commitPlan(ctx, msg, text, end)
 }
 
 // lateChangeRequests revises with change requests that came while the run
