@@ -151,6 +151,12 @@ func (g *githubAPI) UpdateComment(ctx context.Context, repo pipeline.Repo, id in
 type issueComment struct {
 	ID   int64  `json:"id"`
 	Body string `json:"body"`
+	authored
+}
+
+// authored is who wrote a comment or an issue: the user, and the App
+// that performed it (go-github's types lack it), for identity.wrote.
+type authored struct {
 	User struct {
 		Login string `json:"login"`
 		Type  string `json:"type"`
@@ -158,6 +164,14 @@ type issueComment struct {
 	Via *struct {
 		ID int64 `json:"id"`
 	} `json:"performed_via_github_app"`
+}
+
+// via is the App that performed it, 0 for none.
+func (a authored) via() int64 {
+	if a.Via == nil {
+		return 0
+	}
+	return a.Via.ID
 }
 
 func (g *githubAPI) ListComments(ctx context.Context, repo pipeline.Repo, issue int) ([]pipeline.Comment, error) {
@@ -173,11 +187,7 @@ func (g *githubAPI) ListComments(ctx context.Context, repo pipeline.Repo, issue 
 			return nil, apiError(err)
 		}
 		for _, c := range cs {
-			var via int64
-			if c.Via != nil {
-				via = c.Via.ID
-			}
-			mine, err := g.self.wrote(ctx, c.User.Login, c.User.Type, via)
+			mine, err := g.self.wrote(ctx, c.User.Login, c.User.Type, c.via())
 			if err != nil {
 				return nil, err
 			}
@@ -216,13 +226,7 @@ func issueError(err error) error {
 type issueListItem struct {
 	Number int    `json:"number"`
 	Body   string `json:"body"`
-	User   struct {
-		Login string `json:"login"`
-		Type  string `json:"type"`
-	} `json:"user"`
-	Via *struct {
-		ID int64 `json:"id"`
-	} `json:"performed_via_github_app"`
+	authored
 	PullRequest *struct{} `json:"pull_request"`
 }
 
@@ -242,11 +246,7 @@ func (g *githubAPI) FindIssue(ctx context.Context, repo pipeline.Repo, marker st
 		return 0, issueError(err)
 	}
 	for _, is := range issues {
-		var via int64
-		if is.Via != nil {
-			via = is.Via.ID
-		}
-		mine, err := g.self.wrote(ctx, is.User.Login, is.User.Type, via)
+		mine, err := g.self.wrote(ctx, is.User.Login, is.User.Type, is.via())
 		if err != nil {
 			return 0, err
 		}
