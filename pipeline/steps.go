@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/gate"
@@ -158,12 +159,27 @@ func (r *run) gateFacts(ctx context.Context, ds []repoconfig.Directive) (gate.Fa
 			f.Verdicts[stepOf(a.Step)] = string(a.Decision)
 		}
 	}
-	f.Artifact = func(path string) (int64, bool) {
-		b, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, path)
-		if err != nil {
-			return 0, false
+	// The artifacts are read first: only a file that is not there (or is
+	// no regular file) is missing; any other failure is the run's, not
+	// the gate's, and is not taken for an unmet directive.
+	sizes := map[string]int64{}
+	for _, d := range ds {
+		if d.Kind != repoconfig.GateArtifact {
+			continue
 		}
-		return int64(len(b)), true
+		path := d.ArtifactPath(f.Plan, f.PlansDir)
+		b, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, path)
+		if _, unsafe := unsafeFile(err); errors.Is(err, fs.ErrNotExist) || unsafe {
+			continue
+		}
+		if err != nil {
+			return f, fmt.Errorf("read %s for a gate: %w", path, err)
+		}
+		sizes[path] = int64(len(b))
+	}
+	f.Artifact = func(path string) (int64, bool) {
+		n, ok := sizes[path]
+		return n, ok
 	}
 	var labels, checks bool
 	for _, d := range ds {
@@ -232,7 +248,8 @@ func (r *run) reviewPrompt(ctx context.Context, s repoconfig.Step, a templates.A
 	}
 	const maxPrompt = 32 << 10
 	if len(b) > maxPrompt {
-		b = b[:maxPrompt]
+		// Cut at a byte count: a rune it splits is dropped.
+		b = []byte(strings.ToValidUTF8(string(b[:maxPrompt]), ""))
 	}
 	return templates.Reviewer{Role: s.Role, PromptPath: path, Instructions: Fence(Sanitize(string(b))), Auditor: a}, nil
 }

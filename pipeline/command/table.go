@@ -243,11 +243,13 @@ var Table = []Spec{
 		Example: "/forge pause",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "pause-asked", By: "alice"}},
 	{Kind: Resume, Words: []string{"resume"}, Usage: "/forge resume [plan-NNN]", On: Anywhere,
-		Brief: "go on with a plan a convergence guard halted, from the round it stopped at, or with a paused plan",
+		Brief: "go on with a halted, escalated or paused plan: after the round a guard halted it, or with the step that escalated again",
 		Does: "Resumes a plan whose review loop a convergence guard halted (label `forge:halted`): the loop goes on from the " +
 			"round it halted after, its rounds numbered on and their history kept (the plan's audit rounds with a revision, " +
 			"an audit phase's with a fix round), and the round cap counts afresh. On a paused plan (label `forge:paused`), the " +
-			"run goes on from where it paused: the next phase, or the revision of the round it paused after. The *Resume* " +
+			"run goes on from where it paused: the next phase, or the revision of the round it paused after. On an escalated " +
+			"plan (label `forge:escalated`) the step that escalated runs again: fix what stopped it first (the gate, the agent, " +
+			"the conflict); a step out of its `max_rounds` gets as many again. The *Resume* " +
 			"button of the `forge` check run does the same. On a plan that waits on its acceptance criteria (label " +
 			"`forge:acceptance`) it continues: one implement phase per uncovered criterion is added before the final audit, " +
 			"they run, and the audit runs again (the *Continue* button). Like every decision on a halted plan, it takes `approval.min_permission`.",
@@ -256,7 +258,8 @@ var Table = []Spec{
 	{Kind: Override, Words: []string{"override"}, Usage: "/forge override [plan-NNN]", On: Anywhere,
 		Brief: "accept a halted plan, or the change its audit halted on, as reviewed",
 		Does: "Accepts a halted plan as reviewed: it goes to REVIEW and awaits approval, and Forge never implements it by " +
-			"itself. On an audit phase's halted fix rounds, the change is accepted: the audit phase passes and the phase run " +
+			"itself; when the halt was a review step's before the last of the plan's pipeline, that step is accepted and the " +
+			"next review step audits. Of the escalations, only an unknown verdict and a revision cap can be overridden. On an audit phase's halted fix rounds, the change is accepted: the audit phase passes and the phase run " +
 			"goes on. The pull request lists every override. The *Override* button does the same. On a plan that waits on its " +
 			"acceptance criteria it merges anyway: the plan is DONE and its pull request ready for review, the uncovered criteria " +
 			"listed (the *Merge anyway* button).",
@@ -264,7 +267,7 @@ var Table = []Spec{
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "overridden", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere,
 		Brief: "end a halted plan for good",
-		Does: "Ends a plan a convergence guard halted, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again. " +
+		Does: "Ends a halted, escalated, paused or decision-waiting plan, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again. " +
 			"The *Terminate* button does the same. Closing the plan's pull request closes the halted plan too (GitHub lets " +
 			"anyone with triage close it; Forge then says who closed it when they lack `approval.min_permission`), " +
 			"but not for good: reopening the pull request halts the plan again where it stopped.",

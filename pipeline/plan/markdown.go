@@ -23,7 +23,9 @@ resume, override or terminate it, label ` + "`forge:halted`" + `; or its final a
 its acceptance criteria covered than ` + "`acceptance_threshold`" + `: it waits for people to merge it
 anyway (override), continue (resume) or replan (revise), label ` + "`forge:acceptance`" + `; or a
 phase's round loop stalled: it waits for people to choose one of a diagnosis's options, label
-` + "`forge:decision`" + `).
+` + "`forge:decision`" + `; or a step escalated (an unmet gate, an unknown verdict, a revision cap,
+an agent that failed twice or timed out, a merge conflict), label ` + "`forge:escalated`" + `; or
+people paused it, label ` + "`forge:paused`" + `).
 Everything that happens to a plan is an event; the first row below that
 matches the plan's status, run state and guard says where the event leads
 and what Forge then does on GitHub. An event no row matches is refused

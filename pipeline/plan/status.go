@@ -108,8 +108,8 @@ const (
 	// EscalatedRevisionCap: a pipeline step asked for more revisions than
 	// its max_rounds.
 	EscalatedRevisionCap = "revision-cap"
-	// EscalatedAgent: an agent failed twice, the second time on a trimmed
-	// prompt that demanded a result.
+	// EscalatedAgent: an agent failed twice (the second time on a trimmed
+	// prompt that demanded a result) or timed out once.
 	EscalatedAgent = "agent-failed"
 	// EscalatedConflict: a commit conflicts with a person's push.
 	EscalatedConflict = "merge-conflict"

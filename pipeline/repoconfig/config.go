@@ -119,7 +119,7 @@ type Phases struct {
 	WaitForChecks bool `yaml:"wait_for_checks" doc:"After each phase's commit, wait for the check suites of other Apps and the commit statuses on it; a failing one fails the phase."`
 	// FixRounds turns a failing phase's checks into another round of the
 	// phase (issue 15, seed 001's adaptive retry).
-	FixRounds   bool          `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 20 rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. Needs 'wait_for_checks'."`
+	FixRounds   bool          `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 20 rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. Needs 'wait_for_checks'; not for phases that ran in a batch of several (phases.max_concurrent) nor a checks wait that timed out, which fail as before."`
 	ChecksGrace time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
 	// ChecksTimeout ends a phase's wait for its checks: CI that never
 	// finishes fails the phase instead of holding the run for good.
@@ -129,7 +129,7 @@ type Phases struct {
 // Agents is the per-role choice of runtime and model. An empty field
 // falls back to the server's default for the role.
 type Agents struct {
-	Timeout      time.Duration `yaml:"timeout" doc:"How long one agent call may take (within a phase, 'phases.timeout' ends it too)."`
+	Timeout      time.Duration `yaml:"timeout" doc:"How long one agent call may take (within a phase, 'phases.timeout' ends it too); a call that times out escalates the plan at once (label 'forge:escalated'), not tried again."`
 	Drafter      Agent         `yaml:"drafter" type:"mapping or runtime name" doc:"The runtime and model of the drafter, which writes the first draft; 'drafter: NAME' is short for '{runtime: NAME}', and so for each role."`
 	Auditor      Agent         `yaml:"auditor" type:"mapping or runtime name" doc:"The auditor's, which audits each round."`
 	Reviser      Agent         `yaml:"reviser" type:"mapping or runtime name" doc:"The reviser's, which revises the plan after a blocking round or people's notes."`
