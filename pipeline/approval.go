@@ -356,7 +356,11 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	if err != nil {
 		return fmt.Errorf("read the head of %s: %w", p.Branch, err)
 	}
-	if a.HeadSHA == "" || !strings.EqualFold(a.HeadSHA, head) {
+	// A phase's decision buttons stand on the commit its checks failed
+	// on while the other phases of a DAG go on and the head moves.
+	deciding := phaseID != "" && optionOf(a.Identifier) != 0 && p.Decisions[phaseID] != nil &&
+		a.HeadSHA != "" && strings.EqualFold(a.HeadSHA, p.Decisions[phaseID].SHA)
+	if !deciding && (a.HeadSHA == "" || !strings.EqualFold(a.HeadSHA, head)) {
 		zerolog.Ctx(ctx).Info().Str("button", a.Identifier).Str("shown_on", a.HeadSHA).Str("head", head).
 			Msg("button pressed on an older commit of the plan branch ignored")
 		return nil
@@ -365,7 +369,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	if n := optionOf(a.Identifier); n != 0 {
 		// A stalled phase's decision: its buttons are on the phase's
 		// check run and the forge one.
-		ev, err := choose(p, n, a.Author, cause)
+		ev, err := choose(p, phaseID, n, a.Author, cause)
 		if err != nil {
 			return nil // an option the decision does not offer: no such button
 		}

@@ -263,9 +263,14 @@ func (c *commandCtx) choose(ctx context.Context, cmd command.Command) error {
 	if p == nil {
 		return err
 	}
-	ev, err := choose(p, cmd.Option, c.a.Author, c.cause())
+	ev, err := choose(p, cmd.Phase, cmd.Option, c.a.Author, c.cause())
 	if errors.Is(err, errNoOption) {
 		return c.reply(ctx, withPlan(&templates.UsageError{Problem: templates.UsageProblem{Event: "not-option", Arg: strconv.Itoa(cmd.Option)},
+			Usage: cmd.Kind.Usage()}, p))
+	}
+	var which *whichPhaseError
+	if errors.As(err, &which) {
+		return c.reply(ctx, withPlan(&templates.UsageError{Problem: templates.UsageProblem{Event: "which-phase", Arg: strings.Join(which.waiting, ", ")},
 			Usage: cmd.Kind.Usage()}, p))
 	}
 	return c.apply(ctx, p, ev)

@@ -23,11 +23,11 @@ type Decision struct {
 	Options []stall.Option `json:"options"`
 	// Chosen is the option a person chose, 0 while none is.
 	Chosen int `json:"chosen,omitempty"`
+	// CheckRunID is the phase's check run that holds the buttons, on
+	// commit SHA (the one whose checks failed).
+	CheckRunID int64  `json:"check_run_id,omitempty"`
+	SHA        string `json:"sha,omitempty"`
 }
-
-// checksDecision is a wait whose failed checks ended in a decision
-// request: the run halts.
-const checksDecision = "decision"
 
 // chooseButton is the identifier of option n's button (choose-1 to
 // choose-3: GitHub allows a check run 3).
@@ -71,12 +71,14 @@ func history(rec *stall.Record) string {
 }
 
 // requestDecision asks the diagnosis agent (the reviser) why stalled
-// phase ph is stuck and for 2 to 3 options, read strictly, then halts the
-// plan for a person's choice: the options in a comment, the phase's
-// check run action_required with a button per option, label
-// forge:decision. The phase stays failed, its attempt to revert when the
-// next round runs. An error leaves the plan as it was: the caller stops
-// the run on the phase instead, saying why.
+// phase ph is stuck and for 2 to 3 options, read strictly, and leaves the
+// phase waiting on a person's choice (phases.Deciding): the options in a
+// comment, the phase's check run action_required with a button per
+// option, label forge:decision. In a DAG whose other phases can still
+// run, they go on (the loop undoes the phase's attempt before the next one
+// runs, and halts once nothing else can run); otherwise the plan halts
+// for the choice at once. An error leaves the plan as it was: the caller
+// stops the run on the phase instead, saying why.
 func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Phase, check CheckRun, rec *stall.Record, why []string) error {
 	p := r.p
 	pattern := stall.Classify(rec.History)
@@ -97,8 +99,11 @@ func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Pha
 		return err
 	}
 	again := rec.Chosen
-	p.Decision = &Decision{Phase: ph.ID, Round: rec.Rounds, Pattern: string(pattern), Cause: d.Cause, Options: d.Options}
-	ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
+	if p.Decisions == nil {
+		p.Decisions = map[string]*Decision{}
+	}
+	p.Decisions[ph.ID] = &Decision{Phase: ph.ID, Round: rec.Rounds, Pattern: string(pattern), Cause: d.Cause, Options: d.Options, CheckRunID: w.CheckRunID, SHA: w.SHA}
+	ph.Status, ph.Error = phases.Deciding, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
 	r.phaseCI(ph.ID, ciFailed)
 	p.FailedParent, p.AwaitBatch = w.Parent, nil
 	check.Conclusion = "action_required"
@@ -107,14 +112,12 @@ func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Pha
 	if err := r.updatePhaseRun(ctx, check); err != nil {
 		return err
 	}
-	if w.CheckRunID != 0 {
-		p.PhaseButtonsRun = w.CheckRunID
-	}
 	if err := r.apply(ctx, plan.RoundFailed{}); err != nil {
 		return err
 	}
+	goesOn := r.othersGoOn()
 	reply := &templates.Decision{PhaseID: ph.ID, Title: Untrusted(ph.Title, 300), Rounds: rec.Rounds, Ceiling: rec.Rounds >= stall.Ceiling,
-		Again: again, Pattern: string(pattern), Cause: Untrusted(d.Cause, stall.MaxCause)}
+		Again: again, Pattern: string(pattern), Cause: Untrusted(d.Cause, stall.MaxCause), GoesOn: goesOn}
 	for _, o := range d.Options {
 		opt := templates.DecisionOption{Change: FenceUntrusted(o.Change), Tradeoffs: Untrusted(o.Tradeoffs, stall.MaxTradeoffs)}
 		for _, c := range o.Checks {
@@ -122,38 +125,196 @@ func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Pha
 		}
 		reply.Options = append(reply.Options, opt)
 	}
-	h := plan.Halt{Reason: plan.ReasonDecision, Round: rec.Rounds, Phase: ph.ID}
-	_, err = r.applyHalt(ctx, plan.LoopHalted{Halt: h,
-		Reply: r.prReply(fmt.Sprintf("decision:%s:%d", ph.ID, rec.Rounds), reply),
-		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "decision", PhaseID: ph.ID},
-			Buttons: decisionButtons(len(d.Options))}})
+	key := fmt.Sprintf("decision:%s:%d", ph.ID, rec.Rounds)
+	if goesOn {
+		// The phases that do not depend on it go on: the request is said
+		// now, the halt comes when nothing else can run (waitOnDecision).
+		if err := r.say(ctx, r.prReply(key, reply)); err != nil {
+			return err
+		}
+		return r.label(ctx)
+	}
+	_, err = r.applyHalt(ctx, r.decisionHalt(p.Decisions[ph.ID], r.prReply(key, reply)))
 	return err
 }
 
-// choose applies option n of the plan's decision request, by a person's
-// command or button: the stalled phase's change spec becomes the
-// option's change, its round loop verifies it, and the run goes on. A
-// plan that waits on no decision is answered by the table's refusal (the
-// event is refused) and changes nothing; an option the decision does not
-// offer is errNoOption.
-func choose(p *Plan, n int, by string, cause plan.Cause) (plan.Event, error) {
-	ev := plan.Choose{Cause: cause, By: by, Option: n}
-	h, d := p.State.Halt(), p.Decision
-	if h == nil || h.Reason != plan.ReasonDecision || d == nil || d.Phase != h.Phase || p.Phases == nil || p.State.Applied(cause.Trigger) {
+// decisionHalt is the halt of a plan whose phase d waits on a decision,
+// with what it says: the forge check run holds the decision's buttons.
+func (r *run) decisionHalt(d *Decision, reply plan.Reply) plan.LoopHalted {
+	h := plan.Halt{Reason: plan.ReasonDecision, Round: d.Round, Phase: d.Phase}
+	return plan.LoopHalted{Halt: h, Reply: reply,
+		Check: plan.Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "decision", PhaseID: d.Phase},
+			Buttons: decisionButtons(len(d.Options))}}
+}
+
+// othersGoOn reports whether phases other than those waiting on a
+// decision can run now: only in a DAG (a plan without one runs its
+// phases in order, each after the ones before it).
+func (r *run) othersGoOn() bool {
+	f := r.p.Phases
+	if f == nil || !phases.Parallel(*f) {
+		return false
+	}
+	_, ok := phases.Next(*f)
+	return ok
+}
+
+// deciding is the first of the plan's phases that waits on a decision,
+// with its request; nil when none does.
+func (p *Plan) deciding() *Decision {
+	if p.Phases == nil {
+		return nil
+	}
+	for _, ph := range p.Phases.Phases {
+		if d := p.Decisions[ph.ID]; ph.Status == phases.Deciding && d != nil {
+			return d
+		}
+	}
+	return nil
+}
+
+// waitOnDecision halts a run that has nothing left to run but phases
+// waiting on a decision: the first one's request holds the forge check
+// run's buttons (each phase's own check run holds its own).
+func (r *run) waitOnDecision(ctx context.Context, d *Decision) error {
+	p := r.p
+	var waiting []string
+	for _, ph := range p.Phases.Phases {
+		if ph.Status == phases.Deciding {
+			waiting = append(waiting, ph.ID)
+		}
+	}
+	reply := r.prReply(fmt.Sprintf("decision-wait:%s:%d", d.Phase, d.Round),
+		&templates.Halt{Event: "decision-wait", Guard: plan.ReasonDecision, PhaseID: d.Phase, Waiting: waiting,
+			Done: len(p.Phases.Phases) - phases.Remaining(*p.Phases), Total: len(p.Phases.Phases)})
+	_, err := r.applyHalt(ctx, r.decisionHalt(d, reply))
+	return err
+}
+
+// undoDeciding reverts the attempts of the phases that wait on a
+// decision before another phase runs on the branch: their failing code
+// must not fail the other phases' checks. A chosen phase runs afresh.
+func (r *run) undoDeciding(ctx context.Context) error {
+	for i := range r.p.Phases.Phases {
+		ph := &r.p.Phases.Phases[i]
+		if ph.Status == phases.Deciding && ph.FailureHashes != nil && r.p.FailedParent != "" {
+			if err := r.revertFailedAttempt(ctx, ph); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// takeChoices applies the choices people made while the job ran (the
+// store's choices column, read with the stop request): each phase chosen
+// for fails again with the option's change as its spec, so the loop runs
+// it next; its check run loses its buttons. A choice for a decision the
+// phase no longer waits on is dropped.
+func (r *run) takeChoices(ctx context.Context) error {
+	p := r.p
+	choices := r.choices
+	r.choices = nil
+	if len(choices) == 0 {
+		return nil
+	}
+	for _, c := range choices {
+		d := p.Decisions[c.Phase]
+		if d != nil && d.Round == c.Round && d.Chosen == 0 {
+			if applyChoice(p, d, c.Option) {
+				if d.CheckRunID != 0 {
+					if err := r.gh.UpdateCheckRun(ctx, p.Repo, CheckRun{ID: d.CheckRunID,
+						Summary: templates.Line(templates.CheckSummary{Event: "chosen", By: c.By, Option: c.Option})}); err != nil && !errors.Is(err, ErrNotFound) {
+						r.log.Warn().Err(err).Str("phase", c.Phase).Msg("take the decision's buttons off")
+					}
+				}
+				r.log.Info().Str("phase", c.Phase).Int("option", c.Option).Str("by", c.By).Msg("a choice taken while the run goes on")
+			}
+		}
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+		if err := r.f.Plans.TakeChoice(ctx, p.ID, c); err != nil {
+			return err
+		}
+	}
+	return r.label(ctx)
+}
+
+// Choice is a person's choice of Option among the options of the
+// decision request phase Phase got at its round Round.
+type Choice struct {
+	Phase  string `json:"phase"`
+	Round  int    `json:"round"`
+	Option int    `json:"option"`
+	By     string `json:"by"`
+}
+
+// applyChoice makes option n of decision d the change spec of its phase,
+// whose round loop then verifies it: the phase fails again, and the run's
+// next turn runs it. False when the plan no longer has the phase.
+func applyChoice(p *Plan, d *Decision, n int) bool {
+	ph, ok := p.Phases.Find(d.Phase)
+	if !ok || n < 1 || n > len(d.Options) {
+		return false
+	}
+	ph.ChangeSpec = capText(strings.TrimSpace(strings.ReplaceAll(Sanitize(d.Options[n-1].Change), "\r", "")), maxSpec)
+	if ph.Status == phases.Deciding {
+		ph.Status = phases.Failed
+	}
+	d.Chosen = n
+	p.roundRecord(ph.ID).Choose()
+	return true
+}
+
+// choose answers a decision request with option n, by a person's command
+// or button: phaseID names the phase (a button's check run, or the
+// command's argument), empty for the one phase that waits. A plan halted
+// for it, idle or halted otherwise takes the choice now (halted for it,
+// the run goes on); a plan a job runs gets it through the store, between
+// two phases (the event's RequestChoice). A plan with no such decision
+// is answered by the table's refusal and changes nothing; an option the
+// decision does not offer is errNoOption, several phases waiting and none
+// named errWhichPhase.
+func choose(p *Plan, phaseID string, n int, by string, cause plan.Cause) (plan.Event, error) {
+	ev := plan.Choose{Cause: cause, By: by, Option: n, Phase: phaseID}
+	if p.Phases == nil || p.State.Applied(cause.Trigger) {
+		return ev, nil
+	}
+	var d *Decision
+	var waiting []string
+	for _, ph := range p.Phases.Phases {
+		if w := p.Decisions[ph.ID]; ph.Status == phases.Deciding && w != nil {
+			waiting = append(waiting, ph.ID)
+			if ph.ID == phaseID || phaseID == "" {
+				d = w
+			}
+		}
+	}
+	if phaseID == "" && len(waiting) > 1 {
+		return nil, &whichPhaseError{waiting: waiting}
+	}
+	if d == nil {
 		return ev, nil
 	}
 	if n < 1 || n > len(d.Options) {
 		return nil, errNoOption
 	}
-	ph, ok := p.Phases.Find(d.Phase)
-	if !ok {
-		return ev, nil
+	ev.Phase, ev.Round, ev.Pending = d.Phase, d.Round, true
+	if p.State.Run() == plan.Running {
+		return ev, nil // the job takes it: the store's choices column
 	}
-	ph.ChangeSpec = capText(strings.TrimSpace(strings.ReplaceAll(Sanitize(d.Options[n-1].Change), "\r", "")), maxSpec)
-	d.Chosen = n
-	p.roundRecord(ph.ID).Choose()
+	applyChoice(p, d, n)
 	return ev, nil
 }
 
 // errNoOption answers /forge choose n where the decision offers fewer.
 var errNoOption = errors.New("no such option")
+
+// whichPhaseError answers /forge choose n where several phases wait on
+// a decision and the command names none.
+type whichPhaseError struct{ waiting []string }
+
+func (e *whichPhaseError) Error() string {
+	return "phases " + strings.Join(e.waiting, ", ") + " wait on a decision: name one"
+}

@@ -176,6 +176,8 @@ func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error 
 	switch e := e.(type) {
 	case plan.RequestStop:
 		return x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop)
+	case plan.RequestChoice:
+		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: e.Phase, Round: e.Round, Option: e.Option, By: e.By})
 	case plan.Reply:
 		out, err := x.reply(ev, e)
 		if err != nil {
@@ -209,6 +211,9 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 	case plan.RequestStop:
 		// A stop request lives in its own column: written at once.
 		return x.f.Plans.RequestStop(ctx, p.ID, e.Stop)
+	case plan.RequestChoice:
+		// So does a choice for the job (a parked one takes it when woken).
+		return x.f.Plans.RequestChoice(ctx, p.ID, Choice{Phase: e.Phase, Round: e.Round, Option: e.Option, By: e.By})
 	case plan.SyncLabel:
 		out = effect{Kind: effectLabel}
 	case plan.SetCheck:

@@ -6,17 +6,22 @@ import (
 	"strings"
 
 	"github.com/forge-dev/forge/pipeline/command"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
 // syncLabel puts the plan's forge:<status> label on its pull request, or
-// forge:halted while a guard holds it for people to decide, replacing
+// forge:halted while a guard holds it for people to decide (forge:decision
+// while a phase waits on a decision and the others run), replacing
 // the one it had, and records it (the caller saves the plan).
 func (f *Forge) syncLabel(ctx context.Context, gh GitHub, p *Plan) error {
 	want := "forge:" + strings.ToLower(string(p.State.Status()))
 	if h := p.State.Halt(); h != nil {
 		want = "forge:" + h.Label()
+	} else if p.deciding() != nil && p.State.Run() == plan.Running {
+		// A phase waits on a decision while the others go on.
+		want = "forge:" + (plan.Halt{Reason: plan.ReasonDecision}).Label()
 	}
 	if p.PR == 0 || p.Label == want {
 		return nil

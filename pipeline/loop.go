@@ -352,6 +352,12 @@ func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 			}
 			p.StepGrants[h.Step]++
 		}
+		if h := p.State.Halt(); h != nil && h.Reason == plan.ReasonDecision && p.Phases != nil && !p.State.Applied(cause.Trigger) {
+			// The phase runs again as it is, no option chosen.
+			if ph, ok := p.Phases.Find(h.Phase); ok && ph.Status == phases.Deciding {
+				ph.Status = phases.Failed
+			}
+		}
 		if waitsOnAcceptance(p) && p.Acceptance != nil && !p.State.Applied(cause.Trigger) {
 			// Continue: the run adds a phase per uncovered criterion.
 			p.Acceptance.Continue = true

@@ -63,9 +63,10 @@ const maxReruns = 2
 
 // batchable reports whether ph may run beside other phases: an implement
 // phase whose retry needs no revert first (a revert is a commit of its own,
-// made as a phase run alone makes it).
+// made as a phase run alone makes it), and not in a round loop (its checks
+// must judge its change alone).
 func (r *run) batchable(ph *phases.Phase) bool {
-	return ph.Kind == phases.Implement && (ph.FailureHashes == nil || r.p.FailedParent == "")
+	return ph.Kind == phases.Implement && (ph.FailureHashes == nil || r.p.FailedParent == "") && r.p.Stalls[ph.ID] == nil
 }
 
 // nextBatch numbers a batch of a DAG plan's phases, for the PR body's

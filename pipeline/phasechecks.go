@@ -124,6 +124,11 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		why = append(why, ci.FailedStatuses...)
 		names = append(names, ci.FailedStatuses...)
 		var stalled *templates.Stall
+		if r.cfg.Phases.FixRounds && !timedOut && len(p.awaitPhases(w)) > 1 {
+			// Whose change failed is not known: each phase of the batch
+			// runs again alone, its own round loop.
+			return checksRound, r.batchRoundFailed(ctx, w, check, why)
+		}
 		if r.cfg.Phases.FixRounds && !timedOut && len(p.awaitPhases(w)) == 1 && ph.Kind == phases.Implement {
 			state, ok, s, err := r.failedRound(ctx, w, ph, check, names, why)
 			if err != nil || ok {
@@ -196,6 +201,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		}
 		bph.Status, bph.FailureHashes = phases.Done, nil
 		delete(p.Stalls, bph.ID)
+		delete(p.Decisions, bph.ID)
 		p.PhasesRun++
 		r.phaseEnded(bph.ID)
 		r.phaseCI(bph.ID, result)

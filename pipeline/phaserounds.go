@@ -14,8 +14,13 @@ import (
 )
 
 // checksRound is a wait whose checks failed with another round of its
-// phase to run (phases.fix_rounds).
+// phase to run (phases.fix_rounds), or whose phase waits on a decision
+// while the others go on: the run goes on.
 const checksRound = "round"
+
+// checksDecision is a wait whose failed checks ended in a decision
+// request that halts the run.
+const checksDecision = "decision"
 
 // roundRecord is phase id's round loop, made when it has none.
 func (p *Plan) roundRecord(id string) *stall.Record {
@@ -46,6 +51,9 @@ func (r *run) failedRound(ctx context.Context, w *plan.Await, ph *phases.Phase, 
 	case stall.Decide:
 		derr := r.requestDecision(ctx, w, ph, check, rec, why)
 		var limited *RateLimitError
+		if derr == nil && p.State.Run() != plan.Halted {
+			return checksRound, true, nil, nil // the other phases go on
+		}
 		if derr == nil || ctx.Err() != nil || errors.As(derr, &limited) {
 			return checksDecision, derr == nil, nil, derr
 		}
@@ -70,6 +78,52 @@ func (r *run) failedRound(ctx context.Context, w *plan.Await, ph *phases.Phase, 
 	}
 	p.FailedParent, p.AwaitBatch = w.Parent, nil
 	return checksRound, true, nil, r.apply(ctx, plan.RoundFailed{})
+}
+
+// batchRoundFailed observes a batch (a DAG's phases that ran at once)
+// whose checks failed (why, a line each, untrusted): which phase's change
+// failed them is not known, so no round is counted; each phase fails, its
+// attempt to undo, and gets a round loop, which makes it run alone (not
+// batchable) until its own checks pass. The run goes on.
+func (r *run) batchRoundFailed(ctx context.Context, w *plan.Await, check CheckRun, why []string) error {
+	p := r.p
+	errLine := templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
+	for _, b := range p.awaitPhases(w) {
+		ph, ok := p.Phases.Find(b.PhaseID)
+		if !ok {
+			continue
+		}
+		ph.Status, ph.Error = phases.Failed, errLine
+		p.roundRecord(ph.ID)
+		r.phaseCI(ph.ID, ciFailed)
+		c := check
+		c.ID, c.Name, c.Title, c.Conclusion = b.CheckRunID, "forge/"+ph.ID, ph.Title, "failure"
+		c.Summary = templates.Line(templates.CheckSummary{Event: "batch-failed", Failed: why})
+		if err := r.updatePhaseRun(ctx, c); err != nil {
+			return err
+		}
+	}
+	p.FailedParent, p.AwaitBatch = w.Parent, nil
+	return r.apply(ctx, plan.RoundFailed{})
+}
+
+// revertFailedAttempts undoes, before phase ph runs again, the attempts
+// still on the branch of every phase whose checks failed (ph's own, and a
+// batch's or a decision's others): the phase's checks then judge its own
+// change alone.
+func (r *run) revertFailedAttempts(ctx context.Context, ph *phases.Phase) error {
+	if err := r.revertFailedAttempt(ctx, ph); err != nil {
+		return err
+	}
+	for i := range r.p.Phases.Phases {
+		o := &r.p.Phases.Phases[i]
+		if o != ph && r.p.FailedParent != "" && o.FailureHashes != nil && (o.Status == phases.Failed || o.Status == phases.Deciding) {
+			if err := r.revertFailedAttempt(ctx, o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // maxSpec bounds a re-drafted change spec.

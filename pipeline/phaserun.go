@@ -79,17 +79,25 @@ func (r *run) runPhases(ctx context.Context) error {
 			}
 			continue
 		}
+		if err := r.takeChoices(ctx); err != nil {
+			return err
+		}
 		if p.PhasesRun >= limit {
 			break
 		}
 		ph, ok := phases.Next(*p.Phases)
-		if !ok {
+		if !ok || (p.deciding() != nil && !phases.Parallel(*p.Phases)) {
+			// Nothing can run, or what can comes after a phase that waits
+			// on a decision.
 			break
 		}
 		if stop == plan.StopPause {
 			// Between two phases (the last one's checks passed): paused
 			// before the next, which a resume runs.
 			return r.pause(ctx, ph.ID)
+		}
+		if err := r.undoDeciding(ctx); err != nil {
+			return err
 		}
 		if phases.Parallel(*p.Phases) {
 			// A DAG: the ready phases whose writes do not overlap run at
@@ -184,6 +192,10 @@ func (r *run) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
+	if d := p.deciding(); d != nil {
+		// The phases that could run ran: the run waits on people.
+		return r.waitOnDecision(ctx, d)
+	}
 	if phases.AllDone(*p.Phases) {
 		return r.done(ctx)
 	}
@@ -252,6 +264,7 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 			ph.Status, ph.Error = phases.Skipped, ""
 			ph.FailureHashes, p.FailedParent = nil, ""
 			delete(p.Stalls, ph.ID)
+			delete(p.Decisions, ph.ID)
 			r.phaseEnded(ph.ID)
 			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
 				Title: ph.Title, Summary: templates.Line(templates.CheckSummary{Event: "skipped"}), ExternalID: PlanID(p.Number) + "/" + ph.ID}
@@ -476,8 +489,9 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 	msg := fmt.Sprintf("%s %s: %s", PlanID(p.Number), ph.ID, ph.Title)
 	retry := ph.FailureHashes != nil && p.FailedParent != ""
 	if retry {
-		// A retry after failed checks: undo the attempt, then go again.
-		if err := r.revertFailedAttempt(ctx, ph); err != nil {
+		// A retry after failed checks: undo the attempt (and those of
+		// its batch), then go again.
+		if err := r.revertFailedAttempts(ctx, ph); err != nil {
 			return err
 		}
 	} else if done, err := r.alreadyCommitted(ctx, msg); err != nil || done {
@@ -634,7 +648,7 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 // an attempt to revert.
 func revertsLeft(f phases.File) bool {
 	for _, ph := range f.Phases {
-		if ph.Status == phases.Failed && ph.FailureHashes != nil {
+		if (ph.Status == phases.Failed || ph.Status == phases.Deciding) && ph.FailureHashes != nil {
 			return true
 		}
 	}

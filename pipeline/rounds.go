@@ -580,12 +580,14 @@ func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached, p
 }
 
 // stopRequested is what a person asked the run to do since it started,
-// read from the store: the stop column is written by the handlers.
+// read from the store: the stop column is written by the handlers. The
+// choices made meanwhile, read with it, wait in r.choices.
 func (r *run) stopRequested(ctx context.Context) (plan.Stop, error) {
 	fresh, err := r.f.Plans.Plan(ctx, r.p.ID)
 	if err != nil {
 		return plan.StopNone, err
 	}
+	r.choices = fresh.Choices
 	return fresh.State.Stop(), nil
 }
 

@@ -193,6 +193,9 @@ type run struct {
 	// that another phase's commit overtook: its run again on the new head
 	// may change them too (runBatch).
 	rerunFiles []string
+	// choices are the choices people made while the job runs, as the
+	// last stop check read them (takeChoices applies them).
+	choices map[string]Choice
 	// current holds the working copies checked out now, by directory.
 	current map[string]WorkingCopy
 	// await is the checks wait the phase just committed starts, raised

@@ -102,9 +102,14 @@ type Plan struct {
 	// Stalls are the round loops of the phases whose checks failed
 	// (phases.fix_rounds), by phase id: rounds, progress, replans.
 	Stalls map[string]*stall.Record `json:",omitempty"`
-	// Decision is the decision request of a phase whose round loop
-	// stalled, kept after the choice (Chosen) until the next one.
-	Decision *Decision `json:",omitempty"`
+	// Decisions are the decision requests of the phases whose round loop
+	// stalled, by phase id, each kept after its choice (Chosen) until the
+	// phase's next one or its checks pass.
+	Decisions map[string]*Decision `json:",omitempty"`
+	// Choices are the choices people made while a job ran the plan, by
+	// phase id: kept in a column of their own (PlanStore.RequestChoice),
+	// never in the plan's data, until the job takes them.
+	Choices map[string]Choice `json:"-"`
 	// AwaitBatch are the other phases of a batch (a DAG) whose commits
 	// the commit the run waits on holds (State.Await, SHA): that wait
 	// decides them too.
@@ -205,6 +210,15 @@ type PlanStore interface {
 	// job's saves never overwrite; StopNone withdraws the request. A plan
 	// no job runs takes no request.
 	RequestStop(ctx context.Context, id int64, s plan.Stop) error
+	// RequestChoice records a person's choice among the options of a
+	// phase's decision request for the plan's running job, in a column
+	// of its own that the job's saves never overwrite (it replaces an
+	// earlier choice for the same phase); the job takes it between two
+	// phases. A plan no job runs takes none.
+	RequestChoice(ctx context.Context, id int64, c Choice) error
+	// TakeChoice drops the phase's choice the job applied; a choice made
+	// for a later decision of the phase (another round) stays.
+	TakeChoice(ctx context.Context, id int64, c Choice) error
 	// CountRunning is how many forges an installation runs now.
 	CountRunning(ctx context.Context, installationID int64) (int, error)
 	// NextQueued is the oldest queued plan of an installation, nil if none.

@@ -123,6 +123,9 @@ type (
 		Pattern        string
 		Cause          string
 		Options        []DecisionOption
+		// GoesOn holds when the phases that do not depend on it go on
+		// meanwhile (a DAG); otherwise the run halts for the choice.
+		GoesOn bool
 	}
 	// DecisionOption is one of a decision's options: the Change, fenced,
 	// its Tradeoffs and the Checks it affects, escaped.
@@ -215,6 +218,9 @@ type (
 		Round  int
 		Failed []string
 		Replan bool
+		// Option is the option By chose of the phase's decision request
+		// (Event "chosen").
+		Option int
 	}
 	// CheckOutput is the forge check run's text.
 	CheckOutput struct {
@@ -364,6 +370,9 @@ type (
 		Need   string
 		// Option is the decision's option By chose (Event "chosen").
 		Option int
+		// Waiting are the phases that wait on a decision once nothing
+		// else can run (Event "decision-wait").
+		Waiting []string
 		// An escalation's (Event "escalated", Guard its reason): the step
 		// it stopped at, what Forge saw (Why), what to read (Artifact),
 		// the error (Cause) and a failed agent's last output (Tail);

@@ -20,7 +20,7 @@ type planStore struct{ s *Store }
 
 var _ pipeline.PlanStore = planStore{}
 
-const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, stop, generation, data, created_at, updated_ms`
+const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, stop, choices, generation, data, created_at, updated_ms`
 
 func nowMS(t time.Time) int64 { return t.UnixMilli() }
 
@@ -30,6 +30,7 @@ func scanPlan(row rowScanner) (*pipeline.Plan, error) {
 	var (
 		p                       pipeline.Plan
 		repo, run, status, stop string
+		choices                 string
 		data                    string
 		created                 time.Time
 		updated                 int64
@@ -37,7 +38,7 @@ func scanPlan(row rowScanner) (*pipeline.Plan, error) {
 		generation              int64
 		id, installationID      int64
 	)
-	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &stop, &generation, &data, &created, &updated)
+	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &stop, &choices, &generation, &data, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, pipeline.ErrPlanNotFound
 	}
@@ -52,6 +53,9 @@ func scanPlan(row rowScanner) (*pipeline.Plan, error) {
 	p.Repo = pipeline.Repo{Owner: owner, Name: name}
 	p.Number, p.Issue, p.PR = int(number), int(issue), int(pr)
 	p.State = p.State.WithColumns(plan.Columns{Status: plan.Status(status), Run: plan.RunState(run), Stop: plan.Stop(stop)})
+	if p.Choices, err = decodeChoices(choices); err != nil {
+		return nil, fmt.Errorf("decode the choices of plan %d: %w", id, err)
+	}
 	p.Generation = int(generation)
 	p.StartedAt, p.UpdatedAt = created, time.UnixMilli(updated)
 	return &p, nil
@@ -233,6 +237,83 @@ func (ps planStore) RequestStop(ctx context.Context, id int64, s plan.Stop) erro
 		return fmt.Errorf("request %q stop of plan %d: %w", s, id, err)
 	}
 	return nil
+}
+
+// RequestChoice records a person's choice for the plan's running job in
+// the choices column, replacing the phase's earlier one: a compare and
+// swap on the column, so that two choices made at once both stay. An
+// idle plan takes none.
+func (ps planStore) RequestChoice(ctx context.Context, id int64, c pipeline.Choice) error {
+	return ps.editChoices(ctx, id, true, func(m map[string]pipeline.Choice) bool {
+		m[c.Phase] = c
+		return true
+	})
+}
+
+// TakeChoice drops the phase's choice the job applied, unless a later
+// one (another round's) replaced it.
+func (ps planStore) TakeChoice(ctx context.Context, id int64, c pipeline.Choice) error {
+	return ps.editChoices(ctx, id, false, func(m map[string]pipeline.Choice) bool {
+		if was, ok := m[c.Phase]; !ok || was.Round != c.Round || was.Option != c.Option {
+			return false
+		}
+		delete(m, c.Phase)
+		return true
+	})
+}
+
+// editChoices changes the plan's choices column by edit, retried while
+// another writer changed it between the read and the write; running
+// limits it to a plan a job runs.
+func (ps planStore) editChoices(ctx context.Context, id int64, running bool, edit func(map[string]pipeline.Choice) bool) error {
+	for range 10 {
+		var was, run string
+		err := ps.s.db.QueryRowContext(ctx, `SELECT choices, run FROM plans WHERE id = $1`, id).Scan(&was, &run)
+		if errors.Is(err, sql.ErrNoRows) {
+			return pipeline.ErrPlanNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("read the choices of plan %d: %w", id, err)
+		}
+		if running && run == string(plan.Idle) {
+			return nil
+		}
+		m, err := decodeChoices(was)
+		if err != nil {
+			return fmt.Errorf("decode the choices of plan %d: %w", id, err)
+		}
+		if m == nil {
+			m = map[string]pipeline.Choice{}
+		}
+		if !edit(m) {
+			return nil
+		}
+		now, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET choices = $2, updated_ms = $3 WHERE id = $1 AND choices = $4`,
+			id, string(now), nowMS(time.Now()), was)
+		if err != nil {
+			return fmt.Errorf("write the choices of plan %d: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+	}
+	return fmt.Errorf("write the choices of plan %d: the column kept changing", id)
+}
+
+// decodeChoices reads the choices column: nil for none.
+func decodeChoices(s string) (map[string]pipeline.Choice, error) {
+	if s == "" || s == "{}" {
+		return nil, nil
+	}
+	var m map[string]pipeline.Choice
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func (ps planStore) CountRunning(ctx context.Context, installationID int64) (int, error) {

@@ -109,6 +109,7 @@ type Command struct {
 	Option int
 	// Phase and Class are /forge classify's: the phase (phase-K, lower-
 	// cased) and the class a person gives it (kept, revised or added).
+	// /forge choose names its phase the same way, when it does.
 	Phase, Class string
 	// Err is a *UsageError when a reserved subcommand was given
 	// arguments it does not take; Kind still names that subcommand.
@@ -237,7 +238,7 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		cmd.FactID, cmd.Err = cmdFactID(args)
 	case spec.Kind == Choose:
 		cmd.Kind = Choose
-		cmd.Option, cmd.Err = cmdOption(args)
+		cmd.Phase, cmd.Option, cmd.Err = cmdOption(args)
 	case spec.Kind == Evolve:
 		// /forge evolve plan-NNN <what changed>: the plan evolved, then
 		// the description of the new plan, whose lines after it are its
@@ -433,20 +434,25 @@ func cmdFactID(args []string) (int, error) {
 	return id, nil
 }
 
-// cmdOption reads /forge choose's one argument, the number of a decision
-// request's option: 1 to 3 (GitHub's buttons of a check run).
-func cmdOption(args []string) (int, error) {
+// cmdOption reads /forge choose's arguments: the phase, optional (phase-K,
+// lower-cased), then the number of its decision request's option: 1 to 3
+// (GitHub's buttons of a check run).
+func cmdOption(args []string) (string, int, error) {
+	phase := ""
+	if len(args) > 0 && phaseIDRe.MatchString(strings.ToLower(args[0])) {
+		phase, args = strings.ToLower(args[0]), args[1:]
+	}
 	if len(args) == 0 {
-		return 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "no-option"}}
+		return "", 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "no-option"}}
 	}
 	n, err := strconv.Atoi(args[0])
 	if err != nil || n < 1 || n > 3 || strings.HasPrefix(args[0], "+") {
-		return 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "not-option", Arg: args[0]}}
+		return "", 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "not-option", Arg: args[0]}}
 	}
 	if len(args) > 1 {
-		return 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[1]}}
+		return "", 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[1]}}
 	}
-	return n, nil
+	return phase, n, nil
 }
 
 // cmdJoinLines joins lines with \n, dropping trailing spaces of each line

@@ -304,12 +304,14 @@ var Table = []Spec{
 		Example: "/forge forget 2",
 		Reply: &templates.Forgot{ID: 2, Found: true, Fact: templates.FactItem{ID: 2, Category: "gotcha", Confidence: "0.9",
 			Text: "docs/hello.md quotes the README's greeting verbatim: change both together.", Plan: exPlan}}},
-	{Kind: Choose, Words: []string{"choose"}, Usage: "/forge choose <n>", On: OnPR,
+	{Kind: Choose, Words: []string{"choose"}, Usage: "/forge choose [phase-K] <n>", On: OnPR,
 		Brief: "answer a stalled phase's decision request with option n",
 		Does: "Answers the decision request of a phase whose round loop stalled (`phases.fix_rounds`, label `forge:decision`): " +
 			"the phase's next round runs with option n's change as its change spec, and the run goes on; a failing round " +
-			"then starts a new diagnosis. The buttons of the phase's check run do the same. `/forge resume` runs the phase " +
-			"again as it is, `/forge terminate` ends the plan. Like every decision on a halted plan, it takes `approval.min_permission`.",
+			"then starts a new diagnosis. The buttons of the phase's check run do the same. In a DAG the other phases go on " +
+			"while a phase waits: a choice made meanwhile is taken between two phases, and `phase-K` names the phase when " +
+			"several wait. `/forge resume` runs the phase again as it is, `/forge terminate` ends the plan. Like every " +
+			"decision on a halted plan, it takes `approval.min_permission`.",
 		Example: "/forge choose 2",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "chosen", By: "alice", Guard: "decision", PhaseID: "phase-2", Option: 2}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,

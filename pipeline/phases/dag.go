@@ -27,7 +27,8 @@ func Parallel(p File) bool {
 
 // Batch is what runs next: Next's phase alone, or, when p runs as a DAG
 // (Parallel) and batchable lets that phase run beside others, with it the
-// other phases that are ready too (pending, in progress or failed, every
+// other phases that are ready too (pending, in progress or failed, not
+// waiting on a decision, every
 // dependency done or skipped) and that batchable lets, whose writes
 // overlap none of those chosen before them, in file order, at most max in
 // all. The pointers are into p.Phases; nil when nothing can run.
@@ -50,7 +51,7 @@ next:
 		if len(out) == max {
 			break
 		}
-		if ph == first || ph.Status.Terminal() || !batchable(ph) {
+		if ph == first || ph.Status.Terminal() || ph.Status == Deciding || !batchable(ph) {
 			continue
 		}
 		for _, d := range ph.DependsOn {

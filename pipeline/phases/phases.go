@@ -28,6 +28,11 @@ const (
 	// Kept is a phase of an evolved plan that the plan it evolves already
 	// did, unchanged (ClassKept): it never runs, its code is on the branch.
 	Kept Status = "kept"
+	// Deciding is a phase whose round loop stalled (issue 15): it waits
+	// on a person's choice among a diagnosis's options, its attempt
+	// undone, while the phases that do not depend on it go on. A choice
+	// makes it failed again: its next round runs the option.
+	Deciding Status = "awaiting-decision"
 )
 
 // Terminal reports whether the phase is finished for good: done,
@@ -40,7 +45,7 @@ func (k Kind) valid() bool {
 
 func (s Status) valid() bool {
 	switch s {
-	case Pending, InProgress, Done, Failed, Skipped, Kept:
+	case Pending, InProgress, Done, Failed, Skipped, Kept, Deciding:
 		return true
 	}
 	return false
@@ -151,12 +156,13 @@ func Skip(p File) (File, *Phase, error) { return SkipPhase(p, "") }
 // batch of a DAG may leave several failed: a button names its own), else
 // of the first such phase.
 func SkipPhase(p File, id string) (File, *Phase, error) {
+	skippable := func(s Status) bool { return s == InProgress || s == Failed || s == Deciding }
 	for i, ph := range p.Phases {
-		if ph.Status != InProgress && ph.Status != Failed {
+		if !skippable(ph.Status) {
 			continue
 		}
 		if id != "" && ph.ID != id && slices.ContainsFunc(p.Phases, func(o Phase) bool {
-			return o.ID == id && (o.Status == InProgress || o.Status == Failed)
+			return o.ID == id && skippable(o.Status)
 		}) {
 			continue
 		}

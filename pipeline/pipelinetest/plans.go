@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -47,6 +48,7 @@ type row struct {
 	run        plan.RunState
 	status     plan.Status
 	stop       plan.Stop
+	choices    map[string]pipeline.Choice
 	generation int
 	leaseOwner string
 	leaseUntil time.Time
@@ -69,6 +71,7 @@ func (s *Plans) load(id int64) (*pipeline.Plan, error) {
 		return nil, err
 	}
 	p.State = p.State.WithColumns(plan.Columns{Status: r.status, Run: r.run, Stop: r.stop})
+	p.Choices = maps.Clone(r.choices)
 	p.Generation, p.UpdatedAt = r.generation, r.updated
 	return &p, nil
 }
@@ -217,6 +220,29 @@ func (s *Plans) RequestStop(_ context.Context, id int64, stop plan.Stop) error {
 	defer s.mu.Unlock()
 	if r := s.rows[id]; r != nil && (r.run != plan.Idle || stop == plan.StopNone) {
 		r.stop = stop
+	}
+	return nil
+}
+
+func (s *Plans) RequestChoice(_ context.Context, id int64, c pipeline.Choice) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rows[id]; r != nil && r.run != plan.Idle {
+		if r.choices == nil {
+			r.choices = map[string]pipeline.Choice{}
+		}
+		r.choices[c.Phase] = c
+	}
+	return nil
+}
+
+func (s *Plans) TakeChoice(_ context.Context, id int64, c pipeline.Choice) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rows[id]; r != nil {
+		if was, ok := r.choices[c.Phase]; ok && was.Round == c.Round && was.Option == c.Option {
+			delete(r.choices, c.Phase)
+		}
 	}
 	return nil
 }

@@ -211,8 +211,8 @@ func TestFixRoundsStall(t *testing.T) {
 	if p.State.Await() == nil || len(*prompts) != 9 || !strings.Contains((*prompts)[8], "write the greeting as a table") {
 		t.Fatalf("after the choice: %s, %d calls", p.State, len(*prompts))
 	}
-	if p.Decision == nil || p.Decision.Chosen != 2 || !p.Stalls["phase-1"].Chosen {
-		t.Errorf("decision %+v, record %+v", p.Decision, p.Stalls["phase-1"])
+	if p.Decisions["phase-1"] == nil || p.Decisions["phase-1"].Chosen != 2 || !p.Stalls["phase-1"].Chosen {
+		t.Errorf("decision %+v, record %+v", p.Decisions["phase-1"], p.Stalls["phase-1"])
 	}
 	ci(t, w, "completed", "success")
 	runJobs(t, w)
@@ -243,7 +243,7 @@ func TestFixRoundsUnreadableDiagnosis(t *testing.T) {
 		failRuns(t, w, "test")
 	}
 	p = planOf(t, w)
-	if p.State.Run() != plan.Idle || p.State.Halt() != nil || p.Decision != nil {
+	if p.State.Run() != plan.Idle || p.State.Halt() != nil || p.Decisions["phase-1"] != nil {
 		t.Fatalf("after an unreadable diagnosis: %s", p.State)
 	}
 	all := strings.Join(w.GitHub.Written, "\n")
@@ -280,14 +280,14 @@ func TestFixRoundsDecisionButton(t *testing.T) {
 	w.GitHub.Perms["bob"] = "read"
 	press("bob", "choose-2", "b-1")
 	press("alice", "choose-3", "b-2")
-	if p = planOf(t, w); p.State.Halt() == nil || p.Decision == nil || p.Decision.Chosen != 0 {
-		t.Fatalf("after buttons that may not choose: %s, %+v", p.State, p.Decision)
+	if p = planOf(t, w); p.State.Halt() == nil || p.Decisions["phase-1"] == nil || p.Decisions["phase-1"].Chosen != 0 {
+		t.Fatalf("after buttons that may not choose: %s, %+v", p.State, p.Decisions["phase-1"])
 	}
 	press("alice", "choose-2", "b-3")
 	runJobs(t, w)
 	p = planOf(t, w)
-	if p.State.Await() == nil || p.Decision.Chosen != 2 || !strings.Contains((*prompts)[len(*prompts)-1], "write the greeting as a table") {
-		t.Fatalf("after the button: %s, %+v", p.State, p.Decision)
+	if p.State.Await() == nil || p.Decisions["phase-1"].Chosen != 2 || !strings.Contains((*prompts)[len(*prompts)-1], "write the greeting as a table") {
+		t.Fatalf("after the button: %s, %+v", p.State, p.Decisions["phase-1"])
 	}
 	// The chosen option fails its round: a new diagnosis.
 	failRuns(t, w, "test")

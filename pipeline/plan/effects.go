@@ -59,6 +59,14 @@ type (
 	// ButtonsOff takes the buttons off a failed phase's check run, and
 	// with Plan off the forge check run too.
 	ButtonsOff struct{ Plan bool }
+	// RequestChoice hands a person's choice among the options of a
+	// phase's decision request to the plan's running job, through the
+	// store (a column of its own, as RequestStop's).
+	RequestChoice struct {
+		Phase         string
+		Round, Option int
+		By            string
+	}
 	// UpdatePR rewrites the pull request's body from the plan; Ready also
 	// takes it out of draft.
 	UpdatePR struct{ Ready bool }
@@ -67,15 +75,16 @@ type (
 	StatusLine struct{}
 )
 
-func (Reply) effect()       {}
-func (StartJob) effect()    {}
-func (StartRun) effect()    {}
-func (RequestStop) effect() {}
-func (SyncLabel) effect()   {}
-func (SetCheck) effect()    {}
-func (ButtonsOff) effect()  {}
-func (UpdatePR) effect()    {}
-func (StatusLine) effect()  {}
+func (Reply) effect()         {}
+func (StartJob) effect()      {}
+func (StartRun) effect()      {}
+func (RequestStop) effect()   {}
+func (RequestChoice) effect() {}
+func (SyncLabel) effect()     {}
+func (SetCheck) effect()      {}
+func (ButtonsOff) effect()    {}
+func (UpdatePR) effect()      {}
+func (StatusLine) effect()    {}
 
 // Template is the name of the reply's template.
 func (r Reply) Template() string { return r.Data.Template() }

@@ -126,6 +126,12 @@ type (
 		Cause
 		By     string
 		Option int
+		// Phase is the phase chosen for, Round its round that asked;
+		// Pending holds when it waits on that decision and the option is
+		// one it offers.
+		Phase   string
+		Round   int
+		Pending bool
 	}
 )
 

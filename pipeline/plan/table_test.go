@@ -24,6 +24,8 @@ func describe(es []Effect) string {
 			out = append(out, "run:"+string(e.Mode))
 		case RequestStop:
 			out = append(out, "stop:"+string(e.Stop))
+		case RequestChoice:
+			out = append(out, fmt.Sprintf("choice:%s/%d", e.Phase, e.Option))
 		case SyncLabel:
 			out = append(out, "label")
 		case SetCheck:
@@ -171,7 +173,12 @@ var rowCases = []struct {
 		"status-line pr:true check:completed/success label reply:halt"},
 	{"replan", waitsAt(Auditing), Revise{Cause: by, Notes: "n"}, Draft, Running,
 		"label check:in_progress/ pr:false reply:halt run:revise"},
-	{"choose", decidesAt(Implementing), Choose{Cause: by, By: "alice", Option: 2}, Implementing, Running, "buttons-off:false label check:in_progress/ reply:halt start"},
+	{"choose", decidesAt(Implementing), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Round: 6, Pending: true}, Implementing, Running,
+		"buttons-off:false label check:in_progress/ reply:halt start"},
+	{"choose while the others run", st(Implementing, Running, ModePhases), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Round: 6, Pending: true},
+		Implementing, Running, "choice:phase-2/2 reply:halt"},
+	{"choose on an idle plan", st(Implementing, Idle, ModePhases), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Round: 6, Pending: true},
+		Implementing, Idle, "label reply:halt"},
 	{"continue", waitsAt(Implementing), Resume{Cause: by, By: "alice"}, Implementing, Running, "label check:in_progress/ reply:halt start"},
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
 	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
