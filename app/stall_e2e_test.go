@@ -265,3 +265,64 @@ func writeScript(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// TestAuditStallOnFindings: with phases.fix_rounds the audit phase's fix
+// rounds are a round loop on its review's blocking findings: the phase
+// auditor repeats the same blocking finding, the fixes make no progress
+// (no fewer blocking findings), so after 3 audits the reviser re-drafts
+// the fixes' approach, after 3 more (past audit_fix_max) a diagnosis asks
+// for a decision naming the reviewer repeating; /forge choose 2 runs the
+// next fix with that approach, the audit passes and the plan is DONE.
+func TestAuditStallOnFindings(t *testing.T) {
+	real := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
+	auditor := stallScript(t, "auditor.sh", fmt.Sprintf(`if grep -q 'TITLE-CHOSEN' docs/hello.md 2>/dev/null; then printf '%%s\n' "$prompt" | %s; exit 0; fi
+echo '- **Severity: blocking** — The page has no title.'
+echo '  - **Location:** `+"`docs/hello.md:1`"+`'
+`, filepath.Join(real, "phase_auditor.sh")))
+	implementer := stallScript(t, "implementer.sh", fmt.Sprintf(`if printf '%%s\n' "$prompt" | grep -q 'add the title TITLE-CHOSEN'; then printf 'TITLE-CHOSEN\n' >> docs/hello.md; fi
+printf '%%s\n' "$prompt" | exec %s
+`, filepath.Join(real, "implementer.sh")))
+	reviser := stallScript(t, "reviser.sh", fmt.Sprintf(`if printf '%%s\n' "$prompt" | grep -q 'asked for a diagnosis'; then
+cat <<'JSON'
+{"cause": "The fixes append lines; the review wants a title.", "options": [
+ {"change": "- `+"`docs/hello.md`"+` — append another line", "tradeoffs": "the same finding again", "checks": []},
+ {"change": "- `+"`docs/hello.md`"+` — add the title TITLE-CHOSEN", "tradeoffs": "none", "checks": []}]}
+JSON
+exit 0
+fi
+if printf '%%s\n' "$prompt" | grep -q 'is stuck'; then echo '- `+"`docs/hello.md`"+` — a new approach: append a longer line.'; exit 0; fi
+printf '%%s\n' "$prompt" | exec %s
+`, filepath.Join(real, "reviser.sh")))
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  wait_for_checks: false\n  fix_rounds: true\n  audit_fix_max: 2\n"},
+		override: map[string][]string{"phase_auditor": auditor, "implementer": implementer, "reviser": reviser}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	pr := w.planPR(t)
+	asked := w.waitReply(t, pr.Number, "**plan-001** needs a decision: phase-2")
+	for _, want := range []string{"its review left blocking findings 6 rounds", "**Pattern:** the reviewer repeating the same findings", "### Option 2"} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("the decision request lacks %q:\n%s", want, asked)
+		}
+	}
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	if n := countPrefix(msgs, "plan-001 phase-2: fix"); n != 5 {
+		t.Errorf("%d fix commits before the decision, want 5 (past audit_fix_max 2): %q", n, msgs)
+	}
+	phasesFile, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-phases.md")
+	if !strings.Contains(phasesFile, "a new approach: append a longer line") {
+		t.Errorf("the phases file lacks the replanned approach:\n%s", phasesFile)
+	}
+	apptest.Eventually(t, forgeWait, "the forge:decision label", func() bool {
+		return slices.Equal(w.gh.Labels(w.repo, pr.Number), []string{"forge:decision"})
+	})
+	w.commandOn(t, pr.Number, "alice", "/forge choose 2")
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	w.status(t, "DONE")
+	if hello, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/hello.md"); !strings.Contains(hello, "TITLE-CHOSEN") {
+		t.Errorf("docs/hello.md after the choice: %q", hello)
+	}
+}

@@ -70,21 +70,34 @@ func history(rec *stall.Record) string {
 	return strings.Join(out, "\n")
 }
 
-// requestDecision asks the diagnosis agent (the reviser) why stalled
-// phase ph is stuck and for 2 to 3 options, read strictly, and leaves the
-// phase waiting on a person's choice (phases.Deciding): the options in a
-// comment, the phase's check run action_required with a button per
-// option, label forge:decision. In a DAG whose other phases can still
-// run, they go on (the loop undoes the phase's attempt before the next one
-// runs, and halts once nothing else can run); otherwise the plan halts
-// for the choice at once. An error leaves the plan as it was: the caller
+// requestDecision asks the diagnosis agent why phase ph, whose checks
+// failed (why) at wait w, is stuck, and leaves it waiting on a person's
+// choice (askDecision). An error leaves the plan as it was: the caller
 // stops the run on the phase instead, saying why.
 func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Phase, check CheckRun, rec *stall.Record, why []string) error {
+	p := r.p
+	d, pattern, err := r.diagnose(ctx, ph, rec)
+	if err != nil {
+		return err
+	}
+	ph.Status, ph.Error = phases.Deciding, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
+	r.phaseCI(ph.ID, ciFailed)
+	p.FailedParent, p.AwaitBatch = w.Parent, nil
+	if err := r.apply(ctx, plan.RoundFailed{}); err != nil {
+		return err
+	}
+	return r.askDecision(ctx, ph, rec, d, pattern, check, w.SHA, false)
+}
+
+// diagnose asks the diagnosis agent (the reviser) why stalled phase ph is
+// stuck and for 2 to 3 options, read strictly, and names the pattern of
+// its rounds.
+func (r *run) diagnose(ctx context.Context, ph *phases.Phase, rec *stall.Record) (stall.Diagnosis, stall.Pattern, error) {
 	p := r.p
 	pattern := stall.Classify(rec.History)
 	wc, _, err := r.checkout(ctx)
 	if err != nil {
-		return err
+		return stall.Diagnosis{}, pattern, err
 	}
 	defer wc.Remove()
 	data := templates.Diagnoser{PlanID: PlanID(p.Number), PlanPath: p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
@@ -92,32 +105,39 @@ func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Pha
 		Rounds: rec.Rounds, Replanned: rec.Replanned, MinOptions: stall.MinOptions, MaxOptions: stall.MaxOptions}
 	res, err := r.callAgent(ctx, agent.Reviser, data, wc.Dir(), 0)
 	if err != nil {
-		return err
+		return stall.Diagnosis{}, pattern, err
 	}
 	d, err := stall.ParseDiagnosis(res.Output)
-	if err != nil {
-		return err
-	}
+	return d, pattern, err
+}
+
+// askDecision leaves stalled phase ph (phases.Deciding, its round loop
+// rec) waiting on a person's choice among diagnosis d's options: the
+// options in a comment, the phase's check run (check, on commit sha)
+// action_required with a button per option, label forge:decision. In a
+// DAG whose other phases can still run, they go on (the loop undoes the
+// phase's attempt before the next one runs, and halts once nothing else
+// can run); otherwise the plan halts for the choice at once. findings says
+// the rounds failed on their review's blocking findings, not on checks.
+func (r *run) askDecision(ctx context.Context, ph *phases.Phase, rec *stall.Record, d stall.Diagnosis, pattern stall.Pattern, check CheckRun, sha string, findings bool) error {
+	p := r.p
 	again := rec.Chosen
 	if p.Decisions == nil {
 		p.Decisions = map[string]*Decision{}
 	}
-	p.Decisions[ph.ID] = &Decision{Phase: ph.ID, Round: rec.Rounds, Pattern: string(pattern), Cause: d.Cause, Options: d.Options, CheckRunID: w.CheckRunID, SHA: w.SHA}
-	ph.Status, ph.Error = phases.Deciding, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
-	r.phaseCI(ph.ID, ciFailed)
-	p.FailedParent, p.AwaitBatch = w.Parent, nil
-	check.Conclusion = "action_required"
+	p.Decisions[ph.ID] = &Decision{Phase: ph.ID, Round: rec.Rounds, Pattern: string(pattern), Cause: d.Cause, Options: d.Options, CheckRunID: check.ID, SHA: sha}
+	check.Status, check.Conclusion = "completed", "action_required"
 	check.Summary = templates.Line(templates.CheckTitle{Event: "decision", PhaseID: ph.ID})
 	check.Actions = decisionActions(len(d.Options))
 	if err := r.updatePhaseRun(ctx, check); err != nil {
 		return err
 	}
-	if err := r.apply(ctx, plan.RoundFailed{}); err != nil {
-		return err
+	if check.ID != 0 {
+		p.PhaseButtonsRun = check.ID
 	}
 	goesOn := r.othersGoOn()
 	reply := &templates.Decision{PhaseID: ph.ID, Title: Untrusted(ph.Title, 300), Rounds: rec.Rounds, Ceiling: rec.Rounds >= stall.Ceiling,
-		Again: again, Pattern: string(pattern), Cause: Untrusted(d.Cause, stall.MaxCause), GoesOn: goesOn}
+		Again: again, Pattern: string(pattern), Cause: Untrusted(d.Cause, stall.MaxCause), GoesOn: goesOn, Findings: findings}
 	for _, o := range d.Options {
 		opt := templates.DecisionOption{Change: FenceUntrusted(o.Change), Tradeoffs: Untrusted(o.Tradeoffs, stall.MaxTradeoffs)}
 		for _, c := range o.Checks {
@@ -134,7 +154,7 @@ func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Pha
 		}
 		return r.label(ctx)
 	}
-	_, err = r.applyHalt(ctx, r.decisionHalt(p.Decisions[ph.ID], r.prReply(key, reply)))
+	_, err := r.applyHalt(ctx, r.decisionHalt(p.Decisions[ph.ID], r.prReply(key, reply)))
 	return err
 }
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
+	"github.com/forge-dev/forge/pipeline/stall"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -41,6 +43,12 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 	for {
 		if loop.FixDue {
 			last := loop.Rounds[len(loop.Rounds)-1]
+			if rec := p.Stalls[ph.ID]; rec != nil && rec.ReplanDue {
+				// The round loop stalled: a new approach to the fixes first.
+				if err := r.replanPhase(ctx, ph, rec); err != nil {
+					return err
+				}
+			}
 			if err := r.fixRound(ctx, ph, last.Findings, len(loop.Rounds)); err != nil {
 				return err
 			}
@@ -70,7 +78,9 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 		loop.Rounds = append(loop.Rounds, done)
 		p.FinalAudit = &FinalAudit{Phase: ph.ID, Round: done}
 		rounds := loopRounds(p)
-		atCap := done.Round-loop.CapFrom >= step.MaxRounds
+		// With fix rounds (phases.fix_rounds) the round loop, not the
+		// step's cap, decides when people are asked.
+		atCap := !r.cfg.Phases.FixRounds && done.Round-loop.CapFrom >= step.MaxRounds
 		d := converge.Judge(rounds, thresholds(r.cfg), atCap)
 		// The warning says the loop goes on: not when this audit ends it.
 		if d.Warn && d.Outcome == converge.Continue {
@@ -85,13 +95,76 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 			return &loopHalted{d: d, trajectory: converge.Trajectory(rounds)}
 		case converge.Done:
 			loop.Guard = string(d.Guard)
+			delete(p.Stalls, ph.ID)
+			delete(p.Decisions, ph.ID)
 			return nil
 		}
 		loop.FixDue = true
+		if r.cfg.Phases.FixRounds {
+			if err := r.findingsRound(ph, done); err != nil {
+				return errors.Join(err, r.save(ctx))
+			}
+		}
 		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
+}
+
+// findingsRound observes an audit of phase ph that left blocking
+// findings (phases.fix_rounds): progress is fewer of them than the audit
+// before. 3 audits without it re-draft the fixes' approach (the next fix
+// round's), 3 more, or the ceiling, end the phase with *decisionDue.
+func (r *run) findingsRound(ph *phases.Phase, done audit.Round) error {
+	rec := r.p.roundRecord(ph.ID)
+	var blocking, lines []string
+	for _, f := range done.Findings {
+		if f.Severity == audit.SeverityBlocking {
+			blocking = append(blocking, f.Location+" "+f.Description)
+			lines = append(lines, Untrusted(fmt.Sprintf("%s (%s)", f.Description, f.Location), maxReason))
+		}
+	}
+	obs := stall.Observation{Findings: converge.Of(done).Critical, FindingsSignature: stall.Signature(blocking), Summary: strings.Join(lines, "\n")}
+	switch rec.Observe(obs) {
+	case stall.Replan:
+		rec.ReplanDue = true
+	case stall.Decide:
+		return &decisionDue{rec: rec, why: lines}
+	}
+	return nil
+}
+
+// decisionDue ends an audit phase whose round loop stalled on its
+// review's blocking findings: the run asks people to decide
+// (auditDecision). checkRunID is the phase's check run, once made.
+type decisionDue struct {
+	rec        *stall.Record
+	why        []string
+	checkRunID int64
+}
+
+func (e *decisionDue) Error() string {
+	return fmt.Sprintf("stalled after %d rounds with blocking findings: a decision is due", e.rec.Rounds)
+}
+
+// auditDecision asks for the decision an audit phase's stalled round
+// loop needs (due). A diagnosis that fails fails the phase, saying why.
+func (r *run) auditDecision(ctx context.Context, ph *phases.Phase, due *decisionDue) error {
+	p := r.p
+	d, pattern, err := r.diagnose(ctx, ph, due.rec)
+	if err != nil {
+		var limited *RateLimitError
+		if ctx.Err() != nil || errors.As(err, &limited) {
+			return err
+		}
+		ph.Status, ph.Error = phases.Failed, err.Error()
+		delete(p.Stalls, ph.ID)
+		return r.apply(ctx, plan.PhaseFailed{Reply: r.failureReply(err, ph.ID),
+			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
+	}
+	ph.Status, ph.Error = phases.Deciding, templates.Line(templates.PhaseError{Event: "findings", Failed: due.why})
+	check := CheckRun{ID: due.checkRunID, Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Title: ph.Title, ExternalID: PlanID(p.Number) + "/" + ph.ID}
+	return r.askDecision(ctx, ph, due.rec, d, pattern, check, p.HeadSHA, true)
 }
 
 // loopHalted ends an audit phase whose fix rounds a convergence guard
@@ -124,6 +197,10 @@ func (r *run) fixRound(ctx context.Context, ph *phases.Phase, findings []audit.F
 	fixPhase := *ph
 	fixPhase.Description = "Resolve the post-implementation audit's findings below in the code; change only what they require."
 	fixPhase.ChangeSpec = Fence(findingsText(findings))
+	if rec := p.Stalls[ph.ID]; rec != nil && (rec.Replanned || rec.Chosen) && ph.ChangeSpec != "" {
+		// The approach the round loop's replan or a person's choice set.
+		fixPhase.ChangeSpec = "The approach to take:\n\n" + Fence(ph.ChangeSpec) + "\n\nThe findings:\n\n" + fixPhase.ChangeSpec
+	}
 	fixPhase.ContextFiles = nil
 	fixPhase.Kind = phases.Implement
 	if _, err := r.callPhaseAgent(ctx, agent.Implementer, wc, &fixPhase, nil); err != nil {
@@ -142,6 +219,11 @@ func (r *run) fixRound(ctx context.Context, ph *phases.Phase, findings []audit.F
 	}
 	if len(files) == 0 {
 		return nil
+	}
+	if rec := p.Stalls[ph.ID]; rec != nil && (rec.Replanned || rec.Chosen) {
+		// The approach goes on the branch with the fix it made.
+		p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
+		files = append(files, ownFile(phasesPath, phases.Serialize(*p.Phases)))
 	}
 	if err := r.commitFiles(ctx, msg, files); err != nil {
 		return err

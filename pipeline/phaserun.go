@@ -130,11 +130,19 @@ func (r *run) runPhases(ctx context.Context) error {
 		var asked *stopAsked
 		var limited *RateLimitError
 		var halted *loopHalted
+		var due *decisionDue
 		switch {
 		case perr != nil && ctx.Err() != nil:
 			return perr // shutdown or lost lease: resumed later
 		case errors.As(perr, &asked):
 			continue // the loop's stop check acts on it
+		case errors.As(perr, &due):
+			// Its round loop stalled on the review's findings: people
+			// choose how it goes on.
+			if err := r.auditDecision(ctx, ph, due); err != nil || p.State.Run() != plan.Running {
+				return err
+			}
+			continue
 		case errors.As(perr, &halted):
 			// The phase stays in progress: a resumed run goes on with its
 			// fix rounds, an overridden one passes it.
@@ -385,6 +393,9 @@ func (r *run) runPhase(ctx context.Context, ph *phases.Phase) error {
 	if err == nil && r.await != nil {
 		r.await.CheckRunID = id
 	}
+	if due := (*decisionDue)(nil); errors.As(err, &due) {
+		due.checkRunID = id
+	}
 	return err
 }
 
@@ -399,7 +410,11 @@ func (r *run) phaseCheck(ctx context.Context, ph *phases.Phase, err error, waits
 	c := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "success", Title: ph.Title, Summary: ph.Output,
 		ExternalID: PlanID(p.Number) + "/" + ph.ID}
 	var halted *loopHalted
+	var due *decisionDue
 	switch {
+	case errors.As(err, &due):
+		// The decision's buttons come with the request (askDecision).
+		c.Conclusion, c.Summary = "action_required", templates.Line(templates.CheckTitle{Event: "decision", PhaseID: ph.ID})
 	case errors.As(err, &halted):
 		// The plan's forge check run holds the halt's buttons.
 		c.Conclusion = "action_required"
@@ -426,7 +441,7 @@ func (r *run) phaseCheck(ctx context.Context, ph *phases.Phase, err error, waits
 	if cerr != nil {
 		r.log.Warn().Err(cerr).Msg("create phase check run")
 	}
-	if err != nil && halted == nil && id != 0 {
+	if err != nil && halted == nil && due == nil && id != 0 {
 		p.PhaseButtonsRun = id
 	}
 	return id

@@ -126,6 +126,9 @@ type (
 		// GoesOn holds when the phases that do not depend on it go on
 		// meanwhile (a DAG); otherwise the run halts for the choice.
 		GoesOn bool
+		// Findings holds when its rounds failed on their review's blocking
+		// findings (an audit phase), not on checks.
+		Findings bool
 	}
 	// DecisionOption is one of a decision's options: the Change, fenced,
 	// its Tradeoffs and the Checks it affects, escaped.

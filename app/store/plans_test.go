@@ -245,6 +245,71 @@ func TestSavePlanKeepsStopRequest(t *testing.T) {
 	})
 }
 
+// TestChoicesOutliveTheJobsSaves: a choice made while a job runs the plan
+// survives the job's saves of the copy it read before; a second phase's
+// choice joins the first; taking one leaves the other, and a choice made
+// anew for a later round is not taken by the older one's take; an idle
+// plan takes none.
+func TestChoicesOutliveTheJobsSaves(t *testing.T) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
+		ctx := context.Background()
+		p := newPlan("comment:1", 7, plan.Running)
+		if _, err := ps.CreatePlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		job, err := ps.Plan(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one := pipeline.Choice{Phase: "phase-1", Round: 6, Option: 2, By: "alice"}
+		two := pipeline.Choice{Phase: "phase-3", Round: 1, Option: 1, By: "bob"}
+		for _, c := range []pipeline.Choice{one, two} {
+			if err := ps.RequestChoice(ctx, p.ID, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		job.Round = 2
+		if err := ps.SavePlan(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := ps.Plan(ctx, p.ID)
+		if err != nil || cur.Round != 2 || cur.Choices["phase-1"] != one || cur.Choices["phase-3"] != two {
+			t.Fatalf("after the job's save: %+v round %d (%v)", cur.Choices, cur.Round, err)
+		}
+		if job.Choices != nil {
+			t.Fatalf("the job's copy holds choices %+v", job.Choices)
+		}
+		later := pipeline.Choice{Phase: "phase-3", Round: 2, Option: 3, By: "bob"}
+		if err := ps.RequestChoice(ctx, p.ID, later); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []pipeline.Choice{one, two} {
+			if err := ps.TakeChoice(ctx, p.ID, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); len(cur.Choices) != 1 || cur.Choices["phase-3"] != later {
+			t.Fatalf("after the takes: %+v, want the later choice alone", cur.Choices)
+		}
+		if err := ps.TakeChoice(ctx, p.ID, later); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); len(cur.Choices) != 0 {
+			t.Fatalf("after the last take: %+v", cur.Choices)
+		}
+		setRun(cur, plan.Idle)
+		if err := ps.SavePlan(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		if err := ps.RequestChoice(ctx, p.ID, one); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); len(cur.Choices) != 0 {
+			t.Fatalf("an idle plan took a choice: %+v", cur.Choices)
+		}
+	})
+}
+
 // TestHaltRefusedOverAStopRequest: the save that halts a running plan is
 // refused while a person's cancel or close waits for its job (a halted
 // plan takes no request: the save would drop it); a pause gives way, and
