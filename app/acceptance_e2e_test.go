@@ -107,7 +107,13 @@ echo "Wrote tests/ac-$id.test.sh"
 // returns its pull request.
 func acceptanceWorld(t *testing.T, shortOf4 bool) (*world, ghdouble.Pull) {
 	t.Helper()
-	w := newForgeWorld(t, forgeOptions{override: map[string][]string{
+	return acceptanceWorldWith(t, shortOf4, nil)
+}
+
+// acceptanceWorldWith is acceptanceWorld with the repository's files.
+func acceptanceWorldWith(t *testing.T, shortOf4 bool, files map[string]string) (*world, ghdouble.Pull) {
+	t.Helper()
+	w := newForgeWorld(t, forgeOptions{files: files, override: map[string][]string{
 		"drafter": acceptanceDrafter(t), "phase_auditor": acceptanceAuditor(t, shortOf4), "implementer": acceptanceImplementer(t),
 	}})
 	t.Cleanup(func() {
@@ -288,6 +294,29 @@ func TestAcceptanceBelowTheThresholdContinued(t *testing.T) {
 	if !strings.Contains(body, "| test tests/ac-5.test.sh |") || w.gh.Pull(w.repo, pr.Number).Draft {
 		t.Errorf("the description after the continue:\n%s", body)
 	}
+}
+
+// TestAcceptanceContinuedAfterRunOne: phases.max_run 2 pauses the run
+// before the final audit, which /forge run-one runs; the plan waits on
+// its acceptance criteria. Continue is a run of its own, not held back by
+// the one phase the run-one ran: it runs the two phases it adds (as many
+// as max_run lets), and /forge run the audit again: DONE at 100%.
+func TestAcceptanceContinuedAfterRunOne(t *testing.T) {
+	w, pr := acceptanceWorldWith(t, true, map[string]string{".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 1s\n  max_run: 2\n"})
+	w.waitReply(t, pr.Number, "Ran 2 phases of **plan-001**; 1 remains.")
+	w.commandOn(t, pr.Number, "alice", "/forge run-one")
+	waitsOnAcceptance(t, w, pr)
+	w.commandOn(t, pr.Number, "alice", "/forge resume")
+	w.waitReply(t, pr.Number, "Continued by @alice")
+	apptest.Eventually(t, forgeWait, "the continue to run the phases it added", func() bool {
+		msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+		return countPrefix(msgs, "plan-001 phase-4: Cover acceptance criterion AC-4") == 1 &&
+			countPrefix(msgs, "plan-001 phase-5: Cover acceptance criterion AC-5") == 1
+	})
+	w.waitIdle(t)
+	w.commandOn(t, pr.Number, "alice", "/forge run")
+	w.waitReply(t, pr.Number, "Acceptance criteria: 5 of 5 covered (100%")
+	w.status(t, "DONE")
 }
 
 // TestAcceptanceBelowTheThresholdReplanned: the Replan button revises the

@@ -319,18 +319,57 @@ func acceptanceTable(p *Plan) *templates.AcceptanceTable {
 }
 
 // continueAcceptance adds, before the final audit, one implement phase
-// per criterion the trace left uncovered, and makes the audit run again:
-// people chose to continue a plan below its threshold.
+// per criterion the trace left uncovered (coverPhases), and makes the
+// audit run again: people chose to continue a plan below its threshold.
+// The continue is a run of its own: the phases the run before it counted
+// (at most one after /forge run-one) do not hold it back, and it runs the
+// new phases and the audit, as many as a run may.
 func (r *run) continueAcceptance(ctx context.Context) error {
 	p := r.p
-	file := *p.Phases
-	file.Phases = slices.Clone(file.Phases)
-	last := -1 // the final audit phase
+	file, err := coverPhases(*p.Phases, p.Acceptance.Uncovered())
+	if err != nil {
+		return err
+	}
+	if last := finalAuditAt(file); last >= 0 && p.Loop != nil && p.Loop.Phase == file.Phases[last].ID {
+		// The audit phase's review loop starts afresh.
+		p.Loop = nil
+	}
+	file.Updated = r.f.now().UTC().Format("2006-01-02")
+	// Saved with the phases by the commit: a job that dies after it does
+	// not add them a second time (one that dies before it recomputes the
+	// same phases from the stored plan).
+	p.Phases, p.Acceptance.Continue = &file, false
+	p.RunLimit, p.PhasesRun = phases.MaxPerRun, 0
+	msg := PlanID(p.Number) + ": phases for the uncovered acceptance criteria"
+	if err := r.commitFiles(ctx, msg, []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(file))}); err != nil {
+		return err
+	}
+	return r.save(ctx)
+}
+
+// finalAuditAt is the index of the last audit phase of file, -1 if none.
+func finalAuditAt(file phases.File) int {
+	last := -1
 	for i, ph := range file.Phases {
 		if ph.Kind == phases.Audit {
 			last = i
 		}
 	}
+	return last
+}
+
+// coverPhases is file with one implement phase per uncovered criterion
+// before its final audit, which is pending again and depends on them too.
+// In a plan that runs one phase at a time they run one after the other.
+// A DAG's phases (phases.Parallel) stay one: each new phase depends on
+// what the final audit depended on, the implementation it audited, and
+// declares that it may write anything ("**"), since which files a
+// criterion takes is not known; so no two of them, nor one and another
+// phase, run at once. file is not modified.
+func coverPhases(file phases.File, uncovered []audit.Criterion) (phases.File, error) {
+	dag := phases.Parallel(file)
+	file.Phases = slices.Clone(file.Phases)
+	last := finalAuditAt(file)
 	next := 0
 	for _, ph := range file.Phases {
 		var n int
@@ -338,8 +377,6 @@ func (r *run) continueAcceptance(ctx context.Context) error {
 			next = n
 		}
 	}
-	// The new phases run after every phase before the final audit, one
-	// after the other.
 	prev, end := "", len(file.Phases)
 	if last >= 0 {
 		end = last
@@ -348,13 +385,18 @@ func (r *run) continueAcceptance(ctx context.Context) error {
 		prev = file.Phases[end-1].ID
 	}
 	var added []phases.Phase
-	for _, c := range p.Acceptance.Uncovered() {
+	for _, c := range uncovered {
 		next++
 		ph := phases.Phase{ID: fmt.Sprintf("phase-%d", next), Title: "Cover acceptance criterion " + c.ID, Kind: phases.Implement, Status: phases.Pending,
 			Description: "Make the plan's acceptance criterion " + c.ID + " hold, with a test that shows it: the final audit found no phase " +
-				"whose commit, with a passing check or a test in the change, does. Change only what that takes.",
+				"whose commit, with a passing check or a test the phase wrote, does. Change only what that takes.",
 			ChangeSpec: FenceUntrusted(c.ID + ": " + c.Text)}
-		if prev != "" {
+		switch {
+		case dag && last >= 0:
+			ph.DependsOn, ph.Writes = slices.Clone(file.Phases[last].DependsOn), []string{"**"}
+		case dag:
+			ph.DependsOn, ph.Writes = []string{}, []string{"**"}
+		case prev != "":
 			ph.DependsOn = []string{prev}
 		}
 		prev = ph.ID
@@ -369,26 +411,13 @@ func (r *run) continueAcceptance(ctx context.Context) error {
 		}
 		rest := append([]phases.Phase{final}, file.Phases[last+1:]...)
 		file.Phases = append(append(file.Phases[:last:last], added...), rest...)
-		// The audit phase's review loop starts afresh.
-		if p.Loop != nil && p.Loop.Phase == final.ID {
-			p.Loop = nil
-		}
 	} else {
 		file.Phases = append(file.Phases, added...)
 	}
 	if err := file.Validate(); err != nil {
-		return fmt.Errorf("add the phases of the uncovered acceptance criteria: %w", err)
+		return phases.File{}, fmt.Errorf("add the phases of the uncovered acceptance criteria: %w", err)
 	}
-	file.Updated = r.f.now().UTC().Format("2006-01-02")
-	// Saved with the phases by the commit: a job that dies after it does
-	// not add them a second time (one that dies before it recomputes the
-	// same phases from the stored plan).
-	p.Phases, p.Acceptance.Continue = &file, false
-	msg := PlanID(p.Number) + ": phases for the uncovered acceptance criteria"
-	if err := r.commitFiles(ctx, msg, []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(file))}); err != nil {
-		return err
-	}
-	return r.save(ctx)
+	return file, nil
 }
 
 // handOver ends a phase run whose phases are all done: a plan whose
