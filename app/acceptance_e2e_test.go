@@ -37,15 +37,19 @@ func acceptanceDrafter(t *testing.T) []string {
 // acceptanceAuditor is a phase auditor whose audit passes (one minor
 // finding) and names, per criterion, the phase commit and check or test
 // that shows it, reading the commits from the evidence Forge lists in its
-// prompt. AC-1 to AC-3 hold; AC-5 names a commit that does not exist;
-// AC-4 names the check ac4 when shortOf4, which never ran (else a test
-// of the change). A phase that covers AC-4 or AC-5 (a Continue) is named
-// with the test it wrote.
+// prompt. AC-1 to AC-3 hold. When shortOf4, AC-4 names the check ac4,
+// which never ran, and AC-5 a commit that does not exist; else AC-4 names
+// the test phase-2 wrote, by 7 digits of its commit, and AC-5 that test on
+// phase-1's commit: the test is in the change, but phase-1 did not write
+// it. A phase that covers AC-4 or AC-5 (a Continue) is named with the test
+// it wrote.
 func acceptanceAuditor(t *testing.T, shortOf4 bool) []string {
 	t.Helper()
-	ac4 := `{"criterion":"AC-4","phase":"phase-1","commit":"'"$(printf %.7s "$p1")"'","test":"src/greet_test.go"}`
+	ac4 := `{"criterion":"AC-4","phase":"phase-2","commit":"'"$(printf %.7s "$p2")"'","test":"src/greet_test.go"}`
+	ac5 := `{"criterion":"AC-5","phase":"phase-1","commit":"'"$p1"'","test":"src/greet_test.go"}`
 	if shortOf4 {
 		ac4 = `{"criterion":"AC-4","phase":"phase-1","commit":"'"$p1"'","check":"ac4"}`
+		ac5 = `{"criterion":"AC-5","phase":"phase-2","commit":"0123456789abcdef0123456789abcdef01234567","check":"test"}`
 	}
 	script := `#!/bin/sh
 set -eu
@@ -59,7 +63,7 @@ echo
 echo 'Verdict: ready to approve'
 echo
 ac4='` + ac4 + `'
-ac5='{"criterion":"AC-5","phase":"phase-2","commit":"0123456789abcdef0123456789abcdef01234567","check":"test"}'
+ac5='` + ac5 + `'
 if [ -n "$p4" ]; then ac4='{"criterion":"AC-4","phase":"phase-4","commit":"'"$p4"'","test":"tests/ac-4.test.sh"}'; fi
 if [ -n "$p5" ]; then ac5='{"criterion":"AC5","phase":"phase-5","commit":"'"$p5"'","test":"tests/ac-5.test.sh"}'; fi
 echo '` + "```json" + `'
@@ -103,7 +107,13 @@ echo "Wrote tests/ac-$id.test.sh"
 // returns its pull request.
 func acceptanceWorld(t *testing.T, shortOf4 bool) (*world, ghdouble.Pull) {
 	t.Helper()
-	w := newForgeWorld(t, forgeOptions{override: map[string][]string{
+	return acceptanceWorldWith(t, shortOf4, nil)
+}
+
+// acceptanceWorldWith is acceptanceWorld with the repository's files.
+func acceptanceWorldWith(t *testing.T, shortOf4 bool, files map[string]string) (*world, ghdouble.Pull) {
+	t.Helper()
+	w := newForgeWorld(t, forgeOptions{files: files, override: map[string][]string{
 		"drafter": acceptanceDrafter(t), "phase_auditor": acceptanceAuditor(t, shortOf4), "implementer": acceptanceImplementer(t),
 	}})
 	t.Cleanup(func() {
@@ -137,8 +147,9 @@ func wantEscaped(t *testing.T, where, text string) {
 
 // TestAcceptanceAtTheThreshold: four of five criteria covered (80%, the
 // default threshold): by a check that passed on a phase's commit, by a
-// test file of the change, the auditor naming a commit in full or by 7
-// digits. AC-5's claim names a commit that does not exist: not covered.
+// test file the phase wrote on a commit whose checks passed, the auditor
+// naming a commit in full or by 7 digits. AC-5's claim names a test of
+// the change on the commit of a phase that did not write it: not covered.
 // The plan is DONE, its pull request ready for review with the
 // traceability table in its description and in the forge check run.
 func TestAcceptanceAtTheThreshold(t *testing.T) {
@@ -158,8 +169,9 @@ func TestAcceptanceAtTheThreshold(t *testing.T) {
 		"| check test passed |",
 		"| **AC-2** The function returns the greeting. | phase-2 | [`" + p2[:7] + "`](",
 		"| test src/greet\\_test.go |",
-		"| **AC-4** The greeting handles an empty name. | phase-1 | [`" + p1[:7] + "`](",
-		"| **AC-5** The page quotes the function's greeting. | phase-2 | — | **not covered**: the commit named is none of the phase's commits |",
+		"| **AC-4** The greeting handles an empty name. | phase-2 | [`" + p2[:7] + "`](",
+		"| **AC-5** The page quotes the function's greeting. | phase-1 | [`" + p1[:7] + "`](",
+		"| **not covered**: the test named is no test file a commit of the phase (up to the one named) wrote that the head still holds |",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the pull request's description lacks %q:\n%s", want, body)
@@ -282,6 +294,29 @@ func TestAcceptanceBelowTheThresholdContinued(t *testing.T) {
 	if !strings.Contains(body, "| test tests/ac-5.test.sh |") || w.gh.Pull(w.repo, pr.Number).Draft {
 		t.Errorf("the description after the continue:\n%s", body)
 	}
+}
+
+// TestAcceptanceContinuedAfterRunOne: phases.max_run 2 pauses the run
+// before the final audit, which /forge run-one runs; the plan waits on
+// its acceptance criteria. Continue is a run of its own, not held back by
+// the one phase the run-one ran: it runs the two phases it adds (as many
+// as max_run lets), and /forge run the audit again: DONE at 100%.
+func TestAcceptanceContinuedAfterRunOne(t *testing.T) {
+	w, pr := acceptanceWorldWith(t, true, map[string]string{".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 1s\n  max_run: 2\n"})
+	w.waitReply(t, pr.Number, "Ran 2 phases of **plan-001**; 1 remains.")
+	w.commandOn(t, pr.Number, "alice", "/forge run-one")
+	waitsOnAcceptance(t, w, pr)
+	w.commandOn(t, pr.Number, "alice", "/forge resume")
+	w.waitReply(t, pr.Number, "Continued by @alice")
+	apptest.Eventually(t, forgeWait, "the continue to run the phases it added", func() bool {
+		msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+		return countPrefix(msgs, "plan-001 phase-4: Cover acceptance criterion AC-4") == 1 &&
+			countPrefix(msgs, "plan-001 phase-5: Cover acceptance criterion AC-5") == 1
+	})
+	w.waitIdle(t)
+	w.commandOn(t, pr.Number, "alice", "/forge run")
+	w.waitReply(t, pr.Number, "Acceptance criteria: 5 of 5 covered (100%")
+	w.status(t, "DONE")
 }
 
 // TestAcceptanceBelowTheThresholdReplanned: the Replan button revises the

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
@@ -15,7 +16,8 @@ import (
 // function, and every later plan (the evolved ones) with the page's entry
 // word for word and the function's rewritten: Decompose makes one phase
 // of each, so an evolved plan's phase-1 is kept and its phase-2 revised.
-func evolveDrafter(t *testing.T, dir string) string {
+// extra ends the plan's Testing section (acceptance criteria, say).
+func evolveDrafter(t *testing.T, dir, extra string) string {
 	t.Helper()
 	p := filepath.Join(dir, "drafter.sh")
 	script := `#!/bin/sh
@@ -49,7 +51,7 @@ cat <<'PLAN'
 ## Testing
 
 - Read the page; call the function.
-
+` + extra + `
 ---
 
 ## Audit Log
@@ -119,7 +121,7 @@ func TestEvolve(t *testing.T) {
 	impl, calls := countingImplementer(t)
 	dump := t.TempDir()
 	w := newForgeWorld(t, forgeOptions{
-		override: map[string][]string{"drafter": spyDrafter(t, dump, evolveDrafter(t, dump)), "implementer": impl},
+		override: map[string][]string{"drafter": spyDrafter(t, dump, evolveDrafter(t, dump, "")), "implementer": impl},
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -288,6 +290,63 @@ func TestEvolve(t *testing.T) {
 	}
 	if got, _ := repo.File(pr3.Head, "docs/hello.md"); !strings.Contains(got, "Written by phase-1 of plan-003") {
 		t.Errorf("docs/hello.md after plan-003: %q", got)
+	}
+}
+
+// TestEvolvedPlanCoversCriteriaWithKeptPhases: plan-001 meets its two
+// acceptance criteria, each by a check that passed on a phase's commit,
+// and is merged. plan-002 evolves it: its phase-1 (the page) is kept and
+// never runs, so it makes no commit; the phase auditor is told plan-001's
+// commit of the phase as the kept phase's, and its claim on it holds:
+// plan-002 is DONE at 100%, AC-1 traced to plan-001's commit.
+func TestEvolvedPlanCoversCriteriaWithKeptPhases(t *testing.T) {
+	dir := t.TempDir()
+	criteria := "\n## Acceptance Criteria\n\n- AC-1: The page greets the reader.\n- AC-2: The function returns the greeting.\n"
+	auditor := filepath.Join(dir, "phase_auditor.sh")
+	script := `#!/bin/sh
+set -eu
+prompt=$(cat)
+sha() { printf '%s\n' "$prompt" | sed -n "s/^- $1 \([0-9a-f]\{40\}\).*/\1/p" | head -n 1; }
+p1=$(sha phase-1); p2=$(sha phase-2)
+echo "Audit of ${FORGE_PLAN_ID} ${FORGE_PHASE_ID}: ready to approve."
+echo
+echo 'Verdict: ready to approve'
+echo
+echo '` + "```json" + `'
+echo '[{"criterion":"AC-1","phase":"phase-1","commit":"'"$p1"'","check":"test"},'
+echo ' {"criterion":"AC-2","phase":"phase-2","commit":"'"$p2"'","check":"test"}]'
+echo '` + "```" + `'
+`
+	if err := os.WriteFile(auditor, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"drafter": {evolveDrafter(t, dir, criteria)}, "phase_auditor": {auditor}}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.gh.AddWorkflow(w.repo, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond})
+	w.command(t, "alice", "/forge greet new users")
+	pr1 := w.pullOf(t, "plan-001")
+	w.waitReply(t, pr1.Number, "The pull request is ready for review. Acceptance criteria: 2 of 2 covered (100%")
+	page := w.phaseCommit(t, pr1, "phase-1")
+	w.gh.MergePull(w.repo, pr1.Number, "alice", "merge")
+	w.deliverPR(t, "pull_request", "pull_request/closed", pr1.Number, w.gh.SenderEdit("alice"))
+	w.status(t, "CLOSED")
+
+	w.command(t, "alice", "/forge evolve plan-001 the greeting names the reader")
+	pr2 := w.pullOf(t, "plan-002")
+	w.waitReply(t, pr2.Number, "| **phase-1** Implement docs/hello.md | kept: does not run |")
+	w.waitIdle(t)
+	w.commandOn(t, pr2.Number, "alice", "/forge approve")
+	w.waitReply(t, pr2.Number, "The pull request is ready for review. Acceptance criteria: 2 of 2 covered (100%")
+	body := w.gh.Pull(w.repo, pr2.Number).Body
+	if want := "| **AC-1** The page greets the reader. | phase-1 | [`" + page[:7] + "`]("; !strings.Contains(body, want) {
+		t.Errorf("plan-002's description lacks %q:\n%s", want, body)
+	}
+	if msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr2.Head)); countPrefix(msgs, "plan-002 phase-1") != 0 {
+		t.Errorf("the kept phase ran: %q", msgs)
 	}
 }
 

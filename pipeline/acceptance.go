@@ -2,7 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 
@@ -82,31 +85,103 @@ func (r *run) recordCommit(id string, fresh bool) {
 	}
 }
 
-// passedChecks are the checks that concluded success on sha: other apps'
-// check runs and the commit statuses, never Forge's own runs (a phase's
-// run says the phase ran, not that a criterion holds).
-func (r *run) passedChecks(ctx context.Context, sha string) ([]string, error) {
+// ciOn is what the checks on sha showed: the checks that concluded
+// success, other apps' check runs and the commit statuses, never Forge's
+// own runs (a phase's run says the phase ran, not that a criterion holds);
+// and green, whether they all passed: at least one ran, and none failed
+// or is still running (neutral and skipped runs pass nothing and fail
+// nothing).
+func (r *run) ciOn(ctx context.Context, sha string) (passed []string, green bool, err error) {
 	runs, err := r.gh.CheckRuns(ctx, r.p.Repo, sha)
 	if err != nil {
-		return nil, fmt.Errorf("read the check runs of %s: %w", shortSHA(sha), err)
+		return nil, false, fmt.Errorf("read the check runs of %s: %w", shortSHA(sha), err)
 	}
 	own := r.f.appID()
-	var out []string
+	failed := false
 	for _, c := range runs {
-		if c.AppID != own && c.Status == "completed" && c.Conclusion == "success" && !slices.Contains(out, c.Name) {
-			out = append(out, c.Name)
+		switch {
+		case c.AppID == own:
+		case c.Status == "completed" && c.Conclusion == "success":
+			if !slices.Contains(passed, c.Name) {
+				passed = append(passed, c.Name)
+			}
+		case c.Status == "completed" && (c.Conclusion == "neutral" || c.Conclusion == "skipped"):
+		default:
+			failed = true
 		}
 	}
 	statuses, err := r.gh.CommitStatuses(ctx, r.p.Repo, sha)
 	if err != nil {
-		return nil, fmt.Errorf("read the commit statuses of %s: %w", shortSHA(sha), err)
+		return nil, false, fmt.Errorf("read the commit statuses of %s: %w", shortSHA(sha), err)
 	}
 	for _, s := range statuses {
-		if s.State == "success" && !slices.Contains(out, s.Context) {
-			out = append(out, s.Context)
+		if s.State != "success" {
+			failed = true
+		} else if !slices.Contains(passed, s.Context) {
+			passed = append(passed, s.Context)
+		}
+	}
+	return passed, len(passed) > 0 && !failed, nil
+}
+
+// changedBy are the paths commit sha added or modified against its first
+// parent (none for a root commit).
+func (r *run) changedBy(ctx context.Context, sha string) ([]string, error) {
+	c, err := r.gh.Commit(ctx, r.p.Repo, sha)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", shortSHA(sha), err)
+	}
+	if len(c.Parents) == 0 {
+		return nil, nil
+	}
+	diff, err := r.gh.Compare(ctx, r.p.Repo, c.Parents[0], sha)
+	if err != nil {
+		return nil, fmt.Errorf("read the changes of commit %s: %w", shortSHA(sha), err)
+	}
+	var out []string
+	for _, f := range diff {
+		if f.Status != "removed" {
+			out = append(out, f.Path)
 		}
 	}
 	return out, nil
+}
+
+// recordedCommits are the commits a claim may name for each phase: those
+// Forge made for the plan's phases (PhaseCommits) and, for each phase of
+// an evolved plan that is kept (it does not run: its code came with the
+// merge of the plan it evolves), the commits that plan recorded for the
+// phase it continues. kept says which phases take the base plan's, and
+// from which plan and phase.
+func (r *run) recordedCommits(ctx context.Context) (commits map[string][]string, kept map[string]string, err error) {
+	p := r.p
+	commits = map[string][]string{}
+	for id, shas := range p.PhaseCommits {
+		commits[id] = shas
+	}
+	e := p.Evolution
+	if e == nil || p.Phases == nil {
+		return commits, nil, nil
+	}
+	var base *Plan
+	for _, ev := range e.Phases {
+		ph, ok := p.Phases.Find(ev.ID)
+		if ev.Class != phases.ClassKept || ev.Base == "" || !ok || ph.Status != phases.Kept || len(commits[ev.ID]) > 0 {
+			continue
+		}
+		if base == nil {
+			if base, err = r.f.Plans.PlanByNumber(ctx, p.Repo, e.Base); err != nil {
+				return nil, nil, fmt.Errorf("read %s, the plan %s evolves: %w", PlanID(e.Base), PlanID(p.Number), err)
+			}
+		}
+		if shas := base.PhaseCommits[ev.Base]; len(shas) > 0 {
+			if kept == nil {
+				kept = map[string]string{}
+			}
+			commits[ev.ID], kept[ev.ID] = shas, PlanID(e.Base)+" "+ev.Base
+		}
+	}
+	return commits, kept, nil
 }
 
 // acceptancePrompt is what the phase auditor is told of the plan's
@@ -122,10 +197,14 @@ func (r *run) acceptancePrompt(ctx context.Context, planText string) (criteria, 
 	for _, cr := range cs {
 		fmt.Fprintf(&c, "- %s: %s\n", cr.ID, oneLine(Sanitize(cr.Text)))
 	}
+	commits, kept, err := r.recordedCommits(ctx)
+	if err != nil {
+		return "", "", err
+	}
 	var e strings.Builder
-	for _, id := range r.phaseOrder() {
-		for _, sha := range r.p.PhaseCommits[id] {
-			passed, err := r.passedChecks(ctx, sha)
+	for _, id := range r.phaseOrder(commits) {
+		for _, sha := range commits[id] {
+			passed, _, err := r.ciOn(ctx, sha)
 			if err != nil {
 				return "", "", err
 			}
@@ -133,6 +212,9 @@ func (r *run) acceptancePrompt(ctx context.Context, planText string) (criteria, 
 				passed[i] = capText(oneLine(Sanitize(n)), maxCheckName)
 			}
 			fmt.Fprintf(&e, "- %s %s", id, sha)
+			if from, ok := kept[id]; ok {
+				fmt.Fprintf(&e, " (kept: made by %s, merged)", from)
+			}
 			if len(passed) > 0 {
 				fmt.Fprintf(&e, ": passed %s", strings.Join(passed, ", "))
 			}
@@ -147,17 +229,17 @@ func (r *run) acceptancePrompt(ctx context.Context, planText string) (criteria, 
 
 // phaseOrder are the ids of the phases with recorded commits, in the
 // phases file's order (then any others, sorted).
-func (r *run) phaseOrder() []string {
+func (r *run) phaseOrder(commits map[string][]string) []string {
 	var out []string
 	if r.p.Phases != nil {
 		for _, ph := range r.p.Phases.Phases {
-			if _, ok := r.p.PhaseCommits[ph.ID]; ok {
+			if _, ok := commits[ph.ID]; ok {
 				out = append(out, ph.ID)
 			}
 		}
 	}
 	var rest []string
-	for id := range r.p.PhaseCommits {
+	for id := range commits {
 		if !slices.Contains(out, id) {
 			rest = append(rest, id)
 		}
@@ -183,19 +265,32 @@ func (r *run) traceAcceptance(ctx context.Context) (*Acceptance, error) {
 	if a == nil {
 		a = &Acceptance{}
 	}
-	diff, err := r.gh.Compare(ctx, p.Repo, p.DefaultBranch, p.HeadSHA)
+	commits, _, err := r.recordedCommits(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the pull request's changes: %w", err)
+		return nil, err
 	}
-	ev := audit.Evidence{PhaseCommits: p.PhaseCommits, Passed: map[string][]string{}}
-	for _, f := range diff {
-		if f.Status != "removed" {
-			ev.Changed = append(ev.Changed, f.Path)
+	ev := audit.Evidence{PhaseCommits: commits, Passed: map[string][]string{}, Green: map[string]bool{}, Touched: map[string][]string{}}
+	for _, sha := range audit.ClaimedCommits(a.Claims, commits) {
+		if ev.Passed[sha], ev.Green[sha], err = r.ciOn(ctx, sha); err != nil {
+			return nil, err
 		}
 	}
-	for _, sha := range audit.ClaimedCommits(a.Claims, p.PhaseCommits) {
-		if ev.Passed[sha], err = r.passedChecks(ctx, sha); err != nil {
+	for _, sha := range audit.TestCommits(a.Claims, commits) {
+		if ev.Touched[sha], err = r.changedBy(ctx, sha); err != nil {
 			return nil, err
+		}
+	}
+	// Only a test some phase commit wrote is looked for at the head: a
+	// path the auditor made up is never read.
+	for _, test := range audit.ClaimedTests(a.Claims) {
+		if !slices.ContainsFunc(slices.Collect(maps.Values(ev.Touched)), func(paths []string) bool { return slices.Contains(paths, test) }) {
+			continue
+		}
+		_, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, test)
+		if _, unsafe := unsafeFile(err); err == nil {
+			ev.AtHead = append(ev.AtHead, test)
+		} else if !errors.Is(err, fs.ErrNotExist) && !unsafe {
+			return nil, fmt.Errorf("read %s at the plan's head: %w", test, err)
 		}
 	}
 	a.Trace, a.Threshold = audit.Cover(criteria, a.Claims, ev), r.cfg.AcceptanceThreshold
@@ -224,18 +319,57 @@ func acceptanceTable(p *Plan) *templates.AcceptanceTable {
 }
 
 // continueAcceptance adds, before the final audit, one implement phase
-// per criterion the trace left uncovered, and makes the audit run again:
-// people chose to continue a plan below its threshold.
+// per criterion the trace left uncovered (coverPhases), and makes the
+// audit run again: people chose to continue a plan below its threshold.
+// The continue is a run of its own: the phases the run before it counted
+// (at most one after /forge run-one) do not hold it back, and it runs the
+// new phases and the audit, as many as a run may.
 func (r *run) continueAcceptance(ctx context.Context) error {
 	p := r.p
-	file := *p.Phases
-	file.Phases = slices.Clone(file.Phases)
-	last := -1 // the final audit phase
+	file, err := coverPhases(*p.Phases, p.Acceptance.Uncovered())
+	if err != nil {
+		return err
+	}
+	if last := finalAuditAt(file); last >= 0 && p.Loop != nil && p.Loop.Phase == file.Phases[last].ID {
+		// The audit phase's review loop starts afresh.
+		p.Loop = nil
+	}
+	file.Updated = r.f.now().UTC().Format("2006-01-02")
+	// Saved with the phases by the commit: a job that dies after it does
+	// not add them a second time (one that dies before it recomputes the
+	// same phases from the stored plan).
+	p.Phases, p.Acceptance.Continue = &file, false
+	p.RunLimit, p.PhasesRun = phases.MaxPerRun, 0
+	msg := PlanID(p.Number) + ": phases for the uncovered acceptance criteria"
+	if err := r.commitFiles(ctx, msg, []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(file))}); err != nil {
+		return err
+	}
+	return r.save(ctx)
+}
+
+// finalAuditAt is the index of the last audit phase of file, -1 if none.
+func finalAuditAt(file phases.File) int {
+	last := -1
 	for i, ph := range file.Phases {
 		if ph.Kind == phases.Audit {
 			last = i
 		}
 	}
+	return last
+}
+
+// coverPhases is file with one implement phase per uncovered criterion
+// before its final audit, which is pending again and depends on them too.
+// In a plan that runs one phase at a time they run one after the other.
+// A DAG's phases (phases.Parallel) stay one: each new phase depends on
+// what the final audit depended on, the implementation it audited, and
+// declares that it may write anything ("**"), since which files a
+// criterion takes is not known; so no two of them, nor one and another
+// phase, run at once. file is not modified.
+func coverPhases(file phases.File, uncovered []audit.Criterion) (phases.File, error) {
+	dag := phases.Parallel(file)
+	file.Phases = slices.Clone(file.Phases)
+	last := finalAuditAt(file)
 	next := 0
 	for _, ph := range file.Phases {
 		var n int
@@ -243,8 +377,6 @@ func (r *run) continueAcceptance(ctx context.Context) error {
 			next = n
 		}
 	}
-	// The new phases run after every phase before the final audit, one
-	// after the other.
 	prev, end := "", len(file.Phases)
 	if last >= 0 {
 		end = last
@@ -253,13 +385,18 @@ func (r *run) continueAcceptance(ctx context.Context) error {
 		prev = file.Phases[end-1].ID
 	}
 	var added []phases.Phase
-	for _, c := range p.Acceptance.Uncovered() {
+	for _, c := range uncovered {
 		next++
 		ph := phases.Phase{ID: fmt.Sprintf("phase-%d", next), Title: "Cover acceptance criterion " + c.ID, Kind: phases.Implement, Status: phases.Pending,
 			Description: "Make the plan's acceptance criterion " + c.ID + " hold, with a test that shows it: the final audit found no phase " +
-				"whose commit, with a passing check or a test in the change, does. Change only what that takes.",
+				"whose commit, with a passing check or a test the phase wrote, does. Change only what that takes.",
 			ChangeSpec: FenceUntrusted(c.ID + ": " + c.Text)}
-		if prev != "" {
+		switch {
+		case dag && last >= 0:
+			ph.DependsOn, ph.Writes = slices.Clone(file.Phases[last].DependsOn), []string{"**"}
+		case dag:
+			ph.DependsOn, ph.Writes = []string{}, []string{"**"}
+		case prev != "":
 			ph.DependsOn = []string{prev}
 		}
 		prev = ph.ID
@@ -274,26 +411,13 @@ func (r *run) continueAcceptance(ctx context.Context) error {
 		}
 		rest := append([]phases.Phase{final}, file.Phases[last+1:]...)
 		file.Phases = append(append(file.Phases[:last:last], added...), rest...)
-		// The audit phase's review loop starts afresh.
-		if p.Loop != nil && p.Loop.Phase == final.ID {
-			p.Loop = nil
-		}
 	} else {
 		file.Phases = append(file.Phases, added...)
 	}
 	if err := file.Validate(); err != nil {
-		return fmt.Errorf("add the phases of the uncovered acceptance criteria: %w", err)
+		return phases.File{}, fmt.Errorf("add the phases of the uncovered acceptance criteria: %w", err)
 	}
-	file.Updated = r.f.now().UTC().Format("2006-01-02")
-	// Saved with the phases by the commit: a job that dies after it does
-	// not add them a second time (one that dies before it recomputes the
-	// same phases from the stored plan).
-	p.Phases, p.Acceptance.Continue = &file, false
-	msg := PlanID(p.Number) + ": phases for the uncovered acceptance criteria"
-	if err := r.commitFiles(ctx, msg, []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(file))}); err != nil {
-		return err
-	}
-	return r.save(ctx)
+	return file, nil
 }
 
 // handOver ends a phase run whose phases are all done: a plan whose

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -56,5 +57,81 @@ func TestReplanNotes(t *testing.T) {
 	got := replanNotes(p, " keep it short ")
 	if !strings.HasPrefix(got, "keep it short\n\n") || !strings.Contains(got, "\n- AC-2: The page quotes the function.\n") || strings.Contains(got, "AC-1") {
 		t.Errorf("replanNotes:\n%s", got)
+	}
+}
+
+// TestCoverPhases: Continue adds a phase per uncovered criterion before
+// the final audit. A plan that runs one phase at a time gets them one
+// after the other; a DAG stays a DAG (every phase declares its writes
+// and dependencies, in the file too), its new phases depend on what the
+// audit audited, and, as they may write anything, never run beside
+// another.
+func TestCoverPhases(t *testing.T) {
+	uncovered := []audit.Criterion{{ID: "AC-4", Text: "empty name"}, {ID: "AC-5", Text: "quotes"}}
+	dag := phases.File{PlanID: "plan-001", PlanHash: "0123456789abcdef", Created: "2026-11-26", Updated: "2026-11-26", PlanFile: "docs/plans/plan-001-greet.md", Phases: []phases.Phase{
+		{ID: "phase-1", Title: "Page", Kind: phases.Implement, Status: phases.Done, DependsOn: []string{}, Writes: []string{"docs/**"}},
+		{ID: "phase-2", Title: "Function", Kind: phases.Implement, Status: phases.Done, DependsOn: []string{}, Writes: []string{"src/**"}},
+		{ID: "phase-3", Title: "Post-implementation audit", Kind: phases.Audit, Status: phases.Done, DependsOn: []string{"phase-1", "phase-2"}, Writes: []string{}},
+	}}
+	seq := phases.File{PlanID: dag.PlanID, PlanHash: dag.PlanHash, Created: dag.Created, Updated: dag.Updated, PlanFile: dag.PlanFile, Phases: []phases.Phase{
+		{ID: "phase-1", Title: "Page", Kind: phases.Implement, Status: phases.Done},
+		{ID: "phase-2", Title: "Function", Kind: phases.Implement, Status: phases.Done, DependsOn: []string{"phase-1"}},
+		{ID: "phase-3", Title: "Post-implementation audit", Kind: phases.Audit, Status: phases.Done, DependsOn: []string{"phase-2"}},
+	}}
+	type shape struct {
+		ID        string
+		Status    phases.Status
+		DependsOn []string
+		Writes    []string
+	}
+	tests := []struct {
+		name     string
+		file     phases.File
+		parallel bool
+		want     []shape
+	}{
+		{"one at a time", seq, false, []shape{
+			{"phase-1", phases.Done, nil, nil},
+			{"phase-2", phases.Done, []string{"phase-1"}, nil},
+			{"phase-4", phases.Pending, []string{"phase-2"}, nil},
+			{"phase-5", phases.Pending, []string{"phase-4"}, nil},
+			{"phase-3", phases.Pending, []string{"phase-2", "phase-4", "phase-5"}, nil},
+		}},
+		{"a DAG", dag, true, []shape{
+			{"phase-1", phases.Done, nil, []string{"docs/**"}},
+			{"phase-2", phases.Done, nil, []string{"src/**"}},
+			{"phase-4", phases.Pending, []string{"phase-1", "phase-2"}, []string{"**"}},
+			{"phase-5", phases.Pending, []string{"phase-1", "phase-2"}, []string{"**"}},
+			{"phase-3", phases.Pending, []string{"phase-1", "phase-2", "phase-4", "phase-5"}, []string{}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := coverPhases(tt.file, uncovered)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the run reads is the phases file, committed and parsed.
+			got, err = phases.Parse(phases.Serialize(got))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var shapes []shape
+			for _, ph := range got.Phases {
+				shapes = append(shapes, shape{ph.ID, ph.Status, ph.DependsOn, ph.Writes})
+			}
+			if !reflect.DeepEqual(shapes, tt.want) {
+				t.Errorf("phases:\n got %+v\nwant %+v", shapes, tt.want)
+			}
+			if phases.Parallel(got) != tt.parallel {
+				t.Errorf("Parallel = %v, want %v", !tt.parallel, tt.parallel)
+			}
+			if b := phases.Batch(got, 3, func(*phases.Phase) bool { return true }); len(b) != 1 || b[0].ID != "phase-4" {
+				t.Errorf("the first batch is %d phases, want phase-4 alone", len(b))
+			}
+			if tt.file.Phases[2].Status != phases.Done {
+				t.Error("coverPhases changed the file it was given")
+			}
+		})
 	}
 }

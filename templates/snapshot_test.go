@@ -268,9 +268,10 @@ func evolutionTable(correctable bool) templates.EvolutionTable {
 	}
 }
 
-// acceptanceTable is a traceability table of five criteria, three
+// acceptanceTable is a traceability table of seven criteria, three
 // covered: by a passing check, by a test, by a fix round's commit; the
-// other two not, one with hostile text.
+// other four not, one with hostile text, one by a test its phase did not
+// write, one by a test on a commit whose checks did not all pass.
 func acceptanceTable(threshold int) templates.AcceptanceTable {
 	rows := []templates.AcceptanceRow{
 		{ID: "AC-1", Text: "The page greets the reader by name.", Phase: "phase-1", Commit: "1a2b3c4", CommitURL: "https://github.com/octo/hello/commit/1a2b3c4", Check: "test", Covered: true},
@@ -278,6 +279,8 @@ func acceptanceTable(threshold int) templates.AcceptanceTable {
 		{ID: "AC3", Text: "The README links the page.", Phase: "phase-3", Commit: "9a8b7c6", CommitURL: "https://github.com/octo/hello/commit/9a8b7c6", Check: "ci / lint (ubuntu)", Covered: true},
 		{ID: "AC-4", Text: pipeline.Untrusted("<img src=x onerror=alert(1)> | pipe | [link](https://evil.example) `code` **bold** @octocat", 200), Phase: "phase-2", Why: "commit"},
 		{ID: "AC-5", Text: "The page is linked from the site's navigation.", Why: "no-claim"},
+		{ID: "AC-6", Text: "The greeting is translated.", Phase: "phase-1", Commit: "1a2b3c4", CommitURL: "https://github.com/octo/hello/commit/1a2b3c4", Why: "test"},
+		{ID: "AC-7", Text: "The greeting is short.", Phase: "phase-2", Commit: "5d6e7f8", CommitURL: "https://github.com/octo/hello/commit/5d6e7f8", Test: "src/short_test.go", Why: "test-checks"},
 	}
 	covered := 3
 	return templates.AcceptanceTable{Rows: rows, Covered: covered, Total: len(rows), Percent: covered * 100 / len(rows), Threshold: threshold}

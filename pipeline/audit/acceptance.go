@@ -181,25 +181,34 @@ func decodeClaims(text string) ([]Claim, bool) {
 // Evidence is what Forge knows of a plan's implementation, to hold the
 // auditor's claims against.
 type Evidence struct {
-	// PhaseCommits are the full SHAs of the commits Forge made for each
-	// phase of the plan (its implementation, its fix rounds), by phase id.
+	// PhaseCommits are the full SHAs of the commits recorded for each
+	// phase of the plan (its implementation, its fix rounds), by phase id,
+	// in the order they were made: Forge's own, and for a phase an evolved
+	// plan kept, those the plan it evolves made for it.
 	PhaseCommits map[string][]string
-	// Passed are the checks that concluded success on each of those
-	// commits, by full SHA: other apps' check runs and commit statuses,
+	// Passed are the checks that concluded success on each claimed
+	// commit, by full SHA: other apps' check runs and commit statuses,
 	// never Forge's own.
 	Passed map[string][]string
-	// Changed are the paths the change adds or modifies.
-	Changed []string
+	// Green are the claimed commits whose checks all passed: at least one
+	// ran, and none failed or is still running.
+	Green map[string]bool
+	// Touched are the paths each commit added or modified, by full SHA:
+	// read for the commits a test claim may rest on (TestCommits).
+	Touched map[string][]string
+	// AtHead are the claimed test paths the plan's head still holds.
+	AtHead []string
 }
 
 // Why a criterion is not covered (Trace.Why).
 const (
-	UncoveredNoClaim  = "no-claim" // the auditor named nothing that shows it
-	UncoveredPhase    = "phase"    // the phase named made no commit of the plan
-	UncoveredCommit   = "commit"   // the commit is none of the phase's commits
-	UncoveredEvidence = "evidence" // neither a passing check nor a test in the change
-	UncoveredCheck    = "check"    // the check did not pass on the commit
-	UncoveredTest     = "test"     // the test is no test file of the change
+	UncoveredNoClaim  = "no-claim"    // the auditor named nothing that shows it
+	UncoveredPhase    = "phase"       // the phase named made no commit of the plan
+	UncoveredCommit   = "commit"      // the commit is none of the phase's commits
+	UncoveredEvidence = "evidence"    // neither a passing check nor a test in the change
+	UncoveredCheck    = "check"       // the check did not pass on the commit
+	UncoveredTest     = "test"        // the test is no test file the phase's commits wrote, or is gone
+	UncoveredTestRun  = "test-checks" // the phase wrote the test, but the checks on the commit did not all pass
 )
 
 // Trace is one row of the traceability table: a criterion, what shows it
@@ -217,16 +226,20 @@ type Trace struct {
 }
 
 // Cover holds the claims against the evidence: a criterion is covered by
-// a claim that names a phase of the plan, one of the commits Forge made
-// for that phase (the full SHA or at least 7 of its first hex digits), and
-// a check that passed on that commit or a test file the change adds or
-// modifies. A criterion with several claims takes the first that holds;
-// without one, the trace shows the claim that came furthest. Claims of a
-// criterion the plan does not have are ignored.
+// a claim that names a phase of the plan, one of the commits recorded for
+// that phase (the full SHA or at least 7 of its first hex digits), and
+// either a check that passed on that commit or a test file that shows it.
+// A test counts only when the phase wrote it (one of the phase's commits
+// up to the one named added or modified it), the plan's head still holds
+// it, and every check on the commit named passed: a test file merely in
+// the change, or never seen to pass, shows nothing. A criterion with
+// several claims takes the first that holds; without one, the trace shows
+// the claim that came furthest. Claims of a criterion the plan does not
+// have are ignored.
 func Cover(criteria []Criterion, claims []Claim, ev Evidence) []Trace {
-	changed := map[string]bool{}
-	for _, p := range ev.Changed {
-		changed[p] = true
+	atHead := map[string]bool{}
+	for _, p := range ev.AtHead {
+		atHead[p] = true
 	}
 	out := make([]Trace, 0, len(criteria))
 	for _, c := range criteria {
@@ -235,7 +248,7 @@ func Cover(criteria []Criterion, claims []Claim, ev Evidence) []Trace {
 			if criterionKey(cl.Criterion) != c.Key() {
 				continue
 			}
-			t, rank := verify(c, cl, ev, changed)
+			t, rank := verify(c, cl, ev, atHead)
 			if t.Covered {
 				best = t
 				break
@@ -251,7 +264,7 @@ func Cover(criteria []Criterion, claims []Claim, ev Evidence) []Trace {
 
 // verify checks one claim; rank says how far it held, to show the best
 // of a criterion's failed claims.
-func verify(c Criterion, cl Claim, ev Evidence, changed map[string]bool) (Trace, int) {
+func verify(c Criterion, cl Claim, ev Evidence, atHead map[string]bool) (Trace, int) {
 	t := Trace{Criterion: c}
 	shas, ok := ev.PhaseCommits[cl.Phase]
 	if !ok || len(shas) == 0 {
@@ -267,10 +280,15 @@ func verify(c Criterion, cl Claim, ev Evidence, changed map[string]bool) (Trace,
 	t.Commit = sha
 	if cl.Check != "" && slices.ContainsFunc(ev.Passed[sha], func(n string) bool { return n == cl.Check }) {
 		t.Check, t.Covered = cl.Check, true
-		return t, 3
+		return t, 4
 	}
-	if cl.Test != "" && IsTestPath(cl.Test) && changed[path.Clean(cl.Test)] {
-		t.Test, t.Covered = path.Clean(cl.Test), true
+	if test := path.Clean(cl.Test); cl.Test != "" && IsTestPath(cl.Test) && atHead[test] && wrote(ev, upTo(shas, sha), test) {
+		t.Test = test
+		if ev.Green[sha] {
+			t.Covered = true
+			return t, 4
+		}
+		t.Why = UncoveredTestRun
 		return t, 3
 	}
 	switch {
@@ -282,6 +300,21 @@ func verify(c Criterion, cl Claim, ev Evidence, changed map[string]bool) (Trace,
 		t.Why = UncoveredEvidence
 	}
 	return t, 2
+}
+
+// upTo are the commits of shas up to sha, which is one of them.
+func upTo(shas []string, sha string) []string {
+	return shas[:slices.Index(shas, sha)+1]
+}
+
+// wrote reports whether one of shas added or modified file.
+func wrote(ev Evidence, shas []string, file string) bool {
+	for _, s := range shas {
+		if slices.Contains(ev.Touched[s], file) {
+			return true
+		}
+	}
+	return false
 }
 
 var hexRe = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
@@ -308,6 +341,38 @@ func ClaimedCommits(claims []Claim, phaseCommits map[string][]string) []string {
 	for _, cl := range claims {
 		if sha := phaseCommit(phaseCommits[cl.Phase], cl.Commit); sha != "" && !slices.Contains(out, sha) {
 			out = append(out, sha)
+		}
+	}
+	return out
+}
+
+// TestCommits are the commits whose files Cover needs to hold the
+// claims' tests: for each claim that names a test and a phase commit,
+// verified as Cover does, the phase's commits up to that one, each once.
+func TestCommits(claims []Claim, phaseCommits map[string][]string) []string {
+	var out []string
+	for _, cl := range claims {
+		shas := phaseCommits[cl.Phase]
+		sha := phaseCommit(shas, cl.Commit)
+		if cl.Test == "" || sha == "" {
+			continue
+		}
+		for _, s := range upTo(shas, sha) {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// ClaimedTests are the test files the claims name, cleaned, each once:
+// the paths whose presence at the plan's head Cover needs.
+func ClaimedTests(claims []Claim) []string {
+	var out []string
+	for _, cl := range claims {
+		if cl.Test != "" && IsTestPath(cl.Test) && !slices.Contains(out, path.Clean(cl.Test)) {
+			out = append(out, path.Clean(cl.Test))
 		}
 	}
 	return out

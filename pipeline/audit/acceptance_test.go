@@ -96,29 +96,40 @@ func TestParseClaims(t *testing.T) {
 
 func TestCover(t *testing.T) {
 	const (
-		c1 = "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-		c2 = "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-		f3 = "3333333ccccccccccccccccccccccccccccccccc" // phase-3's fix round
+		c1  = "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		c2  = "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+		c2b = "2222222fffffffffffffffffffffffffffffffff" // phase-2's fix round
+		f3  = "3333333ccccccccccccccccccccccccccccccccc" // phase-3's fix round
+		c4  = "4444444ddddddddddddddddddddddddddddddddd" // its checks failed
 	)
 	ev := Evidence{
-		PhaseCommits: map[string][]string{"phase-1": {c1}, "phase-2": {c2}, "phase-3": {f3}},
-		Passed:       map[string][]string{c1: {"test", "lint"}, c2: {"test"}},
-		Changed:      []string{"src/greet.go", "src/greet_test.go", "README.md"},
+		PhaseCommits: map[string][]string{"phase-1": {c1}, "phase-2": {c2, c2b}, "phase-3": {f3}, "phase-4": {c4}},
+		Passed:       map[string][]string{c1: {"test", "lint"}, c2: {"test"}, c2b: {"test"}, f3: {"test"}},
+		Green:        map[string]bool{c1: true, c2: true, c2b: true, f3: true},
+		Touched: map[string][]string{c1: {"docs/hello.md"}, c2: {"src/greet.go", "src/greet_test.go", "src/gone_test.go"},
+			c2b: {"src/fix_test.go"}, f3: {"src/greet_test.go"}, c4: {"src/late_test.go"}},
+		AtHead: []string{"src/greet_test.go", "src/fix_test.go", "src/late_test.go", "src/other_test.go", "README.md"},
 	}
-	criteria := []Criterion{{ID: "AC-1"}, {ID: "AC-2"}, {ID: "AC-3"}, {ID: "AC-4"}, {ID: "AC-5"}, {ID: "AC-6"}, {ID: "AC-7"}, {ID: "AC-8"}, {ID: "AC-9"}}
+	criteria := []Criterion{{ID: "AC-1"}, {ID: "AC-2"}, {ID: "AC-3"}, {ID: "AC-4"}, {ID: "AC-5"}, {ID: "AC-6"}, {ID: "AC-7"}, {ID: "AC-8"}, {ID: "AC-9"},
+		{ID: "AC-10"}, {ID: "AC-11"}, {ID: "AC-12"}, {ID: "AC-13"}, {ID: "AC-14"}}
 	claims := []Claim{
 		{Criterion: "AC1", Phase: "phase-1", Commit: c1[:7], Check: "lint"},                          // a passing check, abbreviated sha, id without dash
-		{Criterion: "AC-2", Phase: "phase-2", Commit: c2, Test: "src/greet_test.go"},                 // a test of the change
+		{Criterion: "AC-2", Phase: "phase-2", Commit: c2, Test: "src/greet_test.go"},                 // a test the phase wrote, its checks green
 		{Criterion: "AC-3", Phase: "phase-2", Commit: "deadbeefdeadbeef", Check: "test"},             // a commit that does not exist
 		{Criterion: "AC-4", Phase: "phase-2", Commit: c1, Check: "lint"},                             // another phase's commit
 		{Criterion: "AC-5", Phase: "phase-9", Commit: c2, Check: "test"},                             // no such phase
 		{Criterion: "AC-6", Phase: "phase-2", Commit: c2, Check: "lint"},                             // a check that did not pass there
 		{Criterion: "AC-7", Phase: "phase-2", Commit: c2, Test: "README.md"},                         // no test file
-		{Criterion: "AC-7", Phase: "phase-2", Commit: c2, Test: "src/other_test.go"},                 // not in the change
+		{Criterion: "AC-7", Phase: "phase-2", Commit: c2, Test: "src/other_test.go"},                 // no commit of the phase wrote it
 		{Criterion: "AC-8", Phase: "phase-3", Commit: "3333"},                                        // too short, and no evidence
 		{Criterion: "AC-8", Phase: "phase-3", Commit: f3[:10], Test: "../src/greet_test.go"},         // leaves the repository
 		{Criterion: "AC-8", Phase: "phase-3", Commit: "3333333", Test: "./src/../src/greet_test.go"}, // a fix round's commit, the path cleaned
 		{Criterion: "AC-42", Phase: "phase-1", Commit: c1, Check: "test"},                            // not a criterion of the plan
+		{Criterion: "AC-10", Phase: "phase-1", Commit: c1, Test: "src/greet_test.go"},                // in the change, but another phase wrote it
+		{Criterion: "AC-11", Phase: "phase-2", Commit: c2, Test: "src/fix_test.go"},                  // written by a later commit than the one named
+		{Criterion: "AC-12", Phase: "phase-4", Commit: c4, Test: "src/late_test.go"},                 // written, but the checks on the commit failed
+		{Criterion: "AC-13", Phase: "phase-2", Commit: c2, Test: "src/gone_test.go"},                 // written, then removed: not at the head
+		{Criterion: "AC-14", Phase: "phase-2", Commit: c2b[:8], Test: "src/greet_test.go"},           // written by an earlier commit of the phase
 	}
 	got := Cover(criteria, claims, ev)
 	want := []Trace{
@@ -131,6 +142,11 @@ func TestCover(t *testing.T) {
 		{Criterion: Criterion{ID: "AC-7"}, Phase: "phase-2", Commit: c2, Why: UncoveredTest},
 		{Criterion: Criterion{ID: "AC-8"}, Phase: "phase-3", Commit: f3, Test: "src/greet_test.go", Covered: true},
 		{Criterion: Criterion{ID: "AC-9"}, Why: UncoveredNoClaim},
+		{Criterion: Criterion{ID: "AC-10"}, Phase: "phase-1", Commit: c1, Why: UncoveredTest},
+		{Criterion: Criterion{ID: "AC-11"}, Phase: "phase-2", Commit: c2, Why: UncoveredTest},
+		{Criterion: Criterion{ID: "AC-12"}, Phase: "phase-4", Commit: c4, Test: "src/late_test.go", Why: UncoveredTestRun},
+		{Criterion: Criterion{ID: "AC-13"}, Phase: "phase-2", Commit: c2, Why: UncoveredTest},
+		{Criterion: Criterion{ID: "AC-14"}, Phase: "phase-2", Commit: c2b, Test: "src/greet_test.go", Covered: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		for i := range max(len(got), len(want)) {
@@ -146,11 +162,18 @@ func TestCover(t *testing.T) {
 			}
 		}
 	}
-	if n := Covered(got); n != 3 {
-		t.Errorf("Covered = %d, want 3", n)
+	if n := Covered(got); n != 4 {
+		t.Errorf("Covered = %d, want 4", n)
 	}
-	if cs := ClaimedCommits(claims, ev.PhaseCommits); !reflect.DeepEqual(cs, []string{c1, c2, f3}) {
+	if cs := ClaimedCommits(claims, ev.PhaseCommits); !reflect.DeepEqual(cs, []string{c1, c2, f3, c4, c2b}) {
 		t.Errorf("ClaimedCommits = %q", cs)
+	}
+	if cs := TestCommits(claims, ev.PhaseCommits); !reflect.DeepEqual(cs, []string{c2, f3, c1, c4, c2b}) {
+		t.Errorf("TestCommits = %q", cs)
+	}
+	tests := []string{"src/greet_test.go", "src/other_test.go", "src/fix_test.go", "src/late_test.go", "src/gone_test.go"}
+	if ts := ClaimedTests(claims); !reflect.DeepEqual(ts, tests) {
+		t.Errorf("ClaimedTests = %q, want %q", ts, tests)
 	}
 }
 

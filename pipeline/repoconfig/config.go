@@ -25,7 +25,7 @@ type Config struct {
 	AutoImplement    bool          `yaml:"auto_implement" doc:"A review loop that ended within the convergence thresholds (not halted, overridden or on a plateau) with no change by people on the branch is approved by Forge itself, and the phases run; only where the operator's policy allows it."`
 
 	// AcceptanceThreshold is a percentage, 0 to 100.
-	AcceptanceThreshold int `yaml:"acceptance_threshold" doc:"For a plan with a '## Acceptance Criteria' section: the percentage of its criteria (0 to 100) the final audit must show covered (a phase's commit with a check that passed on it, or a test file in the change) for the pull request to be marked ready for review. Below it the plan waits (label 'forge:acceptance') for people to merge anyway, continue or replan. A plan without criteria is not held."`
+	AcceptanceThreshold int `yaml:"acceptance_threshold" doc:"For a plan with a '## Acceptance Criteria' section: the percentage of its criteria (0 to 100) the final audit must show covered (a phase's commit with a check that passed on it, or with a test file that phase wrote and every check on the commit passed) for the pull request to be marked ready for review. Below it the plan waits (label 'forge:acceptance') for people to merge anyway, continue or replan. A plan without criteria is not held."`
 
 	// PlansDir is cleaned and relative to the repository root.
 	PlansDir string   `yaml:"plans_dir" doc:"Where plan files and phases files are written on the plan branch: a directory relative to the repository root, outside '.git'."`
