@@ -40,11 +40,23 @@ func TestIssuesTurnedOff(t *testing.T) {
 		}
 	}
 
-	// A command delivered from the issue just before its issues were
-	// turned off: its answer has nowhere to go, and is not retried.
+	// Commands delivered from the issue just before its issues were
+	// turned off: an answer has nowhere to go and is dropped; a forge,
+	// which cannot read the issue's thread, is dropped, not retried.
 	w.commandOn(t, w.issue, "alice", "/forge status")
 	w.waitIdle(t)
 	if n := w.jobs(t, "command", "retryable", "discarded", "cancelled"); n != 0 {
 		t.Errorf("%d command jobs failed on the issue's answer", n)
+	}
+	w.commandOn(t, w.issue, "alice", "/forge new a farewell page")
+	w.waitIdle(t)
+	if n := w.jobs(t, "command", "cancelled"); n != 1 {
+		t.Errorf("%d command jobs dropped, want the new forge's", n)
+	}
+	if attempts, _ := w.jobRuns(t, "command"); attempts != 1 {
+		t.Errorf("a command job ran %d times, want once: GitHub's 410 is for good", attempts)
+	}
+	if n := len(w.pulls(t)); n != 1 {
+		t.Errorf("%d pull requests, want plan-001's alone", n)
 	}
 }
