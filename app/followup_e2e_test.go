@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,33 @@ func TestFollowUpUnderContentLimit(t *testing.T) {
 	}
 	if attempts, snoozes := w.jobRuns(t, "command"); attempts != 1 || snoozes != 0 {
 		t.Errorf("a command job ran %d times and was snoozed %d times, want once and none: the retry policy waits out a Retry-After within its MaxWait", attempts, snoozes)
+	}
+}
+
+// TestFollowUpLostThenIssuesOff: GitHub opens F1's issue but its answer is
+// lost, and the repository's issues are turned off before the retried
+// command looks for it (GitHub answers the listing 410). Forge says the
+// issues are disabled, opens nothing more and keeps what it knows: asked
+// again once they are on, it finds the issue it opened and opens no second.
+func TestFollowUpLostThenIssuesOff(t *testing.T) {
+	w, pr, _ := followUpWorld(t)
+	w.gh.FailNext("POST /repos/{owner}/{repo}/issues", 1, ghdouble.Lost())
+	w.gh.FailNext("GET /repos/{owner}/{repo}/issues", 1, ghdouble.Failure{Status: http.StatusGone, Message: "Issues are disabled for this repo"})
+	w.commandOn(t, pr.Number, "alice", "/forge followup F1")
+	refused := w.waitReply(t, pr.Number, "GitHub refused to open the issue of F1")
+	if !strings.Contains(refused, "issues are disabled in this repository") {
+		t.Errorf("the answer does not say why:\n%s", refused)
+	}
+	issues := botIssues(w)
+	if len(issues) != 1 {
+		t.Fatalf("%d issues, want F1's, opened by the request whose answer was lost", len(issues))
+	}
+	w.commandOn(t, pr.Number, "alice", "/forge followup F1")
+	again := w.waitReply(t, pr.Number, fmt.Sprintf("- F1: already opened as #%d", issues[0].Number))
+	if n := len(botIssues(w)); n != 1 {
+		t.Errorf("%d issues after F1 was asked for again, want 1:\n%s", n, again)
+	}
+	if calls := w.gh.Calls("POST /repos/{owner}/{repo}/issues"); calls != 1 {
+		t.Errorf("%d requests to open an issue, want 1", calls)
 	}
 }
