@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/internal/ghdouble"
@@ -191,5 +193,72 @@ func TestFollowUpIssues(t *testing.T) {
 	w.waitReply(t, w.issue, "Plan **plan-002** is DRAFT: `/forge followup` opens issues for the findings a plan leaves open once it is DONE")
 	if n := len(botIssues(w)); n != 3 {
 		t.Errorf("%d issues at the end, want 3", n)
+	}
+}
+
+// TestFollowUpUnderContentLimit: /forge followup opens one issue per
+// finding, quickly enough to meet GitHub's secondary rate limit on content
+// creation (here one issue or comment every 3 seconds). Each refusal, a
+// 403 with Retry-After, goes through Forge's one retry policy, which
+// waits and asks again: every finding gets its issue, once, the answer
+// lists them all, and the command's job neither fails nor is retried.
+func TestFollowUpUnderContentLimit(t *testing.T) {
+	w, pr, _ := followUpWorld(t)
+	w.gh.LimitContentCreation(ghdouble.ContentLimit{Requests: 1, Per: 3 * time.Second})
+	w.commandOn(t, pr.Number, "alice", "/forge followup F1 F2 P1")
+	reply := w.waitReply(t, pr.Number, "Follow-up issues of **plan-001**:")
+	issues := botIssues(w)
+	if len(issues) != 3 {
+		t.Fatalf("Forge opened %d issues, want 3 (F1, F2, P1, each once): %+v", len(issues), issues)
+	}
+	for i, id := range []string{"F1", "F2", "P1"} {
+		if want := fmt.Sprintf("- %s: opened as #%d", id, issues[i].Number); !strings.Contains(reply, want) {
+			t.Errorf("the answer lacks %q:\n%s", want, reply)
+		}
+		if !strings.HasPrefix(issues[i].Title, "plan-001 "+id+":") {
+			t.Errorf("issue %d is %q, want %s's", i+1, issues[i].Title, id)
+		}
+	}
+	refused := w.gh.ContentRefused()
+	if refused < 2 {
+		t.Errorf("GitHub refused %d content-creating requests, want at least 2 (F2's and P1's issues, each within 3 seconds of the last)", refused)
+	}
+	if calls := w.gh.Calls("POST /repos/{owner}/{repo}/issues"); calls < 5 || calls > 3+refused {
+		t.Errorf("%d requests to open an issue, want 3 and one more per refusal (%d refused)", calls, refused)
+	}
+	w.waitIdle(t)
+	if n := w.jobs(t, "command", "retryable", "discarded", "cancelled"); n != 0 {
+		t.Errorf("%d command jobs failed", n)
+	}
+	if attempts, snoozes := w.jobRuns(t, "command"); attempts != 1 || snoozes != 0 {
+		t.Errorf("a command job ran %d times and was snoozed %d times, want once and none: the retry policy waits out a Retry-After within its MaxWait", attempts, snoozes)
+	}
+}
+
+// TestFollowUpLostThenIssuesOff: GitHub opens F1's issue but its answer is
+// lost, and the repository's issues are turned off before the retried
+// command looks for it (GitHub answers the listing 410). Forge says the
+// issues are disabled, opens nothing more and keeps what it knows: asked
+// again once they are on, it finds the issue it opened and opens no second.
+func TestFollowUpLostThenIssuesOff(t *testing.T) {
+	w, pr, _ := followUpWorld(t)
+	w.gh.FailNext("POST /repos/{owner}/{repo}/issues", 1, ghdouble.Lost())
+	w.gh.FailNext("GET /repos/{owner}/{repo}/issues", 1, ghdouble.Failure{Status: http.StatusGone, Message: "Issues are disabled for this repo"})
+	w.commandOn(t, pr.Number, "alice", "/forge followup F1")
+	refused := w.waitReply(t, pr.Number, "GitHub refused to open the issue of F1")
+	if !strings.Contains(refused, "issues are disabled in this repository") {
+		t.Errorf("the answer does not say why:\n%s", refused)
+	}
+	issues := botIssues(w)
+	if len(issues) != 1 {
+		t.Fatalf("%d issues, want F1's, opened by the request whose answer was lost", len(issues))
+	}
+	w.commandOn(t, pr.Number, "alice", "/forge followup F1")
+	again := w.waitReply(t, pr.Number, fmt.Sprintf("- F1: already opened as #%d", issues[0].Number))
+	if n := len(botIssues(w)); n != 1 {
+		t.Errorf("%d issues after F1 was asked for again, want 1:\n%s", n, again)
+	}
+	if calls := w.gh.Calls("POST /repos/{owner}/{repo}/issues"); calls != 1 {
+		t.Errorf("%d requests to open an issue, want 1", calls)
 	}
 }

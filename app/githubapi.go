@@ -135,7 +135,7 @@ func (g *githubAPI) CreateComment(ctx context.Context, repo pipeline.Repo, issue
 	body = g.fitChars(body, maxBodyChars)
 	c, _, err := g.c.Issues.CreateComment(ctx, repo.Owner, repo.Name, issue, &github.IssueComment{Body: &body})
 	if err != nil {
-		return 0, apiError(err)
+		return 0, issueError(err)
 	}
 	return c.GetID(), nil
 }
@@ -184,7 +184,7 @@ func (g *githubAPI) ListComments(ctx context.Context, repo pipeline.Repo, issue 
 		var cs []issueComment
 		res, err := g.c.Do(ctx, req, &cs)
 		if err != nil {
-			return nil, apiError(err)
+			return nil, issueError(err)
 		}
 		for _, c := range cs {
 			mine, err := g.self.wrote(ctx, c.User.Login, c.User.Type, c.via())
@@ -212,7 +212,9 @@ func (g *githubAPI) CreateIssue(ctx context.Context, repo pipeline.Repo, n pipel
 }
 
 // issueError is apiError, with GitHub's 410 for disabled issues said as
-// pipeline.ErrIssuesDisabled.
+// pipeline.ErrIssuesDisabled: GitHub answers it to opening an issue, and
+// to listing or writing the comments and labels of one, on a repository
+// whose issues are turned off (a pull request's are unaffected).
 func issueError(err error) error {
 	var ge *github.ErrorResponse
 	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusGone {
@@ -259,12 +261,12 @@ func (g *githubAPI) FindIssue(ctx context.Context, repo pipeline.Repo, marker st
 
 func (g *githubAPI) AddLabels(ctx context.Context, repo pipeline.Repo, issue int, labels ...string) error {
 	_, _, err := g.c.Issues.AddLabelsToIssue(ctx, repo.Owner, repo.Name, issue, labels)
-	return apiError(err)
+	return issueError(err)
 }
 
 func (g *githubAPI) RemoveLabel(ctx context.Context, repo pipeline.Repo, issue int, label string) error {
 	_, err := g.c.Issues.RemoveLabelForIssue(ctx, repo.Owner, repo.Name, issue, label)
-	if err = apiError(err); errors.Is(err, pipeline.ErrNotFound) {
+	if err = issueError(err); errors.Is(err, pipeline.ErrNotFound) {
 		return nil
 	}
 	return err

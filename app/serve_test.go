@@ -115,6 +115,23 @@ func (w *world) jobs(t *testing.T, kind string, states ...string) int {
 	return n
 }
 
+// jobRuns are the most times a job of kind ran after an error (River's
+// attempt, 1 when none was retried) and how often jobs of kind were
+// snoozed, as a rate-limited job is until the limit's reset.
+func (w *world) jobRuns(t *testing.T, kind string) (attempts, snoozes int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(`SELECT coalesce(max(attempt), 0), coalesce(sum(json_extract(metadata, '$.snoozes')), 0)
+		FROM river_job WHERE kind = $1`, kind).Scan(&attempts, &snoozes); err != nil {
+		t.Fatalf("read job attempts: %v", err)
+	}
+	return attempts, snoozes
+}
+
 // idleHorizon is how far ahead waitIdle looks for jobs still to come. A
 // job due within it (a phase's checks_grace timer, a quick retry, the next
 // reconcile) is work the test must let run; one due later (a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/converge"
 	"github.com/forge-dev/forge/pipeline/phases"
@@ -349,11 +350,27 @@ func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 	f, gh, p := x.f, x.gh, x.p
 	switch e.Kind {
 	case effectReply:
+		var err error
 		if first {
-			_, err := f.post(ctx, gh, p.Repo, e.Number, e.Marker, e.Body)
+			_, err = f.post(ctx, gh, p.Repo, e.Number, e.Marker, e.Body)
+		} else {
+			_, err = f.comment(ctx, gh, p.Repo, e.Number, e.Marker, e.Body)
+		}
+		if !errors.Is(err, ErrIssuesDisabled) {
 			return err
 		}
-		_, err := f.comment(ctx, gh, p.Repo, e.Number, e.Marker, e.Body)
+		// The repository's issues were turned off after the plan began on
+		// one: GitHub refuses every comment on the issue, for good, while
+		// the pull request still takes them. The reply goes there, once
+		// (its marker), or, with no pull request yet, nowhere: retrying
+		// cannot help.
+		log := zerolog.Ctx(ctx).Warn().Err(err).Str("plan", PlanID(p.Number)).Int("issue", e.Number)
+		if p.PR == 0 || p.PR == e.Number {
+			log.Msg("issues are turned off and the plan has no pull request: the reply is dropped")
+			return nil
+		}
+		log.Int("pr", p.PR).Msg("issues are turned off: the reply goes on the pull request")
+		_, err = f.comment(ctx, gh, p.Repo, p.PR, e.Marker, e.Body)
 		return err
 	case effectStartJob:
 		if e.Gen != p.Generation {
@@ -400,7 +417,10 @@ func (f *Forge) comment(ctx context.Context, gh GitHub, repo Repo, number int, m
 }
 
 // answer renders a reply with its marker and comments it once: the one
-// way a handler's answer reaches GitHub outside the table's effects.
+// way a handler's answer reaches GitHub outside the table's effects. An
+// issue of a repository whose issues were turned off takes no comment, for
+// good (a command delivered just before): the answer is logged and
+// dropped, not retried.
 func (f *Forge) answer(ctx context.Context, gh GitHub, repo Repo, number int, marker, planID string, d templates.Reply) error {
 	templates.Fill(d, marker, planID)
 	body, err := templates.Text(d)
@@ -408,6 +428,11 @@ func (f *Forge) answer(ctx context.Context, gh GitHub, repo Repo, number int, ma
 		return err
 	}
 	_, err = f.comment(ctx, gh, repo, number, marker, body)
+	if errors.Is(err, ErrIssuesDisabled) {
+		zerolog.Ctx(ctx).Warn().Err(err).Str("repo", repo.String()).Int("issue", number).
+			Msg("issues are turned off: the answer on the issue is dropped")
+		return nil
+	}
 	return err
 }
 

@@ -231,6 +231,12 @@ func (c *commandCtx) openFollowUp(ctx context.Context, gh GitHub, p *Plan, f Ope
 	if rec != nil {
 		// Tried before, its answer lost: it may be open already.
 		n, err := gh.FindIssue(ctx, p.Repo, followUpMarker(p, f.ID))
+		if errors.Is(err, ErrIssuesDisabled) {
+			// Turned off since: whether it was opened cannot be told until
+			// they are on again, so the record stays for the next command
+			// to look once more.
+			return 0, &followUpRefused{reason: "disabled"}
+		}
 		if err != nil {
 			return 0, fmt.Errorf("look for the follow-up issue of %s: %w", f.ID, err)
 		}

@@ -190,6 +190,13 @@ func jobError(ctx context.Context, f *Forge, job *rivertype.JobRow, t failureTar
 		zerolog.Ctx(ctx).Warn().Err(err).Msg("installation gone; job dropped")
 		return river.JobCancel(err)
 	}
+	if errors.Is(err, ErrIssuesDisabled) {
+		// The job's issue is in a repository whose issues were turned off
+		// (a command delivered just before): GitHub refuses its comments
+		// for good, so no retry can help and no comment can say so.
+		zerolog.Ctx(ctx).Warn().Err(err).Msg("issues are turned off; job dropped")
+		return river.JobCancel(err)
+	}
 	if job.Attempt >= job.MaxAttempts {
 		if rerr := f.reportGaveUp(ctx, job, t, err); rerr != nil {
 			zerolog.Ctx(ctx).Error().Err(rerr).AnErr("job_error", err).Msg("could not say on GitHub that a job gave up")

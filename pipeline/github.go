@@ -26,8 +26,9 @@ var (
 	ErrNotFastForward = errors.New("update is not a fast forward")
 	// ErrRejected is any other request GitHub refused as invalid (422).
 	ErrRejected = errors.New("rejected by GitHub")
-	// ErrIssuesDisabled is GitHub's 410 to opening an issue on a
-	// repository whose issues are turned off.
+	// ErrIssuesDisabled is GitHub's 410 to opening an issue, or to
+	// commenting on or labelling one, on a repository whose issues are
+	// turned off; a pull request's conversation is unaffected.
 	ErrIssuesDisabled = errors.New("issues are disabled for this repository")
 )
 
@@ -42,6 +43,9 @@ type GitHub interface {
 	// maintain, write, triage, read or none.
 	Permission(ctx context.Context, repo Repo, user string) (string, error)
 
+	// CreateComment, ListComments, AddLabels and RemoveLabel fail with
+	// ErrIssuesDisabled on an issue (not a pull request) of a repository
+	// whose issues are turned off.
 	CreateComment(ctx context.Context, repo Repo, issue int, body string) (int64, error)
 	UpdateComment(ctx context.Context, repo Repo, commentID int64, body string) error
 	ListComments(ctx context.Context, repo Repo, issue int) ([]Comment, error)

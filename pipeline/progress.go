@@ -74,12 +74,31 @@ func (t PhaseTime) durations() (took, checks string, waiting bool) {
 }
 
 // ensureProgress posts the issue's progress comment once, or finds the
-// one an earlier run posted (by its marker).
+// one an earlier run posted (by its marker). On a repository whose issues
+// are turned off GitHub refuses every comment on the issue while the pull
+// request takes them, so the progress comment goes on the pull request
+// instead; with no pull request yet the run goes on without one.
 func (r *run) ensureProgress(ctx context.Context) error {
 	p := r.p
 	if p.ProgressID != 0 {
 		return nil
 	}
+	err := r.progressOn(ctx, p.Issue)
+	if errors.Is(err, ErrIssuesDisabled) && p.PR != 0 && p.PR != p.Issue {
+		r.log.Warn().Err(err).Int("pr", p.PR).Msg("issues are turned off: the progress comment goes on the pull request")
+		err = r.progressOn(ctx, p.PR)
+	}
+	if errors.Is(err, ErrIssuesDisabled) {
+		r.log.Warn().Err(err).Msg("issues are turned off and there is no pull request yet: the run goes on without a progress comment")
+		return nil
+	}
+	return err
+}
+
+// progressOn posts the plan's progress comment on issue or pull request
+// number, or finds the one an earlier run posted there.
+func (r *run) progressOn(ctx context.Context, number int) error {
+	p := r.p
 	marker := r.progressMarker()
 	line := r.line(templates.ProgressLine{Event: "starting", Title: oneLine(p.Title)})
 	if p.State.Mode() == plan.ModeRevise {
@@ -94,7 +113,7 @@ func (r *run) ensureProgress(ctx context.Context) error {
 	if r.resumed {
 		// One progress comment per plan: a resumed run or a later run
 		// (revise, audit) edits the one it finds.
-		comments, err := r.gh.ListComments(ctx, p.Repo, p.Issue)
+		comments, err := r.gh.ListComments(ctx, p.Repo, number)
 		if err != nil {
 			return err
 		}
@@ -111,7 +130,7 @@ func (r *run) ensureProgress(ctx context.Context) error {
 			}
 		}
 	}
-	id, err := r.gh.CreateComment(ctx, p.Repo, p.Issue, body)
+	id, err := r.gh.CreateComment(ctx, p.Repo, number, body)
 	if err != nil {
 		return fmt.Errorf("post progress comment: %w", err)
 	}

@@ -88,6 +88,9 @@ func (s *Server) handle(c *Call) (int, any) {
 	if status, e := s.takeRate(c); e != nil {
 		return status, e
 	}
+	if status, e := s.takeContent(c); e != nil {
+		return status, e
+	}
 	failure, failing := s.calls.takeFailure(c.Route.Endpoint())
 	if failing && !failure.Served {
 		return failure.answer(c)

@@ -171,7 +171,7 @@ func SecondaryRateLimit(retryAfter time.Duration) Failure {
 		Status: http.StatusForbidden,
 		Message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. " +
 			"If you reach out to GitHub Support for help, please include the request ID GHD:0000:0000000:0000000:00000000.",
-		DocumentationURL: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+		DocumentationURL: secondaryRateLimitDocs,
 		RetryAfter:       retryAfter,
 	}
 }

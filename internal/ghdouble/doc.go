@@ -33,7 +33,9 @@
 //     them), an installation token elsewhere (401 "Bad credentials" otherwise),
 //     the route's Permission checked against the token's permissions (403), and
 //     the token's repositories (404).
-//  4. A failure queued with FailNext, if any.
+//  4. GitHub's primary rate limit (LimitRate) and its secondary limit on
+//     content creation (LimitContentCreation), then a failure queued with
+//     FailNext, if any.
 //  5. The handler; its answer is checked against GitHub's response schema, and a
 //     mismatch fails the test as a bug of the double.
 //

@@ -20,6 +20,8 @@ type FieldError struct {
 	Field    string `json:"field,omitempty"`
 	Code     string `json:"code"`
 	Message  string `json:"message,omitempty"`
+	// Value is the value refused, as GitHub names a bad query parameter's.
+	Value any `json:"value,omitempty"`
 }
 
 const docsRoot = "https://docs.github.com/rest"

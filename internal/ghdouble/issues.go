@@ -119,8 +119,22 @@ func issuePermission(is *Issue, level string) string {
 }
 
 // issueLocked finds the route's {issue_number} and checks the token may act on
-// it; a nil issue comes with the answer to give.
+// it; a nil issue comes with the answer to give. On a repository whose issues
+// are off, an issue (not a pull request's issue side) is gone: GitHub answers
+// 410 to reading, editing, commenting on and labelling it, its description
+// listing the 410 for each of those operations.
 func (c *Call) issueLocked(level string) (*Issue, int, any) {
+	is, status, e := c.issueSideLocked(level)
+	if is != nil && c.Repo.issuesOff && !is.IsPull {
+		status, e := issuesGone()
+		return nil, status, e
+	}
+	return is, status, e
+}
+
+// issueSideLocked is issueLocked without the repository's issues setting,
+// for the operations GitHub's description gives no 410 (adding a reaction).
+func (c *Call) issueSideLocked(level string) (*Issue, int, any) {
 	is := c.Repo.issues[int(c.IntParam("issue_number"))]
 	if is == nil {
 		status, body := notFound()
@@ -170,8 +184,9 @@ func (s *Server) issueRoutes() []Route {
 
 // SetIssuesEnabled turns the repository's issues on or off, as its
 // settings page does (Features → Issues): with them off, GitHub answers
-// 410 Gone to creating and listing issues and to reading one, while pull
-// requests, their issue side included, go on working.
+// 410 Gone to creating and listing issues and to reading, editing,
+// commenting on or labelling one, while pull requests, their issue side
+// (comments, labels) included, go on working.
 func (s *Server) SetIssuesEnabled(repo string, on bool) {
 	s.t.Helper()
 	r := s.mustRepo(repo)
@@ -191,9 +206,6 @@ func (s *Server) getIssue(c *Call) (int, any) {
 	is, status, e := c.issueLocked("read")
 	if is == nil {
 		return status, e
-	}
-	if c.Repo.issuesOff && !is.IsPull {
-		return issuesGone()
 	}
 	return http.StatusOK, s.issueJSONLocked(c.Repo, is)
 }

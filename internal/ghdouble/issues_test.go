@@ -400,3 +400,58 @@ func TestIssueCreateRefusals(t *testing.T) {
 		t.Errorf("issues after they are enabled again: %d, %d listed (want the pull request, the issue and the 256-character one)", got.status, len(got.list))
 	}
 }
+
+// TestIssuesDisabledLeavePullRequests: with a repository's issues off,
+// GitHub answers 410 "Issues are disabled for this repo" to editing an
+// issue, to listing and writing its comments and to listing, adding,
+// replacing and removing its labels, each operation's description listing
+// that 410; a pull request's issue side goes on taking comments and
+// labels, and a reaction (whose description lists no 410) is taken on
+// either.
+func TestIssuesDisabledLeavePullRequests(t *testing.T) {
+	f := newSeededFixture(t)
+	planBranch(t, f)
+	pr := strconv.Itoa(openPlanPull(t, f, false).GetNumber())
+	issue := strconv.Itoa(f.s.AddIssue(f.repo, IssueSpec{Title: "An issue", Author: "alice", Labels: []string{"bug"}}))
+	tok := "token " + installationToken(t, f.s, f.inst)
+	send := func(method, path string, body any) answer {
+		t.Helper()
+		return call(t, method, f.s.URL()+"repos/acme/widgets"+path, tok, body)
+	}
+	f.s.SetIssuesEnabled(f.repo, false)
+	writes := []struct {
+		method, path string
+		body         any
+		ok           int
+	}{
+		{"PATCH", "/issues/%s", map[string]any{"title": "Renamed"}, http.StatusOK},
+		{"GET", "/issues/%s/comments", nil, http.StatusOK},
+		{"POST", "/issues/%s/comments", map[string]any{"body": "hello"}, http.StatusCreated},
+		{"GET", "/issues/%s/labels", nil, http.StatusOK},
+		{"POST", "/issues/%s/labels", map[string]any{"labels": []string{"forge"}}, http.StatusOK},
+		{"PUT", "/issues/%s/labels", map[string]any{"labels": []string{"bug", "forge"}}, http.StatusOK},
+		{"DELETE", "/issues/%s/labels/forge", nil, http.StatusOK},
+		{"GET", "/issues/%s/reactions", nil, http.StatusOK},
+	}
+	for _, w := range writes {
+		got := send(w.method, fmt.Sprintf(w.path, issue), w.body)
+		if got.status != http.StatusGone || got.json["message"] != "Issues are disabled for this repo" ||
+			got.json["documentation_url"] == nil || got.json["status"] != "410" {
+			t.Errorf("%s %s on the issue: %d %s, want 410 Issues are disabled for this repo", w.method, w.path, got.status, got.raw)
+		}
+		if got := send(w.method, fmt.Sprintf(w.path, pr), w.body); got.status != w.ok {
+			t.Errorf("%s %s on the pull request: %d %s, want %d", w.method, w.path, got.status, got.raw, w.ok)
+		}
+	}
+	if got := send("POST", "/issues/"+issue+"/reactions", map[string]any{"content": "eyes"}); got.status != http.StatusCreated {
+		t.Errorf("a reaction on the issue: %d %s", got.status, got.raw)
+	}
+	n, _ := strconv.Atoi(issue)
+	if is := f.s.Issue(f.repo, n); is.Title != "An issue" || !slices.Equal(is.Labels, []string{"bug"}) || len(f.s.Comments(f.repo, n)) != 0 {
+		t.Errorf("the issue changed while its repository's issues were off: %+v", is)
+	}
+	f.s.SetIssuesEnabled(f.repo, true)
+	if got := send("POST", "/issues/"+issue+"/comments", map[string]any{"body": "hello"}); got.status != http.StatusCreated {
+		t.Errorf("a comment once issues are on again: %d %s", got.status, got.raw)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +39,38 @@ type rateTable struct {
 	small map[string]smallLimit
 	// notModified counts the 304 answers.
 	notModified int
+	// created are the times of each bucket's content-creating requests
+	// (contentEndpoints) within the longest content limit's window, oldest
+	// first; contentLimits are a test's limits in place of GitHub's
+	// (defaultContentLimits); contentRefused counts the refusals.
+	created        map[string][]time.Time
+	contentLimits  []ContentLimit
+	contentRefused int
+}
+
+// ContentLimit is one of GitHub's secondary rate limits on content
+// creation: at most Requests content-creating requests in any Per.
+type ContentLimit struct {
+	Requests int
+	Per      time.Duration
+}
+
+// defaultContentLimits are GitHub's documented limits on content creation
+// ("Rate limits for the REST API", About secondary rate limits): in
+// general no more than 80 content-generating requests a minute and no
+// more than 500 an hour.
+var defaultContentLimits = []ContentLimit{{Requests: 80, Per: time.Minute}, {Requests: 500, Per: time.Hour}}
+
+// contentEndpoints are the requests the double counts as generating
+// content: what writes an issue, a pull request, a comment or a review,
+// which people see and are notified of. Reactions, labels, statuses, check
+// runs and git objects are not counted.
+var contentEndpoints = map[string]bool{
+	"POST /repos/{owner}/{repo}/issues":                                            true,
+	"POST /repos/{owner}/{repo}/issues/{issue_number}/comments":                    true,
+	"POST /repos/{owner}/{repo}/pulls":                                             true,
+	"POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews":                       true,
+	"POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies": true,
 }
 
 type smallLimit struct {
@@ -120,6 +154,89 @@ func (s *Server) takeRate(c *Call) (int, any) {
 	}
 	w.used++
 	return 0, nil
+}
+
+// takeContent counts a content-creating request against the caller's
+// content limits, or answers GitHub's 403 for the secondary rate limit
+// once one is reached, with how long until it lets one more through in
+// Retry-After. go-github reads it as an *AbuseRateLimitError by its
+// documentation link.
+func (s *Server) takeContent(c *Call) (int, any) {
+	bucket := rateBucket(c)
+	if bucket == "" || !contentEndpoints[c.Route.Endpoint()] {
+		return 0, nil
+	}
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	limits := s.rates.contentLimits
+	if limits == nil {
+		limits = defaultContentLimits
+	}
+	now := s.now()
+	var longest time.Duration
+	for _, l := range limits {
+		longest = max(longest, l.Per)
+	}
+	times := s.rates.created[bucket]
+	for len(times) > 0 && !times[0].After(now.Add(-longest)) {
+		times = times[1:]
+	}
+	var wait time.Duration
+	for _, l := range limits {
+		if l.Requests <= 0 {
+			wait = max(wait, l.Per)
+			continue
+		}
+		var within []time.Time
+		for _, at := range times {
+			if at.After(now.Add(-l.Per)) {
+				within = append(within, at)
+			}
+		}
+		if len(within) >= l.Requests {
+			// One more passes once the oldest that fills the window leaves it.
+			wait = max(wait, within[len(within)-l.Requests].Add(l.Per).Sub(now))
+		}
+	}
+	if wait > 0 {
+		s.rates.created[bucket] = times
+		s.rates.contentRefused++
+		c.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		return http.StatusForbidden, &Error{
+			Message: "You have exceeded a secondary rate limit and have been temporarily blocked from content creation. " +
+				"Please retry your request again later. If you reach out to GitHub Support for help, please include the request ID " +
+				fmt.Sprintf("GHD:%04X", s.lastRequestID.Load()+1) + ".",
+			DocumentationURL: secondaryRateLimitDocs,
+		}
+	}
+	if s.rates.created == nil {
+		s.rates.created = map[string][]time.Time{}
+	}
+	s.rates.created[bucket] = append(times, now)
+	return 0, nil
+}
+
+// secondaryRateLimitDocs is the documentation link of GitHub's secondary
+// rate limit answers, by which go-github tells them.
+const secondaryRateLimitDocs = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+
+// LimitContentCreation puts limits in place of GitHub's limits on content
+// creation (80 content-generating requests a minute, 500 an hour) for
+// every installation, the App and each person, counting from now; none
+// restores GitHub's.
+func (s *Server) LimitContentCreation(limits ...ContentLimit) {
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	s.rates.contentLimits = slices.Clone(limits)
+	s.rates.created = nil
+}
+
+// ContentRefused is how many content-creating requests were refused for
+// GitHub's secondary rate limit on content creation.
+func (s *Server) ContentRefused() int {
+	s.rates.mu.Lock()
+	defer s.rates.mu.Unlock()
+	return s.rates.contentRefused
 }
 
 // rateAndCondition finishes an answer as GitHub does: a GET answer gets an
@@ -217,12 +334,14 @@ func (s *Server) limitRate(resource string, limit int, until time.Time) {
 
 // ResetRateLimits ends every window now, as GitHub's reset does: each
 // installation and the App start a fresh window with GitHub's default
-// limits, REST's and GraphQL's.
+// limits, REST's and GraphQL's, and GitHub's limits on content creation.
 func (s *Server) ResetRateLimits() {
 	s.rates.mu.Lock()
 	defer s.rates.mu.Unlock()
 	s.rates.small = nil
 	s.rates.windows = nil
+	s.rates.contentLimits = nil
+	s.rates.created = nil
 }
 
 // NotModified is how many GET requests were answered 304 Not Modified.

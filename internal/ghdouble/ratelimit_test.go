@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,5 +249,92 @@ func TestGraphQLRateLimit(t *testing.T) {
 	time.Sleep(time.Until(time.Unix(until.Unix()+1, 0)) + 50*time.Millisecond)
 	if a := commitOnBranch(t, f.s, tok, branchInput("acme/widgets", "plan-001/widgets", head, "three", add, nil)); a.json["errors"] != nil {
 		t.Fatalf("after the reset: %s", a.raw)
+	}
+}
+
+// TestContentCreationLimit: GitHub's secondary limit on content creation,
+// 80 content-generating requests a minute by default, or a test's limits:
+// past one, opening an issue or commenting is refused with 403, GitHub's
+// message and documentation link (go-github's *AbuseRateLimitError) and
+// how long to wait in Retry-After, nothing is written, and reactions and
+// labels still pass; once the window moves on the request passes again.
+func TestContentCreationLimit(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	f := newFixture(t, WithClock(clock))
+	gh := client(t, f.s, f.inst)
+	ctx := context.Background()
+	issue := f.s.AddIssue(f.repo, IssueSpec{Title: "An issue"})
+	comment := func() error {
+		_, _, err := gh.Issues.CreateComment(ctx, "acme", "widgets", issue, &github.IssueComment{Body: github.String("hi")})
+		return err
+	}
+	refused := func(t *testing.T, err error, wait time.Duration) {
+		t.Helper()
+		var arl *github.AbuseRateLimitError
+		if !errors.As(err, &arl) || arl.Response.StatusCode != http.StatusForbidden || arl.GetRetryAfter() != wait ||
+			!strings.HasPrefix(arl.Message, "You have exceeded a secondary rate limit and have been temporarily blocked from content creation.") {
+			t.Fatalf("err = %v, want the 403 of the secondary limit on content creation, Retry-After %s", err, wait)
+		}
+		if arl.Response.Header.Get("X-Ratelimit-Remaining") == "0" {
+			t.Errorf("the secondary limit's answer says the primary limit is spent")
+		}
+		// go-github sends nothing more until Retry-After has passed on
+		// the real clock: a new client asks again.
+		gh = client(t, f.s, f.inst)
+	}
+
+	// GitHub's 80 a minute.
+	for i := range 80 {
+		if err := comment(); err != nil {
+			t.Fatalf("comment %d: %v", i+1, err)
+		}
+		advance(100 * time.Millisecond)
+	}
+	refused(t, comment(), 52*time.Second) // the first comment leaves the minute 52.0s from now
+	if n := len(f.s.Comments(f.repo, issue)); n != 80 {
+		t.Fatalf("%d comments, want 80", n)
+	}
+	advance(52 * time.Second)
+	if err := comment(); err != nil {
+		t.Fatalf("a comment once the first left the minute: %v", err)
+	}
+
+	// A test's: 2 every 10 seconds, issues and comments alike.
+	f.s.LimitContentCreation(ContentLimit{Requests: 2, Per: 10 * time.Second})
+	for _, title := range []string{"one", "two"} {
+		if _, _, err := gh.Issues.Create(ctx, "acme", "widgets", &github.IssueRequest{Title: github.String(title)}); err != nil {
+			t.Fatalf("issue %s: %v", title, err)
+		}
+	}
+	advance(4 * time.Second)
+	_, _, err := gh.Issues.Create(ctx, "acme", "widgets", &github.IssueRequest{Title: github.String("three")})
+	refused(t, err, 6*time.Second)
+	refused(t, comment(), 6*time.Second)
+	for _, is := range f.s.Issues(f.repo) {
+		if is.Title == "three" {
+			t.Fatal("the refused issue was opened")
+		}
+	}
+	if _, _, err := gh.Reactions.CreateIssueReaction(ctx, "acme", "widgets", issue, "eyes"); err != nil {
+		t.Errorf("a reaction under the content limit: %v", err)
+	}
+	if _, _, err := gh.Issues.AddLabelsToIssue(ctx, "acme", "widgets", issue, []string{"bug"}); err != nil {
+		t.Errorf("a label under the content limit: %v", err)
+	}
+	if got := f.s.ContentRefused(); got != 3 {
+		t.Errorf("ContentRefused = %d, want 3", got)
+	}
+	advance(6 * time.Second)
+	if _, _, err := gh.Issues.Create(ctx, "acme", "widgets", &github.IssueRequest{Title: github.String("three")}); err != nil {
+		t.Fatalf("the issue once the window moved on: %v", err)
+	}
+	f.s.ResetRateLimits()
+	for range 3 {
+		if err := comment(); err != nil {
+			t.Fatalf("a comment after ResetRateLimits (GitHub's limits again): %v", err)
+		}
 	}
 }

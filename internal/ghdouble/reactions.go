@@ -128,7 +128,7 @@ func (s *Server) listCommentReactions(c *Call) (int, any) {
 func (s *Server) createIssueReaction(c *Call) (int, any) {
 	c.Repo.mu.Lock()
 	defer c.Repo.mu.Unlock()
-	is, status, e := c.issueLocked("write")
+	is, status, e := c.issueSideLocked("write")
 	if is == nil {
 		return status, e
 	}

@@ -1,7 +1,9 @@
 package ghdouble
 
 import (
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -102,5 +104,88 @@ func TestEveryRouteIsInTheTrimmedSpec(t *testing.T) {
 		if !ok || r.op.Operation == nil {
 			t.Errorf("%s has no operation", endpoint)
 		}
+	}
+}
+
+// TestRefusalsWordedAsGitHubs: a listing's enumerated parameter given a
+// value outside its list is refused with 422 Validation Failed naming the
+// parameter and its value (code invalid), and a body field of the wrong
+// type with GitHub's JSON-schema sentence; each is reported, as Forge must
+// send neither. A per_page over 100 is no error: GitHub pages by 100.
+func TestRefusalsWordedAsGitHubs(t *testing.T) {
+	invalid := func(resource, field, value string) map[string]any {
+		e := map[string]any{"field": field, "code": "invalid", "value": value}
+		if resource != "" {
+			e["resource"] = resource
+		}
+		return e
+	}
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		body        any
+		wantMessage string
+		wantError   map[string]any
+	}{
+		{"issues listed in an unknown state", "GET", "issues?state=merged", nil, "Validation Failed", invalid("Issue", "state", "merged")},
+		{"issues sorted by an unknown key", "GET", "issues?sort=votes", nil, "Validation Failed", invalid("Issue", "sort", "votes")},
+		{"issues in an unknown direction", "GET", "issues?direction=up", nil, "Validation Failed", invalid("Issue", "direction", "up")},
+		{"pull requests listed in an unknown state", "GET", "pulls?state=merged", nil, "Validation Failed", invalid("PullRequest", "state", "merged")},
+		{"pull requests sorted by an unknown key", "GET", "pulls?sort=votes", nil, "Validation Failed", invalid("PullRequest", "sort", "votes")},
+		{"pull requests in an unknown direction", "GET", "pulls?direction=sideways", nil, "Validation Failed", invalid("PullRequest", "direction", "sideways")},
+		{"check runs by an unknown filter", "GET", "commits/main/check-runs?filter=newest", nil, "Validation Failed", invalid("", "filter", "newest")},
+		{"a comment whose body is a number", "POST", "issues/1/comments", map[string]any{"body": 42}, "Invalid request.\n\nFor 'properties/body', 42 is not a string.", nil},
+		{"an edited comment whose body is an object", "PATCH", "issues/comments/{comment}", map[string]any{"body": map[string]any{"text": "hi"}}, `Invalid request.
+
+For 'properties/body', {"text":"hi"} is not a string.`, nil},
+		{"an issue whose body is false", "POST", "issues", map[string]any{"title": "t", "body": false}, "Invalid request.\n\nFor 'properties/body', false is not a string.", nil},
+		{"an issue edited with a body that is a list", "PATCH", "issues/1", map[string]any{"body": []int{1}}, "Invalid request.\n\nFor 'properties/body', [1] is not a string or null.", nil},
+		{"a pull request whose body is a number", "POST", "pulls", map[string]any{"title": "t", "head": "topic", "base": "main", "body": 7}, "Invalid request.\n\nFor 'properties/body', 7 is not a string.", nil},
+		{"a review whose body is true", "POST", "pulls/1/reviews", map[string]any{"body": true, "event": "COMMENT"}, "Invalid request.\n\nFor 'properties/body', true is not a string.", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, rec := newRecorded(t)
+			inst := s.AddInstallation("acme")
+			s.AddRepo(inst, "acme/widgets")
+			s.AddIssue("acme/widgets", IssueSpec{Title: "t"})
+			comment := s.AddComment("acme/widgets", 1, "alice", "hi")
+			path := strings.ReplaceAll(tt.path, "{comment}", idStr(comment))
+			got := call(t, tt.method, s.URL()+"repos/acme/widgets/"+path, "token "+installationToken(t, s, inst), tt.body)
+			if got.status != http.StatusUnprocessableEntity || got.json["message"] != tt.wantMessage || got.json["status"] != "422" ||
+				got.json["documentation_url"] == nil {
+				t.Errorf("%d %s, want 422 %q", got.status, got.raw, tt.wantMessage)
+			}
+			errs, _ := got.json["errors"].([]any)
+			switch {
+			case tt.wantError == nil && errs != nil:
+				t.Errorf("errors = %v, want none", errs)
+			case tt.wantError != nil && (len(errs) != 1 || !reflect.DeepEqual(errs[0], tt.wantError)):
+				t.Errorf("errors = %v, want [%v]", errs, tt.wantError)
+			}
+			if r := rec.reported(); len(r) != 1 || !strings.Contains(r[0], "GitHub would refuse") {
+				t.Errorf("reported %q, want the request reported", r)
+			}
+		})
+	}
+}
+
+// TestPerPageOver100IsCapped: GitHub answers a per_page over 100 with
+// pages of 100, refusing nothing (alphagov/seal#262, github-tools/github#25).
+func TestPerPageOver100IsCapped(t *testing.T) {
+	s, rec := newRecorded(t)
+	inst := s.AddInstallation("acme")
+	s.AddRepo(inst, "acme/widgets")
+	s.AddIssue("acme/widgets", IssueSpec{Title: "t"})
+	for i := range 101 {
+		s.AddComment("acme/widgets", 1, "alice", fmt.Sprintf("comment %d", i))
+	}
+	got := call(t, "GET", s.URL()+"repos/acme/widgets/issues/1/comments?per_page=500", "token "+installationToken(t, s, inst), nil)
+	if got.status != http.StatusOK || len(got.list) != 100 || !strings.Contains(got.header.Get("Link"), `rel="next"`) {
+		t.Errorf("per_page=500: %d, %d comments, Link %q; want 200, 100 and a next page", got.status, len(got.list), got.header.Get("Link"))
+	}
+	if r := rec.reported(); len(r) > 0 {
+		t.Errorf("reported %q", r)
 	}
 }
