@@ -167,13 +167,96 @@ func hasDecisions(text string, n int) bool {
 	return false
 }
 
+// decisionIDs are the ids of the facts plan n's section of DECISIONS.md
+// lists (text), one "- **ID** · …" line each, as recordDecisions wrote
+// them: a line people deleted, or rewrote past recognition, counts as
+// dropped.
+func decisionIDs(text string, n int) map[int]bool {
+	ids := map[int]bool{}
+	head := "## " + PlanID(n) + ":"
+	in := false
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "#") {
+			in = strings.HasPrefix(l, head)
+			continue
+		}
+		rest, ok := strings.CutPrefix(l, "- **")
+		if !in || !ok {
+			continue
+		}
+		num, _, ok := strings.Cut(rest, "**")
+		if id, err := strconv.Atoi(num); ok && err == nil && id > 0 {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// settleFacts records on plan p's facts how its pull request ended (or
+// that it is open again): merged, its facts reach later prompts but those
+// people deleted from DECISIONS.md before the merge, read at the merge
+// commit (mergeSHA, else the default branch); closed unmerged, none does.
+// The pull request's review is the facts' review.
+func (f *Forge) settleFacts(ctx context.Context, p *Plan, pr memory.PRState, mergeSHA string) error {
+	if f.Memory == nil {
+		return nil
+	}
+	var struck []int
+	if pr == memory.PRMerged {
+		all, err := f.Memory.Facts(ctx, p.Repo)
+		if err != nil {
+			return fmt.Errorf("read %s's facts: %w", PlanID(p.Number), err)
+		}
+		var mine []memory.Fact
+		for _, fact := range all {
+			if fact.Plan == p.Number && fact.PR != memory.PRMerged {
+				mine = append(mine, fact)
+			}
+		}
+		if len(mine) == 0 {
+			return nil
+		}
+		ws, err := f.Installations.Workspace(ctx, p.InstallationID)
+		if err != nil {
+			return err
+		}
+		ref := mergeSHA
+		if ref == "" {
+			ref = p.DefaultBranch
+		}
+		// The plans directory the plan was written in, which learn wrote
+		// DECISIONS.md beside.
+		file := DecisionsFile(path.Dir(p.PlanPath))
+		text, err := ws.ReadFile(ctx, p.Repo, ref, file)
+		if _, unsafe := unsafeFile(err); errors.Is(err, fs.ErrNotExist) || unsafe {
+			// No DECISIONS.md merged (deleted, or not a file Forge reads):
+			// nobody kept any of the plan's facts.
+			text, err = nil, nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s at the merge of %s: %w", file, PlanID(p.Number), err)
+		}
+		kept := decisionIDs(string(text), p.Number)
+		for _, fact := range mine {
+			if !kept[fact.ID] {
+				struck = append(struck, fact.ID)
+			}
+		}
+	}
+	if _, err := f.Memory.Settle(ctx, p.Repo, p.Number, pr, struck); err != nil {
+		return err
+	}
+	return nil
+}
+
 // factItems are facts as people read them; the text is the memory
 // agent's, made unable to notify anyone.
 func factItems(facts []memory.Fact) []templates.FactItem {
 	out := make([]templates.FactItem, 0, len(facts))
 	for _, f := range facts {
 		out = append(out, templates.FactItem{ID: f.ID, Category: string(f.Category), Confidence: confidence(f.Confidence),
-			Text: Untrusted(f.Text, 4*memory.MaxText), Plan: PlanID(f.Plan)})
+			Text: Untrusted(f.Text, 4*memory.MaxText), Plan: PlanID(f.Plan), Waiting: f.Waiting()})
 	}
 	return out
 }

@@ -475,16 +475,19 @@ type (
 		Facts  []FactItem
 	}
 	// FactItem is one fact as people read it; Text and Category are the
-	// memory agent's, Plan the plan it came from.
+	// memory agent's, Plan the plan it came from. Waiting is set while
+	// that plan's pull request is not merged: no prompt gets it before.
 	FactItem struct {
 		ID         int
 		Category   string
 		Confidence string
 		Text       string
 		Plan       string
+		Waiting    bool
 	}
 	// MemoryList answers /forge memory: at most Most of the repository's
-	// Total facts, the newest first.
+	// Total facts, the newest first, those waiting for their plan's merge
+	// marked.
 	MemoryList struct {
 		Head
 		Facts []FactItem

@@ -672,6 +672,8 @@ func textCases(t *testing.T) []textCase {
 		{"usage-error/bad fact id", templates.UsageError{Problem: templates.UsageProblem{Event: "not-fact-id", Arg: "the"}, Usage: command.Forget.Usage()}},
 		{"memory-list/facts", templates.MemoryList{Total: 3, Most: 50, Path: "docs/plans/DECISIONS.md", Facts: facts}},
 		{"memory-list/the newest of more", templates.MemoryList{Total: 120, Most: 2, Path: "docs/plans/DECISIONS.md", Facts: facts[:2]}},
+		{"memory-list/waiting for a merge", templates.MemoryList{Total: 2, Most: 50, Path: "docs/plans/DECISIONS.md",
+			Facts: []templates.FactItem{{ID: 9, Category: "pattern", Confidence: "0.8", Text: "Retries go through one policy.", Plan: "plan-013", Waiting: true}, facts[0]}}},
 		{"memory-list/none", templates.MemoryList{Total: 0, Most: 50, Path: "docs/plans/DECISIONS.md"}},
 		{"forgot/found", templates.Forgot{ID: 2, Found: true, Fact: facts[2]}},
 		{"forgot/not found", templates.Forgot{ID: 99}},

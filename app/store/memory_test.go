@@ -145,3 +145,51 @@ func TestMemoryNumbersAreReservedAtomically(t *testing.T) {
 		}
 	})
 }
+
+// TestMemorySettle: a plan's facts are learned waiting for its pull
+// request; its merge makes them active but those struck from
+// DECISIONS.md, its close unmerged leaves them unused, a reopening waits
+// again, and nothing undoes a merge. Other plans' facts are untouched.
+func TestMemorySettle(t *testing.T) {
+	eachMemory(t, func(t *testing.T, m pipeline.Memory) {
+		ctx := context.Background()
+		state := func(fs []memory.Fact) []string {
+			var out []string
+			for _, f := range fs {
+				out = append(out, fmt.Sprintf("%d %s %v %v", f.ID, f.PR, f.Forgotten, f.Active()))
+			}
+			return out
+		}
+		expect := func(what string, got []memory.Fact, err error, want ...string) {
+			t.Helper()
+			if err != nil || fmt.Sprint(state(got)) != fmt.Sprint(want) {
+				t.Fatalf("%s: %q %v, want %q", what, state(got), err, want)
+			}
+		}
+		learned, err := m.Learn(ctx, testRepo, 1, []memory.Fact{
+			{Category: memory.Gotcha, Text: "First.", Confidence: 0.9},
+			{Category: memory.Pattern, Text: "Second.", Confidence: 0.5},
+		})
+		expect("Learn", learned, err, "1 open false false", "2 open false false")
+		got, err := m.Learn(ctx, testRepo, 2, []memory.Fact{{Category: memory.Decision, Text: "Third.", Confidence: 1}})
+		expect("Learn of plan 2", got, err, "3 open false false")
+
+		got, err = m.Settle(ctx, testRepo, 1, memory.PRClosed, nil)
+		expect("closed unmerged", got, err, "1 closed false false", "2 closed false false")
+		got, err = m.Settle(ctx, testRepo, 1, memory.PROpen, nil)
+		expect("reopened", got, err, "1 open false false", "2 open false false")
+		got, err = m.Settle(ctx, testRepo, 1, memory.PRMerged, []int{2, 3})
+		expect("merged, fact 2 struck", got, err, "1 merged false true", "2 merged true false")
+		got, err = m.Settle(ctx, testRepo, 1, memory.PRClosed, nil)
+		expect("a close after the merge", got, err, "1 merged false true", "2 merged true false")
+
+		all, err := m.Facts(ctx, testRepo)
+		expect("Facts", all, err, "1 merged false true", "2 merged true false", "3 open false false")
+		if got, err := m.Settle(ctx, testRepo, 9, memory.PRMerged, nil); err != nil || len(got) != 0 {
+			t.Fatalf("Settle of a plan that learned nothing: %q %v", state(got), err)
+		}
+		if _, err := m.Settle(ctx, testRepo, 2, memory.PRState("draft"), nil); err == nil {
+			t.Fatal("Settle took a state that is none")
+		}
+	})
+}
