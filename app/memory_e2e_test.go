@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
@@ -357,4 +358,69 @@ func TestMemoryAgentFails(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d replies say the memory agent failed, want 1", n)
 	}
+}
+
+// TestMemoryOfAPlanWaitingOnAcceptance: a plan halted below its
+// acceptance threshold has learned (DECISIONS.md is on its branch for
+// review) but its facts wait: closed unmerged they are never used, nor
+// listed; reopened they wait again; merged anyway, then merged, they are.
+func TestMemoryOfAPlanWaitingOnAcceptance(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{
+		"drafter": acceptanceDrafter(t), "phase_auditor": acceptanceAuditor(t, true), "implementer": acceptanceImplementer(t),
+		"memory": learningMemory(t, t.TempDir()),
+	}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.gh.AddWorkflow(w.repo, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond})
+	w.command(t, "alice", "/forge add a greeting page")
+	pr := w.planPR(t)
+	waitsOnAcceptance(t, w, pr)
+
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	factsAre := func(when, pr string) {
+		t.Helper()
+		want := []string{
+			"1 plan-001 gotcha 0.9 " + pr + " false " + factGreeting, "2 plan-001 convention 0.8 " + pr + " false " + factDocs,
+			"3 plan-001 pattern 0.7 " + pr + " false " + factUnrelated, "4 plan-001 decision 0.6 " + pr + " false " + factHostile,
+		}
+		if stored := storedFacts(t, db); fmt.Sprint(stored) != fmt.Sprint(want) {
+			t.Errorf("facts in the database %s:\n%q\nwant\n%q", when, stored, want)
+		}
+	}
+	factsAre("while the plan waits on its acceptance criteria", "open")
+	if d, ok := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/DECISIONS.md"); !ok || !strings.Contains(d, "## plan-001:") {
+		t.Errorf("DECISIONS.md on the waiting plan's branch:\n%s", d)
+	}
+
+	// Closed unmerged: the facts are nobody's, and not listed.
+	w.gh.ClosePull(w.repo, pr.Number, "alice")
+	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
+	w.status(t, "CLOSED")
+	factsAre("after the pull request was closed unmerged", "closed")
+	other := w.gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "What was learned?", Author: "alice"})
+	w.commandOn(t, other, "alice", "/forge memory")
+	w.waitReply(t, other, "Forge has learned nothing in this repository yet")
+
+	// Reopened: they wait for the merge again.
+	w.gh.ReopenPull(w.repo, pr.Number, "alice")
+	w.deliverPR(t, "pull_request", "pull_request/reopened", pr.Number, w.gh.SenderEdit("alice"))
+	w.status(t, "AUDITING (waits on its acceptance criteria")
+	factsAre("after the pull request was reopened", "open")
+
+	// Merged anyway, then merged: they are the repository's.
+	w.commandOn(t, pr.Number, "alice", "/forge override")
+	w.waitReply(t, pr.Number, "Merged anyway by @alice")
+	apptest.Eventually(t, forgeWait, "the pull request ready for review", func() bool { return !w.gh.Pull(w.repo, pr.Number).Draft })
+	factsAre("after the plan was merged anyway, before its pull request merged", "open")
+	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
+	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
+	w.status(t, "CLOSED")
+	factsAre("after the merge", "merged")
 }
