@@ -424,3 +424,46 @@ func TestMemoryOfAPlanWaitingOnAcceptance(t *testing.T) {
 	w.status(t, "CLOSED")
 	factsAre("after the merge", "merged")
 }
+
+// TestMemoryUnreadIsSaid: a memory store that cannot be read leaves the
+// prompts without facts and the plan going, and people are told so on
+// the plan's pull request, once a run: the forge's, then the phase run's.
+func TestMemoryUnreadIsSaid(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The facts' table gone: every read of the memory fails.
+	if _, err := db.Exec(`ALTER TABLE facts RENAME TO facts_gone`); err != nil {
+		t.Fatal(err)
+	}
+	const unread = "Forge could not read what earlier plans of this repository taught (its memory store failed), so the agents of **plan-001** work without those facts in this run."
+	told := func(number int) int {
+		n := 0
+		for _, c := range w.botComments(t, number) {
+			if strings.Contains(c.Body, unread) {
+				n++
+			}
+		}
+		return n
+	}
+
+	w.command(t, "alice", "/forge add a greeting page")
+	w.waitProgress(t, "plan-001's forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	pr := w.planPR(t)
+	if n, m := told(w.issue), told(pr.Number); n != 0 || m != 1 {
+		t.Errorf("the forge said the memory was unread %d times on the issue and %d on the pull request, want once on the pull request", n, m)
+	}
+	w.runToDone(t, pr, "plan-001")
+	w.status(t, "DONE")
+	if n, m := told(w.issue), told(pr.Number); n != 0 || m != 2 {
+		t.Errorf("after the phase run: said %d times on the issue and %d on the pull request, want twice on the pull request", n, m)
+	}
+}

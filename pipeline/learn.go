@@ -14,6 +14,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/phases"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -282,7 +283,8 @@ func FenceFacts(facts []memory.Fact) string {
 }
 
 // repoFacts are the repository's facts, read once a job; a store that
-// fails leaves the prompts without memory rather than failing the plan.
+// fails leaves the prompts without memory rather than failing the plan,
+// and people are told so (memoryUnread).
 func (r *run) repoFacts(ctx context.Context) []memory.Fact {
 	if r.f.Memory == nil {
 		return nil
@@ -291,11 +293,32 @@ func (r *run) repoFacts(ctx context.Context) []memory.Fact {
 		facts, err := r.f.Memory.Facts(ctx, r.p.Repo)
 		if err != nil {
 			r.log.Warn().Err(err).Msg("read the repository's memory; the prompt goes without it")
+			r.memoryUnread(ctx)
 			return nil
 		}
 		r.facts = &facts
 	}
 	return *r.facts
+}
+
+// memoryUnread says on the plan's pull request (its issue before it has
+// one) that this run's agents work without the repository's memory:
+// once a run, by a marker naming the run (a phase run's jobs share the
+// generation it started at), and tried once a job. The prompt goes on
+// whether or not the comment could be written.
+func (r *run) memoryUnread(ctx context.Context) {
+	if r.memoryTold {
+		return
+	}
+	r.memoryTold = true
+	gen := r.p.Generation
+	if r.phaseRun {
+		gen = r.p.RunProgress.Gen
+	}
+	err := r.say(ctx, plan.Reply{On: plan.OnPR, Key: "run:" + strconv.Itoa(gen), Data: &templates.MemoryUnread{}})
+	if err != nil {
+		r.log.Warn().Err(err).Msg("tell people the repository's memory could not be read")
+	}
 }
 
 // planMemory is what earlier plans taught that concerns this plan, for

@@ -542,6 +542,9 @@ type (
 		BaseID, BaseTitle string
 		By, Forge         string
 	}
+	// MemoryUnread: the memory store could not be read, so a run's
+	// agents work without what earlier plans taught; said once a run.
+	MemoryUnread struct{ Head }
 	// Forgot answers /forge forget: the fact dropped, or that this
 	// repository has none by ID.
 	Forgot struct {
@@ -943,6 +946,7 @@ func (PipelineRefused) Template() string  { return "pipeline-refused" }
 func (Decisions) Template() string        { return "decisions" }
 func (MemoryList) Template() string       { return "memory-list" }
 func (Forgot) Template() string           { return "forgot" }
+func (MemoryUnread) Template() string     { return "memory-unread" }
 func (Evolution) Template() string        { return "evolution" }
 func (EvolutionTable) Template() string   { return "evolution-table" }
 func (PhaseAudit) Template() string       { return "phase-audit" }

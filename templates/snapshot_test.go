@@ -677,6 +677,7 @@ func textCases(t *testing.T) []textCase {
 		{"memory-list/none", templates.MemoryList{Total: 0, Most: 50, Path: "docs/plans/DECISIONS.md"}},
 		{"forgot/found", templates.Forgot{ID: 2, Found: true, Fact: facts[2]}},
 		{"forgot/not found", templates.Forgot{ID: 99}},
+		{"memory-unread", templates.MemoryUnread{Head: templates.Head{PlanID: "plan-017"}}},
 		{"decisions/a new file", templates.Decisions{New: true, PlanID: "plan-002", Title: "Add a greeting page", Facts: facts[2:]}},
 		{"decisions/a plan's section", templates.Decisions{PlanID: planID, Title: title + " <img src=x> *now*", Facts: facts[:2]}},
 		{"usage-error/bad plan id", templates.UsageError{Problem: templates.UsageProblem{Event: "not-plan-id", Arg: "plan-17"}, Usage: command.Status.Usage()}},
