@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forge-dev/forge/app/store"
 	"github.com/forge-dev/forge/app/store/storetest"
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/memory"
@@ -190,6 +191,65 @@ func TestMemorySettle(t *testing.T) {
 		}
 		if _, err := m.Settle(ctx, testRepo, 2, memory.PRState("draft"), nil); err == nil {
 			t.Fatal("Settle took a state that is none")
+		}
+	})
+}
+
+// TestFactsPlanPRMigration: the facts learned before the pull request's
+// state was kept take it from their plan: merged (its MergedFrom set)
+// they reach prompts, closed or cancelled unmerged they never do, and
+// those of a plan still open wait for its merge.
+func TestFactsPlanPRMigration(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, err := store.Open(ctx, b.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.MigrateForgeTo(ctx, 9); err != nil {
+			t.Fatal(err)
+		}
+		plans := []struct {
+			number int
+			status string
+			data   string
+		}{
+			{1, "CLOSED", `{"MergedFrom":"DONE","state":{}}`},
+			{2, "CLOSED", `{"state":{}}`},
+			{3, "CANCELLED", `{"state":{}}`},
+			{4, "DONE", `{"state":{}}`},
+		}
+		for _, p := range plans {
+			if _, err := s.DB().ExecContext(ctx, `INSERT INTO plans (installation_id, repository, number, issue, trigger, run, status, data, created_at, updated_ms)
+				VALUES (1, $1, $2, $2, $3, 'idle', $4, $5, $6, 0)`, testRepo.String(), p.number, fmt.Sprintf("issue:%d", p.number), p.status, p.data, time.Now().UTC()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.DB().ExecContext(ctx, `INSERT INTO facts (repository, number, plan_number, category, body, confidence, created_ms)
+				VALUES ($1, $2, $2, 'gotcha', 'A fact.', 0.5, 0)`, testRepo.String(), p.number); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A fact of a plan the table no longer holds waits: nothing says
+		// it merged.
+		if _, err := s.DB().ExecContext(ctx, `INSERT INTO facts (repository, number, plan_number, category, body, confidence, created_ms)
+			VALUES ($1, 5, 9, 'gotcha', 'An orphan.', 0.5, 0)`, testRepo.String()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		facts, err := s.Memory().Facts(ctx, testRepo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range facts {
+			got = append(got, fmt.Sprintf("%d %s %v", f.ID, f.PR, f.Active()))
+		}
+		want := []string{"1 merged true", "2 closed false", "3 closed false", "4 open false", "5 open false"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("facts after the migration: %q, want %q", got, want)
 		}
 	})
 }
