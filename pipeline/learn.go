@@ -245,10 +245,8 @@ func (f *Forge) settleFacts(ctx context.Context, p *Plan, pr memory.PRState, mer
 			}
 		}
 	}
-	if _, err := f.Memory.Settle(ctx, p.Repo, p.Number, pr, struck); err != nil {
-		return err
-	}
-	return nil
+	_, err := f.Memory.Settle(ctx, p.Repo, p.Number, pr, struck)
+	return err
 }
 
 // factItems are facts as people read them; the text is the memory
