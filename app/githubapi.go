@@ -524,7 +524,7 @@ func (g *githubAPI) PullRequest(ctx context.Context, repo pipeline.Repo, number 
 
 func toPR(p *github.PullRequest) pipeline.PullRequest {
 	head := p.GetHead().GetRepo()
-	return pipeline.PullRequest{
+	out := pipeline.PullRequest{
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), Title: p.GetTitle(), Body: p.GetBody(),
 		HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Draft: p.GetDraft(),
 		State: p.GetState(), Merged: p.GetMerged(), HTMLURL: p.GetHTMLURL(),
@@ -532,6 +532,10 @@ func toPR(p *github.PullRequest) pipeline.PullRequest {
 		FromFork: head == nil || !strings.EqualFold(head.GetFullName(), p.GetBase().GetRepo().GetFullName()),
 		Labels:   labelNames(p.Labels),
 	}
+	if out.Merged {
+		out.MergeSHA = p.GetMergeCommitSHA()
+	}
+	return out
 }
 
 func labelNames(ls []*github.Label) []string {

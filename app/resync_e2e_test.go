@@ -16,12 +16,13 @@ import (
 // never reach Forge (the double is not asked to send them). The resync job
 // reads each waiting plan's pull request and reviews and acts as the
 // webhook would have: a lost approval runs the plan to DONE, a lost merge
-// closes it, a lost change request revises, a lost close closes. Nothing
+// closes it (its facts then count), a lost change request revises, a lost close closes. Nothing
 // is acted on twice, and a plan that waits for a person costs a look a
 // period, not one a run.
 func TestLostWebhooks(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{
-		files: map[string]string{".github/forge.yml": "auto_implement: false\n"},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\n"},
+		override: map[string][]string{"memory": learningMemory(t, t.TempDir())},
 		configure: func(c *app.Config) {
 			c.Resync = app.ResyncConfig{After: 2 * time.Second, PerRun: 20}
 		},
@@ -84,6 +85,14 @@ func TestLostWebhooks(t *testing.T) {
 	apptest.Eventually(t, forgeWait, "plan-001's PR ready for review", func() bool { return !w.gh.Pull(w.repo, pulls[1]).Draft })
 	w.gh.MergePull(w.repo, pulls[1], "alice", "merge")
 	waitStatus(1, "CLOSED/idle")
+	// What plan-001 taught counts from its lost merge on.
+	learned := []string{
+		"1 plan-001 gotcha 0.9 merged false " + factGreeting, "2 plan-001 convention 0.8 merged false " + factDocs,
+		"3 plan-001 pattern 0.7 merged false " + factUnrelated, "4 plan-001 decision 0.6 merged false " + factHostile,
+	}
+	if got := storedFacts(t, db); fmt.Sprint(got) != fmt.Sprint(learned) {
+		t.Errorf("plan-001's facts after its lost merge:\n%q\nwant\n%q", got, learned)
+	}
 
 	// Looked at again, nothing is done twice: one revision from the change
 	// request, no reply repeated.

@@ -304,3 +304,31 @@ func TestLabelJobCarriesTheIssuesLabels(t *testing.T) {
 		t.Fatalf("label job %+v", a)
 	}
 }
+
+// TestPullRequestMergeSHA: a merged plan pull request's job carries the
+// merge commit, where DECISIONS.md is read; one closed unmerged does not,
+// though GitHub's payload names a merge_commit_sha for it too (its test
+// merge, which nobody merged).
+func TestPullRequestMergeSHA(t *testing.T) {
+	for _, merged := range []bool{false, true} {
+		d, err := handle(t, "pull_request", "pull_request/closed", func(m map[string]any) {
+			pr := m["pull_request"].(map[string]any)
+			pr["head"].(map[string]any)["ref"] = "plan-001/x"
+			pr["merged"] = merged
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Jobs) != 1 {
+			t.Fatalf("merged %v: %d jobs", merged, len(d.Jobs))
+		}
+		a := d.Jobs[0].Args.(pipeline.PullRequestArgs)
+		want := ""
+		if merged {
+			want = "c4295bd74fb0f4fda03689c3df3f2803b658fd85"
+		}
+		if a.Merged != merged || a.MergeSHA != want {
+			t.Errorf("merged %v: job args %+v, want merge SHA %q", merged, a, want)
+		}
+	}
+}

@@ -22,8 +22,9 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 		After       string `json:"after"`
 		Sender      user   `json:"sender"`
 		PullRequest struct {
-			Merged bool `json:"merged"`
-			Head   struct {
+			Merged         bool   `json:"merged"`
+			MergeCommitSHA string `json:"merge_commit_sha"`
+			Head           struct {
 				Ref string `json:"ref"`
 			} `json:"head"`
 		} `json:"pull_request"`
@@ -37,10 +38,15 @@ func (h *PullRequest) Handle(ctx context.Context, eventType, deliveryID string, 
 	// arrive as synchronize, from its bot: those are not news.
 	wanted := e.Action == "closed" || e.Action == "reopened" || (e.Action == "synchronize" && !e.Sender.bot())
 	if wanted && d.InstallationID != 0 && e.Repository != nil && plan.IsBranch(e.PullRequest.Head.Ref) {
-		d.Jobs = append(d.Jobs, job(pipeline.PullRequestArgs{
+		a := pipeline.PullRequestArgs{
 			InstallationID: d.InstallationID, Repo: e.Repository.repo(), PR: e.Number, Action: e.Action,
 			Merged: e.PullRequest.Merged, HeadRef: e.PullRequest.Head.Ref, After: e.After, Sender: e.Sender.Login,
-		}))
+		}
+		if a.Merged {
+			// Before the merge it names GitHub's test merge, not the merge.
+			a.MergeSHA = e.PullRequest.MergeCommitSHA
+		}
+		d.Jobs = append(d.Jobs, job(a))
 	}
 	return h.accept(ctx, d)
 }

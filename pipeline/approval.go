@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/gate"
+	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
@@ -54,6 +55,9 @@ type PullRequestArgs struct {
 	Action         string `json:"action"`
 	Merged         bool   `json:"merged"`
 	HeadRef        string `json:"head_ref"`
+	// MergeSHA is the commit a merged pull request made on its base:
+	// the DECISIONS.md people merged is read there.
+	MergeSHA string `json:"merge_sha,omitempty"`
 	// After and Sender are a push's new head and pusher (synchronize).
 	After  string `json:"after,omitempty"`
 	Sender string `json:"sender,omitempty"`
@@ -421,6 +425,8 @@ func (f *Forge) press(ctx context.Context, gh GitHub, p *Plan, button string, ev
 // HandlePullRequest follows the plan PR to its end: merged or closed →
 // CLOSED; a merged plan's branch is deleted (Forge only ever deletes
 // plan-*/ branches). A halted plan's pull request reopened halts it again.
+// The plan's facts follow its pull request (settleFacts): a merge makes
+// them reach later prompts, a close leaves them unused.
 func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error {
 	p, err := f.Plans.PlanForPR(ctx, a.Repo, a.PR)
 	if errors.Is(err, ErrPlanNotFound) {
@@ -444,7 +450,20 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		return err
 	}
 	if a.Action == "reopened" {
+		// The plan's facts wait for its merge again.
+		if err := f.settleFacts(ctx, p, memory.PROpen, ""); err != nil {
+			return err
+		}
 		return f.reopened(ctx, gh, p, a)
+	}
+	// Its end settles what the plan taught: before the plan closes, so a
+	// retry finds it to do.
+	settled := memory.PRClosed
+	if a.Merged {
+		settled = memory.PRMerged
+	}
+	if err := f.settleFacts(ctx, p, settled, a.MergeSHA); err != nil {
+		return err
 	}
 	cause := plan.Cause{Trigger: "pr-closed:" + strconv.Itoa(a.PR), On: a.PR}
 	if a.Merged && p.MergedFrom == "" {

@@ -375,7 +375,8 @@ func (c *commandCtx) list(ctx context.Context) error {
 }
 
 // memory answers with what the repository's plans taught, the newest
-// first, wherever it is asked.
+// first, wherever it is asked: the facts that reach prompts and those
+// that wait for their plan's pull request to merge, marked.
 func (c *commandCtx) memory(ctx context.Context) error {
 	var facts []memory.Fact
 	if c.f.Memory != nil {
@@ -384,7 +385,7 @@ func (c *commandCtx) memory(ctx context.Context) error {
 			return err
 		}
 		for i := len(all) - 1; i >= 0; i-- {
-			if !all[i].Forgotten {
+			if all[i].Active() || all[i].Waiting() {
 				facts = append(facts, all[i])
 			}
 		}

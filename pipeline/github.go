@@ -206,7 +206,10 @@ type PullRequest struct {
 	Draft   bool
 	State   string
 	Merged  bool
-	HTMLURL string
+	// MergeSHA is the commit the merge made on the base; empty unless
+	// Merged.
+	MergeSHA string
+	HTMLURL  string
 	// FromFork: the head branch lives in another repository (a fork, or
 	// one deleted since).
 	FromFork bool

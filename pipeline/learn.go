@@ -14,6 +14,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/phases"
+	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -167,13 +168,94 @@ func hasDecisions(text string, n int) bool {
 	return false
 }
 
+// decisionIDs are the ids of the facts plan n's section of DECISIONS.md
+// lists (text), one "- **ID** · …" line each, as recordDecisions wrote
+// them: a line people deleted, or rewrote past recognition, counts as
+// dropped.
+func decisionIDs(text string, n int) map[int]bool {
+	ids := map[int]bool{}
+	head := "## " + PlanID(n) + ":"
+	in := false
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "#") {
+			in = strings.HasPrefix(l, head)
+			continue
+		}
+		rest, ok := strings.CutPrefix(l, "- **")
+		if !in || !ok {
+			continue
+		}
+		num, _, ok := strings.Cut(rest, "**")
+		if id, err := strconv.Atoi(num); ok && err == nil && id > 0 {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// settleFacts records on plan p's facts how its pull request ended (or
+// that it is open again): merged, its facts reach later prompts but those
+// people deleted from DECISIONS.md before the merge, read at the merge
+// commit (mergeSHA, else the default branch); closed unmerged, none does.
+// The pull request's review is the facts' review.
+func (f *Forge) settleFacts(ctx context.Context, p *Plan, pr memory.PRState, mergeSHA string) error {
+	if f.Memory == nil {
+		return nil
+	}
+	var struck []int
+	if pr == memory.PRMerged {
+		all, err := f.Memory.Facts(ctx, p.Repo)
+		if err != nil {
+			return fmt.Errorf("read %s's facts: %w", PlanID(p.Number), err)
+		}
+		var mine []memory.Fact
+		for _, fact := range all {
+			if fact.Plan == p.Number && fact.PR != memory.PRMerged {
+				mine = append(mine, fact)
+			}
+		}
+		if len(mine) == 0 {
+			return nil
+		}
+		ws, err := f.Installations.Workspace(ctx, p.InstallationID)
+		if err != nil {
+			return err
+		}
+		ref := mergeSHA
+		if ref == "" {
+			ref = p.DefaultBranch
+		}
+		// The plans directory the plan was written in, which learn wrote
+		// DECISIONS.md beside.
+		file := DecisionsFile(path.Dir(p.PlanPath))
+		text, err := ws.ReadFile(ctx, p.Repo, ref, file)
+		if _, unsafe := unsafeFile(err); errors.Is(err, fs.ErrNotExist) || unsafe {
+			// No DECISIONS.md merged (deleted, or not a file Forge reads):
+			// nobody kept any of the plan's facts.
+			text, err = nil, nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s at the merge of %s: %w", file, PlanID(p.Number), err)
+		}
+		kept := decisionIDs(string(text), p.Number)
+		for _, fact := range mine {
+			if !kept[fact.ID] {
+				struck = append(struck, fact.ID)
+			}
+		}
+	}
+	_, err := f.Memory.Settle(ctx, p.Repo, p.Number, pr, struck)
+	return err
+}
+
 // factItems are facts as people read them; the text is the memory
 // agent's, made unable to notify anyone.
 func factItems(facts []memory.Fact) []templates.FactItem {
 	out := make([]templates.FactItem, 0, len(facts))
 	for _, f := range facts {
 		out = append(out, templates.FactItem{ID: f.ID, Category: string(f.Category), Confidence: confidence(f.Confidence),
-			Text: Untrusted(f.Text, 4*memory.MaxText), Plan: PlanID(f.Plan)})
+			Text: Untrusted(f.Text, 4*memory.MaxText), Plan: PlanID(f.Plan), Waiting: f.Waiting()})
 	}
 	return out
 }
@@ -199,7 +281,8 @@ func FenceFacts(facts []memory.Fact) string {
 }
 
 // repoFacts are the repository's facts, read once a job; a store that
-// fails leaves the prompts without memory rather than failing the plan.
+// fails leaves the prompts without memory rather than failing the plan,
+// and people are told so (memoryUnread).
 func (r *run) repoFacts(ctx context.Context) []memory.Fact {
 	if r.f.Memory == nil {
 		return nil
@@ -208,11 +291,32 @@ func (r *run) repoFacts(ctx context.Context) []memory.Fact {
 		facts, err := r.f.Memory.Facts(ctx, r.p.Repo)
 		if err != nil {
 			r.log.Warn().Err(err).Msg("read the repository's memory; the prompt goes without it")
+			r.memoryUnread(ctx)
 			return nil
 		}
 		r.facts = &facts
 	}
 	return *r.facts
+}
+
+// memoryUnread says on the plan's pull request (its issue before it has
+// one) that this run's agents work without the repository's memory:
+// once a run, by a marker naming the run (a phase run's jobs share the
+// generation it started at), and tried once a job. The prompt goes on
+// whether or not the comment could be written.
+func (r *run) memoryUnread(ctx context.Context) {
+	if r.memoryTold {
+		return
+	}
+	r.memoryTold = true
+	gen := r.p.Generation
+	if r.phaseRun {
+		gen = r.p.RunProgress.Gen
+	}
+	err := r.say(ctx, plan.Reply{On: plan.OnPR, Key: "run:" + strconv.Itoa(gen), Data: &templates.MemoryUnread{}})
+	if err != nil {
+		r.log.Warn().Err(err).Msg("tell people the repository's memory could not be read")
+	}
 }
 
 // planMemory is what earlier plans taught that concerns this plan, for

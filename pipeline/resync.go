@@ -86,7 +86,7 @@ func (f *Forge) resync(ctx context.Context, p *Plan) (string, error) {
 	}
 	if strings.EqualFold(pr.State, "closed") {
 		return "pull_request closed", f.HandlePullRequest(ctx, PullRequestArgs{InstallationID: p.InstallationID, Repo: p.Repo,
-			PR: p.PR, Action: "closed", Merged: pr.Merged, HeadRef: pr.HeadRef})
+			PR: p.PR, Action: "closed", Merged: pr.Merged, HeadRef: pr.HeadRef, MergeSHA: pr.MergeSHA})
 	}
 	if p.State.Status() != plan.Review {
 		return "", nil

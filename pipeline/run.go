@@ -182,6 +182,9 @@ type run struct {
 	projectCtx *string
 	// facts are the repository's memory, read once a job (repoFacts).
 	facts *[]memory.Fact
+	// memoryTold is set once this job tried to say the memory could not
+	// be read (memoryUnread).
+	memoryTold bool
 	// phaseID is the phase being run, for the agent's FORGE_PHASE_ID;
 	// prevError why its last attempt failed.
 	phaseID, prevError string

@@ -251,7 +251,7 @@ type PlanStore interface {
 type Memory interface {
 	// Learn records the facts plan taught repo, numbered after the
 	// repository's last, and returns them as recorded (ID, Plan and
-	// Created set). A repository that holds facts of plan already, even
+	// Created set, PR open). A repository that holds facts of plan already, even
 	// forgotten ones, keeps those and gets them back instead: a step that
 	// runs twice learns once.
 	Learn(ctx context.Context, repo Repo, plan int, facts []memory.Fact) ([]memory.Fact, error)
@@ -263,4 +263,11 @@ type Memory interface {
 	// same); false when the repository has no such fact. A fact of
 	// another repository is never touched.
 	Forget(ctx context.Context, repo Repo, id int) (memory.Fact, bool, error)
+	// Settle records where plan's pull request stands on the plan's
+	// facts (learned open: they wait for the merge, the pull request's
+	// review being theirs) and forgets those of its facts whose ids are in
+	// struck (people deleted their lines from DECISIONS.md before the
+	// merge). Facts whose pull request merged stay merged. It returns the
+	// plan's facts as they stand; settling twice changes nothing more.
+	Settle(ctx context.Context, repo Repo, plan int, pr memory.PRState, struck []int) ([]memory.Fact, error)
 }

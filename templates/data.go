@@ -487,16 +487,19 @@ type (
 		Facts  []FactItem
 	}
 	// FactItem is one fact as people read it; Text and Category are the
-	// memory agent's, Plan the plan it came from.
+	// memory agent's, Plan the plan it came from. Waiting is set while
+	// that plan's pull request is not merged: no prompt gets it before.
 	FactItem struct {
 		ID         int
 		Category   string
 		Confidence string
 		Text       string
 		Plan       string
+		Waiting    bool
 	}
 	// MemoryList answers /forge memory: at most Most of the repository's
-	// Total facts, the newest first.
+	// Total facts, the newest first, those waiting for their plan's merge
+	// marked.
 	MemoryList struct {
 		Head
 		Facts []FactItem
@@ -551,6 +554,9 @@ type (
 		BaseID, BaseTitle string
 		By, Forge         string
 	}
+	// MemoryUnread: the memory store could not be read, so a run's
+	// agents work without what earlier plans taught; said once a run.
+	MemoryUnread struct{ Head }
 	// Forgot answers /forge forget: the fact dropped, or that this
 	// repository has none by ID.
 	Forgot struct {
@@ -952,6 +958,7 @@ func (PipelineRefused) Template() string  { return "pipeline-refused" }
 func (Decisions) Template() string        { return "decisions" }
 func (MemoryList) Template() string       { return "memory-list" }
 func (Forgot) Template() string           { return "forgot" }
+func (MemoryUnread) Template() string     { return "memory-unread" }
 func (Evolution) Template() string        { return "evolution" }
 func (EvolutionTable) Template() string   { return "evolution-table" }
 func (PhaseAudit) Template() string       { return "phase-audit" }

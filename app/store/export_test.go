@@ -21,3 +21,8 @@ func (s *Store) IngestInOneTransaction(ctx context.Context, jobs *river.Client[*
 	}
 	return s.ingest(ctx, jobs, items)
 }
+
+// MigrateForgeTo applies Forge's migrations up to version upTo only.
+func (s *Store) MigrateForgeTo(ctx context.Context, upTo int) error {
+	return s.migrateForgeTo(ctx, upTo)
+}

@@ -19,19 +19,19 @@ type memoryStore struct{ s *Store }
 
 var _ pipeline.Memory = memoryStore{}
 
-const factColumns = `number, plan_number, category, body, confidence, created_ms, forgotten_ms`
+const factColumns = `number, plan_number, category, body, confidence, created_ms, forgotten_ms, plan_pr`
 
 func scanFact(row rowScanner) (memory.Fact, error) {
 	var (
 		f                  memory.Fact
 		number, plan       int64
-		category           string
+		category, pr       string
 		created, forgotten int64
 	)
-	if err := row.Scan(&number, &plan, &category, &f.Text, &f.Confidence, &created, &forgotten); err != nil {
+	if err := row.Scan(&number, &plan, &category, &f.Text, &f.Confidence, &created, &forgotten, &pr); err != nil {
 		return memory.Fact{}, err
 	}
-	f.ID, f.Plan, f.Category = int(number), int(plan), memory.Category(category)
+	f.ID, f.Plan, f.Category, f.PR = int(number), int(plan), memory.Category(category), memory.PRState(pr)
 	f.Created, f.Forgotten = time.UnixMilli(created), forgotten != 0
 	return f, nil
 }
@@ -83,7 +83,7 @@ func (ms memoryStore) Learn(ctx context.Context, repo pipeline.Repo, plan int, f
 		}
 		now := time.Now()
 		for i, f := range facts {
-			f.ID, f.Plan, f.Created, f.Forgotten = last+i+1, plan, time.UnixMilli(now.UnixMilli()), false
+			f.ID, f.Plan, f.Created, f.Forgotten, f.PR = last+i+1, plan, time.UnixMilli(now.UnixMilli()), false, memory.PROpen
 			if _, err := tx.ExecContext(ctx, `INSERT INTO facts (repository, number, plan_number, category, body, confidence, created_ms)
 				VALUES ($1, $2, $3, $4, $5, $6, $7)`, repo.String(), f.ID, plan, string(f.Category), f.Text, f.Confidence, now.UnixMilli()); err != nil {
 				return fmt.Errorf("insert fact %d: %w", f.ID, err)
@@ -104,6 +104,37 @@ func (ms memoryStore) Facts(ctx context.Context, repo pipeline.Repo) ([]memory.F
 		return nil, fmt.Errorf("read %s's facts: %w", repo, err)
 	}
 	return facts, nil
+}
+
+// Settle sets the plan's facts' pull request state, and forgets the
+// struck ones, in one transaction. A merged pull request's facts stay
+// merged: GitHub reopens no merged pull request, and a late event of its
+// life before the merge (a replayed close or reopen) changes nothing.
+func (ms memoryStore) Settle(ctx context.Context, repo pipeline.Repo, plan int, pr memory.PRState, struck []int) ([]memory.Fact, error) {
+	if !pr.Valid() {
+		return nil, fmt.Errorf("settle %s's facts of plan-%03d: no such pull request state %q", repo, plan, pr)
+	}
+	var out []memory.Fact
+	err := ms.s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE facts SET plan_pr = $3 WHERE repository = $1 AND plan_number = $2 AND plan_pr <> 'merged'`,
+			repo.String(), plan, string(pr)); err != nil {
+			return fmt.Errorf("set the pull request state: %w", err)
+		}
+		now := time.Now().UnixMilli()
+		for _, id := range struck {
+			if _, err := tx.ExecContext(ctx, `UPDATE facts SET forgotten_ms = $4
+				WHERE repository = $1 AND plan_number = $2 AND number = $3 AND forgotten_ms = 0`, repo.String(), plan, id, now); err != nil {
+				return fmt.Errorf("forget fact %d: %w", id, err)
+			}
+		}
+		var err error
+		out, err = queryFacts(ctx, tx, `repository = $1 AND plan_number = $2`, repo.String(), plan)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("settle %s's facts of plan-%03d: %w", repo, plan, err)
+	}
+	return out, nil
 }
 
 func (ms memoryStore) Forget(ctx context.Context, repo pipeline.Repo, id int) (memory.Fact, bool, error) {

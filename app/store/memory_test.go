@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forge-dev/forge/app/store"
 	"github.com/forge-dev/forge/app/store/storetest"
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/memory"
@@ -142,6 +143,113 @@ func TestMemoryNumbersAreReservedAtomically(t *testing.T) {
 		}
 		if len(all) != 2*plans {
 			t.Errorf("%d facts, want %d", len(all), 2*plans)
+		}
+	})
+}
+
+// TestMemorySettle: a plan's facts are learned waiting for its pull
+// request; its merge makes them active but those struck from
+// DECISIONS.md, its close unmerged leaves them unused, a reopening waits
+// again, and nothing undoes a merge. Other plans' facts are untouched.
+func TestMemorySettle(t *testing.T) {
+	eachMemory(t, func(t *testing.T, m pipeline.Memory) {
+		ctx := context.Background()
+		state := func(fs []memory.Fact) []string {
+			var out []string
+			for _, f := range fs {
+				out = append(out, fmt.Sprintf("%d %s %v %v", f.ID, f.PR, f.Forgotten, f.Active()))
+			}
+			return out
+		}
+		expect := func(what string, got []memory.Fact, err error, want ...string) {
+			t.Helper()
+			if err != nil || fmt.Sprint(state(got)) != fmt.Sprint(want) {
+				t.Fatalf("%s: %q %v, want %q", what, state(got), err, want)
+			}
+		}
+		learned, err := m.Learn(ctx, testRepo, 1, []memory.Fact{
+			{Category: memory.Gotcha, Text: "First.", Confidence: 0.9},
+			{Category: memory.Pattern, Text: "Second.", Confidence: 0.5},
+		})
+		expect("Learn", learned, err, "1 open false false", "2 open false false")
+		got, err := m.Learn(ctx, testRepo, 2, []memory.Fact{{Category: memory.Decision, Text: "Third.", Confidence: 1}})
+		expect("Learn of plan 2", got, err, "3 open false false")
+
+		got, err = m.Settle(ctx, testRepo, 1, memory.PRClosed, nil)
+		expect("closed unmerged", got, err, "1 closed false false", "2 closed false false")
+		got, err = m.Settle(ctx, testRepo, 1, memory.PROpen, nil)
+		expect("reopened", got, err, "1 open false false", "2 open false false")
+		got, err = m.Settle(ctx, testRepo, 1, memory.PRMerged, []int{2, 3})
+		expect("merged, fact 2 struck", got, err, "1 merged false true", "2 merged true false")
+		got, err = m.Settle(ctx, testRepo, 1, memory.PRClosed, nil)
+		expect("a close after the merge", got, err, "1 merged false true", "2 merged true false")
+
+		all, err := m.Facts(ctx, testRepo)
+		expect("Facts", all, err, "1 merged false true", "2 merged true false", "3 open false false")
+		if got, err := m.Settle(ctx, testRepo, 9, memory.PRMerged, nil); err != nil || len(got) != 0 {
+			t.Fatalf("Settle of a plan that learned nothing: %q %v", state(got), err)
+		}
+		if _, err := m.Settle(ctx, testRepo, 2, memory.PRState("draft"), nil); err == nil {
+			t.Fatal("Settle took a state that is none")
+		}
+	})
+}
+
+// TestFactsPlanPRMigration: the facts learned before the pull request's
+// state was kept take it from their plan: merged (its MergedFrom set)
+// they reach prompts, closed or cancelled unmerged they never do, and
+// those of a plan still open wait for its merge.
+func TestFactsPlanPRMigration(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, err := store.Open(ctx, b.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.MigrateForgeTo(ctx, 9); err != nil {
+			t.Fatal(err)
+		}
+		plans := []struct {
+			number int
+			status string
+			data   string
+		}{
+			{1, "CLOSED", `{"MergedFrom":"DONE","state":{}}`},
+			{2, "CLOSED", `{"state":{}}`},
+			{3, "CANCELLED", `{"state":{}}`},
+			{4, "DONE", `{"state":{}}`},
+		}
+		for _, p := range plans {
+			if _, err := s.DB().ExecContext(ctx, `INSERT INTO plans (installation_id, repository, number, issue, trigger, run, status, data, created_at, updated_ms)
+				VALUES (1, $1, $2, $2, $3, 'idle', $4, $5, $6, 0)`, testRepo.String(), p.number, fmt.Sprintf("issue:%d", p.number), p.status, p.data, time.Now().UTC()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.DB().ExecContext(ctx, `INSERT INTO facts (repository, number, plan_number, category, body, confidence, created_ms)
+				VALUES ($1, $2, $2, 'gotcha', 'A fact.', 0.5, 0)`, testRepo.String(), p.number); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A fact of a plan the table no longer holds waits: nothing says
+		// it merged.
+		if _, err := s.DB().ExecContext(ctx, `INSERT INTO facts (repository, number, plan_number, category, body, confidence, created_ms)
+			VALUES ($1, 5, 9, 'gotcha', 'An orphan.', 0.5, 0)`, testRepo.String()); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		facts, err := s.Memory().Facts(ctx, testRepo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range facts {
+			got = append(got, fmt.Sprintf("%d %s %v", f.ID, f.PR, f.Active()))
+		}
+		want := []string{"1 merged true", "2 closed false", "3 closed false", "4 open false", "5 open false"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("facts after the migration: %q, want %q", got, want)
 		}
 	})
 }

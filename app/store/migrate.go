@@ -127,10 +127,17 @@ func (s *Store) riverMigrator() (*rivermigrate.Migrator[*sql.Tx], error) {
 	return m, nil
 }
 
-func (s *Store) migrateForge(ctx context.Context) error {
+func (s *Store) migrateForge(ctx context.Context) error { return s.migrateForgeTo(ctx, 0) }
+
+// migrateForgeTo applies Forge's pending migrations up to version upTo,
+// every one for 0: a test fills the tables of a version before the next.
+func (s *Store) migrateForgeTo(ctx context.Context, upTo int) error {
 	all, err := migrations(s.dialect)
 	if err != nil {
 		return err
+	}
+	if upTo > 0 {
+		all = all[:min(upTo, len(all))]
 	}
 	appliedAt := "timestamptz"
 	if s.dialect == DialectSQLite {

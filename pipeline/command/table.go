@@ -289,9 +289,11 @@ var Table = []Spec{
 		Does: "Lists what Forge learned from the repository's plans, the newest first: when a plan is done, Forge's memory agent " +
 			"(`agents.memory`) reads the plan, its reviews and its changes and writes down at most 10 short facts (a convention, " +
 			"a gotcha, the architecture, a pattern or a decision, each with its confidence); they are added to `DECISIONS.md` " +
-			"in `plans_dir` on the plan's branch, for people to review on its pull request. The agents of later plans are given " +
-			"the facts that share the most words with what they work on, as data: at most 5 for the drafter, the auditor and the " +
-			"reviser, at most 8 for a phase's implementer and phase auditor.",
+			"in `plans_dir` on the plan's branch, for people to review on its pull request. Once that pull request is merged " +
+			"(a fact whose line was deleted before the merge is dropped; a pull request closed unmerged counts for nothing), the " +
+			"agents of later plans are given the facts that share the most words with what they work on, as data: at most 5 for " +
+			"the drafter, the auditor and the reviser, at most 8 for a phase's implementer and phase auditor. Facts that wait " +
+			"for their plan's merge are listed as such.",
 		Example: "/forge memory",
 		Reply: &templates.MemoryList{Total: 2, Most: MemoryMost, Path: "docs/plans/DECISIONS.md", Facts: []templates.FactItem{
 			{ID: 2, Category: "gotcha", Confidence: "0.9", Text: "docs/hello.md quotes the README's greeting verbatim: change both together.", Plan: exPlan},

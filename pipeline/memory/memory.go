@@ -71,10 +71,41 @@ type Fact struct {
 	Text       string
 	Confidence float64
 	Created    time.Time
-	// Forgotten is set once a person dropped it: it reaches no prompt
-	// and no list again.
+	// Forgotten is set once a person dropped it (/forge forget, or its
+	// line deleted from DECISIONS.md before the merge): it reaches no
+	// prompt and no list again.
 	Forgotten bool
+	// PR is where its plan's pull request stands: a fact reaches prompts
+	// only once that pull request merged.
+	PR PRState
 }
+
+// PRState is where the pull request of a fact's plan stands. The facts
+// are written to DECISIONS.md on that pull request for people to review:
+// its merge is their review, so a fact waits for it before any prompt
+// gets it, and a pull request closed unmerged leaves its facts unused.
+type PRState string
+
+const (
+	// PROpen: the pull request is open; its facts wait for its merge.
+	PROpen PRState = "open"
+	// PRMerged: the pull request merged; its facts reach prompts.
+	PRMerged PRState = "merged"
+	// PRClosed: the pull request was closed unmerged; its facts reach
+	// no prompt (unless it is reopened and merged).
+	PRClosed PRState = "closed"
+)
+
+// Valid reports whether s is one of the PR states.
+func (s PRState) Valid() bool { return s == PROpen || s == PRMerged || s == PRClosed }
+
+// Active reports whether the fact may reach a prompt: its plan's pull
+// request merged and nobody dropped it.
+func (f Fact) Active() bool { return f.PR == PRMerged && !f.Forgotten }
+
+// Waiting reports whether the fact waits for its plan's pull request to
+// merge: /forge memory lists it as such.
+func (f Fact) Waiting() bool { return f.PR == PROpen && !f.Forgotten }
 
 // answer is the JSON the memory agent is asked for.
 type answer struct {
@@ -96,7 +127,7 @@ var ErrNotJSON = errors.New(`the memory agent did not answer with the JSON asked
 // an object of a known category, a text of at most MaxText runes once
 // cleaned to one line, and a confidence from 0 to 1, or it is dropped. At
 // most MaxFacts are kept, the first ones, a text repeated counting once.
-// ID, Plan and Created are left for the store.
+// ID, Plan, Created and PR are left for the store.
 func Parse(output string) ([]Fact, error) {
 	body := unfence(strings.TrimSpace(output))
 	dec := json.NewDecoder(strings.NewReader(body))

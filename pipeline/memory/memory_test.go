@@ -98,12 +98,16 @@ func TestKeywords(t *testing.T) {
 func TestRelevant(t *testing.T) {
 	day := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
 	facts := []Fact{
-		{ID: 1, Text: "The webhook endpoint answers 202 before any work.", Confidence: 0.6, Created: day},
-		{ID: 2, Text: "Rate limiting of the webhook endpoint lives in app/limits.go.", Confidence: 0.5, Created: day},
-		{ID: 3, Text: "The webhook secret is rotated by the operator.", Confidence: 0.9, Created: day},
-		{ID: 4, Text: "The webhook payloads are kept for a week.", Confidence: 0.9, Created: day.Add(time.Hour)},
-		{ID: 5, Text: "Migrations are numbered per dialect.", Confidence: 1, Created: day},
-		{ID: 6, Text: "Webhook rate limits were forgotten.", Confidence: 1, Created: day, Forgotten: true},
+		{ID: 1, Text: "The webhook endpoint answers 202 before any work.", Confidence: 0.6, Created: day, PR: PRMerged},
+		{ID: 2, Text: "Rate limiting of the webhook endpoint lives in app/limits.go.", Confidence: 0.5, Created: day, PR: PRMerged},
+		{ID: 3, Text: "The webhook secret is rotated by the operator.", Confidence: 0.9, Created: day, PR: PRMerged},
+		{ID: 4, Text: "The webhook payloads are kept for a week.", Confidence: 0.9, Created: day.Add(time.Hour), PR: PRMerged},
+		{ID: 5, Text: "Migrations are numbered per dialect.", Confidence: 1, Created: day, PR: PRMerged},
+		{ID: 6, Text: "Webhook rate limits were forgotten.", Confidence: 1, Created: day, Forgotten: true, PR: PRMerged},
+		// Facts whose plan's pull request has not merged (still open, or
+		// closed unmerged) are nobody's reviewed word yet.
+		{ID: 7, Text: "Webhook rate limiting endpoint waits for its review.", Confidence: 1, Created: day, PR: PROpen},
+		{ID: 8, Text: "Webhook rate limiting endpoint closed unmerged.", Confidence: 1, Created: day, PR: PRClosed},
 	}
 	ids := func(fs []Fact) []int {
 		var out []int

@@ -9,8 +9,9 @@ import (
 
 // Relevant are at most most of facts that share a keyword with about (a
 // plan's title and request, a phase's title and files), the ones sharing
-// the most first, ties by confidence, then the most recent. Forgotten
-// facts and facts sharing no keyword are left out.
+// the most first, ties by confidence, then the most recent. Only active
+// facts count (their plan's pull request merged, nobody forgot them);
+// facts sharing no keyword are left out.
 func Relevant(facts []Fact, about string, most int) []Fact {
 	want := Keywords(about)
 	type scored struct {
@@ -19,7 +20,7 @@ func Relevant(facts []Fact, about string, most int) []Fact {
 	}
 	var hits []scored
 	for _, f := range facts {
-		if f.Forgotten {
+		if !f.Active() {
 			continue
 		}
 		n := 0

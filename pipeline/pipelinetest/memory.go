@@ -2,6 +2,7 @@ package pipelinetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ func (m *Memory) Learn(_ context.Context, repo pipeline.Repo, plan int, facts []
 	now := time.UnixMilli(m.Now().UnixMilli())
 	var out []memory.Fact
 	for _, f := range facts {
-		f.ID, f.Plan, f.Created, f.Forgotten = len(all)+1, plan, now, false
+		f.ID, f.Plan, f.Created, f.Forgotten, f.PR = len(all)+1, plan, now, false, memory.PROpen
 		all = append(all, f)
 		out = append(out, f)
 	}
@@ -63,6 +64,30 @@ func (m *Memory) Forget(_ context.Context, repo pipeline.Repo, id int) (memory.F
 	}
 	all[id-1].Forgotten = true
 	return all[id-1], true, nil
+}
+
+func (m *Memory) Settle(_ context.Context, repo pipeline.Repo, plan int, pr memory.PRState, struck []int) ([]memory.Fact, error) {
+	if !pr.Valid() {
+		return nil, fmt.Errorf("settle plan-%03d's facts: no such pull request state %q", plan, pr)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all := m.facts[repo.String()]
+	var out []memory.Fact
+	for i := range all {
+		f := &all[i]
+		if f.Plan != plan {
+			continue
+		}
+		if f.PR != memory.PRMerged {
+			f.PR = pr
+		}
+		if slices.Contains(struck, f.ID) {
+			f.Forgotten = true
+		}
+		out = append(out, *f)
+	}
+	return out, nil
 }
 
 var _ pipeline.Memory = (*Memory)(nil)
