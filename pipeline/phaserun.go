@@ -88,7 +88,15 @@ func (r *run) runPhases(ctx context.Context) error {
 		ph, ok := phases.Next(*p.Phases)
 		if !ok || (p.deciding() != nil && !phases.Parallel(*p.Phases)) {
 			// Nothing can run, or what can comes after a phase that waits
-			// on a decision.
+			// on a decision: unless a choice came meanwhile, the run waits.
+			if p.deciding() != nil {
+				if _, err := r.stopRequested(ctx); err != nil {
+					return err
+				}
+				if len(r.choices) > 0 {
+					continue
+				}
+			}
 			break
 		}
 		if stop == plan.StopPause {
