@@ -164,10 +164,19 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 		r.markBatch(n, ph.ID)
 		jobs = append(jobs, j)
 	}
+	if p.BatchBase == "" {
+		p.BatchBase = p.HeadSHA
+	}
 	if err := r.save(ctx); err != nil {
 		return false, err
 	}
-	start := p.HeadSHA
+	start := p.BatchBase
+	// A run resumed after its job died finds the phases whose commits
+	// landed: every one since the batch began, not only the head's.
+	landed, err := r.landedSince(ctx, start)
+	if err != nil {
+		return false, err
+	}
 
 	// The bounded fan-out: on any return, the workers are stopped, then
 	// waited for.
@@ -187,13 +196,10 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 	}
 	for _, j := range jobs {
 		ph, _ := p.Phases.Find(j.ph.ID)
-		msg := phaseCommitMessage(p, ph)
-		if done, err := r.alreadyCommitted(ctx, msg); err != nil {
-			return false, err
-		} else if done {
+		if sha, ok := landed[phaseCommitMessage(p, ph)]; ok {
 			// An earlier job landed it and died before recording so.
-			ph.GitCommit, j.landed = shortSHA(p.HeadSHA), true
-			r.recordCommit(ph.ID, true)
+			ph.GitCommit, j.landed = shortSHA(sha), true
+			r.recordCommitOf(ph.ID, sha)
 			j.start, j.ran = r.f.now(), r.f.now()
 			continue
 		}
@@ -219,6 +225,35 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 		return false, err // shutdown or lost lease: resumed later
 	}
 	return r.batchEnded(ctx, jobs, start, stopAt)
+}
+
+// maxLandedWalk bounds the commits landedSince reads below the head.
+const maxLandedWalk = 50
+
+// landedSince maps the messages of the commits from the branch head the
+// plan knows down to base (not included) to their SHAs, following first
+// parents, at most maxLandedWalk of them; nothing unless the run resumes
+// another's. It reads through GitHub, which has every commit a job made.
+func (r *run) landedSince(ctx context.Context, base string) (map[string]string, error) {
+	out := map[string]string{}
+	if !r.resumed || base == "" {
+		return out, nil
+	}
+	sha := r.p.HeadSHA
+	for i := 0; i < maxLandedWalk && sha != "" && sha != base; i++ {
+		c, err := r.gh.Commit(ctx, r.p.Repo, sha)
+		if err != nil {
+			return nil, fmt.Errorf("read commit %s: %w", shortSHA(sha), err)
+		}
+		if msg := strings.TrimSpace(c.Message); out[msg] == "" {
+			out[msg] = sha
+		}
+		sha = ""
+		if len(c.Parents) > 0 {
+			sha = c.Parents[0]
+		}
+	}
+	return out, nil
 }
 
 // phaseCommitMessage is the message of phase ph's commit.
@@ -351,6 +386,7 @@ func quotedList(paths []string) string {
 // a failure are done: the run stops without waiting for their checks.
 func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, stopAt func() plan.Stop) (bool, error) {
 	p := r.p
+	p.BatchBase = ""
 	var first *phaseJob
 	for _, j := range jobs {
 		if j.err != nil && first == nil {

@@ -1,0 +1,160 @@
+package app_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/ghdouble"
+)
+
+// fanDrafter answers a plan of four phases that declare their writes:
+// phase-1, then phase-2, phase-3 and phase-4 at once, each after it alone.
+func fanDrafter(t *testing.T) []string {
+	t.Helper()
+	return drafterScript(t, "Greet in four places.", "Four pages; nothing else.",
+		"- `core/a.md` (new) — the core greeting.\n- `docs/b.md` (new) — greeting B.\n- `docs/c.md` (new) — greeting C.\n"+
+			"- `api/d.md` (new) — greeting D.",
+		"- The greetings drift apart; each quotes the core one.",
+		"- Read the pages.\n\n## Phases\n\n"+
+			"### phase-1: Core greeting\n**Depends on:** (none)\n**Writes:** `core/**`\n\n"+
+			"### phase-2: Greeting B\n**Depends on:** phase-1\n**Writes:** `docs/b.md`\n\n"+
+			"### phase-3: Greeting C\n**Depends on:** phase-1\n**Writes:** `docs/c.md`\n\n"+
+			"### phase-4: Greeting D\n**Depends on:** phase-1\n**Writes:** `api/**`")
+}
+
+// gatedImplementer writes each file the phase's prompt lists and logs the
+// run to runs.log beside itself, as dagImplementer does; a phase waits
+// first while a file named hold-<phase> is beside it, and fails (exit 1,
+// nothing written) while one named fail-<phase> is.
+func gatedImplementer(t *testing.T) (cmd []string, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	p := filepath.Join(dir, "gated-implementer.sh")
+	script := `#!/bin/sh
+set -eu
+prompt=$(cat)
+here="` + dir + `"
+start=$(date +%s.%N)
+while [ -e "$here/hold-$FORGE_PHASE_ID" ]; do sleep 0.1; done
+if [ -e "$here/fail-$FORGE_PHASE_ID" ]; then
+	echo "$FORGE_PHASE_ID cannot be done" >&2
+	exit 1
+fi
+files=$(printf '%s\n' "$prompt" | sed -n '/^Files of this phase:/,/^$/p' | sed -n 's/^- ` + "`" + `\(.*\)` + "`" + `$/\1/p')
+for f in $files; do
+	mkdir -p "$(dirname "$f")"
+	printf 'Written by %s.\n' "$FORGE_PHASE_ID" > "$f"
+done
+echo "$FORGE_PHASE_ID $start $(date +%s.%N)" >> "$here/runs.log"
+echo "Implemented $FORGE_PHASE_ID: $files"
+`
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}, dir
+}
+
+// setGate puts file name beside the gated implementer, or takes it away.
+func setGate(t *testing.T, dir, name string, on bool) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if !on {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runCounts counts the implementer's runs that ended, by phase.
+func runCounts(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	count := map[string]int{}
+	if _, err := os.Stat(filepath.Join(dir, "runs.log")); err != nil {
+		return count
+	}
+	for _, r := range readRuns(t, filepath.Join(dir, "runs.log")) {
+		count[r.phase]++
+	}
+	return count
+}
+
+// waitCommit waits for a commit of phase id on the plan branch.
+func (w *world) waitCommit(t *testing.T, pr ghdouble.Pull, id string) string {
+	t.Helper()
+	var sha string
+	apptest.Eventually(t, forgeWait, id+"'s commit", func() bool {
+		for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+			if strings.HasPrefix(c.Message, "plan-001 "+id+":") {
+				sha = c.SHA
+				return true
+			}
+		}
+		return false
+	})
+	return sha
+}
+
+// fanWorld forges the four-phase plan with the gated implementer and
+// approves it once the forge ends.
+func fanWorld(t *testing.T, yml string, o forgeOptions) (*world, ghdouble.Pull, string) {
+	t.Helper()
+	impl, dir := gatedImplementer(t)
+	o.override = map[string][]string{"drafter": fanDrafter(t), "implementer": impl}
+	o.files = map[string]string{".github/forge.yml": yml}
+	return fanWorldWith(t, dir, o)
+}
+
+func fanWorldWith(t *testing.T, dir string, o forgeOptions) (*world, ghdouble.Pull, string) {
+	t.Helper()
+	w := newForgeWorld(t, o)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge greet in four places")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	return w, w.pulls(t)[0], dir
+}
+
+// TestDAGResumeFindsEveryLandedPhase: phase-2 and phase-3 of the batch of
+// three land their commits while phase-4 still runs, and the job dies
+// (Forge stops within a short grace). The job that adopts the plan finds
+// both commits, the head's and the one below it, and runs only phase-4
+// again: each phase has one implementer run that ended and one commit.
+func TestDAGResumeFindsEveryLandedPhase(t *testing.T) {
+	impl, dir := gatedImplementer(t)
+	setGate(t, dir, "hold-phase-4", true)
+	w, pr, _ := fanWorldWith(t, dir, forgeOptions{
+		override: map[string][]string{"drafter": fanDrafter(t), "implementer": impl},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"},
+		configure: func(c *app.Config) {
+			c.Queue.LeaseTTL, c.Server.ShutdownGrace = time.Second, 500*time.Millisecond
+		},
+	})
+	w.commandOn(t, pr.Number, "alice", "/forge approve")
+	w.waitCommit(t, pr, "phase-2")
+	w.waitCommit(t, pr, "phase-3")
+	w.restart(t)
+	setGate(t, dir, "hold-phase-4", false)
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+
+	if got := runCounts(t, dir); got["phase-2"] != 1 || got["phase-3"] != 1 || got["phase-4"] != 1 {
+		t.Errorf("implementer runs %v: phase-2 and phase-3 landed before the job died and run no more", got)
+	}
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	for _, id := range []string{"phase-1", "phase-2", "phase-3", "phase-4"} {
+		if n := countPrefix(msgs, "plan-001 "+id+":"); n != 1 {
+			t.Errorf("%d commits of %s (all: %q)", n, id, msgs)
+		}
+	}
+}
