@@ -27,8 +27,9 @@ func fanDrafter(t *testing.T) []string {
 			"### phase-4: Greeting D\n**Depends on:** phase-1\n**Writes:** `api/**`")
 }
 
-// gatedImplementer writes each file the phase's prompt lists and logs the
-// run to runs.log beside itself, as dagImplementer does; a phase waits
+// gatedImplementer writes each file the phase's prompt lists, saying which
+// attempt of the phase wrote it, and logs the run to runs.log beside
+// itself, as dagImplementer does; a phase waits
 // first while a file named hold-<phase> is beside it, and fails (exit 1,
 // nothing written) while one named fail-<phase> is.
 func gatedImplementer(t *testing.T) (cmd []string, dir string) {
@@ -45,10 +46,11 @@ if [ -e "$here/fail-$FORGE_PHASE_ID" ]; then
 	echo "$FORGE_PHASE_ID cannot be done" >&2
 	exit 1
 fi
+attempt=$(( $(cat "$here/runs.log" 2>/dev/null | grep -c "^$FORGE_PHASE_ID " || true) + 1 ))
 files=$(printf '%s\n' "$prompt" | sed -n '/^Files of this phase:/,/^$/p' | sed -n 's/^- ` + "`" + `\(.*\)` + "`" + `$/\1/p')
 for f in $files; do
 	mkdir -p "$(dirname "$f")"
-	printf 'Written by %s.\n' "$FORGE_PHASE_ID" > "$f"
+	printf 'Written by %s (attempt %s).\n' "$FORGE_PHASE_ID" "$attempt" > "$f"
 done
 echo "$FORGE_PHASE_ID $start $(date +%s.%N)" >> "$here/runs.log"
 echo "Implemented $FORGE_PHASE_ID: $files"
@@ -156,5 +158,118 @@ func TestDAGResumeFindsEveryLandedPhase(t *testing.T) {
 		if n := countPrefix(msgs, "plan-001 "+id+":"); n != 1 {
 			t.Errorf("%d commits of %s (all: %q)", n, id, msgs)
 		}
+	}
+}
+
+// branchRun is Forge's last check run forge/<id> on any commit of the
+// plan branch, and whether there is one.
+func (w *world) branchRun(pr ghdouble.Pull, id string) (ghdouble.CheckRun, bool) {
+	var out ghdouble.CheckRun
+	found := false
+	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+		if run := w.phaseRun(c.SHA, id); run.ID != 0 && (!found || run.ID > out.ID) {
+			out, found = run, true
+		}
+	}
+	return out, found
+}
+
+// TestDAGStopMidBatchCompletesLandedRuns: phase-2 and phase-3 of the batch
+// land (no checks waited for) while phase-4 still runs, and alice cancels
+// the run. Every phase that ran ends with its check run completed: the
+// landed ones say they succeeded, phase-4's that it was cancelled.
+func TestDAGStopMidBatchCompletesLandedRuns(t *testing.T) {
+	impl, dir := gatedImplementer(t)
+	setGate(t, dir, "hold-phase-4", true)
+	w, pr, _ := fanWorldWith(t, dir, forgeOptions{
+		override: map[string][]string{"drafter": fanDrafter(t), "implementer": impl},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  wait_for_checks: false\n"},
+	})
+	w.commandOn(t, pr.Number, "alice", "/forge approve")
+	w.waitCommit(t, pr, "phase-2")
+	w.waitCommit(t, pr, "phase-3")
+	w.commandOn(t, pr.Number, "alice", "/forge cancel")
+	apptest.Eventually(t, forgeWait, "phase-4's check run to say it was cancelled", func() bool {
+		run, ok := w.branchRun(pr, "phase-4")
+		return ok && run.Status == "completed"
+	})
+	w.waitIdle(t)
+	for id, want := range map[string]string{"phase-2": "success", "phase-3": "success", "phase-4": "failure"} {
+		run, ok := w.branchRun(pr, id)
+		if !ok || run.Status != "completed" || run.Conclusion != want {
+			t.Errorf("forge/%s: %+v (found %v), want completed %s", id, run, ok, want)
+		}
+	}
+}
+
+// ciStatus says state of sha as Jenkins's ci/jenkins status, with its
+// webhook.
+func (w *world) ciStatus(t *testing.T, jenkins *ghdouble.OtherApp, sha, state string) {
+	t.Helper()
+	st := jenkins.CreateStatus(w.repo, sha, ghdouble.StatusSpec{State: state, Context: "ci/jenkins", Description: "Build " + state})
+	w.deliver(t, "status", ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "status"), w.gh.StatusEdits(w.repo, st)...))
+}
+
+// lastCommitOf is the newest commit on the plan branch whose message
+// starts with one of prefixes.
+func (w *world) lastCommitOf(pr ghdouble.Pull, prefixes ...string) string {
+	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+		for _, p := range prefixes {
+			if strings.HasPrefix(c.Message, p) {
+				return c.SHA
+			}
+		}
+	}
+	return ""
+}
+
+// TestDAGBatchMateRevertedAfterALaterFailure: the batch of phase-2,
+// phase-3 and phase-4 fails its checks. The retry runs phase-2 alone,
+// which fails its checks again, and is skipped. The next run reverts
+// phase-3's failed attempt to where the batch began (docs/c.md did not
+// exist) before it runs phase-3 again: the later failure's parent, which
+// holds phase-3's attempt, does not replace it.
+func TestDAGBatchMateRevertedAfterALaterFailure(t *testing.T) {
+	impl, dir := gatedImplementer(t)
+	w, pr, _ := fanWorldWith(t, dir, forgeOptions{
+		override: map[string][]string{"drafter": fanDrafter(t), "implementer": impl},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"},
+	})
+	jenkins := w.gh.OtherApp("Jenkins").StatusOnPush(w.repo, ghdouble.StatusSpec{State: "pending", Context: "ci/jenkins", Description: "Build running"})
+	w.commandOn(t, pr.Number, "alice", "/forge approve")
+	w.ciStatus(t, jenkins, w.waitCommit(t, pr, "phase-1"), "success")
+	for _, id := range []string{"phase-2", "phase-3", "phase-4"} {
+		w.waitCommit(t, pr, id)
+	}
+	batch := w.lastCommitOf(pr, "plan-001 phase-2:", "plan-001 phase-3:", "plan-001 phase-4:")
+	w.ciStatus(t, jenkins, batch, "failure")
+	w.waitReply(t, pr.Number, "which ran beside it) failed: checks failed")
+
+	w.commandOn(t, pr.Number, "alice", "/forge run")
+	apptest.Eventually(t, forgeWait, "phase-2's second attempt", func() bool {
+		return countPrefix(commitMessages(w.gh.Repo(w.repo).Commits(pr.Head)), "plan-001 phase-2: Greeting B") == 2
+	})
+	retried := w.lastCommitOf(pr, "plan-001 phase-2: Greeting B")
+	w.ciStatus(t, jenkins, retried, "failure")
+	apptest.Eventually(t, forgeWait, "phase-2's second failure", func() bool {
+		return w.phaseRun(retried, "phase-2").Conclusion == "failure"
+	})
+	w.waitIdle(t)
+	w.commandOn(t, pr.Number, "alice", "/forge skip")
+	w.waitReply(t, pr.Number, "Skipped **phase-2**")
+
+	w.commandOn(t, pr.Number, "alice", "/forge run")
+	apptest.Eventually(t, forgeWait, "phase-3's second attempt", func() bool {
+		return countPrefix(commitMessages(w.gh.Repo(w.repo).Commits(pr.Head)), "plan-001 phase-3: Greeting C") == 2
+	})
+	revert := w.lastCommitOf(pr, "plan-001 phase-3: revert failed attempt")
+	if revert == "" {
+		t.Fatalf("no revert of phase-3's failed attempt: %q", commitMessages(w.gh.Repo(w.repo).Commits(pr.Head)))
+	}
+	if got, ok := w.gh.Repo(w.repo).File(revert, "docs/c.md"); ok {
+		t.Errorf("docs/c.md after the revert of phase-3's failed attempt: %q, want it gone as before the batch", got)
+	}
+	if got, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/c.md"); got != "Written by phase-3 (attempt 2).\n" {
+		t.Errorf("docs/c.md on the branch: %q", got)
 	}
 }

@@ -100,7 +100,7 @@ func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Pha
 	p.Decision = &Decision{Phase: ph.ID, Round: rec.Rounds, Pattern: string(pattern), Cause: d.Cause, Options: d.Options}
 	ph.Status, ph.Error = phases.Failed, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
 	r.phaseCI(ph.ID, ciFailed)
-	p.FailedParent, p.AwaitBatch = w.Parent, nil
+	p.FailedParent, p.AwaitBatch = p.revertParent(w.Parent), nil
 	check.Conclusion = "action_required"
 	check.Summary = templates.Line(templates.CheckTitle{Event: "decision", PhaseID: ph.ID})
 	check.Actions = decisionActions(len(d.Options))

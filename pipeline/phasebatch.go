@@ -62,10 +62,10 @@ func (p *Plan) awaitPhases(w *plan.Await) []AwaitPhase {
 const maxReruns = 2
 
 // batchable reports whether ph may run beside other phases: an implement
-// phase whose retry needs no revert first (a revert is a commit of its own,
-// made as a phase run alone makes it).
+// phase with no failed attempt to revert first (a revert is a commit of
+// its own, made as a phase run alone makes it).
 func (r *run) batchable(ph *phases.Phase) bool {
-	return ph.Kind == phases.Implement && (ph.FailureHashes == nil || r.p.FailedParent == "")
+	return ph.Kind == phases.Implement && (ph.Status != phases.Failed || ph.FailureHashes == nil)
 }
 
 // nextBatch numbers a batch of a DAG plan's phases, for the PR body's
@@ -386,7 +386,6 @@ func quotedList(paths []string) string {
 // a failure are done: the run stops without waiting for their checks.
 func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, stopAt func() plan.Stop) (bool, error) {
 	p := r.p
-	p.BatchBase = ""
 	var first *phaseJob
 	for _, j := range jobs {
 		if j.err != nil && first == nil {
@@ -400,6 +399,10 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 	var asked *stopAsked
 	var limited *RateLimitError
 	stopped := first != nil && errors.As(first.err, &asked)
+	if !stopped {
+		// A stop keeps it: a cancel reverts the commits that landed to it.
+		p.BatchBase = ""
+	}
 	wait := r.cfg.Phases.WaitForChecks && first == nil
 	var await *plan.Await
 	var others []AwaitPhase
@@ -416,8 +419,11 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 			ph.Status, ph.Error = phases.Failed, j.err.Error()
 			r.phaseCheck(ctx, ph, j.err, false)
 			continue
-		case stopped && j.landed:
-			continue // its commit stands; the stop says what becomes of the phase
+		case stopped && j.landed && ph.Status != phases.Done:
+			// Its commit stands, its checks to come: the stop says what
+			// becomes of the phase, and its check run says so. One done
+			// as it landed (no checks waited for) ends below.
+			continue
 		}
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(j.ran.Sub(j.start)))
 		waits := wait && j.landed

@@ -239,7 +239,10 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 	if len(with) > 0 {
 		ph, with = with[0], with[1:]
 	}
-	p.AwaitBatch = nil
+	// The branch head a batch stopped mid-way began from: the parent of
+	// its phases' commits that landed.
+	base := p.BatchBase
+	p.AwaitBatch, p.BatchBase = nil, ""
 	bg := context.WithoutCancel(ctx)
 	switch stop {
 	case plan.StopSkip:
@@ -250,7 +253,11 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		}
 		for _, ph := range append([]*phases.Phase{ph}, with...) {
 			ph.Status, ph.Error = phases.Skipped, ""
-			ph.FailureHashes, p.FailedParent = nil, ""
+			ph.FailureHashes = nil
+			if !revertsLeft(*p.Phases) {
+				// A batch-mate's attempt still to revert keeps its parent.
+				p.FailedParent = ""
+			}
 			delete(p.Stalls, ph.ID)
 			r.phaseEnded(ph.ID)
 			check := CheckRun{Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Status: "completed", Conclusion: "skipped",
@@ -275,7 +282,11 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		if ph != nil {
 			data.PhaseID = ph.ID
 			if w != nil {
-				p.FailedParent = w.Parent
+				p.FailedParent = p.revertParent(w.Parent)
+			} else if base != "" && slices.ContainsFunc(append([]*phases.Phase{ph}, with...), func(ph *phases.Phase) bool { return ph.FailureHashes != nil }) {
+				// Phases of the batch landed before the cancel: a retry
+				// reverts them first.
+				p.FailedParent = p.revertParent(base)
 			}
 		}
 		for _, ph := range append([]*phases.Phase{ph}, with...) {
@@ -628,6 +639,19 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 		p.FailedParent = ""
 	}
 	return r.save(ctx)
+}
+
+// revertParent is the commit a retry reverts failed attempts to, now that
+// an attempt whose parent is parent failed: the one recorded while an
+// earlier failed attempt (a batch-mate's) is still to be reverted, since
+// every attempt after it began from its files as they were there; else
+// parent. Taking parent then would leave the earlier attempt on the
+// branch: its files at parent are the failed attempt's.
+func (p *Plan) revertParent(parent string) string {
+	if p.FailedParent != "" {
+		return p.FailedParent
+	}
+	return parent
 }
 
 // revertsLeft reports whether a failed phase still holds the hashes of
