@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/app"
+	"github.com/forge-dev/forge/app/agents"
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
 )
@@ -29,7 +31,8 @@ func fanDrafter(t *testing.T) []string {
 
 // gatedImplementer writes each file the phase's prompt lists, saying which
 // attempt of the phase wrote it, and logs the run to runs.log beside
-// itself, as dagImplementer does; a phase waits
+// itself, as dagImplementer does (with a file tokens beside it, it answers
+// as Claude Code does, reporting that many input tokens); a phase waits
 // first while a file named hold-<phase> is beside it, and fails (exit 1,
 // nothing written) while one named fail-<phase> is.
 func gatedImplementer(t *testing.T) (cmd []string, dir string) {
@@ -53,7 +56,11 @@ for f in $files; do
 	printf 'Written by %s (attempt %s).\n' "$FORGE_PHASE_ID" "$attempt" > "$f"
 done
 echo "$FORGE_PHASE_ID $start $(date +%s.%N)" >> "$here/runs.log"
-echo "Implemented $FORGE_PHASE_ID: $files"
+if [ -e "$here/tokens" ]; then
+	printf '{"type":"result","subtype":"success","is_error":false,"result":"Implemented %s","usage":{"input_tokens":%s,"output_tokens":0}}\n' "$FORGE_PHASE_ID" "$(cat "$here/tokens")"
+else
+	echo "Implemented $FORGE_PHASE_ID: $files"
+fi
 `
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -271,5 +278,37 @@ func TestDAGBatchMateRevertedAfterALaterFailure(t *testing.T) {
 	}
 	if got, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/c.md"); got != "Written by phase-3 (attempt 2).\n" {
 		t.Errorf("docs/c.md on the branch: %q", got)
+	}
+}
+
+// TestDAGBatchKeepsToTheTokenBudget: each implementer run reports 1000
+// tokens and the plan may use 2500. phase-1 runs alone (1000); the batch of
+// phase-2, phase-3 and phase-4 starts one phase at a time, as the budget
+// left holds one more run of the largest phase's use: phase-2 (2000), then
+// phase-3 (3000, the limit met as by a phase alone), and phase-4 fails on
+// the token limit without its agent running.
+func TestDAGBatchKeepsToTheTokenBudget(t *testing.T) {
+	impl, dir := gatedImplementer(t)
+	if err := os.WriteFile(filepath.Join(dir, "tokens"), []byte("1000"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, pr, _ := fanWorldWith(t, dir, forgeOptions{
+		override: map[string][]string{"drafter": fanDrafter(t), "implementer": impl},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nlimits:\n  max_tokens_per_plan: 2500\nphases:\n  wait_for_checks: false\n"},
+		configure: func(c *app.Config) {
+			rc := c.Agents.Runtimes["implementer"]
+			rc.Output = agents.OutputClaudeJSON
+			c.Agents.Runtimes["implementer"] = rc
+		},
+	})
+	w.commandOn(t, pr.Number, "alice", "/forge approve")
+	stopped := w.waitReply(t, pr.Number, "max_tokens_per_plan")
+	w.waitIdle(t)
+	got := runCounts(t, dir)
+	if got["phase-1"] != 1 || got["phase-2"]+got["phase-3"]+got["phase-4"] != 2 {
+		t.Errorf("implementer runs %v, want phase-1 and two of the batch: the budget held no more", got)
+	}
+	if !strings.Contains(stopped, fmt.Sprint(3000)+" tokens") {
+		t.Errorf("the stop report:\n%s", stopped)
 	}
 }

@@ -188,11 +188,27 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 	// Each job has at most one worker at a time: none blocks on sending.
 	results := make(chan phaseResult, len(jobs))
 	running := 0
-	launch := func(j *phaseJob) {
-		j.base, j.start = p.HeadSHA, r.f.now()
-		w := r.forPhase(j)
-		running++
-		workers.Go(func() { results <- w.work(bctx, j) })
+	// queued are the jobs to run that wait for the token budget to allow
+	// one more worker (budgetAllows); the first always runs, as a phase
+	// alone does, and meets the limit itself once it is reached.
+	var queued []*phaseJob
+	launch := func() {
+		for len(queued) > 0 && (running == 0 || r.budgetAllows(running)) {
+			j := queued[0]
+			queued = queued[1:]
+			if stop := stopAt(); stop != plan.StopNone {
+				j.err = &stopAsked{stop: stop}
+				continue
+			}
+			if err := r.checkTokens(); err != nil {
+				j.err = err
+				continue
+			}
+			j.base, j.start = p.HeadSHA, r.f.now()
+			w := r.forPhase(j)
+			running++
+			workers.Go(func() { results <- w.work(bctx, j) })
+		}
 	}
 	for _, j := range jobs {
 		ph, _ := p.Phases.Find(j.ph.ID)
@@ -203,8 +219,9 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 			j.start, j.ran = r.f.now(), r.f.now()
 			continue
 		}
-		launch(j)
+		queued = append(queued, j)
 	}
+	launch()
 	// Said while the agents work.
 	for _, ph := range batch {
 		if err := r.phaseStarted(ctx, ph); err != nil {
@@ -217,8 +234,12 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 		running--
 		p.Usage += res.usage
 		p.Cost += res.cost
+		r.phaseUse = max(r.phaseUse, res.usage)
 		if again := r.landPhase(ctx, res, stopAt, landedBy); again {
-			launch(res.job)
+			queued = append(queued, res.job)
+		}
+		if ctx.Err() == nil {
+			launch()
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -254,6 +275,19 @@ func (r *run) landedSince(ctx context.Context, base string) (map[string]string, 
 		}
 	}
 	return out, nil
+}
+
+// budgetAllows reports whether the plan's token budget
+// (limits.max_tokens_per_plan) lets one more phase of a batch start beside
+// the running ones: what the plan used, with as much again for each of
+// them and the new one as the largest phase's run used, stays within it.
+// Before any phase's use is known only one runs at a time.
+func (r *run) budgetAllows(running int) bool {
+	limit := int64(r.cfg.Limits.MaxTokensPerPlan)
+	if limit <= 0 {
+		return true
+	}
+	return r.phaseUse > 0 && r.p.Usage+int64(running+1)*r.phaseUse <= limit
 }
 
 // phaseCommitMessage is the message of phase ph's commit.

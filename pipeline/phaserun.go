@@ -117,8 +117,9 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.phaseStarted(ctx, ph); err != nil {
 			return err
 		}
-		start := r.f.now()
+		start, used := r.f.now(), p.Usage
 		perr := r.runPhase(ctx, ph)
+		r.phaseUse = max(r.phaseUse, p.Usage-used)
 		var asked *stopAsked
 		var limited *RateLimitError
 		var halted *loopHalted

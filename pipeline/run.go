@@ -193,6 +193,9 @@ type run struct {
 	// that another phase's commit overtook: its run again on the new head
 	// may change them too (runBatch).
 	rerunFiles []string
+	// phaseUse is the most tokens one phase's run used in this job: what
+	// a batch expects each of its phases to use (budgetAllows).
+	phaseUse int64
 	// current holds the working copies checked out now, by directory.
 	current map[string]WorkingCopy
 	// await is the checks wait the phase just committed starts, raised
