@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,54 @@ func TestDAGBatchKeepsToTheTokenBudget(t *testing.T) {
 	}
 	if !strings.Contains(stopped, fmt.Sprint(3000)+" tokens") {
 		t.Errorf("the stop report:\n%s", stopped)
+	}
+}
+
+// TestDAGFailureWaitsForTheLandedPhasesChecks: phase-3 fails in the batch
+// (it runs past phases.timeout) while phase-2 and phase-4 land. Their commits are on the branch and CI
+// has not judged them: they wait for their checks, their check runs in
+// progress, before the run stops; once CI passes they are done and the
+// run stops on phase-3's failure, which keeps its Retry button.
+func TestDAGFailureWaitsForTheLandedPhasesChecks(t *testing.T) {
+	impl, dir := gatedImplementer(t)
+	setGate(t, dir, "hold-phase-3", true)
+	w, pr, _ := fanWorldWith(t, dir, forgeOptions{
+		override: map[string][]string{"drafter": fanDrafter(t), "implementer": impl},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n  timeout: 4s\n"},
+	})
+	jenkins := w.gh.OtherApp("Jenkins").StatusOnPush(w.repo, ghdouble.StatusSpec{State: "pending", Context: "ci/jenkins", Description: "Build running"})
+	w.commandOn(t, pr.Number, "alice", "/forge approve")
+	w.ciStatus(t, jenkins, w.waitCommit(t, pr, "phase-1"), "success")
+	w.waitCommit(t, pr, "phase-2")
+	w.waitCommit(t, pr, "phase-4")
+	apptest.Eventually(t, forgeWait, "phase-3's failure", func() bool {
+		run, ok := w.branchRun(pr, "phase-3")
+		return ok && run.Conclusion == "failure"
+	})
+	w.waitIdle(t)
+	head := w.lastCommitOf(pr, "plan-001 phase-2:", "plan-001 phase-4:")
+	for _, id := range []string{"phase-2", "phase-4"} {
+		if run := w.phaseRun(head, id); run.Status != "in_progress" {
+			t.Errorf("forge/%s before CI judged its commit: %s/%s %q", id, run.Status, run.Conclusion, run.Output.Summary)
+		}
+	}
+	for _, b := range w.botBodies(pr.Number) {
+		if strings.Contains(b, "Plan run stopped") {
+			t.Errorf("the run stopped before the landed phases' checks:\n%s", b)
+		}
+	}
+
+	w.ciStatus(t, jenkins, head, "success")
+	stopped := w.waitReply(t, pr.Number, "Plan run stopped: Phase **phase-3** failed")
+	if !strings.Contains(stopped, "3/5 phases completed") {
+		t.Errorf("the stop report:\n%s", stopped)
+	}
+	for _, id := range []string{"phase-2", "phase-4"} {
+		if run := w.phaseRun(head, id); run.Status != "completed" || run.Conclusion != "success" {
+			t.Errorf("forge/%s once CI passed: %s/%s", id, run.Status, run.Conclusion)
+		}
+	}
+	if run, _ := w.branchRun(pr, "phase-3"); !slices.Contains(identifiers(run.Actions), "retry") {
+		t.Errorf("forge/phase-3: %s %v", run.Conclusion, run.Actions)
 	}
 }

@@ -412,12 +412,13 @@ func quotedList(paths []string) string {
 }
 
 // batchEnded gives each phase of the batch its outcome and check run, as
-// a phase run alone has them (runPhase and the phase loop): without a
-// failure the landed phases wait for their checks together (one wait on
-// the last commit, which holds them all), or are done; the first failure
-// in the batch's order decides how the run goes on, as a phase's alone
-// does, the other failed phases failing with it. Phases that landed before
-// a failure are done: the run stops without waiting for their checks.
+// a phase run alone has them (runPhase and the phase loop): the landed
+// phases wait for their checks together (one wait on the last commit,
+// which holds them all), or are done; the first failure in the batch's
+// order decides how the run goes on, as a phase's alone does, the other
+// failed phases failing with it. A failure's report waits with the phases
+// that landed beside it (HeldFailure): the run stops once their checks
+// passed, or with theirs when they fail.
 func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, stopAt func() plan.Stop) (bool, error) {
 	p := r.p
 	var first *phaseJob
@@ -437,7 +438,14 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 		// A stop keeps it: a cancel reverts the commits that landed to it.
 		p.BatchBase = ""
 	}
-	wait := r.cfg.Phases.WaitForChecks && first == nil
+	// A phase's failure holds the run's stop while the phases that landed
+	// beside it wait for their checks: their commits are on the branch,
+	// and CI judges them before any is done.
+	hold := false
+	if first != nil && !stopped && !isEscalation(first.err) && !errors.As(first.err, &limited) && r.cfg.Phases.WaitForChecks {
+		_, hold = r.failureReply(first.err, first.ph.ID).Data.(*templates.PhaseStopped)
+	}
+	wait := r.cfg.Phases.WaitForChecks && (first == nil || hold)
 	var await *plan.Await
 	var others []AwaitPhase
 	for _, j := range jobs {
@@ -481,7 +489,7 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 		}
 		await.PhaseID, await.CheckRunID = ph.ID, id
 	}
-	if first == nil {
+	if first == nil || (hold && await != nil) {
 		if await != nil {
 			// The last phase that landed leads the wait: its commit is the
 			// head, and holds the others'.
@@ -489,6 +497,9 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 			p.AwaitBatch = nil
 			if len(others) > 0 {
 				p.AwaitBatch = &AwaitBatch{SHA: await.SHA, Phases: others}
+			}
+			if hold {
+				p.HeldFailure = r.heldFailure(jobs, first)
 			}
 			return false, r.apply(ctx, plan.AwaitChecks{Await: *await})
 		}
@@ -509,12 +520,51 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 	r.doing = templates.Step{Event: "running-phase", PhaseID: ph.ID}
 	data := r.failureReply(perr, ph.ID)
 	if ps, ok := data.Data.(*templates.PhaseStopped); ok {
-		for _, j := range jobs {
-			if j != first && j.err != nil && !isEscalation(j.err) && !errors.As(j.err, &asked) && !errors.As(j.err, &limited) {
-				ps.With = append(ps.With, j.ph.ID)
-			}
-		}
+		ps.With = failedWith(jobs, first)
 	}
 	return true, r.apply(ctx, plan.PhaseFailed{Reply: data,
 		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
+}
+
+// failedWith are the phases of the batch that failed beside first.
+func failedWith(jobs []*phaseJob, first *phaseJob) []string {
+	var asked *stopAsked
+	var limited *RateLimitError
+	var out []string
+	for _, j := range jobs {
+		if j != first && j.err != nil && !isEscalation(j.err) && !errors.As(j.err, &asked) && !errors.As(j.err, &limited) {
+			out = append(out, j.ph.ID)
+		}
+	}
+	return out
+}
+
+// HeldFailure is the report of a batch's phase that failed while others
+// of the batch landed: the run stops with it once their checks are done
+// with (releaseFailure).
+type HeldFailure struct {
+	Key    string
+	Report templates.PhaseStopped
+}
+
+// heldFailure is the report of first's failure, held.
+func (r *run) heldFailure(jobs []*phaseJob, first *phaseJob) *HeldFailure {
+	r.doing = templates.Step{Event: "running-phase", PhaseID: first.ph.ID}
+	data := r.failureReply(first.err, first.ph.ID)
+	ps := data.Data.(*templates.PhaseStopped)
+	ps.With = failedWith(jobs, first)
+	return &HeldFailure{Key: data.Key, Report: *ps}
+}
+
+// releaseFailure stops the run with the failure it held while the phases
+// that landed beside the failed one waited for their checks, now passed:
+// they are done, the failed phase keeps its Retry and Skip buttons.
+func (r *run) releaseFailure(ctx context.Context) error {
+	p := r.p
+	h := p.HeldFailure
+	p.HeldFailure = nil
+	report := h.Report
+	report.Done = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
+	return r.apply(ctx, plan.PhaseFailed{Reply: plan.Reply{On: plan.OnPR, Key: h.Key, Data: &report},
+		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: report.PhaseID}}})
 }

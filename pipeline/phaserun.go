@@ -74,10 +74,19 @@ func (r *run) runPhases(ctx context.Context) error {
 		}
 		if p.State.Await() != nil {
 			state, err := r.awaitChecks(ctx)
+			if err == nil && state == checksFailed && p.HeldFailure != nil {
+				// The checks' failure stopped the run: the failed phase's
+				// check run says what became of it.
+				p.HeldFailure = nil
+				err = r.save(ctx)
+			}
 			if err != nil || (state != checksPassed && state != checksRound) {
 				return err
 			}
 			continue
+		}
+		if p.HeldFailure != nil {
+			return r.releaseFailure(ctx)
 		}
 		if p.PhasesRun >= limit {
 			break
@@ -244,6 +253,10 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 	// its phases' commits that landed.
 	base := p.BatchBase
 	p.AwaitBatch, p.BatchBase = nil, ""
+	if stop != plan.StopSkip {
+		// The run ends with the stop's report, not with the failure held.
+		p.HeldFailure = nil
+	}
 	bg := context.WithoutCancel(ctx)
 	switch stop {
 	case plan.StopSkip:

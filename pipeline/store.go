@@ -113,6 +113,10 @@ type Plan struct {
 	// started from, until the batch ends: a resumed run finds below the
 	// head every commit the batch landed.
 	BatchBase string `json:",omitempty"`
+	// HeldFailure is the report of a batch's phase that failed while the
+	// phases that landed beside it wait for their checks: the run stops
+	// with it once they passed.
+	HeldFailure *HeldFailure `json:",omitempty"`
 	// PhaseButtonsRun is a failed phase's check run while its Retry, Skip
 	// and Cancel buttons stand (see takeButtonsOff).
 	PhaseButtonsRun int64
