@@ -362,3 +362,41 @@ func TestDAGFailureWaitsForTheLandedPhasesChecks(t *testing.T) {
 		t.Errorf("forge/phase-3: %s %v", run.Conclusion, run.Actions)
 	}
 }
+
+// TestDAGCancelMidBatchRevertsTheLandedOnRetry: with checks waited for,
+// phase-2 and phase-3 land while phase-4 still runs, and alice cancels the
+// run: each of the three phases' check runs says it was cancelled. The
+// retry reverts the cancelled attempts that landed (to where the batch
+// began) before their phases run again.
+func TestDAGCancelMidBatchRevertsTheLandedOnRetry(t *testing.T) {
+	impl, dir := gatedImplementer(t)
+	setGate(t, dir, "hold-phase-4", true)
+	w, pr, _ := fanWorldWith(t, dir, forgeOptions{
+		override: map[string][]string{"drafter": fanDrafter(t), "implementer": impl},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"},
+	})
+	w.commandOn(t, pr.Number, "alice", "/forge approve")
+	w.waitCommit(t, pr, "phase-2")
+	w.waitCommit(t, pr, "phase-3")
+	w.commandOn(t, pr.Number, "alice", "/forge cancel")
+	apptest.Eventually(t, forgeWait, "the phases' check runs to say they were cancelled", func() bool {
+		for _, id := range []string{"phase-2", "phase-3", "phase-4"} {
+			if run, ok := w.branchRun(pr, id); !ok || run.Status != "completed" || run.Conclusion != "failure" {
+				return false
+			}
+		}
+		return true
+	})
+	w.waitIdle(t)
+	setGate(t, dir, "hold-phase-4", false)
+
+	w.commandOn(t, pr.Number, "alice", "/forge run")
+	var revert string
+	apptest.Eventually(t, forgeWait, "the revert of phase-2's cancelled attempt", func() bool {
+		revert = w.lastCommitOf(pr, "plan-001 phase-2: revert failed attempt")
+		return revert != ""
+	})
+	if got, ok := w.gh.Repo(w.repo).File(revert, "docs/b.md"); ok {
+		t.Errorf("docs/b.md after the revert of phase-2's cancelled attempt: %q, want it gone as before the batch", got)
+	}
+}
