@@ -85,6 +85,16 @@ func (r *run) recordCommit(id string, fresh bool) {
 	}
 }
 
+// recordCommitOf records sha as the one commit of a new attempt of phase
+// id, as recordCommit does the head: a batch's phase that landed below it.
+func (r *run) recordCommitOf(id, sha string) {
+	p := r.p
+	if p.PhaseCommits == nil {
+		p.PhaseCommits = map[string][]string{}
+	}
+	p.PhaseCommits[id] = []string{sha}
+}
+
 // ciOn is what the checks on sha showed: the checks that concluded
 // success, other apps' check runs and the commit statuses, never Forge's
 // own runs (a phase's run says the phase ran, not that a criterion holds);

@@ -82,7 +82,7 @@ func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Pha
 	}
 	ph.Status, ph.Error = phases.Deciding, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
 	r.phaseCI(ph.ID, ciFailed)
-	p.FailedParent, p.AwaitBatch = w.Parent, nil
+	p.FailedParent, p.AwaitBatch = p.revertParent(w.Parent), nil
 	if err := r.apply(ctx, plan.RoundFailed{}); err != nil {
 		return err
 	}

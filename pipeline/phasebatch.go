@@ -62,11 +62,11 @@ func (p *Plan) awaitPhases(w *plan.Await) []AwaitPhase {
 const maxReruns = 2
 
 // batchable reports whether ph may run beside other phases: an implement
-// phase whose retry needs no revert first (a revert is a commit of its own,
-// made as a phase run alone makes it), and not in a round loop (its checks
-// must judge its change alone).
+// phase with no failed attempt to revert first (a revert is a commit of
+// its own, made as a phase run alone makes it), and not in a round loop
+// (its checks must judge its change alone).
 func (r *run) batchable(ph *phases.Phase) bool {
-	return ph.Kind == phases.Implement && (ph.FailureHashes == nil || r.p.FailedParent == "") && r.p.Stalls[ph.ID] == nil
+	return ph.Kind == phases.Implement && (ph.Status != phases.Failed || ph.FailureHashes == nil) && r.p.Stalls[ph.ID] == nil
 }
 
 // nextBatch numbers a batch of a DAG plan's phases, for the PR body's
@@ -165,10 +165,19 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 		r.markBatch(n, ph.ID)
 		jobs = append(jobs, j)
 	}
+	if p.BatchBase == "" {
+		p.BatchBase = p.HeadSHA
+	}
 	if err := r.save(ctx); err != nil {
 		return false, err
 	}
-	start := p.HeadSHA
+	start := p.BatchBase
+	// A run resumed after its job died finds the phases whose commits
+	// landed: every one since the batch began, not only the head's.
+	landed, err := r.landedSince(ctx, start)
+	if err != nil {
+		return false, err
+	}
 
 	// The bounded fan-out: on any return, the workers are stopped, then
 	// waited for.
@@ -180,26 +189,40 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 	// Each job has at most one worker at a time: none blocks on sending.
 	results := make(chan phaseResult, len(jobs))
 	running := 0
-	launch := func(j *phaseJob) {
-		j.base, j.start = p.HeadSHA, r.f.now()
-		w := r.forPhase(j)
-		running++
-		workers.Go(func() { results <- w.work(bctx, j) })
+	// queued are the jobs to run that wait for the token budget to allow
+	// one more worker (budgetAllows); the first always runs, as a phase
+	// alone does, and meets the limit itself once it is reached.
+	var queued []*phaseJob
+	launch := func() {
+		for len(queued) > 0 && (running == 0 || r.budgetAllows(running)) {
+			j := queued[0]
+			queued = queued[1:]
+			if stop := stopAt(); stop != plan.StopNone {
+				j.err = &stopAsked{stop: stop}
+				continue
+			}
+			if err := r.checkTokens(); err != nil {
+				j.err = err
+				continue
+			}
+			j.base, j.start = p.HeadSHA, r.f.now()
+			w := r.forPhase(j)
+			running++
+			workers.Go(func() { results <- w.work(bctx, j) })
+		}
 	}
 	for _, j := range jobs {
 		ph, _ := p.Phases.Find(j.ph.ID)
-		msg := phaseCommitMessage(p, ph)
-		if done, err := r.alreadyCommitted(ctx, msg); err != nil {
-			return false, err
-		} else if done {
+		if sha, ok := landed[phaseCommitMessage(p, ph)]; ok {
 			// An earlier job landed it and died before recording so.
-			ph.GitCommit, j.landed = shortSHA(p.HeadSHA), true
-			r.recordCommit(ph.ID, true)
+			ph.GitCommit, j.landed = shortSHA(sha), true
+			r.recordCommitOf(ph.ID, sha)
 			j.start, j.ran = r.f.now(), r.f.now()
 			continue
 		}
-		launch(j)
+		queued = append(queued, j)
 	}
+	launch()
 	// Said while the agents work.
 	for _, ph := range batch {
 		if err := r.phaseStarted(ctx, ph); err != nil {
@@ -212,14 +235,60 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 		running--
 		p.Usage += res.usage
 		p.Cost += res.cost
+		r.phaseUse = max(r.phaseUse, res.usage)
 		if again := r.landPhase(ctx, res, stopAt, landedBy); again {
-			launch(res.job)
+			queued = append(queued, res.job)
+		}
+		if ctx.Err() == nil {
+			launch()
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err // shutdown or lost lease: resumed later
 	}
 	return r.batchEnded(ctx, jobs, start, stopAt)
+}
+
+// maxLandedWalk bounds the commits landedSince reads below the head.
+const maxLandedWalk = 50
+
+// landedSince maps the messages of the commits from the branch head the
+// plan knows down to base (not included) to their SHAs, following first
+// parents, at most maxLandedWalk of them; nothing unless the run resumes
+// another's. It reads through GitHub, which has every commit a job made.
+func (r *run) landedSince(ctx context.Context, base string) (map[string]string, error) {
+	out := map[string]string{}
+	if !r.resumed || base == "" {
+		return out, nil
+	}
+	sha := r.p.HeadSHA
+	for i := 0; i < maxLandedWalk && sha != "" && sha != base; i++ {
+		c, err := r.gh.Commit(ctx, r.p.Repo, sha)
+		if err != nil {
+			return nil, fmt.Errorf("read commit %s: %w", shortSHA(sha), err)
+		}
+		if msg := strings.TrimSpace(c.Message); out[msg] == "" {
+			out[msg] = sha
+		}
+		sha = ""
+		if len(c.Parents) > 0 {
+			sha = c.Parents[0]
+		}
+	}
+	return out, nil
+}
+
+// budgetAllows reports whether the plan's token budget
+// (limits.max_tokens_per_plan) lets one more phase of a batch start beside
+// the running ones: what the plan used, with as much again for each of
+// them and the new one as the largest phase's run used, stays within it.
+// Before any phase's use is known only one runs at a time.
+func (r *run) budgetAllows(running int) bool {
+	limit := int64(r.cfg.Limits.MaxTokensPerPlan)
+	if limit <= 0 {
+		return true
+	}
+	return r.phaseUse > 0 && r.p.Usage+int64(running+1)*r.phaseUse <= limit
 }
 
 // phaseCommitMessage is the message of phase ph's commit.
@@ -344,12 +413,13 @@ func quotedList(paths []string) string {
 }
 
 // batchEnded gives each phase of the batch its outcome and check run, as
-// a phase run alone has them (runPhase and the phase loop): without a
-// failure the landed phases wait for their checks together (one wait on
-// the last commit, which holds them all), or are done; the first failure
-// in the batch's order decides how the run goes on, as a phase's alone
-// does, the other failed phases failing with it. Phases that landed before
-// a failure are done: the run stops without waiting for their checks.
+// a phase run alone has them (runPhase and the phase loop): the landed
+// phases wait for their checks together (one wait on the last commit,
+// which holds them all), or are done; the first failure in the batch's
+// order decides how the run goes on, as a phase's alone does, the other
+// failed phases failing with it. A failure's report waits with the phases
+// that landed beside it (HeldFailure): the run stops once their checks
+// passed, or with theirs when they fail.
 func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, stopAt func() plan.Stop) (bool, error) {
 	p := r.p
 	var first *phaseJob
@@ -365,7 +435,18 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 	var asked *stopAsked
 	var limited *RateLimitError
 	stopped := first != nil && errors.As(first.err, &asked)
-	wait := r.cfg.Phases.WaitForChecks && first == nil
+	if !stopped {
+		// A stop keeps it: a cancel reverts the commits that landed to it.
+		p.BatchBase = ""
+	}
+	// A phase's failure holds the run's stop while the phases that landed
+	// beside it wait for their checks: their commits are on the branch,
+	// and CI judges them before any is done.
+	hold := false
+	if first != nil && !stopped && !isEscalation(first.err) && !errors.As(first.err, &limited) && r.cfg.Phases.WaitForChecks {
+		_, hold = r.failureReply(first.err, first.ph.ID).Data.(*templates.PhaseStopped)
+	}
+	wait := r.cfg.Phases.WaitForChecks && (first == nil || hold)
 	var await *plan.Await
 	var others []AwaitPhase
 	for _, j := range jobs {
@@ -381,8 +462,11 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 			ph.Status, ph.Error = phases.Failed, j.err.Error()
 			r.phaseCheck(ctx, ph, j.err, false)
 			continue
-		case stopped && j.landed:
-			continue // its commit stands; the stop says what becomes of the phase
+		case stopped && j.landed && ph.Status != phases.Done:
+			// Its commit stands, its checks to come: the stop says what
+			// becomes of the phase, and its check run says so. One done
+			// as it landed (no checks waited for) ends below.
+			continue
 		}
 		ph.Output = fmt.Sprintf("%s in %s", ph.Output, elapsed(j.ran.Sub(j.start)))
 		waits := wait && j.landed
@@ -406,7 +490,7 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 		}
 		await.PhaseID, await.CheckRunID = ph.ID, id
 	}
-	if first == nil {
+	if first == nil || (hold && await != nil) {
 		if await != nil {
 			// The last phase that landed leads the wait: its commit is the
 			// head, and holds the others'.
@@ -414,6 +498,9 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 			p.AwaitBatch = nil
 			if len(others) > 0 {
 				p.AwaitBatch = &AwaitBatch{SHA: await.SHA, Phases: others}
+			}
+			if hold {
+				p.HeldFailure = r.heldFailure(jobs, first)
 			}
 			return false, r.apply(ctx, plan.AwaitChecks{Await: *await})
 		}
@@ -434,12 +521,51 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 	r.doing = templates.Step{Event: "running-phase", PhaseID: ph.ID}
 	data := r.failureReply(perr, ph.ID)
 	if ps, ok := data.Data.(*templates.PhaseStopped); ok {
-		for _, j := range jobs {
-			if j != first && j.err != nil && !isEscalation(j.err) && !errors.As(j.err, &asked) && !errors.As(j.err, &limited) {
-				ps.With = append(ps.With, j.ph.ID)
-			}
-		}
+		ps.With = failedWith(jobs, first)
 	}
 	return true, r.apply(ctx, plan.PhaseFailed{Reply: data,
 		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
+}
+
+// failedWith are the phases of the batch that failed beside first.
+func failedWith(jobs []*phaseJob, first *phaseJob) []string {
+	var asked *stopAsked
+	var limited *RateLimitError
+	var out []string
+	for _, j := range jobs {
+		if j != first && j.err != nil && !isEscalation(j.err) && !errors.As(j.err, &asked) && !errors.As(j.err, &limited) {
+			out = append(out, j.ph.ID)
+		}
+	}
+	return out
+}
+
+// HeldFailure is the report of a batch's phase that failed while others
+// of the batch landed: the run stops with it once their checks are done
+// with (releaseFailure).
+type HeldFailure struct {
+	Key    string
+	Report templates.PhaseStopped
+}
+
+// heldFailure is the report of first's failure, held.
+func (r *run) heldFailure(jobs []*phaseJob, first *phaseJob) *HeldFailure {
+	r.doing = templates.Step{Event: "running-phase", PhaseID: first.ph.ID}
+	data := r.failureReply(first.err, first.ph.ID)
+	ps := data.Data.(*templates.PhaseStopped)
+	ps.With = failedWith(jobs, first)
+	return &HeldFailure{Key: data.Key, Report: *ps}
+}
+
+// releaseFailure stops the run with the failure it held while the phases
+// that landed beside the failed one waited for their checks, now passed:
+// they are done, the failed phase keeps its Retry and Skip buttons.
+func (r *run) releaseFailure(ctx context.Context) error {
+	p := r.p
+	h := p.HeldFailure
+	p.HeldFailure = nil
+	report := h.Report
+	report.Done = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
+	return r.apply(ctx, plan.PhaseFailed{Reply: plan.Reply{On: plan.OnPR, Key: h.Key, Data: &report},
+		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: report.PhaseID}}})
 }

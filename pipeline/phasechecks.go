@@ -178,7 +178,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 			}
 		}
 		data.Done = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
-		p.FailedParent, p.AwaitBatch = w.Parent, nil
+		p.FailedParent, p.AwaitBatch = p.revertParent(w.Parent), nil
 		if w.CheckRunID != 0 {
 			p.PhaseButtonsRun = w.CheckRunID
 		}

@@ -76,7 +76,7 @@ func (r *run) failedRound(ctx context.Context, w *plan.Await, ph *phases.Phase, 
 	if err := r.updatePhaseRun(ctx, check); err != nil {
 		return "", false, nil, err
 	}
-	p.FailedParent, p.AwaitBatch = w.Parent, nil
+	p.FailedParent, p.AwaitBatch = p.revertParent(w.Parent), nil
 	return checksRound, true, nil, r.apply(ctx, plan.RoundFailed{})
 }
 
@@ -103,7 +103,7 @@ func (r *run) batchRoundFailed(ctx context.Context, w *plan.Await, check CheckRu
 			return err
 		}
 	}
-	p.FailedParent, p.AwaitBatch = w.Parent, nil
+	p.FailedParent, p.AwaitBatch = p.revertParent(w.Parent), nil
 	return r.apply(ctx, plan.RoundFailed{})
 }
 

@@ -74,6 +74,12 @@ func (r *run) runPhases(ctx context.Context) error {
 		}
 		if p.State.Await() != nil {
 			state, err := r.awaitChecks(ctx)
+			if err == nil && state == checksFailed && p.HeldFailure != nil {
+				// The checks' failure stopped the run: the failed phase's
+				// check run says what became of it.
+				p.HeldFailure = nil
+				err = r.save(ctx)
+			}
 			if err != nil || (state != checksPassed && state != checksRound) {
 				return err
 			}
@@ -81,6 +87,9 @@ func (r *run) runPhases(ctx context.Context) error {
 		}
 		if err := r.takeChoices(ctx); err != nil {
 			return err
+		}
+		if p.HeldFailure != nil {
+			return r.releaseFailure(ctx)
 		}
 		if p.PhasesRun >= limit {
 			break
@@ -133,8 +142,9 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.phaseStarted(ctx, ph); err != nil {
 			return err
 		}
-		start := r.f.now()
+		start, used := r.f.now(), p.Usage
 		perr := r.runPhase(ctx, ph)
+		r.phaseUse = max(r.phaseUse, p.Usage-used)
 		var asked *stopAsked
 		var limited *RateLimitError
 		var halted *loopHalted
@@ -267,7 +277,14 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 	if len(with) > 0 {
 		ph, with = with[0], with[1:]
 	}
-	p.AwaitBatch = nil
+	// The branch head a batch stopped mid-way began from: the parent of
+	// its phases' commits that landed.
+	base := p.BatchBase
+	p.AwaitBatch, p.BatchBase = nil, ""
+	if stop != plan.StopSkip {
+		// The run ends with the stop's report, not with the failure held.
+		p.HeldFailure = nil
+	}
 	bg := context.WithoutCancel(ctx)
 	switch stop {
 	case plan.StopSkip:
@@ -278,7 +295,11 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		}
 		for _, ph := range append([]*phases.Phase{ph}, with...) {
 			ph.Status, ph.Error = phases.Skipped, ""
-			ph.FailureHashes, p.FailedParent = nil, ""
+			ph.FailureHashes = nil
+			if !revertsLeft(*p.Phases) {
+				// A batch-mate's attempt still to revert keeps its parent.
+				p.FailedParent = ""
+			}
 			delete(p.Stalls, ph.ID)
 			delete(p.Decisions, ph.ID)
 			r.phaseEnded(ph.ID)
@@ -304,7 +325,11 @@ func (r *run) stopPhase(ctx context.Context, stop plan.Stop) (ended bool, err er
 		if ph != nil {
 			data.PhaseID = ph.ID
 			if w != nil {
-				p.FailedParent = w.Parent
+				p.FailedParent = p.revertParent(w.Parent)
+			} else if base != "" && slices.ContainsFunc(append([]*phases.Phase{ph}, with...), func(ph *phases.Phase) bool { return ph.FailureHashes != nil }) {
+				// Phases of the batch landed before the cancel: a retry
+				// reverts them first.
+				p.FailedParent = p.revertParent(base)
 			}
 		}
 		for _, ph := range append([]*phases.Phase{ph}, with...) {
@@ -665,6 +690,19 @@ func (r *run) revertFailedAttempt(ctx context.Context, ph *phases.Phase) error {
 		p.FailedParent = ""
 	}
 	return r.save(ctx)
+}
+
+// revertParent is the commit a retry reverts failed attempts to, now that
+// an attempt whose parent is parent failed: the one recorded while an
+// earlier failed attempt (a batch-mate's) is still to be reverted, since
+// every attempt after it began from its files as they were there; else
+// parent. Taking parent then would leave the earlier attempt on the
+// branch: its files at parent are the failed attempt's.
+func (p *Plan) revertParent(parent string) string {
+	if p.FailedParent != "" {
+		return p.FailedParent
+	}
+	return parent
 }
 
 // revertsLeft reports whether a failed phase still holds the hashes of

@@ -199,6 +199,9 @@ type run struct {
 	// choices are the choices people made while the job runs, as the
 	// last stop check read them (takeChoices applies them).
 	choices map[string]Choice
+	// phaseUse is the most tokens one phase's run used in this job: what
+	// a batch expects each of its phases to use (budgetAllows).
+	phaseUse int64
 	// current holds the working copies checked out now, by directory.
 	current map[string]WorkingCopy
 	// await is the checks wait the phase just committed starts, raised

@@ -114,6 +114,14 @@ type Plan struct {
 	// the commit the run waits on holds (State.Await, SHA): that wait
 	// decides them too.
 	AwaitBatch *AwaitBatch `json:",omitempty"`
+	// BatchBase is the branch head the batch of phases running (a DAG)
+	// started from, until the batch ends: a resumed run finds below the
+	// head every commit the batch landed.
+	BatchBase string `json:",omitempty"`
+	// HeldFailure is the report of a batch's phase that failed while the
+	// phases that landed beside it wait for their checks: the run stops
+	// with it once they passed.
+	HeldFailure *HeldFailure `json:",omitempty"`
 	// PhaseButtonsRun is a failed phase's check run while its Retry, Skip
 	// and Cancel buttons stand (see takeButtonsOff).
 	PhaseButtonsRun int64

@@ -70,18 +70,76 @@ next:
 }
 
 // Overlap reports whether some path may match a glob of a and one of b.
-// It answers for sure only that globs part ways (see globsOverlap): two
-// globs it cannot tell apart overlap, so that phases that might write the
-// same file never run at once.
+// It answers for sure only that globs part ways (see globsOverlap, after
+// their alternatives are expanded): two globs it cannot tell apart
+// overlap, so that phases that might write the same file never run at
+// once.
 func Overlap(a, b []string) bool {
 	for _, x := range a {
 		for _, y := range b {
-			if globsOverlap(x, y) {
-				return true
+			xs, xok := expandBraces(x)
+			ys, yok := expandBraces(y)
+			if !xok || !yok {
+				return true // too many alternatives to tell apart
+			}
+			for _, xa := range xs {
+				for _, ya := range ys {
+					if globsOverlap(xa, ya) {
+						return true
+					}
+				}
 			}
 		}
 	}
 	return false
+}
+
+// maxBraceAlternatives bounds the globs one glob's alternatives expand to.
+const maxBraceAlternatives = 64
+
+// expandBraces is glob g with its alternatives ({a,b/c}) expanded: the
+// globs it stands for, none with an alternative left, so that a "/" inside
+// braces parts segments as the paths it matches do. ok is false when they
+// would be more than maxBraceAlternatives. A brace left unclosed is kept
+// as it is.
+func expandBraces(g string) (out []string, ok bool) {
+	open, depth := -1, 0
+	var commas []int
+	for i := 0; i < len(g); i++ {
+		switch g[i] {
+		case '\\':
+			i++
+		case '{':
+			if depth == 0 {
+				open = i
+			}
+			depth++
+		case ',':
+			if depth == 1 {
+				commas = append(commas, i)
+			}
+		case '}':
+			if depth == 0 {
+				continue
+			}
+			depth--
+			if depth > 0 {
+				continue
+			}
+			prefix, suffix := g[:open], g[i+1:]
+			start := open + 1
+			for _, end := range append(commas, i) {
+				alts, ok := expandBraces(prefix + g[start:end] + suffix)
+				if !ok || len(out)+len(alts) > maxBraceAlternatives {
+					return nil, false
+				}
+				out = append(out, alts...)
+				start = end + 1
+			}
+			return out, true
+		}
+	}
+	return []string{g}, true
 }
 
 // globsOverlap reports whether a path may match both globs, segment by

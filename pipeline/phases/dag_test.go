@@ -124,11 +124,20 @@ func TestOverlap(t *testing.T) {
 		{"src/*_test.go", "src/*.go", true},
 		{"src/[ab].go", "src/c.go", false},
 		{"src/[ab].go", "src/a.go", true},
-		{"src/{a,b}.go", "src/*.md", true}, // an alternative: only starts are sure
+		{"src/{a,b}.go", "src/*.md", false},     // alternatives expanded
+		{"src/{a,b}[0-9].go", "src/*.md", true}, // a class: only starts are sure
 		{"src", "src/a.go", false},
 		{"src/**", "src", true},
 		{"a/b/c", "a/b", false},
 		{"docs/*", "docs/x/y.md", false},
+		// An alternative holding a "/" parts segments as its paths do.
+		{"src/{a,b/c}/*.go", "src/b/c/x.go", true},
+		{"src/{a,b/c}/*.go", "src/b/c/*.go", true},
+		{"src/{a,b/c}/*.go", "src/a/*.go", true},
+		{"src/{a,b/c}/*.go", "src/b/d/*.go", false},
+		{"src/{a,b/{c,d}}/*.go", "src/b/d/x.go", true},
+		{"{src,lib/x}/*.go", "lib/x/y.go", true},
+		{"{src,lib/x}/*.go", "lib/y/z.go", false},
 	}
 	for _, tt := range tests {
 		for _, pair := range [][2]string{{tt.a, tt.b}, {tt.b, tt.a}} {
@@ -142,6 +151,10 @@ func TestOverlap(t *testing.T) {
 	}
 	if !Overlap([]string{"a/**", "b/*.go"}, []string{"c/**", "b/x.go"}) {
 		t.Error("b/*.go meets b/x.go")
+	}
+	many := "{a,b,c,d}/{a,b,c,d}/{a,b,c,d}/{a,b}"
+	if !Overlap([]string{many}, []string{"x"}) {
+		t.Error("a glob of more alternatives than are compared overlaps every other")
 	}
 	if Overlap(nil, []string{"**"}) || Overlap([]string{}, []string{"a"}) {
 		t.Error("writing nothing overlaps nothing")

@@ -105,7 +105,7 @@ type Limits struct {
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs" doc:"Forges that may run at once in the repository's installation (1 to 100); one started beyond it waits in a queue."`
 	// MaxTokensPerPlan stops a plan whose agents have used more tokens
 	// (input and output, all roles); 0 means no limit.
-	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"Tokens (input and output, every role) a plan's agents may use before Forge stops it; 0 means no limit."`
+	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"Tokens (input and output, every role) a plan's agents may use before Forge stops it; 0 means no limit. Phases that run at once start only as the tokens left hold each at the largest phase's use so far."`
 }
 
 // Phases configures phase runs (DESIGN §6).
