@@ -62,11 +62,11 @@ func (p *Plan) awaitPhases(w *plan.Await) []AwaitPhase {
 const maxReruns = 2
 
 // batchable reports whether ph may run beside other phases: an implement
-// phase with no failed attempt to revert first (a revert is a commit of
-// its own, made as a phase run alone makes it), and not in a round loop
-// (its checks must judge its change alone).
+// phase that did not fail (its retry, after its attempt is reverted, a
+// commit of its own, is judged alone, as a phase run alone is) and is not
+// in a round loop (its checks must judge its change alone).
 func (r *run) batchable(ph *phases.Phase) bool {
-	return ph.Kind == phases.Implement && (ph.Status != phases.Failed || ph.FailureHashes == nil) && r.p.Stalls[ph.ID] == nil
+	return ph.Kind == phases.Implement && ph.Status != phases.Failed && r.p.Stalls[ph.ID] == nil
 }
 
 // nextBatch numbers a batch of a DAG plan's phases, for the PR body's

@@ -57,6 +57,14 @@ func acceptanceWorld(t *testing.T) (w *pipelinetest.World, p *pipeline.Plan, rep
 		commits := map[string]string{}
 		for _, m := range evidenceRe.FindAllStringSubmatch(req.Prompt, -1) {
 			commits[m[1]] = m[2]
+			// The repository's CI passed on the phases' commits: a test
+			// claim holds only on a commit whose checks all passed.
+			if w.GitHub.Statuses == nil {
+				w.GitHub.Statuses = map[string][]pipeline.CommitStatus{}
+			}
+			if len(w.GitHub.Statuses[m[2]]) == 0 {
+				w.GitHub.Statuses[m[2]] = []pipeline.CommitStatus{{ID: 1, Context: "ci/test", State: "success"}}
+			}
 		}
 		claims := []string{fmt.Sprintf(`{"criterion":"AC-1","phase":"phase-1","commit":%q,"test":"docs/hello_test.sh"}`, commits["phase-1"])}
 		if sha, ok := commits["phase-3"]; ok {
