@@ -371,6 +371,10 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	}
 	cause := plan.Cause{Trigger: "button:" + a.DeliveryID, On: p.PR}
 	if n := optionOf(a.Identifier); n != 0 {
+		if h := p.State.Halt(); phaseID == "" && h != nil && h.Reason == plan.ReasonDecision {
+			// The forge check run's buttons are the halt's decision's.
+			phaseID = h.Phase
+		}
 		// A stalled phase's decision: its buttons are on the phase's
 		// check run and the forge one.
 		ev, err := choose(p, phaseID, n, a.Author, cause)

@@ -60,6 +60,15 @@ func (f *Forge) takeButtonsOff(ctx context.Context, gh GitHub, p *Plan, plan boo
 	return nil
 }
 
+// takeButtonsOffRun takes the buttons off check run id alone: a phase's
+// decision request, chosen.
+func (f *Forge) takeButtonsOffRun(ctx context.Context, gh GitHub, p *Plan, id int64) error {
+	if err := gh.UpdateCheckRun(ctx, p.Repo, CheckRun{ID: id}); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("take the buttons off check run %d: %w", id, err)
+	}
+	return nil
+}
+
 // HandleChecks wakes the plan whose parked phase waits on the commit.
 func (f *Forge) HandleChecks(ctx context.Context, a ChecksArgs) error {
 	var candidates []*Plan

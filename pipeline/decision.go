@@ -16,13 +16,18 @@ import (
 // Decision is a stalled phase's decision request (issue 15): the
 // diagnosis agent's cause and options, and the pattern Forge saw.
 type Decision struct {
-	Phase   string         `json:"phase"`
+	Phase string `json:"phase"`
+	// Seq numbers the plan's decision requests (Plan.DecisionSeq): a
+	// choice names the one it answers.
+	Seq     int            `json:"seq"`
 	Round   int            `json:"round"`
 	Pattern string         `json:"pattern"`
 	Cause   string         `json:"cause"`
 	Options []stall.Option `json:"options"`
 	// Chosen is the option a person chose, 0 while none is.
 	Chosen int `json:"chosen,omitempty"`
+	// Again is set when the phase's option chosen before failed.
+	Again bool `json:"again,omitempty"`
 	// CheckRunID is the phase's check run that holds the buttons, on
 	// commit SHA (the one whose checks failed).
 	CheckRunID int64  `json:"check_run_id,omitempty"`
@@ -80,13 +85,32 @@ func (r *run) requestDecision(ctx context.Context, w *plan.Await, ph *phases.Pha
 	if err != nil {
 		return err
 	}
-	ph.Status, ph.Error = phases.Deciding, templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
+	ph.Error = templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
+	dec := r.recordDecision(ph, rec, d, pattern, check.ID, w.SHA)
 	r.phaseCI(ph.ID, ciFailed)
 	p.FailedParent, p.AwaitBatch = p.revertParent(w.Parent), nil
+	// Saved with the decision: a job that stops from here on finds the
+	// phase waiting on it, and says so again.
 	if err := r.apply(ctx, plan.RoundFailed{}); err != nil {
 		return err
 	}
-	return r.askDecision(ctx, ph, rec, d, pattern, check, w.SHA, false)
+	return r.askDecision(ctx, ph, rec, dec, check, false)
+}
+
+// recordDecision makes phase ph wait on diagnosis d's options, as the
+// plan's next decision request (its check run checkRunID on commit sha);
+// the caller saves the plan.
+func (r *run) recordDecision(ph *phases.Phase, rec *stall.Record, d stall.Diagnosis, pattern stall.Pattern, checkRunID int64, sha string) *Decision {
+	p := r.p
+	if p.Decisions == nil {
+		p.Decisions = map[string]*Decision{}
+	}
+	p.DecisionSeq++
+	dec := &Decision{Phase: ph.ID, Seq: p.DecisionSeq, Round: rec.Rounds, Pattern: string(pattern), Cause: d.Cause, Options: d.Options,
+		CheckRunID: checkRunID, SHA: sha, Again: rec.Chosen}
+	p.Decisions[ph.ID] = dec
+	ph.Status = phases.Deciding
+	return dec
 }
 
 // diagnose asks the diagnosis agent (the reviser) why stalled phase ph is
@@ -111,41 +135,32 @@ func (r *run) diagnose(ctx context.Context, ph *phases.Phase, rec *stall.Record)
 	return d, pattern, err
 }
 
-// askDecision leaves stalled phase ph (phases.Deciding, its round loop
-// rec) waiting on a person's choice among diagnosis d's options: the
-// options in a comment, the phase's check run (check, on commit sha)
-// action_required with a button per option, label forge:decision. In a
-// DAG whose other phases can still run, they go on (the loop undoes the
-// phase's attempt before the next one runs, and halts once nothing else
-// can run); otherwise the plan halts for the choice at once. findings says
-// the rounds failed on their review's blocking findings, not on checks.
-func (r *run) askDecision(ctx context.Context, ph *phases.Phase, rec *stall.Record, d stall.Diagnosis, pattern stall.Pattern, check CheckRun, sha string, findings bool) error {
-	p := r.p
-	again := rec.Chosen
-	if p.Decisions == nil {
-		p.Decisions = map[string]*Decision{}
-	}
-	p.Decisions[ph.ID] = &Decision{Phase: ph.ID, Round: rec.Rounds, Pattern: string(pattern), Cause: d.Cause, Options: d.Options, CheckRunID: check.ID, SHA: sha}
+// askDecision asks people for decision dec of stalled phase ph (its
+// round loop rec), recorded and saved: the options in a comment, the
+// phase's check run (check) action_required with a button per option,
+// label forge:decision. In a DAG whose other phases can still run, they
+// go on (the loop undoes the phase's attempt before the next one runs,
+// and halts once nothing else can run); otherwise the plan halts for the
+// choice at once. findings says the rounds failed on their review's
+// blocking findings, not on checks.
+func (r *run) askDecision(ctx context.Context, ph *phases.Phase, rec *stall.Record, dec *Decision, check CheckRun, findings bool) error {
 	check.Status, check.Conclusion = "completed", "action_required"
 	check.Summary = templates.Line(templates.CheckTitle{Event: "decision", PhaseID: ph.ID})
-	check.Actions = decisionActions(len(d.Options))
+	check.Actions = decisionActions(len(dec.Options))
 	if err := r.updatePhaseRun(ctx, check); err != nil {
 		return err
 	}
-	if check.ID != 0 {
-		p.PhaseButtonsRun = check.ID
-	}
 	goesOn := r.othersGoOn()
 	reply := &templates.Decision{PhaseID: ph.ID, Title: Untrusted(ph.Title, 300), Rounds: rec.Rounds, Ceiling: rec.Rounds >= stall.Ceiling,
-		Again: again, Pattern: string(pattern), Cause: Untrusted(d.Cause, stall.MaxCause), GoesOn: goesOn, Findings: findings}
-	for _, o := range d.Options {
+		Again: dec.Again, Pattern: dec.Pattern, Cause: Untrusted(dec.Cause, stall.MaxCause), GoesOn: goesOn, Findings: findings}
+	for _, o := range dec.Options {
 		opt := templates.DecisionOption{Change: FenceUntrusted(o.Change), Tradeoffs: Untrusted(o.Tradeoffs, stall.MaxTradeoffs)}
 		for _, c := range o.Checks {
 			opt.Checks = append(opt.Checks, Untrusted(c, stall.MaxCheck))
 		}
 		reply.Options = append(reply.Options, opt)
 	}
-	key := fmt.Sprintf("decision:%s:%d", ph.ID, rec.Rounds)
+	key := fmt.Sprintf("decision:%s:%d", ph.ID, dec.Seq)
 	if goesOn {
 		// The phases that do not depend on it go on: the request is said
 		// now, the halt comes when nothing else can run (waitOnDecision).
@@ -154,7 +169,7 @@ func (r *run) askDecision(ctx context.Context, ph *phases.Phase, rec *stall.Reco
 		}
 		return r.label(ctx)
 	}
-	_, err := r.applyHalt(ctx, r.decisionHalt(p.Decisions[ph.ID], r.prReply(key, reply)))
+	_, err := r.applyHalt(ctx, r.decisionHalt(dec, r.prReply(key, reply)))
 	return err
 }
 
@@ -195,8 +210,10 @@ func (p *Plan) deciding() *Decision {
 
 // waitOnDecision halts a run that has nothing left to run but phases
 // waiting on a decision: the first one's request holds the forge check
-// run's buttons (each phase's own check run holds its own).
-func (r *run) waitOnDecision(ctx context.Context, d *Decision) error {
+// run's buttons (each phase's own check run holds its own). A choice that
+// came as it halted (the store refuses the halt over it) is taken
+// instead: halted is false, and the run goes on.
+func (r *run) waitOnDecision(ctx context.Context, d *Decision) (halted bool, err error) {
 	p := r.p
 	var waiting []string
 	for _, ph := range p.Phases.Phases {
@@ -204,11 +221,14 @@ func (r *run) waitOnDecision(ctx context.Context, d *Decision) error {
 			waiting = append(waiting, ph.ID)
 		}
 	}
-	reply := r.prReply(fmt.Sprintf("decision-wait:%s:%d", d.Phase, d.Round),
+	reply := r.prReply(fmt.Sprintf("decision-wait:%s:%d", d.Phase, d.Seq),
 		&templates.Halt{Event: "decision-wait", Guard: plan.ReasonDecision, PhaseID: d.Phase, Waiting: waiting,
 			Done: len(p.Phases.Phases) - phases.Remaining(*p.Phases), Total: len(p.Phases.Phases)})
-	_, err := r.applyHalt(ctx, r.decisionHalt(d, reply))
-	return err
+	stopped, err := r.applyHalt(ctx, r.decisionHalt(d, reply))
+	if errors.Is(err, ErrStopRequested) && len(r.choices) > 0 {
+		return false, nil
+	}
+	return err == nil || stopped, err
 }
 
 // undoDeciding reverts the attempts of the phases that wait on a
@@ -240,10 +260,10 @@ func (r *run) takeChoices(ctx context.Context) error {
 	}
 	for _, c := range choices {
 		d := p.Decisions[c.Phase]
-		if d != nil && d.Round == c.Round && d.Chosen == 0 {
+		if d != nil && d.Seq == c.Seq && d.Chosen == 0 {
 			if applyChoice(p, d, c.Option) {
-				if d.CheckRunID != 0 {
-					if err := r.gh.UpdateCheckRun(ctx, p.Repo, CheckRun{ID: d.CheckRunID,
+				if ph, ok := p.Phases.Find(d.Phase); ok && d.CheckRunID != 0 {
+					if err := r.gh.UpdateCheckRun(ctx, p.Repo, CheckRun{ID: d.CheckRunID, Title: ph.Title,
 						Summary: templates.Line(templates.CheckSummary{Event: "chosen", By: c.By, Option: c.Option})}); err != nil && !errors.Is(err, ErrNotFound) {
 						r.log.Warn().Err(err).Str("phase", c.Phase).Msg("take the decision's buttons off")
 					}
@@ -261,11 +281,11 @@ func (r *run) takeChoices(ctx context.Context) error {
 	return r.label(ctx)
 }
 
-// Choice is a person's choice of Option among the options of the
-// decision request phase Phase got at its round Round.
+// Choice is a person's choice of Option among the options of decision
+// request Seq, phase Phase's.
 type Choice struct {
 	Phase  string `json:"phase"`
-	Round  int    `json:"round"`
+	Seq    int    `json:"seq"`
 	Option int    `json:"option"`
 	By     string `json:"by"`
 }
@@ -320,9 +340,11 @@ func choose(p *Plan, phaseID string, n int, by string, cause plan.Cause) (plan.E
 	if n < 1 || n > len(d.Options) {
 		return nil, errNoOption
 	}
-	ev.Phase, ev.Round, ev.Pending = d.Phase, d.Round, true
-	if p.State.Run() == plan.Running {
-		return ev, nil // the job takes it: the store's choices column
+	ev.Phase, ev.Seq, ev.Buttons, ev.Pending = d.Phase, d.Seq, d.CheckRunID, true
+	if _, ok := plan.Lookup(p.State, ev); !ok || p.State.Run() == plan.Running {
+		// Refused, nothing is recorded (the handler saves the plan before
+		// the table decides); a running job takes it through the store.
+		return ev, nil
 	}
 	applyChoice(p, d, n)
 	return ev, nil

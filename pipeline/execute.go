@@ -36,6 +36,8 @@ type effect struct {
 	Body   string      `json:"body,omitempty"`
 	Check  *plan.Check `json:"check,omitempty"`
 	Plan   bool        `json:"plan,omitempty"`
+	// Run is the one check run a buttons-off takes them off, when set.
+	Run    int64       `json:"run,omitempty"`
 	Ready  bool        `json:"ready,omitempty"`
 	Status plan.Status `json:"status,omitempty"`
 	Gen    int         `json:"gen,omitempty"`
@@ -178,7 +180,7 @@ func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error 
 	case plan.RequestStop:
 		return x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop)
 	case plan.RequestChoice:
-		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: e.Phase, Round: e.Round, Option: e.Option, By: e.By})
+		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
 	case plan.Reply:
 		out, err := x.reply(ev, e)
 		if err != nil {
@@ -214,14 +216,14 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 		return x.f.Plans.RequestStop(ctx, p.ID, e.Stop)
 	case plan.RequestChoice:
 		// So does a choice for the job (a parked one takes it when woken).
-		return x.f.Plans.RequestChoice(ctx, p.ID, Choice{Phase: e.Phase, Round: e.Round, Option: e.Option, By: e.By})
+		return x.f.Plans.RequestChoice(ctx, p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
 	case plan.SyncLabel:
 		out = effect{Kind: effectLabel}
 	case plan.SetCheck:
 		c := e.Check
 		out = effect{Kind: effectCheck, Check: &c}
 	case plan.ButtonsOff:
-		out = effect{Kind: effectButtonsOff, Plan: e.Plan}
+		out = effect{Kind: effectButtonsOff, Plan: e.Plan, Run: e.Run}
 	case plan.UpdatePR:
 		out = effect{Kind: effectUpdatePR, Ready: e.Ready}
 	case plan.StatusLine:
@@ -382,6 +384,9 @@ func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 	case effectCheck:
 		return f.setCheck(ctx, gh, p, *e.Check, x.maxRounds)
 	case effectButtonsOff:
+		if e.Run != 0 {
+			return f.takeButtonsOffRun(ctx, gh, p, e.Run)
+		}
 		return f.takeButtonsOff(ctx, gh, p, e.Plan)
 	case effectUpdatePR:
 		return f.updatePR(ctx, gh, p, e.Ready)

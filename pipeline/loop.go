@@ -357,6 +357,8 @@ func haltDecision(p *Plan, what, by string, cause plan.Cause) plan.Event {
 			if ph, ok := p.Phases.Find(h.Phase); ok && ph.Status == phases.Deciding {
 				ph.Status = phases.Failed
 			}
+			// Answered: a choice made for it meanwhile finds it gone.
+			delete(p.Decisions, h.Phase)
 		}
 		if waitsOnAcceptance(p) && p.Acceptance != nil && !p.State.Applied(cause.Trigger) {
 			// Continue: the run adds a phase per uncovered criterion.

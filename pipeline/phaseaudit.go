@@ -162,9 +162,13 @@ func (r *run) auditDecision(ctx context.Context, ph *phases.Phase, due *decision
 		return r.apply(ctx, plan.PhaseFailed{Reply: r.failureReply(err, ph.ID),
 			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-failed", PhaseID: ph.ID}}})
 	}
-	ph.Status, ph.Error = phases.Deciding, templates.Line(templates.PhaseError{Event: "findings", Failed: due.why})
+	ph.Error = templates.Line(templates.PhaseError{Event: "findings", Failed: due.why})
+	dec := r.recordDecision(ph, due.rec, d, pattern, due.checkRunID, p.HeadSHA)
+	if err := r.save(ctx); err != nil {
+		return err
+	}
 	check := CheckRun{ID: due.checkRunID, Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Title: ph.Title, ExternalID: PlanID(p.Number) + "/" + ph.ID}
-	return r.askDecision(ctx, ph, due.rec, d, pattern, check, p.HeadSHA, true)
+	return r.askDecision(ctx, ph, due.rec, dec, check, true)
 }
 
 // loopHalted ends an audit phase whose fix rounds a convergence guard

@@ -59,6 +59,13 @@ func (r *run) runPhases(ctx context.Context) error {
 		return err
 	}
 	r.resumeProgress()
+	for i := range p.Phases.Phases {
+		if ph := &p.Phases.Phases[i]; ph.Status == phases.Deciding && p.Decisions[ph.ID] == nil {
+			// A job stopped before its decision was recorded: the phase
+			// runs again, and its round loop asks again if it fails.
+			ph.Status = phases.Failed
+		}
+	}
 	// The cap counts the phases of this run, resumed or not.
 	limit := phases.CapRun(r.cfg.Phases.MaxRun, p.RunLimit)
 	for {
@@ -97,14 +104,13 @@ func (r *run) runPhases(ctx context.Context) error {
 		ph, ok := phases.Next(*p.Phases)
 		if !ok || (p.deciding() != nil && !phases.Parallel(*p.Phases)) {
 			// Nothing can run, or what can comes after a phase that waits
-			// on a decision: unless a choice came meanwhile, the run waits.
-			if p.deciding() != nil {
-				if _, err := r.stopRequested(ctx); err != nil {
+			// on a decision: the run waits on people, unless a choice came
+			// meanwhile.
+			if d := p.deciding(); d != nil {
+				if halted, err := r.waitOnDecision(ctx, d); err != nil || halted {
 					return err
 				}
-				if len(r.choices) > 0 {
-					continue
-				}
+				continue
 			}
 			break
 		}
@@ -217,10 +223,6 @@ func (r *run) runPhases(ctx context.Context) error {
 		if ended, err := r.stopPhase(ctx, stop); err != nil || ended {
 			return err
 		}
-	}
-	if d := p.deciding(); d != nil {
-		// The phases that could run ran: the run waits on people.
-		return r.waitOnDecision(ctx, d)
 	}
 	if phases.AllDone(*p.Phases) {
 		return r.done(ctx)

@@ -106,6 +106,8 @@ type Plan struct {
 	// stalled, by phase id, each kept after its choice (Chosen) until the
 	// phase's next one or its checks pass.
 	Decisions map[string]*Decision `json:",omitempty"`
+	// DecisionSeq numbers the decision requests: the last one's.
+	DecisionSeq int `json:",omitempty"`
 	// Choices are the choices people made while a job ran the plan, by
 	// phase id: kept in a column of their own (PlanStore.RequestChoice),
 	// never in the plan's data, until the job takes them.
@@ -189,8 +191,9 @@ var ErrStalePlan = errors.New("the plan was adopted by a newer job since it was 
 
 // ErrStopRequested is a save refused because it would halt a running plan
 // (a guard's halt, an escalation, a pause) whose job a person asked
-// meanwhile to cancel or close: a halted plan takes no request, so the
-// halt would drop it. The job obeys the request instead.
+// meanwhile to cancel or close, or for which a person made a choice the
+// job has yet to take: a halted plan takes no request, so the halt would
+// drop it. The job obeys the request, or takes the choice, instead.
 var ErrStopRequested = errors.New("a person asked the plan's job to stop")
 
 // PlanStore keeps plans, their numbers and their leases.

@@ -190,7 +190,8 @@ func (ps planStore) RecentPlans(ctx context.Context, repo pipeline.Repo, limit i
 // the lease. The stop column is
 // never written from the plan's copy, which may predate a person's request:
 // a request survives every save until the plan goes idle, and a cancel or
-// close refuses the save that would halt the plan (ErrStopRequested).
+// close refuses the save that would halt the plan (ErrStopRequested), as
+// does a choice in the choices column that the job has not taken yet.
 func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	now := time.Now()
 	p.UpdatedAt = now
@@ -200,11 +201,12 @@ func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	}
 	cols := p.State.Columns()
 	// A save that halts a running plan is refused over a cancel or close
-	// asked of its job: the halted plan's idle run column would drop it.
+	// asked of its job, or a choice it has yet to take: the halted plan's
+	// idle run column would drop it.
 	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET pr = $2, run = $3, status = $4,
 		stop = CASE WHEN $3 = 'idle' THEN '' ELSE stop END,
 		generation = $5, data = $6, updated_ms = $7 WHERE id = $1 AND generation <= $5
-		AND NOT ($8 = 'halted' AND run = 'running' AND stop IN ('cancel', 'close'))`,
+		AND NOT ($8 = 'halted' AND run = 'running' AND (stop IN ('cancel', 'close') OR choices <> '{}'))`,
 		p.ID, p.PR, string(cols.Run), string(cols.Status), p.Generation, data, nowMS(now), string(p.State.Run()))
 	if err != nil {
 		return fmt.Errorf("save plan %d: %w", p.ID, err)
@@ -250,11 +252,11 @@ func (ps planStore) RequestChoice(ctx context.Context, id int64, c pipeline.Choi
 	})
 }
 
-// TakeChoice drops the phase's choice the job applied, unless a later
-// one (another round's) replaced it.
+// TakeChoice drops the phase's choice the job applied, unless another one
+// (a later decision's, or another person's) replaced it.
 func (ps planStore) TakeChoice(ctx context.Context, id int64, c pipeline.Choice) error {
 	return ps.editChoices(ctx, id, false, func(m map[string]pipeline.Choice) bool {
-		if was, ok := m[c.Phase]; !ok || was.Round != c.Round || was.Option != c.Option {
+		if was, ok := m[c.Phase]; !ok || was.Seq != c.Seq || was.Option != c.Option {
 			return false
 		}
 		delete(m, c.Phase)

@@ -261,8 +261,8 @@ func TestChoicesOutliveTheJobsSaves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		one := pipeline.Choice{Phase: "phase-1", Round: 6, Option: 2, By: "alice"}
-		two := pipeline.Choice{Phase: "phase-3", Round: 1, Option: 1, By: "bob"}
+		one := pipeline.Choice{Phase: "phase-1", Seq: 6, Option: 2, By: "alice"}
+		two := pipeline.Choice{Phase: "phase-3", Seq: 1, Option: 1, By: "bob"}
 		for _, c := range []pipeline.Choice{one, two} {
 			if err := ps.RequestChoice(ctx, p.ID, c); err != nil {
 				t.Fatal(err)
@@ -279,7 +279,18 @@ func TestChoicesOutliveTheJobsSaves(t *testing.T) {
 		if job.Choices != nil {
 			t.Fatalf("the job's copy holds choices %+v", job.Choices)
 		}
-		later := pipeline.Choice{Phase: "phase-3", Round: 2, Option: 3, By: "bob"}
+		// The job's halt is refused while a choice waits for it: the
+		// halted plan would never take it.
+		halting := *cur
+		next, _, err := halting.State.Apply(plan.LoopHalted{Halt: plan.Halt{Reason: plan.ReasonDecision, Phase: "phase-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		halting.State = next
+		if err := ps.SavePlan(ctx, &halting); !errors.Is(err, pipeline.ErrStopRequested) {
+			t.Fatalf("a halt over a choice: %v, want ErrStopRequested", err)
+		}
+		later := pipeline.Choice{Phase: "phase-3", Seq: 2, Option: 3, By: "bob"}
 		if err := ps.RequestChoice(ctx, p.ID, later); err != nil {
 			t.Fatal(err)
 		}

@@ -129,7 +129,7 @@ func (s *Plans) write(p *pipeline.Plan, created bool) error {
 	if p.Generation < r.generation {
 		return pipeline.ErrStalePlan
 	}
-	if p.State.Run() == plan.Halted && r.run == plan.Running && (r.stop == plan.StopCancel || r.stop == plan.StopClose) {
+	if p.State.Run() == plan.Halted && r.run == plan.Running && (r.stop == plan.StopCancel || r.stop == plan.StopClose || len(r.choices) > 0) {
 		return pipeline.ErrStopRequested
 	}
 	b, err := json.Marshal(p)
@@ -240,7 +240,7 @@ func (s *Plans) TakeChoice(_ context.Context, id int64, c pipeline.Choice) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.rows[id]; r != nil {
-		if was, ok := r.choices[c.Phase]; ok && was.Round == c.Round && was.Option == c.Option {
+		if was, ok := r.choices[c.Phase]; ok && was.Seq == c.Seq && was.Option == c.Option {
 			delete(r.choices, c.Phase)
 		}
 	}

@@ -58,14 +58,19 @@ type (
 	SetCheck struct{ Check Check }
 	// ButtonsOff takes the buttons off a failed phase's check run, and
 	// with Plan off the forge check run too.
-	ButtonsOff struct{ Plan bool }
+	ButtonsOff struct {
+		Plan bool
+		// Run is the one check run to take them off, when set (a
+		// decision's), instead of the failed phase's.
+		Run int64
+	}
 	// RequestChoice hands a person's choice among the options of a
 	// phase's decision request to the plan's running job, through the
 	// store (a column of its own, as RequestStop's).
 	RequestChoice struct {
-		Phase         string
-		Round, Option int
-		By            string
+		Phase       string
+		Seq, Option int
+		By          string
 	}
 	// UpdatePR rewrites the pull request's body from the plan; Ready also
 	// takes it out of draft.

@@ -126,11 +126,13 @@ type (
 		Cause
 		By     string
 		Option int
-		// Phase is the phase chosen for, Round its round that asked;
-		// Pending holds when it waits on that decision and the option is
-		// one it offers.
+		// Phase is the phase chosen for, Seq the decision request it
+		// answers, whose buttons are on check run Buttons; Pending holds
+		// when the phase waits on that decision and the option is one it
+		// offers.
 		Phase   string
-		Round   int
+		Seq     int
+		Buttons int64
 		Pending bool
 	}
 )

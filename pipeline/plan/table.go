@@ -550,7 +550,7 @@ var table = []Row{
 		Does: "buttons off the phase's check run, label, check run in progress, answer with the option chosen, start the job: the stalled phase's next round runs with the option's change as its spec",
 		apply: func(s *State, ev Event) []Effect {
 			c := ev.(Choose)
-			return []Effect{ButtonsOff{}, SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}},
+			return []Effect{ButtonsOff{Run: c.Buttons}, SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}},
 				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option}), StartJob{}}
 		}},
 	{Event: "choose", From: phaseable, Run: running, Guard: "a phase of a DAG waits on a decision while the others run",
@@ -558,7 +558,7 @@ var table = []Row{
 		Does: "hand the choice to the job (its own column, as a stop request), answer: between two phases the job makes the option the phase's change spec and runs its next round",
 		apply: func(_ *State, ev Event) []Effect {
 			c := ev.(Choose)
-			return []Effect{RequestChoice{Phase: c.Phase, Round: c.Round, Option: c.Option, By: c.By},
+			return []Effect{RequestChoice{Phase: c.Phase, Seq: c.Seq, Option: c.Option, By: c.By},
 				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option})}
 		}},
 	{Event: "choose", From: phaseable, Run: append(slices.Clone(idle), Halted), Guard: "a phase waits on a decision, the plan idle or halted otherwise",
@@ -566,7 +566,7 @@ var table = []Row{
 		Does: "the option becomes the phase's change spec; label, answer: its next round runs when the phases run again",
 		apply: func(_ *State, ev Event) []Effect {
 			c := ev.(Choose)
-			return []Effect{SyncLabel{}, reply(OnCause, &templates.Halt{Event: "chosen-later", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option})}
+			return []Effect{ButtonsOff{Run: c.Buttons}, SyncLabel{}, reply(OnCause, &templates.Halt{Event: "chosen-later", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option})}
 		}},
 	{Event: "terminate", From: active, Run: halted, To: Closed, RunTo: Idle,
 		Does: "end the plan for good: buttons off, plan file status, check run neutral, label, PR body, answer",

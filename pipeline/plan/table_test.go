@@ -31,7 +31,11 @@ func describe(es []Effect) string {
 		case SetCheck:
 			out = append(out, "check:"+e.Check.Status+"/"+e.Check.Conclusion)
 		case ButtonsOff:
-			out = append(out, fmt.Sprintf("buttons-off:%v", e.Plan))
+			if e.Run != 0 {
+				out = append(out, fmt.Sprintf("buttons-off:%d", e.Run))
+			} else {
+				out = append(out, fmt.Sprintf("buttons-off:%v", e.Plan))
+			}
 		case UpdatePR:
 			out = append(out, fmt.Sprintf("pr:%v", e.Ready))
 		case StatusLine:
@@ -173,12 +177,12 @@ var rowCases = []struct {
 		"status-line pr:true check:completed/success label reply:halt"},
 	{"replan", waitsAt(Auditing), Revise{Cause: by, Notes: "n"}, Draft, Running,
 		"label check:in_progress/ pr:false reply:halt run:revise"},
-	{"choose", decidesAt(Implementing), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Round: 6, Pending: true}, Implementing, Running,
-		"buttons-off:false label check:in_progress/ reply:halt start"},
-	{"choose while the others run", st(Implementing, Running, ModePhases), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Round: 6, Pending: true},
+	{"choose", decidesAt(Implementing), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Seq: 6, Buttons: 9, Pending: true}, Implementing, Running,
+		"buttons-off:9 label check:in_progress/ reply:halt start"},
+	{"choose while the others run", st(Implementing, Running, ModePhases), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Seq: 6, Buttons: 9, Pending: true},
 		Implementing, Running, "choice:phase-2/2 reply:halt"},
-	{"choose on an idle plan", st(Implementing, Idle, ModePhases), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Round: 6, Pending: true},
-		Implementing, Idle, "label reply:halt"},
+	{"choose on an idle plan", st(Implementing, Idle, ModePhases), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Seq: 6, Buttons: 9, Pending: true},
+		Implementing, Idle, "buttons-off:9 label reply:halt"},
 	{"continue", waitsAt(Implementing), Resume{Cause: by, By: "alice"}, Implementing, Running, "label check:in_progress/ reply:halt start"},
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
 	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
