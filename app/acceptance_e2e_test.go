@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/forge-dev/forge/internal/apptest"
 	"github.com/forge-dev/forge/internal/ghdouble"
@@ -121,7 +120,7 @@ func acceptanceWorldWith(t *testing.T, shortOf4 bool, files map[string]string) (
 			dumpWorld(t, w)
 		}
 	})
-	w.gh.AddWorkflow(w.repo, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond})
+	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge add a greeting page")
 	return w, w.planPR(t)
 }

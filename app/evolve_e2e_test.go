@@ -128,6 +128,8 @@ func TestEvolve(t *testing.T) {
 			dumpWorld(t, w)
 		}
 	})
+	// CI that reports at once: each phase's wait for its checks ends then.
+	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge greet new users")
 	w.waitProgress(t, "plan-001's forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 	pr1 := w.pullOf(t, "plan-001") // auto_implement is on: it runs to DONE

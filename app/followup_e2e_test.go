@@ -31,6 +31,8 @@ func followUpWorld(t *testing.T) (*world, ghdouble.Pull, string) {
 			dumpWorld(t, w)
 		}
 	})
+	// CI that reports at once: each phase's wait for its checks ends then.
+	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge add a greeting page")
 	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 	pr := w.pulls(t)[0]

@@ -82,8 +82,27 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 // data directory, as an operator's restart does.
 func (w *world) restart(t *testing.T) {
 	t.Helper()
+	hooked := w.gh.App().HookURL == w.forge.HookURL()
 	w.forge.Stop(t)
 	w.forge = apptest.Start(t, w.gh, w.forgeOpts)
+	if hooked {
+		w.gh.SetHookURL(w.forge.HookURL())
+	}
+}
+
+// quickCI is a workflow whose one job, test, passes 100ms after each
+// push: CI that reports at once.
+var quickCI = ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond}
+
+// addWorkflow gives the repository CI: GitHub Actions runs wf on every
+// push. The App's webhook URL is Forge's, as GitHub has it, so the
+// workflow's check_run and check_suite completed webhooks reach Forge as
+// its jobs end: a phase waiting for its checks wakes then, not when the
+// timer set for the end of phases.checks_grace fires.
+func (w *world) addWorkflow(t *testing.T, wf ghdouble.Workflow) {
+	t.Helper()
+	w.gh.SetHookURL(w.forge.HookURL())
+	w.gh.AddWorkflow(w.repo, wf)
 }
 
 // command posts a comment as author and delivers it.

@@ -121,6 +121,8 @@ func TestMemory(t *testing.T) {
 			dumpWorld(t, w)
 		}
 	})
+	// CI that reports at once: each phase's wait for its checks ends then.
+	w.addWorkflow(t, quickCI)
 
 	// plan-001 runs to DONE and learns.
 	w.command(t, "alice", "/forge add a greeting page")

@@ -99,6 +99,8 @@ func wantPaused(t *testing.T, w *world, pr ghdouble.Pull, where string, says ...
 // remaining phases to DONE, each once.
 func TestPauseBetweenPhases(t *testing.T) {
 	w, g := pauseWorld(t, "implementer", forgeOptions{override: map[string][]string{"drafter": twoFileDrafter(t)}})
+	// CI that reports at once: each phase's wait for its checks ends then.
+	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge add a greeting page")
 	g.waitBegun(t)
 	pr := w.pulls(t)[0]

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/app/agents"
@@ -366,7 +365,7 @@ pipelines:
 			dumpWorld(t, w)
 		}
 	})
-	w.gh.AddWorkflow(w.repo, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond})
+	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge add a greeting page")
 	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
 	pr := w.planPR(t).Number

@@ -54,7 +54,7 @@ printf '%%s\n' "$prompt" | %s
 			dumpWorld(t, w)
 		}
 	})
-	w.gh.AddWorkflow(w.repo, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond,
+	w.addWorkflow(t, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond,
 		Judge: func(_ string, file func(string) (string, bool)) (string, string) {
 			text, ok := file("docs/hello.md")
 			if ok && !strings.Contains(text, "| greeting |") {
