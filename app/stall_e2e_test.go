@@ -167,7 +167,7 @@ printf '%%s\n' "$prompt" | %s
 			dumpWorld(t, w)
 		}
 	})
-	w.gh.AddWorkflow(w.repo, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond,
+	w.addWorkflow(t, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond,
 		Judge: func(_ string, file func(string) (string, bool)) (string, string) {
 			text, ok := file("docs/hello.md")
 			if ok && !strings.Contains(text, "| greeting |") {
@@ -195,7 +195,8 @@ printf '%%s\n' "$prompt" | %s
 	halted := w.waitReply(t, pr.Number, "The phases of **plan-001** that could run have run")
 	// The choice made while the others ran was taken before the run had
 	// nothing left to run: the second request comes before the halt.
-	bodies := w.botBodies(pr.Number)
+	// (Replies only: the progress comment is edited to the latest.)
+	bodies := slices.DeleteFunc(w.botBodies(pr.Number), func(b string) bool { return strings.Contains(b, "forge:plan-001:progress") })
 	if a, h := indexOf(bodies, "failed its checks again with the option chosen"), indexOf(bodies, "that could run have run"); a < 0 || h < a {
 		t.Errorf("the second decision request (comment %d) came after the halt (comment %d)", a, h)
 	}
