@@ -119,7 +119,7 @@ func TestPhaseAuditOffTheDiff(t *testing.T) {
 // refuses them); Forge quotes it as one bounded line whose mentions notify
 // no one.
 func TestHugeCheckOutputIsBounded(t *testing.T) {
-	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 60s\n"}})
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  fix_rounds: false\n  checks_grace: 60s\n"}})
 	w.command(t, "alice", "/forge add a greeting page")
 	pr := w.planPR(t)
 	phaseCommit := w.phaseCommit(t, pr, "phase-1")

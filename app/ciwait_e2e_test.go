@@ -88,7 +88,7 @@ func TestIdleAppSuiteDoesNotBlockPhases(t *testing.T) {
 // phase while pending, past the grace period, and fails it with the
 // context, description and link; the status webhook wakes the plan.
 func TestStatusOnlyCI(t *testing.T) {
-	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 5s\n"}})
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  fix_rounds: false\n  checks_grace: 5s\n"}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpWorld(t, w)

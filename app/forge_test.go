@@ -698,7 +698,7 @@ func TestCIGate(t *testing.T) {
 	dump := t.TempDir()
 	w := newForgeWorld(t, forgeOptions{
 		override: map[string][]string{"implementer": spyScript(t, dump, "implementer")},
-		files:    map[string]string{".github/forge.yml": "phases:\n  checks_grace: 60s\n"},
+		files:    map[string]string{".github/forge.yml": "phases:\n  fix_rounds: false\n  checks_grace: 60s\n"},
 	})
 	w.command(t, "alice", "/forge add a greeting page")
 	t.Cleanup(func() {
@@ -888,7 +888,7 @@ PLAN
 func TestFullLifecycle(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{
 		override: map[string][]string{"drafter": twoFileDrafter(t)},
-		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 60s\n"},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  fix_rounds: false\n  checks_grace: 60s\n"},
 	})
 	t.Cleanup(func() {
 		if t.Failed() {

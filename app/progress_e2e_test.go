@@ -53,7 +53,7 @@ func (w *world) liveForgeRun(pr ghdouble.Pull) ghdouble.CheckRun {
 func TestPhaseRunProgressComment(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{
 		override: map[string][]string{"drafter": twoFileDrafter(t)},
-		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 60s\n"},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  fix_rounds: false\n  checks_grace: 60s\n"},
 	})
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -252,7 +252,7 @@ func TestDAGWriteConflictRunsAgain(t *testing.T) {
 // retry undoes and runs each again alone, from the commit before the
 // batch, and the plan completes.
 func TestDAGBatchChecks(t *testing.T) {
-	w, p, calls := dagWorld(t, "auto_implement: false\nphases:\n  checks_grace: 1m\n", false)
+	w, p, calls := dagWorld(t, "auto_implement: false\nphases:\n  fix_rounds: false\n  checks_grace: 1m\n", false)
 	ctx := context.Background()
 	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 func clockWorld(t *testing.T) (*pipelinetest.World, *pipeline.Plan, *time.Time) {
 	t.Helper()
 	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
-		".github/forge.yml": "auto_implement: false\nprogress_throttle: 3s\nphases:\n  checks_grace: 1m\n"})
+		".github/forge.yml": "auto_implement: false\nprogress_throttle: 3s\nphases:\n  fix_rounds: false\n  checks_grace: 1m\n"})
 	now := time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC)
 	w.Forge.Now = func() time.Time { return now }
 	w.Agents[agent.Implementer] = func(req agent.Request) (agent.Result, error) {
