@@ -24,7 +24,7 @@ func stallScript(t *testing.T, name, body string) []string {
 }
 
 // TestStallReplanDecision: a phase whose CI fails until docs/hello.md is
-// a table (a workflow that judges the commit), with phases.fix_rounds:
+// a table (a workflow that judges the commit), with phases.fix_rounds (on by default):
 // three rounds without progress re-draft the phase (the reviser's new
 // approach, in the phases file), three more ask for a decision (the
 // diagnosis's options in a comment, escaped; label forge:decision; the
@@ -47,7 +47,7 @@ fi
 if printf '%%s\n' "$prompt" | grep -q 'is stuck'; then echo '- `+"`docs/hello.md`"+` — a new approach: write the greeting as a list.'; exit 0; fi
 printf '%%s\n' "$prompt" | %s
 `, filepath.Join(agents, "reviser.sh")))
-	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 3s\n  fix_rounds: true\n"},
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 3s\n"},
 		override: map[string][]string{"implementer": implementer, "reviser": reviser}})
 	t.Cleanup(func() {
 		if t.Failed() {
