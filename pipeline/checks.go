@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/riverqueue/river"
@@ -91,8 +92,14 @@ func (f *Forge) HandleChecks(ctx context.Context, a ChecksArgs) error {
 		}
 	}
 	for _, p := range candidates {
-		if !p.State.Parked() || p.State.Await() == nil || p.State.Await().SHA != a.SHA || p.State.Run() != plan.Running {
+		if p.State.Await() == nil || p.State.Await().SHA != a.SHA || p.State.Run() != plan.Running {
 			continue
+		}
+		if !p.State.Parked() {
+			// Its job judges the checks now: it may have read them before
+			// this result and park after it, and nothing would wake it. This
+			// webhook looks again once the job parked or moved on.
+			return river.JobSnooze(time.Second)
 		}
 		gh, err := f.Installations.GitHub(ctx, p.InstallationID)
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/pipelinetest"
@@ -303,5 +305,38 @@ func TestPhaseRunProgressOnlyItsOwn(t *testing.T) {
 	}
 	if len(own) != 1 || !strings.Contains(own[0], "Phase **phase-1** committed") {
 		t.Errorf("Forge's progress comments of the run:\n%s", strings.Join(own, "\n----\n"))
+	}
+}
+
+// TestChecksResultWhileTheJobJudges: a CI result that comes while the
+// plan's job judges its phase's checks (the wait recorded, not yet parked)
+// is not dropped: its webhook looks again once the job parked (River's
+// snooze), when it wakes the plan as any other would.
+func TestChecksResultWhileTheJobJudges(t *testing.T) {
+	w, p, _ := clockWorld(t)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	p = planOf(t, w)
+	if p.State.Await() == nil || !p.State.Parked() {
+		t.Fatalf("no phase waits for its checks: %s", p.State)
+	}
+	sha := p.State.Await().SHA
+	args := pipeline.ChecksArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo, SHA: sha, Branch: p.Branch}
+	// A first result wakes the plan: its job is due, the wait unparked.
+	w.GitHub.Suites[sha] = []pipeline.CheckSuite{{ID: 9, AppID: 5, AppName: "GitHub Actions", Status: "in_progress", Runs: 1}}
+	if err := w.Forge.HandleChecks(ctx, args); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.State.Parked() || p.State.Await() == nil {
+		t.Fatalf("after the wake: %s", p.State)
+	}
+	// The last result comes before that job parks again.
+	w.GitHub.Suites[sha] = []pipeline.CheckSuite{{ID: 9, AppID: 5, AppName: "GitHub Actions", Status: "completed", Conclusion: "success", Runs: 1}}
+	var snooze *river.JobSnoozeError
+	if err := w.Forge.HandleChecks(ctx, args); !errors.As(err, &snooze) {
+		t.Fatalf("a result while the job judges: %v, want a snooze", err)
 	}
 }
