@@ -241,7 +241,7 @@ func TestDAGBatchMateRevertedAfterALaterFailure(t *testing.T) {
 	impl, dir := gatedImplementer(t)
 	w, pr, _ := fanWorldWith(t, dir, forgeOptions{
 		override: map[string][]string{"drafter": fanDrafter(t), "implementer": impl},
-		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1s\n"},
+		files:    map[string]string{".github/forge.yml": "auto_implement: false\nphases:\n  fix_rounds: false\n  checks_grace: 1s\n"},
 	})
 	jenkins := w.gh.OtherApp("Jenkins").StatusOnPush(w.repo, ghdouble.StatusSpec{State: "pending", Context: "ci/jenkins", Description: "Build running"})
 	w.commandOn(t, pr.Number, "alice", "/forge approve")

@@ -291,7 +291,7 @@ func phaseAuditRounds(t *testing.T, counts ...[3]int) []string {
 func fixLoopWorld(t *testing.T, phaseAuditor []string) (*world, ghdouble.Pull, ghdouble.CheckRun) {
 	t.Helper()
 	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"phase_auditor": phaseAuditor},
-		files: map[string]string{".github/forge.yml": "auto_implement: true\nphases:\n  audit_fix_max: 1\n  checks_grace: 1s\n"}})
+		files: map[string]string{".github/forge.yml": "auto_implement: true\nphases:\n  fix_rounds: false\n  audit_fix_max: 1\n  checks_grace: 1s\n"}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpWorld(t, w)

@@ -232,3 +232,45 @@ func TestPauseRefused(t *testing.T) {
 		t.Errorf("labels after the refused pause: %v", got)
 	}
 }
+
+// TestPauseBetweenAuditFixRounds: a pause asked while the audit phase's
+// first audit runs takes effect once that audit is posted, before its fix
+// round: nothing of the fix is committed, the plan is paused at the audit
+// phase; /forge resume runs the fix, the next audit passes, DONE.
+func TestPauseBetweenAuditFixRounds(t *testing.T) {
+	auditor := agentScript(t, "phase_auditor", `if mkdir "$dir/first" 2>/dev/null; then
+	cat >/dev/null
+	touch "$dir/begun"
+	i=0
+	while [ ! -f "$dir/open" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+	echo '- **Severity: blocking** — The page has no title.'
+	echo '  - **Location:** `+"`docs/hello.md:1`"+`'
+	exit 0
+fi`, true)
+	g := gate{dir: filepath.Dir(auditor[0])}
+	w := newForgeWorld(t, forgeOptions{override: map[string][]string{"phase_auditor": auditor},
+		files: map[string]string{".github/forge.yml": "phases:\n  wait_for_checks: false\n"}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpWorld(t, w)
+		}
+	})
+	w.command(t, "alice", "/forge add a greeting page")
+	g.waitBegun(t)
+	pr := w.pulls(t)[0]
+	w.commandOn(t, pr.Number, "alice", "/forge pause")
+	w.waitReply(t, pr.Number, "Pausing **plan-001**, as @alice asked")
+	g.open(t)
+
+	wantPaused(t, w, pr, "before phase-2", "(1 of 2 phases done)", "goes on with phase-2")
+	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	if countPrefix(msgs, "plan-001 phase-2: fix") != 0 {
+		t.Fatalf("a fix was committed though the run paused before it: %q", msgs)
+	}
+	w.commandOn(t, pr.Number, "alice", "/forge resume")
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	msgs = commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
+	if countPrefix(msgs, "plan-001 phase-2: fix 1") != 1 {
+		t.Errorf("the fix after the resume: %q", msgs)
+	}
+}

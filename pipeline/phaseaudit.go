@@ -42,6 +42,13 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 	}
 	for {
 		if loop.FixDue {
+			// Between an audit and its fix: a pause asked meanwhile
+			// takes effect here, the fix due when resumed.
+			if stop, err := r.stopRequested(ctx); err != nil {
+				return err
+			} else if stop == plan.StopPause {
+				return errPauseAsked
+			}
 			last := loop.Rounds[len(loop.Rounds)-1]
 			if rec := p.Stalls[ph.ID]; rec != nil && rec.ReplanDue {
 				// The round loop stalled: a new approach to the fixes first.
@@ -170,6 +177,10 @@ func (r *run) auditDecision(ctx context.Context, ph *phases.Phase, due *decision
 	check := CheckRun{ID: due.checkRunID, Name: "forge/" + ph.ID, HeadSHA: p.HeadSHA, Title: ph.Title, ExternalID: PlanID(p.Number) + "/" + ph.ID}
 	return r.askDecision(ctx, ph, due.rec, dec, check, true)
 }
+
+// errPauseAsked ends an audit phase between an audit and its fix round
+// because a person asked the run to pause: the phase stays in progress.
+var errPauseAsked = errors.New("paused between an audit and its fix round, as asked")
 
 // loopHalted ends an audit phase whose fix rounds a convergence guard
 // halted: the phase stays in progress, and the run halts.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/converge"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
@@ -160,6 +161,9 @@ func (r *run) runPhases(ctx context.Context) error {
 			return perr // shutdown or lost lease: resumed later
 		case errors.As(perr, &asked):
 			continue // the loop's stop check acts on it
+		case errors.Is(perr, errPauseAsked):
+			// The audit phase stays in progress: resumed, its fix runs.
+			return r.pause(ctx, ph.ID)
 		case errors.As(perr, &due):
 			// Its round loop stalled on the review's findings: people
 			// choose how it goes on.
@@ -447,6 +451,10 @@ func (r *run) phaseCheck(ctx context.Context, ph *phases.Phase, err error, waits
 	var halted *loopHalted
 	var due *decisionDue
 	switch {
+	case errors.Is(err, errPauseAsked):
+		// The plan's forge check run holds Resume.
+		c.Conclusion = "action_required"
+		c.Summary = templates.Line(templates.CheckSummary{Event: "trajectory", Trajectory: converge.Trajectory(loopRounds(p)), Guard: plan.HaltPaused})
 	case errors.As(err, &due):
 		// The decision's buttons come with the request (askDecision).
 		c.Conclusion, c.Summary = "action_required", templates.Line(templates.CheckTitle{Event: "decision", PhaseID: ph.ID})
@@ -476,7 +484,7 @@ func (r *run) phaseCheck(ctx context.Context, ph *phases.Phase, err error, waits
 	if cerr != nil {
 		r.log.Warn().Err(cerr).Msg("create phase check run")
 	}
-	if err != nil && halted == nil && due == nil && id != 0 {
+	if err != nil && halted == nil && due == nil && !errors.Is(err, errPauseAsked) && id != 0 {
 		p.PhaseButtonsRun = id
 	}
 	return id

@@ -235,7 +235,7 @@ var Table = []Spec{
 		Brief: "pause the running forge at the end of its audit round, or the phase run between two phases",
 		Does: "Pauses the plan's running forge, revision or phase run at its next boundary: at the end of the audit round " +
 			"(its review posted; the revision it calls for waits) or before the next audit round, and between two phases " +
-			"(a phase that runs, or waits for its checks, ends first). The plan is then labelled `forge:paused`, its `forge` " +
+			"(a phase that runs, or waits for its checks, ends first), or between an audit phase's audit and its fix round. The plan is then labelled `forge:paused`, its `forge` " +
 			"check run asks for action with a *Resume* button, and a comment says where it paused. Nothing runs on it, and " +
 			"it holds no slot, until `/forge resume`; a restart of Forge leaves it paused. `/forge terminate` or closing the " +
 			"pull request end it instead; there is nothing to override. A plan nothing runs on (one in REVIEW awaiting " +
