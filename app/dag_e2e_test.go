@@ -170,10 +170,27 @@ func TestDAGPhasesRunAtOnce(t *testing.T) {
 	for _, r := range runs {
 		wall = max(wall, r.end.Sub(runs[0].start))
 	}
-	t.Logf("implementers: %s one after another, %s from the first's start to the last's end (%.0f%%); the run from the approval: %s",
-		sum.Round(time.Millisecond), wall.Round(time.Millisecond), 100*wall.Seconds()/sum.Seconds(), took.Round(time.Millisecond))
-	if wall.Seconds() > 0.7*sum.Seconds() {
-		t.Errorf("the phases took %s from the first's start to the last's end, over 70%% of the %s they take one after another", wall, sum)
+	// The time some implementer ran (the union of their runs): what running
+	// at once saves, apart from Forge's own work between the batches, which
+	// a loaded machine stretches.
+	var busy time.Duration
+	var until time.Time
+	for _, r := range runs { // by start
+		switch {
+		case !r.start.Before(until):
+			busy += r.end.Sub(r.start)
+		case r.end.After(until):
+			busy += r.end.Sub(until)
+		}
+		if r.end.After(until) {
+			until = r.end
+		}
+	}
+	t.Logf("implementers: %s one after another, %s while any ran (%.0f%%), %s from the first's start to the last's end (%.0f%%); the run from the approval: %s",
+		sum.Round(time.Millisecond), busy.Round(time.Millisecond), 100*busy.Seconds()/sum.Seconds(),
+		wall.Round(time.Millisecond), 100*wall.Seconds()/sum.Seconds(), took.Round(time.Millisecond))
+	if busy.Seconds() > 0.7*sum.Seconds() {
+		t.Errorf("the implementers ran %s in all, over 70%% of the %s they take one after another", busy, sum)
 	}
 
 	repo := w.gh.Repo(w.repo)
