@@ -134,15 +134,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	b.Do(wait, chromedp.SetValue(chromedp.CSS("#login"), "alice"), chromedp.Click(chromedp.CSS("#authorize")),
 		chromedp.WaitVisible(chromedp.CSS("strong#login")))
-	if who := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("strong#login"))); who != "alice" {
+	if who := browsertest.Text(b, wait, "strong#login"); who != "alice" {
 		t.Fatalf("signed in as %q", who)
 	}
 	if loc := browsertest.Get(b, wait, chromedp.Location()); loc != w.forge.URL+"/ui" {
 		t.Errorf("after sign-in the browser is at %s, want %s/ui", loc, w.forge.URL)
 	}
 
-	page := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("main")))
-	row := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS(`tr.plan[data-plan="octo/hello/plan-001"]`)))
+	page := browsertest.Text(b, wait, "main")
+	row := browsertest.Text(b, wait, `tr.plan[data-plan="octo/hello/plan-001"]`)
 	pr := w.pulls(t)[0]
 	if pr.Head != "plan-001/"+strings.SplitN(pr.Head, "/", 2)[1] {
 		t.Fatalf("the first pull request is %s's", pr.Head)
@@ -153,7 +153,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	cell := func(plan, class string) string {
-		return browsertest.Get(b, wait, chromedp.Text(chromedp.CSS(`tr.plan[data-plan="`+plan+`"] td.`+class)))
+		return browsertest.Text(b, wait, `tr.plan[data-plan="`+plan+`"] td.`+class)
 	}
 	if rounds := cell("octo/hello/plan-001", "rounds"); rounds != "2" {
 		t.Errorf("audit rounds %q, want 2", rounds)
@@ -196,12 +196,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.Do(wait, chromedp.Navigate(w.forge.URL+"/ui"), chromedp.Click(chromedp.CSS(`tr.plan[data-plan="octo/hello/plan-001"] td.id a`)), chromedp.WaitVisible(chromedp.CSS("table.timeline")))
 	durations := regexp.MustCompile(`^\d+ ms$|^\d+\.\d s$|^\d+m\d\ds$`)
 	for _, kind := range []string{"delivery", "job", "agent", "github"} {
-		d := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("tr.event-"+kind+" td.duration")))
+		d := browsertest.Text(b, wait, "tr.event-"+kind+" td.duration")
 		if !durations.MatchString(d) {
 			t.Errorf("the first %s of the timeline has duration %q", kind, d)
 		}
 	}
-	timeline := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("table.timeline")))
+	timeline := browsertest.Text(b, wait, "table.timeline")
 	for _, want := range []string{"issue_comment.created", "webhook", "drafter", "claude", "POST /repos/{owner}/{repo}/pulls", "201", "GitHub write"} {
 		if !strings.Contains(timeline, want) {
 			t.Errorf("the timeline lacks %q:\n%s", want, timeline)
@@ -230,7 +230,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// A callback with a state this browser was not given is refused
 	// before any code is exchanged.
 	res = browsertest.Get(b, wait, chromedp.NavigateResponse(w.forge.URL+"/ui/callback?code=stolen&state=forged"))
-	if text := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("h1"))); res.Status != http.StatusForbidden || text != "This sign-in was not started here" {
+	if text := browsertest.Text(b, wait, "h1"); res.Status != http.StatusForbidden || text != "This sign-in was not started here" {
 		t.Errorf("a forged state: %d %q", res.Status, text)
 	}
 	if n := w.gh.OAuthExchanges("ok") + w.gh.OAuthExchanges("bad_verification_code"); n != 1 {
@@ -238,7 +238,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	b.Do(wait, chromedp.Navigate(w.forge.URL+"/ui"), chromedp.Click(chromedp.CSS(`header form button`)), chromedp.WaitVisible(chromedp.CSS("main.signin h1")))
-	if text := browsertest.Get(b, wait, chromedp.Text(chromedp.CSS("h1"))); text != "Signed out" {
+	if text := browsertest.Text(b, wait, "h1"); text != "Signed out" {
 		t.Errorf("after signing out: %q", text)
 	}
 	b.Do(wait, chromedp.Navigate(w.forge.URL+"/ui"))

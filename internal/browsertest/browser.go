@@ -8,6 +8,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -108,7 +110,7 @@ func (b *Browser) Do(timeout time.Duration, steps ...chromedp.Action[chromedp.Vo
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
+	if _, err := again(ctx, func() (struct{}, error) { return struct{}{}, chromedp.Do(ctx, steps...) }); err != nil {
 		b.fail(err)
 	}
 }
@@ -118,11 +120,72 @@ func Get[T any](b *Browser, timeout time.Duration, a chromedp.Action[T]) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, timeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, a)
+	v, err := again(ctx, func() (T, error) { return chromedp.Run(ctx, a) })
 	if err != nil {
 		b.fail(err)
 	}
 	return v
+}
+
+// again runs f until it succeeds, fails for another reason than a node
+// that went away, or ctx ends. A live page swaps its main part while a
+// test reads it (live.js): a node found by a query can be gone by the
+// time the action uses it, and the same query then finds the new one.
+func again[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	for {
+		v, err := f()
+		if err == nil || !nodeGone(err) || ctx.Err() != nil {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// nodeGone is the DevTools protocol's answer for a node no longer in the
+// document (or a page context no longer there).
+func nodeGone(err error) bool {
+	var e *cdproto.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	m := strings.ToLower(e.Message)
+	return strings.Contains(m, "node with given id") || strings.Contains(m, "node is detached") ||
+		strings.Contains(m, "could not compute box model") || strings.Contains(m, "cannot find context with specified id")
+}
+
+// Text is the rendered text of the first element css matches, found and
+// read in one turn of the page's script: on a live page that swaps its
+// parts, chromedp.Text can read a node that left the document between
+// the two, which reads as "". It waits for the element as chromedp's
+// queries do.
+func Text(b *Browser, timeout time.Duration, css string) string {
+	b.t.Helper()
+	sel, _ := json.Marshal(css)
+	type read struct {
+		Found bool   `json:"found"`
+		Text  string `json:"text"`
+	}
+	js := `(() => { const e = document.querySelector(` + string(sel) + `); return e ? {found: true, text: e.innerText} : {found: false, text: ""}; })()`
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	for {
+		r, err := again(ctx, func() (read, error) { return chromedp.Run(ctx, chromedp.Evaluate[read](js)) })
+		if err != nil {
+			b.fail(fmt.Errorf("read %s: %w", css, err))
+		}
+		if r.Found {
+			return r.Text
+		}
+		select {
+		case <-ctx.Done():
+			b.fail(fmt.Errorf("no element matches %s", css))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (b *Browser) fail(err error) {

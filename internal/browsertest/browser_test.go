@@ -59,3 +59,29 @@ func TestBrowserReportsThrownErrors(t *testing.T) {
 		t.Fatalf("errors %q, want the one the page threw", errs)
 	}
 }
+
+// TestBrowserUsesAPageThatSwapsItsParts reads and clicks a part a script
+// replaces every few milliseconds, as live.js replaces a dashboard's main
+// part: a node found by a query and gone before it is read or clicked is
+// looked up again, never read as "" nor a failed test.
+func TestBrowserUsesAPageThatSwapsItsParts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><main id="m"></main><script>
+var m = document.getElementById("m"), clicks = 0;
+function swap() { m.innerHTML = '<p class="v">live</p><button id="b" onclick="clicks++">go</button>'; }
+swap(); setInterval(swap, 40);
+</script>`)
+	}))
+	defer srv.Close()
+	b := browsertest.New(t)
+	b.Do(30*time.Second, chromedp.Navigate(srv.URL))
+	for i := 0; i < 200; i++ {
+		if v := browsertest.Text(b, 10*time.Second, "p.v"); v != "live" {
+			t.Fatalf("read %q", v)
+		}
+		b.Do(10*time.Second, chromedp.Click(chromedp.CSS("#b")))
+	}
+	if n := browsertest.Get(b, 10*time.Second, chromedp.Evaluate[int]("clicks")); n == 0 {
+		t.Fatalf("no click reached the page")
+	}
+}

@@ -65,7 +65,7 @@ func (p *person) stay() {
 // text is the visible text of the element sel.
 func (p *person) text(sel string) string {
 	p.t.Helper()
-	return browsertest.Get(p.b, 10*time.Second, chromedp.Text(chromedp.CSS(sel)))
+	return browsertest.Text(p.b, 10*time.Second, sel)
 }
 
 // has says whether the page shows an element sel whose text holds want.
