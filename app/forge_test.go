@@ -592,6 +592,11 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 	done := w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
 	t.Logf("phase run: %s", done)
 	phaseCalls := w.gh.TotalCalls(true) - before
+	// No CI: each phase passed when its checks_grace timer fired, on time
+	// (River's scheduler would run a job enqueued for later up to 5 s late).
+	if late := w.timersLate(t); len(late) == 0 || slices.Max(late) > time.Second {
+		t.Errorf("the phases' checks_grace timers ran %v after their time, want at least one, each within 1s", late)
+	}
 
 	msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
 	if countPrefix(msgs, "plan-001 phase-1: ") != 1 || countPrefix(msgs, "plan-001: phases complete") != 1 || countPrefix(msgs, "plan-001: phases") != 2 {

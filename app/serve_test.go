@@ -132,6 +132,35 @@ func (w *world) jobRuns(t *testing.T, kind string) (attempts, snoozes int) {
 	return attempts, snoozes
 }
 
+// timersLate is how late each timer of a phase's checks wait (a checks
+// job due a while after it was enqueued) ran after its time.
+func (w *world) timersLate(t *testing.T) []time.Duration {
+	t.Helper()
+	db, err := sql.Open("sqlite", apptest.SQLiteDSN(w.forge.Config.Database.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT (julianday(attempted_at) - julianday(scheduled_at)) * 86400 FROM river_job
+		WHERE kind = 'checks' AND state = 'completed' AND (julianday(scheduled_at) - julianday(created_at)) * 86400 > 0.5`)
+	if err != nil {
+		t.Fatalf("read the checks jobs: %v", err)
+	}
+	defer rows.Close()
+	var late []time.Duration
+	for rows.Next() {
+		var s float64
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		late = append(late, time.Duration(s*float64(time.Second)).Round(time.Millisecond))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return late
+}
+
 // idleHorizon is how far ahead waitIdle looks for jobs still to come. A
 // job due within it (a phase's checks_grace timer, a quick retry, the next
 // reconcile) is work the test must let run; one due later (a

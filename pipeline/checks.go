@@ -21,9 +21,29 @@ type ChecksArgs struct {
 	SHA            string `json:"sha"`
 	Branch         string `json:"branch"`
 	PRs            []int  `json:"prs,omitempty"`
+	// NotBefore is a short timer's time: the job waits (snoozes) until
+	// then. See wakeAt.
+	NotBefore time.Time `json:"not_before,omitzero"`
 }
 
 func (ChecksArgs) Kind() string { return "checks" }
+
+// shortTimer is River's scheduler interval (5 s, not configurable in
+// v0.31): a job enqueued for a later time waits until a scheduler pass
+// finds it due, up to that long after its time; a job that snoozes for
+// less is made available at once and runs at its time.
+const shortTimer = 5 * time.Second
+
+// wakeAt enqueues the checks' wake to run at at. A timer due within
+// shortTimer (a phase's checks_grace) is a job enqueued now that snoozes
+// until at, so it fires on time instead of up to 5 s late.
+func (f *Forge) wakeAt(ctx context.Context, wake ChecksArgs, at time.Time) error {
+	if at.Sub(f.now()) < shortTimer-time.Second {
+		wake.NotBefore = at
+		return f.Queue.Enqueue(ctx, wake)
+	}
+	return f.Queue.EnqueueAt(ctx, wake, at)
+}
 
 type ChecksWorker struct {
 	river.WorkerDefaults[ChecksArgs]
@@ -32,6 +52,9 @@ type ChecksWorker struct {
 
 func (w *ChecksWorker) Work(ctx context.Context, job *river.Job[ChecksArgs]) error {
 	a := job.Args
+	if wait := a.NotBefore.Sub(w.Forge.now()); wait > 0 {
+		return river.JobSnooze(wait)
+	}
 	t := failureTarget{Installation: a.InstallationID, Repo: a.Repo, What: "the CI result of " + shortSHA(a.SHA)}
 	if len(a.PRs) > 0 {
 		t.Number = a.PRs[0]

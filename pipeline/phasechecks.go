@@ -64,7 +64,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		if !w.TimeoutWake.Equal(timeoutAt) {
 			// CI that never finishes sends nothing: look again when the wait
 			// runs out.
-			if err := r.f.Queue.EnqueueAt(ctx, wake, timeoutAt.Add(100*time.Millisecond)); err != nil {
+			if err := r.f.wakeAt(ctx, wake, timeoutAt.Add(100*time.Millisecond)); err != nil {
 				return "", err
 			}
 			w.TimeoutWake = timeoutAt
@@ -75,7 +75,7 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		if now.Before(w.Deadline) {
 			// Nothing wakes the plan if no CI ever reports, nor for a suite
 			// whose App never starts: look again when the grace period ends.
-			if err := r.f.Queue.EnqueueAt(ctx, wake, w.Deadline.Add(100*time.Millisecond)); err != nil {
+			if err := r.f.wakeAt(ctx, wake, w.Deadline.Add(100*time.Millisecond)); err != nil {
 				return "", err
 			}
 		}

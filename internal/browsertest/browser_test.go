@@ -75,7 +75,7 @@ swap(); setInterval(swap, 40);
 	defer srv.Close()
 	b := browsertest.New(t)
 	b.Do(30*time.Second, chromedp.Navigate(srv.URL))
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 60; i++ {
 		if v := browsertest.Text(b, 10*time.Second, "p.v"); v != "live" {
 			t.Fatalf("read %q", v)
 		}
