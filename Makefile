@@ -36,7 +36,7 @@ test: lint
 # `make test`, each test gets one by a hash of its name, and flip gives each
 # the other: `make test` then `make test-layouts` runs each in both (CI).
 test-layouts:
-	FORGE_TEST_GITHUB_LAYOUT=flip GO=$(GO) TEST_TIMEOUT=20m bash .ci/test ./app/
+	FORGE_TEST_GITHUB_LAYOUT=flip GO=$(GO) TEST_TIMEOUT=30m bash .ci/test ./app/
 
 # deploy/'s image, as far as it can be checked without a Docker engine: its
 # binary built by the Dockerfile's own command (a cold build takes minutes,
