@@ -35,8 +35,10 @@ func (ChecksArgs) Kind() string { return "checks" }
 const shortTimer = 5 * time.Second
 
 // wakeAt enqueues the checks' wake to run at at. A timer due within
-// shortTimer (a phase's checks_grace) is a job enqueued now that snoozes
-// until at, so it fires on time instead of up to 5 s late.
+// shortTimer less a second (a phase's checks_grace; the second leaves room
+// for the job to start before its snooze is computed) is a job enqueued
+// now that snoozes until at, so it fires on time instead of up to 5 s
+// late. It shows as one snooze in the job metrics and the timeline.
 func (f *Forge) wakeAt(ctx context.Context, wake ChecksArgs, at time.Time) error {
 	if at.Sub(f.now()) < shortTimer-time.Second {
 		wake.NotBefore = at
