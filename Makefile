@@ -63,5 +63,6 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkAccept$$' -benchtime 3s -timeout 10m ./app/store/
 	$(GO) test -run '^$$' -bench '^BenchmarkAcceptPaced$$' -benchtime 2000x -timeout 10m ./app/store/
 	$(GO) test -run '^$$' -bench '^BenchmarkWorkingCopyVsGit$$' -benchtime 1x -timeout 30m ./gitops/
+	$(GO) test -run '^$$' -bench '^BenchmarkReadFileManyPacks$$' -benchtime 200x ./gitops/
 	$(GO) test -run '^$$' -bench '^BenchmarkLoad$$' -benchtime 1x -timeout 90m ./app/
 	$(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 30m ./app/

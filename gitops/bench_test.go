@@ -3,8 +3,16 @@ package gitops
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // BenchmarkCheckout checks out a 1,000-file repository (about 4 MB) from a
@@ -33,5 +41,50 @@ func BenchmarkCheckout(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+	}
+}
+
+// BenchmarkReadFileManyPacks reads a file from a mirror that 40 fetches
+// left with 40 packs, the lookup ReadFile makes: a storage opened afresh
+// loads every pack's index. "whole" reads each index in one call
+// (packIndexFS, what openStorage does); "go-git" lets go-git read it from the
+// file four bytes at a time, as before.
+func BenchmarkReadFileManyPacks(b *testing.B) {
+	srv := newGitServer(b)
+	r := srv.createRepo("acme/packs")
+	c := newTestCache(b, CacheOptions{})
+	ctx := context.Background()
+	var head string
+	for i := range 40 {
+		head = srv.push("acme/packs", "main", map[string]string{fmt.Sprintf("f%02d", i): strings.Repeat("x", 100*i)})
+		if err := c.Fetch(ctx, r, "main"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mirror := mirrorPath(b, c, r)
+	if packs, _ := filepath.Glob(filepath.Join(mirror, "objects", "pack", "*.idx")); len(packs) != 40 {
+		b.Fatalf("%d packs, want 40", len(packs))
+	}
+	h := plumbing.NewHash(head)
+	for _, fs := range []struct {
+		name string
+		fs   func() billy.Filesystem
+	}{
+		{"whole", func() billy.Filesystem { return packIndexFS{osfs.New(mirror)} }},
+		{"go-git", func() billy.Filesystem { return osfs.New(mirror) }},
+	} {
+		b.Run(fs.name, func(b *testing.B) {
+			for b.Loop() {
+				s := filesystem.NewStorageWithOptions(fs.fs(), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{KeepDescriptors: true})
+				commit, err := object.GetCommit(s, h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := commit.File("f39"); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+		})
 	}
 }

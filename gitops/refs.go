@@ -15,9 +15,10 @@ import (
 
 // openStorage opens the bare repository at path with go-git, keeping pack
 // descriptors open for the duration (go-git reopens a pack per object
-// otherwise) and a small object cache.
+// otherwise), reading pack indexes whole (packIndexFS) and with a small
+// object cache.
 func openStorage(path string) (*filesystem.Storage, func()) {
-	s := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(8*cache.MiByte),
+	s := filesystem.NewStorageWithOptions(packIndexFS{osfs.New(path)}, cache.NewObjectLRU(8*cache.MiByte),
 		filesystem.Options{KeepDescriptors: true})
 	return s, func() { _ = s.Close() }
 }
