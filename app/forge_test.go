@@ -16,7 +16,11 @@ import (
 	"github.com/forge-dev/forge/pipeline/repoconfig"
 )
 
-const forgeWait = 60 * time.Second
+// forgeWait bounds a wait for Forge to reach a state. A whole plan run
+// takes 5-25 s here on a quiet machine; a loaded one (CI's machine on
+// 2026-11-26 ran the tests 4-7 times slower than alone) took over a minute
+// for a run of five phases, and the run was sound.
+const forgeWait = 2 * time.Minute
 
 type forgeOptions struct {
 	agentTimeout time.Duration
