@@ -345,7 +345,7 @@ func TestRetryMiddlewareGraphQLRateLimits(t *testing.T) {
 			case tt.wantPause != 0:
 				// Both are read off the clock at different times: a
 				// rounding to seconds could fall either side of a half.
-				if !errors.As(err, &rl) || (time.Until(rl.Reset) - tt.wantPause).Abs() > time.Second {
+				if !errors.As(err, &rl) || (time.Until(rl.Reset)-tt.wantPause).Abs() > time.Second {
 					t.Fatalf("error %v, want a pause of %v", err, tt.wantPause)
 				}
 			case tt.wantErr != "":
