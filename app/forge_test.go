@@ -22,6 +22,11 @@ import (
 // for a run of five phases, and the run was sound.
 const forgeWait = 2 * time.Minute
 
+// testGrace is phases.checks_grace in a test repository that sets none: it
+// has no CI, so each phase waits this long for checks that never come. The
+// double starts a workflow's runs at the push, well within it.
+const testGrace = "300ms"
+
 type forgeOptions struct {
 	agentTimeout time.Duration
 	override     map[string][]string
@@ -45,14 +50,14 @@ func newForgeWorld(t *testing.T, o forgeOptions) *world {
 	w.inst = gh.AddInstallation("octo")
 	r := gh.AddRepo(w.inst, w.repo, o.repo...)
 	// Test repositories have no CI unless a test plays one: phases wait
-	// for checks only briefly.
+	// for checks only briefly (testGrace).
 	// The worlds predate auto_implement's default off: the repository turns
 	// it on unless a test's file says otherwise, under a policy that lets it.
 	files := map[string]string{"README.md": "# hello\n\nHello, world.\n", "main.go": "package main\n\nfunc main() {}\n",
-		".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 1s\n"}
+		".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: " + testGrace + "\n"}
 	for k, v := range o.files {
 		if k == ".github/forge.yml" && !strings.Contains(v, "phases:") {
-			v += "phases:\n  checks_grace: 1s\n"
+			v += "phases:\n  checks_grace: " + testGrace + "\n"
 		}
 		if k == ".github/forge.yml" && !strings.Contains(v, "auto_implement:") {
 			v += "auto_implement: true\n"

@@ -142,7 +142,7 @@ func (w *world) timersLate(t *testing.T) []time.Duration {
 	}
 	defer db.Close()
 	rows, err := db.Query(`SELECT (julianday(attempted_at) - julianday(scheduled_at)) * 86400 FROM river_job
-		WHERE kind = 'checks' AND state = 'completed' AND (julianday(scheduled_at) - julianday(created_at)) * 86400 > 0.5`)
+		WHERE kind = 'checks' AND state = 'completed' AND (julianday(scheduled_at) - julianday(created_at)) * 86400 > 0.1`)
 	if err != nil {
 		t.Fatalf("read the checks jobs: %v", err)
 	}
