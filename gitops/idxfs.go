@@ -30,11 +30,12 @@ func (f packIndexFS) Open(name string) (billy.File, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	buf.Grow(int(info.Size()))
+	buf.Grow(int(info.Size()) + bytes.MinRead) // ReadFrom asks for MinRead more
 	if _, err := buf.ReadFrom(file); err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	return &readFile{Reader: bytes.NewReader(buf.Bytes()), name: file.Name(), info: info}, nil
+	// The size is what was read: the decoder checks the index against it.
+	return &readFile{Reader: bytes.NewReader(buf.Bytes()), name: file.Name(), info: sizedInfo{info, int64(buf.Len())}}, nil
 }
 
 // Capabilities and Chmod are the wrapped file system's: go-git asks for
@@ -57,6 +58,14 @@ type readFile struct {
 	name string
 	info fs.FileInfo
 }
+
+// sizedInfo is a file's information with the size of the content read.
+type sizedInfo struct {
+	fs.FileInfo
+	size int64
+}
+
+func (i sizedInfo) Size() int64 { return i.size }
 
 var errReadOnly = errors.New("read-only file")
 
