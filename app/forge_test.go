@@ -593,7 +593,9 @@ func TestNothingSecretReachesAgents(t *testing.T) {
 // a check run per phase, the post-implementation audit as a review on the
 // changed lines, and the PR handed over ready for review with Closes #N.
 func TestAutoImplementRunsPhases(t *testing.T) {
-	w := newForgeWorld(t, forgeOptions{})
+	// A grace of 1s, not testGrace: a checks job that starts only after its
+	// time, as on a loaded machine, is no timer this test can see.
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 1s\n"}})
 	w.command(t, "alice", "/forge add a greeting page")
 	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
 	before := w.gh.TotalCalls(true)
