@@ -673,3 +673,63 @@ func TestGetRootCommit(t *testing.T) {
 		t.Fatalf("files of the root commit: %v", commit.Files)
 	}
 }
+
+// TestBranchFromFilesAgreesWithGit: the double reads a branch head from
+// the ref's file or packed-refs instead of running git rev-parse; for every
+// way git keeps a branch it must answer as git does, and leave git every
+// name it cannot read that way.
+func TestBranchFromFilesAgreesWithGit(t *testing.T) {
+	g, err := newBareRepo(t.TempDir(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		out, err := g.run(strings.NewReader(stdin), nil, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	tree := run("", "hash-object", "-t", "tree", "-w", "--stdin")
+	c1 := run("", "commit-tree", "-m", "one", tree)
+	c2 := run("", "commit-tree", "-m", "two", "-p", c1, tree)
+	run("", "update-ref", "refs/heads/main", c1)
+	run("", "update-ref", "refs/heads/plan-001/greet", c1)
+	run("", "update-ref", "refs/heads/packed", c1)
+	run("", "update-ref", "refs/heads/gone", c1)
+	run("", "pack-refs", "--all")
+	run("", "update-ref", "refs/heads/packed", c2) // loose again, newer than packed-refs
+	run("", "update-ref", "-d", "refs/heads/gone")
+	run("", "update-ref", "refs/heads/loose", c2)
+	run("", "symbolic-ref", "refs/heads/alias", "refs/heads/loose")
+
+	for _, name := range []string{"refs/heads/main", "refs/heads/plan-001/greet", "refs/heads/packed", "refs/heads/gone",
+		"refs/heads/loose", "refs/heads/plan-001", "refs/heads/none", "refs/heads/plan-001/greet/deeper"} {
+		sha, ok, known := g.branchFromFiles(name)
+		if !known {
+			t.Errorf("%s: left to git, want it read from the files", name)
+			continue
+		}
+		want, err := g.line("rev-parse", "--verify", "--quiet", "--end-of-options", name)
+		wantOK := err == nil
+		if err != nil && exitCode(err) != 1 {
+			t.Fatal(err)
+		}
+		if ok != wantOK || sha != want {
+			t.Errorf("%s = %q, %v; git says %q, %v", name, sha, ok, want, wantOK)
+		}
+	}
+	if sha, _ := g.branchHead("packed"); sha != c2 {
+		t.Errorf("branchHead(packed) = %s, want the loose ref's %s", sha, c2)
+	}
+	for _, name := range []string{"refs/heads/alias", "main", "refs/tags/v1", "refs/heads/../config", "refs/heads/a..b",
+		"refs/heads/.hidden", "refs/heads/x.lock", "refs/heads/", "refs/heads//x", "refs/heads/main^{commit}", "refs/heads/main:README.md"} {
+		if sha, ok, known := g.branchFromFiles(name); known {
+			t.Errorf("%s = %q, %v from the files, want it left to git", name, sha, ok)
+		}
+	}
+	if sha, ok, err := g.resolve("refs/heads/alias"); err != nil || !ok || sha != c2 {
+		t.Errorf("resolve(alias) = %q, %v, %v; want git's answer %s", sha, ok, err, c2)
+	}
+}
