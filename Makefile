@@ -26,7 +26,7 @@ demo-screenshots:
 build:
 	$(GO) build -o bin/forge ./cmd/forge
 
-# .ci/test runs go test -race, the app package's end-to-end tests in three
+# .ci/test runs go test -race, the app package's end-to-end tests in four
 # shards at once beside the other packages.
 test: lint
 	GO=$(GO) bash .ci/test $(PKGS)
