@@ -445,6 +445,26 @@ func (a *App) EnqueueAt(ctx context.Context, args river.JobArgs, at time.Time) e
 	return err
 }
 
+// Wake implements pipeline.Enqueuer: River's JobRetry makes a snoozed
+// (scheduled) job available now. Only a scheduled job is touched: JobRetry
+// would run a finished one again too.
+func (a *App) Wake(ctx context.Context, job int64) error {
+	row, err := a.river.JobGet(ctx, job)
+	if errors.Is(err, river.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read job %d: %w", job, err)
+	}
+	if row.State != rivertype.JobStateScheduled {
+		return nil
+	}
+	if _, err := a.river.JobRetry(ctx, job); err != nil && !errors.Is(err, river.ErrNotFound) {
+		return fmt.Errorf("wake job %d: %w", job, err)
+	}
+	return nil
+}
+
 func randomID() string {
 	b := make([]byte, 4)
 	rand.Read(b)

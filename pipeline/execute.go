@@ -181,6 +181,8 @@ func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error 
 		return x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop)
 	case plan.RequestChoice:
 		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
+	case plan.WakeJob:
+		return x.f.Queue.Wake(ctx, e.Job)
 	case plan.Reply:
 		out, err := x.reply(ev, e)
 		if err != nil {
@@ -217,6 +219,9 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 	case plan.RequestChoice:
 		// So does a choice for the job (a parked one takes it when woken).
 		return x.f.Plans.RequestChoice(ctx, p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
+	case plan.WakeJob:
+		// The job waits in the queue, not on the plan: woken at once.
+		return x.f.Queue.Wake(ctx, e.Job)
 	case plan.SyncLabel:
 		out = effect{Kind: effectLabel}
 	case plan.SetCheck:
