@@ -178,7 +178,15 @@ func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) erro
 func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error {
 	switch e := e.(type) {
 	case plan.RequestStop:
-		return x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop)
+		if err := x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop); err != nil {
+			return err
+		}
+		if q := x.p.QuotaPause; q != nil && e.Stop != plan.StopNone {
+			// Its job waits for a model's quota, maybe for hours: woken,
+			// it obeys the request now.
+			return x.f.Queue.Wake(ctx, q.Job)
+		}
+		return nil
 	case plan.RequestChoice:
 		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
 	case plan.WakeJob:

@@ -162,8 +162,10 @@ func (r *cliReport) claudeLine(line []byte) {
 		}
 		r.quota, r.quotaReset = false, time.Time{}
 		if m.IsError && strings.Trim(string(m.APIErrorStatus), `"`) == "429" {
+			// The stream's rejected limit says its reset to the second;
+			// the result's text only to the minute.
 			r.quota, r.quotaReset = true, r.limitReset
-			if t, ok := claudeReset(r.answer, time.Now()); ok {
+			if t, ok := claudeReset(r.answer, time.Now()); ok && r.quotaReset.IsZero() {
 				r.quotaReset = t
 			}
 		}
