@@ -80,3 +80,36 @@ func TestCLIQuota(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistryFallback: agents.fallback names runtimes both ways, never
+// leads back to where it started, and max_retry_wait is an openai
+// runtime's.
+func TestRegistryFallback(t *testing.T) {
+	exec := func() RuntimeConfig { return RuntimeConfig{Type: "exec", Command: []string{"claude"}} }
+	runtimes := map[string]RuntimeConfig{"claude": exec(), "codex": exec(), "local": exec()}
+	reg, err := NewRegistry(Config{Sandbox: SandboxNone, Runtimes: runtimes, Fallback: map[string]string{"claude": "codex", "codex": "local"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Fallback("claude") != "codex" || reg.Fallback("codex") != "local" || reg.Fallback("local") != "" {
+		t.Errorf("fallbacks: claude → %q, codex → %q, local → %q", reg.Fallback("claude"), reg.Fallback("codex"), reg.Fallback("local"))
+	}
+	for _, tt := range []struct {
+		fallback map[string]string
+		want     string
+	}{
+		{map[string]string{"gone": "codex"}, `agents.fallback: no runtime named "gone"`},
+		{map[string]string{"claude": "gone"}, `agents.fallback.claude: no runtime named "gone"`},
+		{map[string]string{"claude": "claude"}, "agents.fallback.claude: the fallbacks go round in a circle (claude → claude)"},
+		{map[string]string{"claude": "codex", "codex": "local", "local": "claude"}, "agents.fallback.claude: the fallbacks go round in a circle (claude → codex → local → claude)"},
+	} {
+		if _, err := NewRegistry(Config{Sandbox: SandboxNone, Runtimes: runtimes, Fallback: tt.fallback}); err == nil || err.Error() != tt.want {
+			t.Errorf("fallback %v: %v; want %q", tt.fallback, err, tt.want)
+		}
+	}
+	bad := exec()
+	bad.MaxRetryWait = time.Minute
+	if _, err := NewRegistry(Config{Sandbox: SandboxNone, Runtimes: map[string]RuntimeConfig{"claude": bad}}); err == nil || !strings.Contains(err.Error(), "max_retry_wait is an openai runtime's") {
+		t.Errorf("max_retry_wait on an exec runtime: %v", err)
+	}
+}
