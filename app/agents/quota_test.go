@@ -1,9 +1,16 @@
 package agents
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/forge-dev/forge/pipeline/agent"
 )
 
 // TestCLIQuota: each CLI's report of a spent quota, as the CLIs print it
@@ -111,5 +118,51 @@ func TestRegistryFallback(t *testing.T) {
 	bad.MaxRetryWait = time.Minute
 	if _, err := NewRegistry(Config{Sandbox: SandboxNone, Runtimes: map[string]RuntimeConfig{"claude": bad}}); err == nil || !strings.Contains(err.Error(), "max_retry_wait is an openai runtime's") {
 		t.Errorf("max_retry_wait on an exec runtime: %v", err)
+	}
+}
+
+// TestExecCLIQuota: the stand-ins of Claude Code and codex, their quota
+// spent, end the call with an *agent.QuotaError with the reset they print
+// (Claude Code's to the second, codex's to the minute) and the tokens
+// Claude Code reports for the refused call; an ordinary run after the
+// reset answers.
+func TestExecCLIQuota(t *testing.T) {
+	for _, tt := range []struct {
+		c      cliStandIn
+		args   []string
+		within time.Duration
+		used   int64
+	}{
+		{claudeStandIn, []string{"-p", "--output-format", "stream-json", "--verbose"}, time.Second, 42},
+		{codexStandIn, codexStandIn.args, time.Minute, 0},
+	} {
+		t.Run(tt.c.name, func(t *testing.T) {
+			c := tt.c
+			c.args = tt.args
+			e, state, _ := newCLI(t, c, &memSessions{})
+			reset := time.Now().Add(90 * time.Minute).Truncate(time.Second)
+			if err := os.WriteFile(filepath.Join(state, "quota-until"), []byte(strconv.FormatInt(reset.Unix(), 10)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			req := cliRequest(t.TempDir(), agent.Drafter, "plan-001", 0)
+			res, err := e.Run(context.Background(), req)
+			var q *agent.QuotaError
+			if !errors.As(err, &q) {
+				t.Fatalf("Run = %v; want an *agent.QuotaError", err)
+			}
+			if d := q.Reset.Sub(reset); d > 0 || d <= -tt.within {
+				t.Errorf("reset %s; want %s (within %s)", q.Reset, reset, tt.within)
+			}
+			if !strings.Contains(q.Message, "limit") {
+				t.Errorf("message %q", q.Message)
+			}
+			if res.Usage.Total() != tt.used {
+				t.Errorf("usage %+v; want %d tokens", res.Usage, tt.used)
+			}
+			os.Remove(filepath.Join(state, "quota-until"))
+			if res, err := e.Run(context.Background(), req); err != nil || res.Output == "" {
+				t.Errorf("after the reset: %q, %v", res.Output, err)
+			}
+		})
 	}
 }
