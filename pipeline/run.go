@@ -229,15 +229,17 @@ func (r *run) step(ctx context.Context, to plan.Step) error {
 
 func (r *run) execute(ctx context.Context) error {
 	p := r.p
+	// A pause for a model's quota ends as the job runs again, whatever
+	// stops it next.
+	if err := r.quotaLifted(ctx); err != nil {
+		return err
+	}
 	r.doing = templates.Step{Event: "reading-config", Path: repoconfig.Path}
 	cfg, err := r.f.readRepoConfig(ctx, r.ws, p.Repo, p.DefaultBranch)
 	if err != nil {
 		return err
 	}
 	r.cfg = cfg
-	if err := r.quotaLifted(ctx); err != nil {
-		return err
-	}
 	if r.pl, err = r.pipeline(); err != nil {
 		return err
 	}
