@@ -225,6 +225,11 @@ func (d *dashboard) row(p *pipeline.Plan) templates.PlanRow {
 	if step, ok := pipeline.CurrentStep(p); ok {
 		row.Step = templates.Line(step)
 	}
+	if q := p.QuotaPause; q != nil && p.State.Run() == plan.Running {
+		row.Run = "paused"
+		row.Step = fmt.Sprintf("paused until %s: the model quota of agent runtime %s is spent, while %s",
+			q.Until.UTC().Format("2006-01-02 15:04:05 UTC"), q.Runtime, q.Step)
+	}
 	if p.Cost > 0 {
 		row.Cost = fmt.Sprintf("$%.2f", p.Cost)
 	}

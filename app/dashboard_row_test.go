@@ -2,6 +2,7 @@ package app
 
 import (
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -35,5 +36,18 @@ func TestDashboardRowRunState(t *testing.T) {
 		if got := d.row(p).Run; got != c.want {
 			t.Errorf("%s: run %q, want %q", c.state, got, c.want)
 		}
+	}
+}
+
+// TestDashboardRowQuotaPause: a plan whose job waits for a model's quota
+// shows as paused, until when and why.
+func TestDashboardRowQuotaPause(t *testing.T) {
+	d := &dashboard{app: &App{}}
+	running := plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Running, Mode: plan.ModeForge})
+	p := &pipeline.Plan{Repo: pipeline.Repo{Owner: "octo", Name: "hello"}, Number: 1, State: running,
+		QuotaPause: &pipeline.QuotaPause{Runtime: "claude", Step: "drafting the plan", Until: time.Date(2026, 12, 8, 4, 50, 0, 0, time.UTC)}}
+	row := d.row(p)
+	if row.Run != "paused" || row.Step != "paused until 2026-12-08 04:50:00 UTC: the model quota of agent runtime claude is spent, while drafting the plan" {
+		t.Errorf("row: run %q, step %q", row.Run, row.Step)
 	}
 }

@@ -24,6 +24,9 @@ type fakeModel struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	got []modelRequest
+	// limit, when it returns headers for a role's nth request, answers it
+	// 429 with them, as OpenAI does when a rate limit is spent.
+	limit func(role string, n int) http.Header
 }
 
 type modelRequest struct {
@@ -61,7 +64,19 @@ func newFakeModel(t *testing.T) *fakeModel {
 				n++
 			}
 		}
+		limit := f.limit
 		f.mu.Unlock()
+		if limit != nil {
+			if h := limit(role, n); h != nil {
+				for k, v := range h {
+					w.Header()[k] = v
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"message":"Rate limit reached for model-a in organization org-test on tokens per min (TPM): Limit 30000, Used 30000, Requested 1200. Please try again in 5s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`)
+				return
+			}
+		}
 		last := fmt.Sprint(req.Messages[len(req.Messages)-1]["content"])
 		id := planIDInPrompt.FindString(last)
 		var answer string
@@ -116,7 +131,7 @@ func (f *fakeModel) requests(role string) []modelRequest {
 	return out
 }
 
-func newOpenAIWorld(t *testing.T, repoConfig string) (*world, *fakeModel) {
+func newOpenAIWorld(t *testing.T, repoConfig string, configure ...func(*app.Config)) (*world, *fakeModel) {
 	t.Helper()
 	model := newFakeModel(t)
 	gh := apptest.GitHub(t)
@@ -135,6 +150,9 @@ func newOpenAIWorld(t *testing.T, repoConfig string) (*world, *fakeModel) {
 		}
 		c.Agents.Roles = map[string]string{"default": "cloud"}
 		c.Agents.Prices = map[string]agents.Price{"model-a": {InputPerMillion: 3, OutputPerMillion: 15}}
+		for _, f := range configure {
+			f(c)
+		}
 	}})
 	return w, model
 }

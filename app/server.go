@@ -445,6 +445,36 @@ func (a *App) EnqueueAt(ctx context.Context, args river.JobArgs, at time.Time) e
 	return err
 }
 
+// Wake implements pipeline.Enqueuer: River's JobRetry makes a snoozed
+// (scheduled) job available now. Only a scheduled job is touched: JobRetry
+// would run a finished one again too. A job still running is waited for a
+// few seconds: one that just recorded its pause is about to be snoozed.
+func (a *App) Wake(ctx context.Context, job int64) error {
+	for try := 0; ; try++ {
+		row, err := a.river.JobGet(ctx, job)
+		if errors.Is(err, river.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read job %d: %w", job, err)
+		}
+		switch {
+		case row.State == rivertype.JobStateScheduled:
+			if _, err := a.river.JobRetry(ctx, job); err != nil && !errors.Is(err, river.ErrNotFound) {
+				return fmt.Errorf("wake job %d: %w", job, err)
+			}
+			return nil
+		case row.State != rivertype.JobStateRunning || try >= 50:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func randomID() string {
 	b := make([]byte, 4)
 	rand.Read(b)

@@ -253,6 +253,12 @@ func (c *commandCtx) decide(ctx context.Context, cmd command.Command) error {
 	if p == nil {
 		return err
 	}
+	if q := p.QuotaPause; cmd.Kind == command.Resume && q != nil && p.State.Run() == plan.Running {
+		// Its job waits for a model's quota: woken now, it runs its step
+		// again (and pauses again if the quota still holds).
+		return c.apply(ctx, p, plan.QuotaResume{Cause: c.cause(), Job: q.Job, Reply: plan.Reply{On: plan.OnCause,
+			Data: &templates.Quota{Event: "resumed", Runtime: q.Runtime, Until: q.Until.UTC().Format(time.RFC1123), By: c.a.Author}}})
+	}
 	return c.apply(ctx, p, haltDecision(p, string(cmd.Kind), c.a.Author, c.cause()))
 }
 
@@ -592,6 +598,9 @@ func (c *commandCtx) status(ctx context.Context, cmd command.Command) error {
 	}
 	if p.PR != 0 {
 		v.PRURL = "#" + strconv.Itoa(p.PR)
+	}
+	if q := p.QuotaPause; q != nil && p.State.Run() == plan.Running {
+		v.Quota = &templates.Quota{Event: "paused", Runtime: q.Runtime, Until: q.Until.UTC().Format(time.RFC1123), Step: q.Step, Guessed: q.Guessed}
 	}
 	if pause, ok := c.f.paused.last(c.a.InstallationID); ok {
 		v.PausedFrom, v.PausedUntil = pause.From.UTC().Format(time.RFC1123), pause.Until.UTC().Format(time.RFC1123)

@@ -178,9 +178,19 @@ func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) erro
 func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error {
 	switch e := e.(type) {
 	case plan.RequestStop:
-		return x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop)
+		if err := x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop); err != nil {
+			return err
+		}
+		if q := x.p.QuotaPause; q != nil && e.Stop != plan.StopNone {
+			// Its job waits for a model's quota, maybe for hours: woken,
+			// it obeys the request now.
+			return x.f.Queue.Wake(ctx, q.Job)
+		}
+		return nil
 	case plan.RequestChoice:
 		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
+	case plan.WakeJob:
+		return x.f.Queue.Wake(ctx, e.Job)
 	case plan.Reply:
 		out, err := x.reply(ev, e)
 		if err != nil {
@@ -217,6 +227,9 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 	case plan.RequestChoice:
 		// So does a choice for the job (a parked one takes it when woken).
 		return x.f.Plans.RequestChoice(ctx, p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
+	case plan.WakeJob:
+		// The job waits in the queue, not on the plan: woken at once.
+		return x.f.Queue.Wake(ctx, e.Job)
 	case plan.SyncLabel:
 		out = effect{Kind: effectLabel}
 	case plan.SetCheck:

@@ -56,6 +56,9 @@ type AgentSource interface {
 	Runtime(role agent.Role, choice repoconfig.Agent) (agent.Runtime, string, error)
 	// RuntimeName names the runtime Runtime picks, for the plan's timeline.
 	RuntimeName(role agent.Role, choice repoconfig.Agent) string
+	// Fallback names the runtime that takes a step whose runtime's model
+	// quota is spent (agents.fallback), "" for none.
+	Fallback(runtime string) string
 	// Cost prices usage of a model from the server's price table; false
 	// when the model has no price.
 	Cost(model string, u agent.Usage) (float64, bool)
@@ -66,6 +69,9 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, args river.JobArgs) error
 	// EnqueueAt inserts a job that runs no earlier than at.
 	EnqueueAt(ctx context.Context, args river.JobArgs, at time.Time) error
+	// Wake makes a snoozed job run now; a job that is not waiting (it
+	// runs, or is gone) is left as it is.
+	Wake(ctx context.Context, job int64) error
 }
 
 const defaultLeaseTTL = 15 * time.Second
@@ -225,6 +231,11 @@ func (f *Forge) snooze(ctx context.Context, installation int64, rl *RateLimitErr
 	reset := rl.Reset
 	if !reset.After(now) {
 		reset = now.Add(time.Second)
+	}
+	if rl.Runtime != "" {
+		// A model's quota holds one plan, not the installation: the run
+		// said so on the plan, its check run and its pull request.
+		return river.JobSnooze(reset.Sub(now) + time.Second)
 	}
 	p, isNew := f.paused.record(installation, now, reset)
 	if isNew {

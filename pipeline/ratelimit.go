@@ -8,16 +8,23 @@ import (
 
 // RateLimitError is GitHub refusing an installation's requests until Reset
 // (a primary limit spent, or a secondary limit asking for a longer wait than
-// the retry policy's): the job is snoozed until then instead of failing.
+// the retry policy's), or a model's quota holding a plan's agent call
+// (Runtime is set): the job is snoozed until then instead of failing.
 type RateLimitError struct {
 	Reset time.Time
 	// Installation is the installation limited, 0 when the adapter did not
 	// know it (the worker fills it in).
 	Installation int64
-	Err          error
+	// Runtime is the agent runtime whose model refused the plan's call
+	// (an *agent.QuotaError); empty for GitHub's limit.
+	Runtime string
+	Err     error
 }
 
 func (e *RateLimitError) Error() string {
+	if e.Runtime != "" {
+		return fmt.Sprintf("the model quota of agent runtime %s holds until %s: %v", e.Runtime, e.Reset.UTC().Format(time.RFC3339), e.Err)
+	}
 	return fmt.Sprintf("GitHub's rate limit holds until %s: %v", e.Reset.UTC().Format(time.RFC3339), e.Err)
 }
 

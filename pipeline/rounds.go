@@ -633,6 +633,9 @@ func (r *run) finish(ctx context.Context, err error) error {
 	}
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
+		if rl.Runtime != "" && p.State.Run() == plan.Running && p.State.Status().Active() {
+			return r.quotaPaused(ctx, rl)
+		}
 		return err // snoozed until the reset; the next run resumes from the saved step
 	}
 	if esc, ok := asEscalation(err); ok && p.State.Run() == plan.Running && p.State.Status().Active() {

@@ -117,7 +117,7 @@ func (f *Forge) RunPlan(ctx context.Context, args ForgeArgs, jobID int64, attemp
 	if err != nil {
 		return err
 	}
-	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, resumed: p.State.Step() > plan.StepNew || p.Generation > 1,
+	r := &run{f: f, p: p, gh: gh, ws: ws, started: f.now(), attempt: attempt, jobID: jobID, resumed: p.State.Step() > plan.StepNew || p.Generation > 1,
 		phaseRun: p.State.Mode() == plan.ModePhases,
 		log:      zerolog.Ctx(ctx).With().Str("plan", PlanID(p.Number)).Str("repo", p.Repo.String()).Logger()}
 	err = r.finish(ctx, r.execute(ctx))
@@ -165,6 +165,8 @@ type run struct {
 	started   time.Time
 	resumed   bool
 	attempt   int
+	// jobID is the job running the plan, which a model's quota snoozes.
+	jobID int64
 	// what the run is doing, for the error report
 	doing templates.Step
 	// humanChange is set when a person pushed to the plan branch meanwhile.
@@ -227,6 +229,11 @@ func (r *run) step(ctx context.Context, to plan.Step) error {
 
 func (r *run) execute(ctx context.Context) error {
 	p := r.p
+	// A pause for a model's quota ends as the job runs again, whatever
+	// stops it next.
+	if err := r.quotaLifted(ctx); err != nil {
+		return err
+	}
 	r.doing = templates.Step{Event: "reading-config", Path: repoconfig.Path}
 	cfg, err := r.f.readRepoConfig(ctx, r.ws, p.Repo, p.DefaultBranch)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/repoconfig"
 	"github.com/forge-dev/forge/templates"
 )
 
@@ -70,7 +71,7 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 		return agent.Result{}, err
 	}
 	runtime := r.f.Agents.RuntimeName(role, choice)
-	call := func() (agent.Result, error) {
+	once := func() (agent.Result, error) {
 		start := time.Now()
 		res, err := rt.Run(ctx, req)
 		cost := r.account(model, res.Usage)
@@ -78,6 +79,39 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 			Tokens: res.Usage.Total(), Cost: cost, Outcome: callOutcome(err)})
 		if err == nil && answers(role) && strings.TrimSpace(res.Output) == "" {
 			err = &agent.Failure{ExitCode: 0, Tail: "the agent answered with nothing"}
+		}
+		return res, err
+	}
+	// call makes the call on the role's runtime, then on its fallbacks
+	// while a model's quota is spent (agents.fallback); without one the
+	// plan waits for the reset. Each refused call's tokens count once,
+	// as every call counts its own.
+	call := func() (agent.Result, error) {
+		res, err := once()
+		tried := map[string]bool{}
+		var quota *agent.QuotaError
+		for errors.As(err, &quota) && ctx.Err() == nil {
+			tried[runtime] = true
+			next := r.f.Agents.Fallback(runtime)
+			if next == "" || tried[next] {
+				return res, r.quotaLimit(runtime, quota)
+			}
+			if !r.f.Policy.AllowsRuntime(p.Repo, string(role), next) {
+				r.log.Warn().Str("runtime", runtime).Str("fallback", next).Str("role", string(role)).
+					Msg("a model's quota is spent and the policy does not allow the fallback runtime for the role: the plan pauses")
+				return res, r.quotaLimit(runtime, quota)
+			}
+			fb, fbModel, ferr := r.f.Agents.Runtime(role, repoconfig.Agent{Runtime: next})
+			if ferr != nil {
+				return res, fmt.Errorf("%s agent: fallback runtime: %w", role, ferr)
+			}
+			r.log.Warn().Err(quota).Str("runtime", runtime).Str("fallback", next).Str("role", string(role)).
+				Msg("a model's quota is spent: the fallback runtime takes the step")
+			rt, model, runtime = fb, fbModel, next
+			res, err = once()
+		}
+		if err == nil {
+			p.QuotaPauses = 0 // the model answered: a later pause backs off afresh
 		}
 		return res, err
 	}

@@ -177,9 +177,14 @@ type Plan struct {
 	ErrorCause string `json:",omitempty"`
 	Usage      int64
 	// Cost is the priced part of Usage, in the price table's currency.
-	Cost      float64
-	StartedAt time.Time
-	UpdatedAt time.Time
+	Cost float64
+	// QuotaPause is the model's quota the plan's job waits out, while it
+	// holds; nil when none does. QuotaPauses counts the pauses in a row
+	// without a reset given, for the next one's backoff.
+	QuotaPause  *QuotaPause `json:",omitempty"`
+	QuotaPauses int         `json:",omitempty"`
+	StartedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // ErrPlanNotFound is a plan the store does not have.

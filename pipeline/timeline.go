@@ -50,9 +50,12 @@ func (f *Forge) agentCalled(ctx context.Context, p *Plan, call AgentCall) {
 // callOutcome says how an agent call ended, in the timeline's words.
 func callOutcome(err error) string {
 	var fail *agent.Failure
+	var quota *agent.QuotaError
 	switch {
 	case err == nil:
 		return "ok"
+	case errors.As(err, &quota):
+		return "quota"
 	case errors.As(err, &fail) && fail.TimedOut:
 		return "timed out"
 	case errors.As(err, &fail) && fail.ExitCode > 0:

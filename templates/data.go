@@ -193,10 +193,13 @@ type (
 	CheckTitle struct {
 		Event   string
 		PhaseID string
-		Verdict string
-		Guard   string
-		Round   int
-		Step    Step
+		// Runtime and Until: the agent runtime whose model's quota pauses
+		// the plan, until then (Event "quota").
+		Runtime, Until string
+		Verdict        string
+		Guard          string
+		Round          int
+		Step           Step
 		// Percent of the acceptance criteria covered, below Threshold.
 		Percent, Threshold int
 	}
@@ -415,6 +418,16 @@ type (
 	HelpLine struct{ Usage, On, Brief string }
 	// Inline is one finding as an inline review comment.
 	Inline struct{ audit.Finding }
+	// Quota: a model's quota pauses the plan's job until Until (UTC,
+	// RFC 1123), said on the pull request when the wait is long (Event
+	// "paused"; Guessed when the provider gave no reset and Until is
+	// Forge's backoff), or By resumed it before (Event "resumed").
+	// Message is the provider's words.
+	Quota struct {
+		Head
+		Event, Runtime, Until, Step, Message, By string
+		Guessed                                  bool
+	}
 	// JobFailed: a job gave up after its attempts.
 	JobFailed struct {
 		Head
@@ -843,6 +856,9 @@ type (
 		PausedFrom  string
 		PausedUntil string
 		PauseHolds  bool
+		// Quota is the model's quota the plan's job waits for, while it
+		// holds (Event "paused").
+		Quota *Quota
 		// Guard halted the plan's review loop after HaltRound (a pause:
 		// after HaltRound, or before phase HaltPhase).
 		Guard     string
@@ -950,6 +966,7 @@ func (OpenFindings) Template() string     { return "open-findings" }
 func (Help) Template() string             { return "help" }
 func (Inline) Template() string           { return "inline" }
 func (JobFailed) Template() string        { return "job-failed" }
+func (Quota) Template() string            { return "quota" }
 func (NoPlan) Template() string           { return "no-plan" }
 func (NoPlanHere) Template() string       { return "no-plan-here" }
 func (OpenPlan) Template() string         { return "open-plan" }

@@ -412,6 +412,7 @@ func textCases(t *testing.T) []textCase {
 			Line: "Plan run stopped: Phase **phase-2** failed: checks failed: ci (failure). 1/3 phases completed.\nUse `/forge run` to retry or `/forge skip` to skip.", Phases: []templates.RunPhase{
 				runPhases[0], {ID: "phase-2", Title: "Implement src/webhook.test.ts", Status: "failed", Took: "8s", Checks: "1m4s"}, runPhases[2]}}},
 		{"check-title/forging", templates.CheckTitle{Event: "forging"}},
+		{"check-title/quota", templates.CheckTitle{Event: "quota", Runtime: "claude", Until: "Mon, 07 Dec 2026 21:30:00 UTC"}},
 		{"check-title/awaits", templates.CheckTitle{Event: "awaits"}},
 		{"check-title/cap", templates.CheckTitle{Event: "cap"}},
 		{"check-title/blocking", templates.CheckTitle{Event: "blocking", Verdict: "blocking"}},
@@ -627,6 +628,10 @@ func textCases(t *testing.T) []textCase {
 
 		{"status/running", status(templates.Status{Running: templates.Step{Event: "audit-round", Round: 2}, PRURL: "#42", Round: 1, LastVerdict: "blocking"})},
 		{"status/queued", status(templates.Status{Queued: true})},
+		{"status/quota", status(templates.Status{Running: templates.Step{Event: "drafting"}, PRURL: "#42",
+			Quota: &templates.Quota{Event: "paused", Runtime: "claude", Until: "Mon, 07 Dec 2026 21:30:00 UTC", Step: "drafting the plan"}})},
+		{"status/quota guessed", status(templates.Status{Running: templates.Step{Event: "running-phase", PhaseID: "phase-2"}, PRURL: "#42",
+			Quota: &templates.Quota{Event: "paused", Runtime: "local", Until: "Mon, 07 Dec 2026 21:30:00 UTC", Step: "running phase-2", Guessed: true}})},
 		{"status/phases", status(templates.Status{Status: string(plan.Implementing), Running: templates.Step{Event: "phase-waits", PhaseID: "phase-2", SHA: "1a2b3c4"}, PRURL: "#42", Round: 3, LastVerdict: "minor", Objective: "Retry webhook deliveries that fail, with backoff.", Phases: phaseItems})},
 		{"status/review", status(templates.Status{Status: string(plan.Review), PRURL: "#42", Round: 3, LastVerdict: "minor"})},
 		{"status/halted", status(templates.Status{Status: string(plan.Draft), PRURL: "#42", Round: 5, LastVerdict: "blocking", Guard: "round-cap", HaltRound: 5})},
@@ -651,6 +656,12 @@ func textCases(t *testing.T) []textCase {
 		}}},
 
 		{"truncated", templates.Truncated{Removed: 123456}},
+		{"quota/paused", templates.Quota{Head: templates.Head{Marker: "<!-- forge:plan-007:quota -->", PlanID: "plan-007"}, Event: "paused", Runtime: "claude",
+			Until: "Tue, 08 Dec 2026 04:50:00 UTC", Step: "drafting the plan", Message: "You've hit your session limit • resets 4:50am (UTC)\n@alice"}},
+		{"quota/paused without a reset", templates.Quota{Head: templates.Head{Marker: "<!-- forge:plan-007:quota -->", PlanID: "plan-007"}, Event: "paused", Runtime: "local",
+			Until: "Mon, 07 Dec 2026 21:30:00 UTC", Step: "running phase-2", Guessed: true}},
+		{"quota/resumed", templates.Quota{Head: templates.Head{Marker: "<!-- forge:reply:comment-9 -->", PlanID: "plan-007"}, Event: "resumed", Runtime: "claude",
+			Until: "Tue, 08 Dec 2026 04:50:00 UTC", By: "alice"}},
 		{"job-failed", templates.JobFailed{Head: templates.Head{Marker: "<!-- forge:job:42:gave-up -->"}, What: "the command", Attempts: 8, Error: "react to comment 7: GET https://api.github.com/x: 502 Bad Gateway\nmore"}},
 		{"forge-error/with tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 0, 1), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "drafting"}, Branch: branch}, Error: "drafter agent: agent exited with status 1: exit status 1", Tail: "Reading src/webhook.ts\nError: rate limit exceeded for model claude-sonnet\n    at request (client.js:41)"}},
 		{"forge-error/without tail", templates.ForgeError{Head: templates.Head{Marker: pipeline.Marker(planNumber, "error", 0, 2), PlanID: planID}, Failure: templates.Failure{Step: templates.Step{Event: "auditing", Round: 2}, Branch: branch}, Error: "post audit round 2 review: 422 Validation Failed", Tail: ""}},

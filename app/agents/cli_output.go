@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Output formats of an exec runtime: how its CLI prints the answer.
@@ -52,6 +53,13 @@ type cliReport struct {
 	hasCost bool
 	failure string // what the CLI said went wrong
 	skipped int    // lines that were not JSON
+	// quota is set when the failure is the model's quota spent (Claude
+	// Code's result with api_error_status 429, codex's usage limit), with
+	// the reset the CLI named, zero when none; limitReset is the reset of
+	// the limit Claude Code's stream said was rejected.
+	quota      bool
+	quotaReset time.Time
+	limitReset time.Time
 }
 
 // sessionIDShape is a session id Forge passes back to a CLI: both Claude
@@ -90,6 +98,15 @@ type claudeMessage struct {
 		OutputTokens             int64 `json:"output_tokens"`
 	} `json:"usage"`
 	Errors []string `json:"errors"`
+	// APIErrorStatus is the HTTP status of the API error that ended the
+	// call (429: a limit), null otherwise.
+	APIErrorStatus json.RawMessage `json:"api_error_status"`
+	// RateLimitInfo is a rate_limit_event's: status "rejected" and the
+	// limit's reset in Unix seconds.
+	RateLimitInfo *struct {
+		Status   string `json:"status"`
+		ResetsAt int64  `json:"resetsAt"`
+	} `json:"rate_limit_info"`
 }
 
 // claudeLine reads a result object, a stream-json line, or the array of
@@ -112,6 +129,9 @@ func (r *cliReport) claudeLine(line []byte) {
 	for _, m := range msgs {
 		if m.SessionID != "" {
 			r.session = m.SessionID // the init message has it before the result
+		}
+		if m.Type == "rate_limit_event" && m.RateLimitInfo != nil && m.RateLimitInfo.Status == "rejected" && m.RateLimitInfo.ResetsAt > 0 {
+			r.limitReset = time.Unix(m.RateLimitInfo.ResetsAt, 0)
 		}
 		if m.Type != "result" {
 			continue
@@ -139,6 +159,15 @@ func (r *cliReport) claudeLine(line []byte) {
 				}
 			}
 			r.failure = strings.Join(lines, "\n")
+		}
+		r.quota, r.quotaReset = false, time.Time{}
+		if m.IsError && strings.Trim(string(m.APIErrorStatus), `"`) == "429" {
+			// The stream's rejected limit says its reset to the second;
+			// the result's text only to the minute.
+			r.quota, r.quotaReset = true, r.limitReset
+			if t, ok := claudeReset(r.answer, time.Now()); ok && r.quotaReset.IsZero() {
+				r.quotaReset = t
+			}
 		}
 	}
 }
@@ -186,9 +215,24 @@ func (r *cliReport) codexLine(line []byte) {
 		r.failure = "codex: the turn failed"
 		if ev.Error != nil && ev.Error.Message != "" {
 			r.failure = "codex: " + ev.Error.Message
+			r.codexQuota(ev.Error.Message)
 		}
 	case "error":
 		r.failure = "codex: " + ev.Message
+		r.codexQuota(ev.Message)
+	}
+}
+
+// codexQuota notes a usage limit an error message reports; a later
+// message saying the same without a reset keeps the reset.
+func (r *cliReport) codexQuota(msg string) {
+	quota, reset, known := codexQuota(msg, time.Now())
+	if !quota {
+		return
+	}
+	r.quota = true
+	if known {
+		r.quotaReset = reset
 	}
 }
 

@@ -128,6 +128,13 @@ func (e *Exec) attempt(call context.Context, errTimeout error, req agent.Request
 	}
 	var f *agent.Failure
 	switch {
+	case rep.quota && (err == nil || (errors.As(err, &f) && !f.TimedOut && call.Err() == nil)):
+		// Not the agent's failure: the plan waits for the reset.
+		first, _, _ := strings.Cut(rep.failure, "\n")
+		if rest := strings.TrimSpace(strings.TrimPrefix(rep.failure, first)); rest != "" {
+			first = rest
+		}
+		return res, rep, &agent.QuotaError{Reset: rep.quotaReset, Message: lastLines(first, tailLines, tailMaxBytes)}
 	case errors.As(err, &f):
 		if rep.failure != "" {
 			first, _, _ := strings.Cut(rep.failure, "\n")

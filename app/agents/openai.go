@@ -57,6 +57,12 @@ type OpenAIConfig struct {
 	AllowCommands []string
 	// CommandTimeout bounds one run_command (default 10m).
 	CommandTimeout time.Duration
+	// MaxRetryWait is the longest wait a rate limit (429) or a server
+	// error asks for that the runtime sits out itself, retrying the call
+	// (default 1m). A rate limit asking for longer ends the call with an
+	// *agent.QuotaError: the plan is paused until the reset instead of
+	// holding a worker for it.
+	MaxRetryWait time.Duration
 	// Env names variables of the server's environment that run_command's
 	// programs see besides PATH, HOME and LANG (as ExecConfig.Env).
 	Env []string
@@ -121,8 +127,8 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("openai runtime: base_url %q is not an http(s) URL", cfg.BaseURL)
 	}
-	if cfg.Timeout < 0 || cfg.MaxTurns < 0 || cfg.OutputLimit < 0 || cfg.ToolOutputLimit < 0 || cfg.CommandTimeout < 0 {
-		return nil, errors.New("openai runtime: timeout, max_turns, output limits and command_timeout must not be negative")
+	if cfg.Timeout < 0 || cfg.MaxTurns < 0 || cfg.OutputLimit < 0 || cfg.ToolOutputLimit < 0 || cfg.CommandTimeout < 0 || cfg.MaxRetryWait < 0 {
+		return nil, errors.New("openai runtime: timeout, max_turns, output limits, command_timeout and max_retry_wait must not be negative")
 	}
 	if err := checkModel(cfg.Model); err != nil {
 		return nil, fmt.Errorf("openai runtime: %w", err)
@@ -148,6 +154,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if o.sandbox == nil {
 		o.sandbox = defaultSandbox()
+	}
+	if cfg.MaxRetryWait > 0 {
+		o.retry.maxWait = cfg.MaxRetryWait
 	}
 	if cfg.APIKeyEnv != "" {
 		if !envName.MatchString(cfg.APIKeyEnv) {
@@ -266,6 +275,13 @@ func (o *OpenAI) Run(ctx context.Context, req agent.Request) (agent.Result, erro
 		completion, err := o.complete(runCtx, req.Role, params)
 		if err != nil {
 			var perm *permanentError
+			var quota *agent.QuotaError
+			if errors.As(err, &quota) {
+				// The turns before it count; the plan makes the call
+				// again after the reset.
+				res.Duration = time.Since(start)
+				return res, quota
+			}
 			if errors.As(err, &perm) {
 				res.Duration = time.Since(start)
 				return res, fmt.Errorf("run %s agent: %w", req.Role, err)
@@ -355,7 +371,10 @@ func systemPrompt(role agent.Role, offered []tool) string {
 
 // complete sends one chat-completions request, retrying rate limits, server
 // errors and lost connections under the retry policy. Other 4xx answers
-// come back at once as a *permanentError.
+// come back at once as a *permanentError; a rate limit that outlasts the
+// policy as an *agent.QuotaError, for the plan to wait out. The client
+// library retries nothing itself (MaxRetries 0): its own retries would
+// wait without Forge knowing, on top of Forge's.
 func (o *OpenAI) complete(ctx context.Context, role agent.Role, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
 	var waited time.Duration
 	for attempt := 1; ; attempt++ {
@@ -366,28 +385,37 @@ func (o *OpenAI) complete(ctx context.Context, role agent.Role, params openai.Ch
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("chat completion at %s: %w", o.endpoint, context.Cause(ctx))
 		}
-		wait, err := o.classify(err, attempt)
+		r := o.classify(err, attempt)
 		var perm *permanentError
-		if errors.As(err, &perm) {
-			return nil, err
+		if errors.As(r.err, &perm) {
+			return nil, r.err
+		}
+		deadline, bounded := ctx.Deadline()
+		longer := r.wait > o.retry.maxWait || waited+r.wait > o.retry.maxTotal || (bounded && time.Until(deadline) < r.wait)
+		if r.limited && (longer || attempt >= o.retry.attempts) {
+			q := &agent.QuotaError{Message: r.err.Error()}
+			if r.reset {
+				q.Reset = time.Now().Add(r.wait)
+			}
+			return nil, q
 		}
 		if attempt >= o.retry.attempts {
-			return nil, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+			return nil, fmt.Errorf("%w (gave up after %d attempts)", r.err, attempt)
 		}
-		if wait > o.retry.maxWait || waited+wait > o.retry.maxTotal {
-			return nil, fmt.Errorf("%w (the server asks to wait %s, longer than Forge waits)", err, wait.Round(time.Second))
+		if r.wait > o.retry.maxWait || waited+r.wait > o.retry.maxTotal {
+			return nil, fmt.Errorf("%w (the server asks to wait %s, longer than Forge waits)", r.err, r.wait.Round(time.Second))
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-			return nil, fmt.Errorf("%w (the server asks to wait %s, past the call's timeout)", err, wait.Round(time.Second))
+		if bounded && time.Until(deadline) < r.wait {
+			return nil, fmt.Errorf("%w (the server asks to wait %s, past the call's timeout)", r.err, r.wait.Round(time.Second))
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(r.wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, fmt.Errorf("chat completion at %s: %w", o.endpoint, context.Cause(ctx))
 		case <-t.C:
 		}
-		waited += wait
+		waited += r.wait
 	}
 }
 
@@ -397,25 +425,36 @@ type permanentError struct{ msg string }
 
 func (e *permanentError) Error() string { return e.msg }
 
+// refusal is a failed request as complete weighs it: the error for
+// people, how long to wait before trying again, whether the server said
+// so (reset), and whether it is a rate limit (429).
+type refusal struct {
+	err     error
+	wait    time.Duration
+	reset   bool
+	limited bool
+}
+
 // classify describes a failed request for people, decides whether it is
 // worth retrying and how long to wait first.
-func (o *OpenAI) classify(err error, attempt int) (time.Duration, error) {
+func (o *OpenAI) classify(err error, attempt int) refusal {
 	backoff := o.retry.backoff << (attempt - 1)
 	backoff -= time.Duration(rand.Int64N(int64(backoff)/4 + 1)) // spread clients that failed together
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.Response == nil {
 		// No HTTP answer at all: a refused or dropped connection.
-		return backoff, fmt.Errorf("chat completion at %s: %w", o.endpoint, err)
+		return refusal{err: fmt.Errorf("chat completion at %s: %w", o.endpoint, err), wait: backoff}
 	}
 	status := apiErr.Response.StatusCode
 	described := fmt.Errorf("chat completion at %s: %d %s: %s", o.endpoint, status, http.StatusText(status), o.serverMessage(apiErr))
 	if status != http.StatusTooManyRequests && status < 500 {
-		return 0, &permanentError{msg: described.Error()}
+		return refusal{err: &permanentError{msg: described.Error()}}
 	}
-	if wait, ok := retryAfter(apiErr.Response.Header); ok {
-		return wait, described
+	r := refusal{err: described, wait: backoff, limited: status == http.StatusTooManyRequests}
+	if wait, ok := retryAfter(apiErr.Response.Header, time.Now()); ok {
+		r.wait, r.reset = wait, true
 	}
-	return backoff, described
+	return r
 }
 
 // serverMessage is the endpoint's own explanation: the error object's
@@ -437,24 +476,71 @@ func (o *OpenAI) serverMessage(apiErr *openai.Error) string {
 }
 
 // retryAfter reads the wait a server asks for: Retry-After-Ms (OpenAI's),
-// else Retry-After in seconds or as an HTTP date.
-func retryAfter(h http.Header) (time.Duration, bool) {
+// else Retry-After in seconds or as an HTTP date, else the reset of the
+// limit that ran out: OpenAI's x-ratelimit-reset-requests and -tokens
+// (durations such as "1s", "6m0s", "20ms"), Anthropic's
+// anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-reset
+// (RFC 3339 times). Of those, a limit whose remaining count is 0 says
+// which one refused; when none says so, the latest reset is waited for.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
 			return time.Duration(ms * float64(time.Millisecond)), true
 		}
 	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0, false
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+			return time.Duration(s * float64(time.Second)), true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(t.Sub(now), 0), true
+		}
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
+	var spent, any time.Duration
+	var spentOK, anyOK bool
+	for _, l := range rateLimitHeaders {
+		v := h.Get(l.reset)
+		if v == "" {
+			continue
+		}
+		var wait time.Duration
+		if l.rfc3339 {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				continue
+			}
+			wait = max(t.Sub(now), 0)
+		} else {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				continue
+			}
+			wait = d
+		}
+		any, anyOK = max(any, wait), true
+		if h.Get(l.remaining) == "0" {
+			spent, spentOK = max(spent, wait), true
+		}
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
+	if spentOK {
+		return spent, true
 	}
-	return 0, false
+	return any, anyOK
+}
+
+// rateLimitHeaders are the limits OpenAI and Anthropic report on every
+// answer: the header with the limit's reset and the one with what is left
+// of it.
+var rateLimitHeaders = []struct {
+	reset, remaining string
+	rfc3339          bool
+}{
+	{"X-Ratelimit-Reset-Requests", "X-Ratelimit-Remaining-Requests", false},
+	{"X-Ratelimit-Reset-Tokens", "X-Ratelimit-Remaining-Tokens", false},
+	{"Anthropic-Ratelimit-Requests-Reset", "Anthropic-Ratelimit-Requests-Remaining", true},
+	{"Anthropic-Ratelimit-Tokens-Reset", "Anthropic-Ratelimit-Tokens-Remaining", true},
+	{"Anthropic-Ratelimit-Input-Tokens-Reset", "Anthropic-Ratelimit-Input-Tokens-Remaining", true},
+	{"Anthropic-Ratelimit-Output-Tokens-Reset", "Anthropic-Ratelimit-Output-Tokens-Remaining", true},
 }
 
 // lastToolOutput is the end of the conversation, for the failure report of a

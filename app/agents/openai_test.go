@@ -334,11 +334,15 @@ func TestOpenAIRetries(t *testing.T) {
 		return `{"error": {"message": "` + msg + `", "type": "invalid_request_error"}}`
 	}
 	tests := []struct {
-		name     string
-		script   []reply
-		timeout  time.Duration
-		wantErr  string // empty: success
-		failure  bool   // a *agent.Failure (worth a retry), else a plain error
+		name    string
+		script  []reply
+		timeout time.Duration
+		wantErr string // empty: success
+		failure bool   // a *agent.Failure (worth a retry), else a plain error
+		// quota: an *agent.QuotaError, resetting about reset from now
+		// (0: no reset given).
+		quota    bool
+		reset    time.Duration
 		requests int
 		minTime  time.Duration
 	}{
@@ -354,13 +358,35 @@ func TestOpenAIRetries(t *testing.T) {
 		{name: "500 every time",
 			script:  []reply{status(500, nil, apiErr("boom")), status(500, nil, apiErr("boom")), status(500, nil, apiErr("boom")), status(500, nil, apiErr("boom")), status(500, nil, apiErr("boom"))},
 			wantErr: "500 Internal Server Error: boom (gave up after 5 attempts)", failure: true, requests: 5},
-		{name: "Retry-After longer than Forge waits",
+		{name: "Retry-After longer than Forge waits: the quota's reset",
 			script:  []reply{status(429, map[string]string{"Retry-After": "3600"}, apiErr("Rate limit reached"))},
-			wantErr: "429 Too Many Requests: Rate limit reached (the server asks to wait 1h0m0s, longer than Forge waits)", failure: true, requests: 1},
-		{name: "Retry-After past the call's timeout",
+			wantErr: "429 Too Many Requests: Rate limit reached", quota: true, reset: time.Hour, requests: 1},
+		{name: "Retry-After past the call's timeout: the quota's reset",
 			script:  []reply{status(429, map[string]string{"Retry-After": "30"}, apiErr("slow down"))},
 			timeout: 2 * time.Second,
-			wantErr: "past the call's timeout", failure: true, requests: 1},
+			wantErr: "slow down", quota: true, reset: 30 * time.Second, requests: 1},
+		{name: "503 asking for longer than Forge waits is no quota",
+			script:  []reply{status(503, map[string]string{"Retry-After": "3600"}, apiErr("down"))},
+			wantErr: "503 Service Unavailable: down (the server asks to wait 1h0m0s, longer than Forge waits)", failure: true, requests: 1},
+		{name: "OpenAI's token limit spent: its reset, not the requests'",
+			script: []reply{status(429, map[string]string{
+				"X-Ratelimit-Reset-Requests": "1s", "X-Ratelimit-Remaining-Requests": "59",
+				"X-Ratelimit-Reset-Tokens": "6m0s", "X-Ratelimit-Remaining-Tokens": "0",
+			}, apiErr("Rate limit reached for gpt-4o on tokens per min (TPM)"))},
+			wantErr: "tokens per min", quota: true, reset: 6 * time.Minute, requests: 1},
+		{name: "Anthropic's reset as an RFC 3339 time",
+			script: []reply{status(429, map[string]string{
+				"Anthropic-Ratelimit-Requests-Reset":          time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339),
+				"Anthropic-Ratelimit-Requests-Remaining":      "0",
+				"Anthropic-Ratelimit-Output-Tokens-Reset":     time.Now().Add(10 * time.Second).UTC().Format(time.RFC3339),
+				"Anthropic-Ratelimit-Output-Tokens-Remaining": "1000",
+				"Anthropic-Ratelimit-Input-Tokens-Remaining":  "5000",
+				"Anthropic-Ratelimit-Input-Tokens-Reset":      "not a time",
+			}, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your per-minute rate limit"}}`)},
+			wantErr: "429 Too Many Requests", quota: true, reset: 2 * time.Hour, requests: 1},
+		{name: "429 without a reset, every time: a quota with none",
+			script:  []reply{status(429, nil, apiErr("busy")), status(429, nil, apiErr("busy")), status(429, nil, apiErr("busy")), status(429, nil, apiErr("busy")), status(429, nil, apiErr("busy"))},
+			wantErr: "429 Too Many Requests: busy", quota: true, requests: 5},
 		{name: "400 fails at once with the server's message",
 			script:  []reply{status(400, nil, apiErr("This model's maximum context length is 8192 tokens"))},
 			wantErr: "400 Bad Request: This model's maximum context length is 8192 tokens", requests: 1},
@@ -396,6 +422,18 @@ func TestOpenAIRetries(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Run error = %v; want %q", err, tt.wantErr)
+			}
+			var q *agent.QuotaError
+			if errors.As(err, &q) != tt.quota {
+				t.Fatalf("error %T: *agent.QuotaError = %v; want %v", err, errors.As(err, &q), tt.quota)
+			}
+			if q != nil {
+				if tt.reset == 0 && !q.Reset.IsZero() {
+					t.Errorf("reset %s; want none", q.Reset)
+				}
+				if wait := time.Until(q.Reset); tt.reset != 0 && (wait > tt.reset || wait < tt.reset-15*time.Second) {
+					t.Errorf("reset in %s; want about %s", wait, tt.reset)
+				}
 			}
 			var f *agent.Failure
 			if errors.As(err, &f) != tt.failure {
@@ -738,5 +776,25 @@ func TestOpenAIConcurrentRuns(t *testing.T) {
 	}
 	if n := len(fake.requests()); n != 4 {
 		t.Errorf("%d requests; want 4", n)
+	}
+}
+
+// TestOpenAIQuotaKeepsUsage: a rate limit longer than max_retry_wait
+// after a turn ends the call with the quota's reset and the tokens the
+// turn before it used, counted by the caller once.
+func TestOpenAIQuotaKeepsUsage(t *testing.T) {
+	fake := newFakeModel(t, callTools("list_files", `{}`),
+		status(429, map[string]string{"Retry-After": "3"}, `{"error": {"message": "Rate limit reached", "type": "requests"}}`))
+	o := newTestOpenAI(t, OpenAIConfig{BaseURL: fake.url(), MaxRetryWait: time.Second})
+	res, err := o.Run(context.Background(), testRequest(agent.Auditor, t.TempDir()))
+	var q *agent.QuotaError
+	if !errors.As(err, &q) || q.Reset.IsZero() {
+		t.Fatalf("Run error = %v; want an *agent.QuotaError with a reset", err)
+	}
+	if n := len(fake.requests()); n != 2 {
+		t.Errorf("%d requests; want 2: a wait over max_retry_wait is not sat out", n)
+	}
+	if want := (agent.Usage{InputTokens: 100, OutputTokens: 1}); res.Usage != want {
+		t.Errorf("usage = %+v; want the first turn's %+v", res.Usage, want)
 	}
 }

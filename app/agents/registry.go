@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/forge-dev/forge/pipeline"
@@ -21,6 +22,9 @@ type Config struct {
 	// Roles maps a role (drafter, auditor, reviser, implementer,
 	// phase_auditor, memory) or "default" to a runtime name.
 	Roles map[string]string `yaml:"roles" key:"role" doc:"The runtime each role uses (drafter, auditor, reviser, implementer, phase_auditor, memory), by name; 'default' for the roles not named."`
+	// Fallback maps a runtime to the one that takes a step when the first
+	// one's model quota is spent (a 429 with its reset).
+	Fallback map[string]string `yaml:"fallback" key:"runtime" doc:"The runtime that takes a step when this runtime's model refuses it for a spent quota or rate limit (HTTP 429, a CLI's usage limit), by name: 'claude: codex'. The step runs again at once on the fallback, with the fallback's own model, if the operator's policy allows that runtime for the role ('policy.agents.<role>.runtimes' absent, '*', or naming it); otherwise, or with no fallback, the plan pauses until the quota resets. A fallback may have its own; no chain may lead back to where it started."`
 	// Prices maps a model name to its price, for the cost shown on the
 	// forge check run.
 	Prices map[string]Price `yaml:"prices" key:"model" doc:"What a model's tokens cost, for the cost shown on the 'forge' check run (Claude Code reports its own, in USD)."`
@@ -53,6 +57,7 @@ type RuntimeConfig struct {
 	MaxTurns        int           `yaml:"max_turns" doc:"openai: the model responses one call may take before it ends for never answering."`
 	AllowCommands   []string      `yaml:"allow_commands" doc:"openai: the programs the implementer's 'run_command' may start, bare names on the server's PATH ('go', 'make') or absolute paths; none: the tool is not offered."`
 	CommandTimeout  time.Duration `yaml:"command_timeout" doc:"openai: how long one 'run_command' may take."`
+	MaxRetryWait    time.Duration `yaml:"max_retry_wait" default:"1m" doc:"openai: the longest wait a rate limit (429) or server error asks for that the runtime sits out itself, retrying the call (at most 5 attempts, 5m in all); a rate limit asking for longer pauses the plan until its reset, or hands the step to 'agents.fallback', without holding a worker."`
 	ToolOutputLimit int           `yaml:"tool_output_limit" unit:"bytes" doc:"openai: what one tool call returns to the model at most (at least 1024)."`
 	// What the runtime's processes (an exec agent CLI, run_command's
 	// programs) may reach in their sandbox besides the working copy:
@@ -89,6 +94,7 @@ type Registry struct {
 	runtimes map[string]agent.Runtime
 	models   map[string]string
 	roles    map[string]string
+	fallback map[string]string
 	prices   map[string]Price
 }
 
@@ -116,6 +122,9 @@ func NewRegistry(c Config) (*Registry, error) {
 		}
 		switch rc.Type {
 		case "exec":
+			if rc.MaxRetryWait != 0 {
+				return nil, fmt.Errorf("agents.runtimes.%s: max_retry_wait is an openai runtime's: an agent CLI retries by itself", name)
+			}
 			e, err := c.Exec(name, sb)
 			if err != nil {
 				return nil, err
@@ -131,7 +140,7 @@ func NewRegistry(c Config) (*Registry, error) {
 			o, err := NewOpenAI(OpenAIConfig{
 				BaseURL: rc.BaseURL, APIKeyEnv: rc.APIKeyEnv, Model: rc.Model, Timeout: timeout,
 				MaxTurns: rc.MaxTurns, OutputLimit: rc.OutputLimit, ToolOutputLimit: rc.ToolOutputLimit,
-				AllowCommands: rc.AllowCommands, CommandTimeout: rc.CommandTimeout, Env: rc.Env,
+				AllowCommands: rc.AllowCommands, CommandTimeout: rc.CommandTimeout, MaxRetryWait: rc.MaxRetryWait, Env: rc.Env,
 				Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
 				Sessions: c.Sessions,
 			})
@@ -153,8 +162,47 @@ func NewRegistry(c Config) (*Registry, error) {
 		}
 		r.roles[role] = name
 	}
+	if err := checkFallback(c.Fallback, r.runtimes); err != nil {
+		return nil, err
+	}
+	r.fallback = c.Fallback
 	return r, nil
 }
+
+// checkFallback refuses a fallback from or to a runtime that does not
+// exist, and a chain that leads back to where it started (it would hand a
+// step round in a circle while every quota is spent).
+func checkFallback(fallback map[string]string, runtimes map[string]agent.Runtime) error {
+	names := make([]string, 0, len(fallback))
+	for from := range fallback {
+		names = append(names, from)
+	}
+	sort.Strings(names)
+	for _, from := range names {
+		to := fallback[from]
+		if _, ok := runtimes[from]; !ok {
+			return fmt.Errorf("agents.fallback: no runtime named %q", from)
+		}
+		if _, ok := runtimes[to]; !ok {
+			return fmt.Errorf("agents.fallback.%s: no runtime named %q", from, to)
+		}
+		seen := []string{from}
+		for next := to; next != ""; next = fallback[next] {
+			seen = append(seen, next)
+			if next == from {
+				return fmt.Errorf("agents.fallback.%s: the fallbacks go round in a circle (%s)", from, strings.Join(seen, " → "))
+			}
+			if len(seen) > len(fallback)+1 {
+				break // a circle that does not pass through from: found from one of its own
+			}
+		}
+	}
+	return nil
+}
+
+// Fallback names the runtime that takes a step when runtime's model quota
+// is spent, "" for none.
+func (r *Registry) Fallback(runtime string) string { return r.fallback[runtime] }
 
 // Exec builds the exec runtime named name as the server runs it, in sb.
 func (c Config) Exec(name string, sb *ProcessSandbox) (*Exec, error) {

@@ -252,7 +252,9 @@ var Table = []Spec{
 			"the conflict); a step out of its `max_rounds` gets as many again. The *Resume* " +
 			"button of the `forge` check run does the same. On a plan that waits on its acceptance criteria (label " +
 			"`forge:acceptance`) it continues: one implement phase per uncovered criterion is added before the final audit, " +
-			"they run, and the audit runs again (the *Continue* button). Like every decision on a halted plan, it takes `approval.min_permission`.",
+			"they run, and the audit runs again (the *Continue* button). On a plan a model's spent quota pauses (its `forge` check run " +
+			"says until when), the step runs again now instead of at the reset, and pauses again if the quota still holds. " +
+			"Like every decision on a halted plan, it takes `approval.min_permission`.",
 		Example: "/forge resume",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "resumed", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Override, Words: []string{"override"}, Usage: "/forge override [plan-NNN]", On: Anywhere,

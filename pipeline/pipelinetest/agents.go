@@ -34,6 +34,9 @@ func (a Agents) Runtime(role agent.Role, choice repoconfig.Agent) (agent.Runtime
 
 func (Agents) RuntimeName(agent.Role, repoconfig.Agent) string { return "scripted" }
 
+// Fallback is none: the scripted runtime is the only one.
+func (Agents) Fallback(string) string { return "" }
+
 func (Agents) Cost(string, agent.Usage) (float64, bool) { return 0, false }
 
 type runtime Agent

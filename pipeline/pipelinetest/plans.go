@@ -340,8 +340,9 @@ func (s *Plans) AdoptOrphans(_ context.Context, grace time.Duration) ([]*pipelin
 
 // Queue is pipeline.Enqueuer in memory: it keeps the jobs, in order.
 type Queue struct {
-	mu   sync.Mutex
-	Jobs []river.JobArgs
+	mu    sync.Mutex
+	Jobs  []river.JobArgs
+	Woken []int64
 }
 
 func (q *Queue) Enqueue(_ context.Context, args river.JobArgs) error {
@@ -353,6 +354,14 @@ func (q *Queue) Enqueue(_ context.Context, args river.JobArgs) error {
 
 func (q *Queue) EnqueueAt(ctx context.Context, args river.JobArgs, _ time.Time) error {
 	return q.Enqueue(ctx, args)
+}
+
+// Wake records the job woken.
+func (q *Queue) Wake(_ context.Context, job int64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.Woken = append(q.Woken, job)
+	return nil
 }
 
 // Of are the jobs of one kind.

@@ -78,6 +78,8 @@ type (
 	// StatusLine commits the plan file's **Status:** line as the plan's
 	// status.
 	StatusLine struct{}
+	// WakeJob makes the plan's job that a model's quota snoozed run now.
+	WakeJob struct{ Job int64 }
 )
 
 func (Reply) effect()         {}
@@ -90,6 +92,7 @@ func (SetCheck) effect()      {}
 func (ButtonsOff) effect()    {}
 func (UpdatePR) effect()      {}
 func (StatusLine) effect()    {}
+func (WakeJob) effect()       {}
 
 // Template is the name of the reply's template.
 func (r Reply) Template() string { return r.Data.Template() }

@@ -203,6 +203,21 @@ type (
 	PhasesStaleStop struct{ Reply Reply }
 	// PhasesDone hands the finished plan over.
 	PhasesDone struct{ Reply Reply }
+	// QuotaPaused is the run's job waiting for a model's quota to reset:
+	// Check says until when, Reply (when the wait is long) says it on the
+	// pull request. QuotaLifted is the job at work again after it.
+	QuotaPaused struct {
+		Check Check
+		Reply *Reply
+	}
+	QuotaLifted struct{ Check Check }
+	// QuotaResume is a person waking the job a model's quota snoozed,
+	// before the reset.
+	QuotaResume struct {
+		Cause
+		Job   int64
+		Reply Reply
+	}
 	// LoopHalted is the run's review loop stopped by a convergence guard,
 	// or the run paused at a person's request (Halt.Paused): Halt says why
 	// and where, Reply tells people on the pull request, Check is the
@@ -254,6 +269,9 @@ func (RoundFailed) Name() string       { return "round_failed" }
 func (RunPaused) Name() string         { return "run_paused" }
 func (PhasesStaleStop) Name() string   { return "phases_stale" }
 func (PhasesDone) Name() string        { return "phases_done" }
+func (QuotaPaused) Name() string       { return "quota_paused" }
+func (QuotaLifted) Name() string       { return "quota_lifted" }
+func (QuotaResume) Name() string       { return "quota_resume" }
 
 func (Promote) Origin() Cause           { return Cause{} }
 func (Adopt) Origin() Cause             { return Cause{} }
@@ -277,3 +295,5 @@ func (RunPaused) Origin() Cause         { return Cause{} }
 func (PhasesStaleStop) Origin() Cause   { return Cause{} }
 func (PhasesDone) Origin() Cause        { return Cause{} }
 func (LoopHalted) Origin() Cause        { return Cause{} }
+func (QuotaPaused) Origin() Cause       { return Cause{} }
+func (QuotaLifted) Origin() Cause       { return Cause{} }

@@ -460,6 +460,24 @@ var table = []Row{
 		apply: func(_ *State, ev Event) []Effect {
 			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phases-remain"}}}, UpdatePR{}, ev.(RunPaused).Reply}
 		}},
+	{Event: "quota_paused", From: active, Run: running,
+		Does: "check run in progress, titled paused until the model's quota resets; on a wait of half an hour or more, say on the PR until when and why (the job is snoozed till then: nothing failed, nothing escalates)",
+		apply: func(_ *State, ev Event) []Effect {
+			e := ev.(QuotaPaused)
+			out := []Effect{SetCheck{e.Check}}
+			if e.Reply != nil {
+				out = append(out, *e.Reply)
+			}
+			return out
+		}},
+	{Event: "quota_lifted", From: active, Run: running, Does: "check run in progress, at work again",
+		apply: func(_ *State, ev Event) []Effect { return []Effect{SetCheck{ev.(QuotaLifted).Check}} }},
+	{Event: "quota_resume", From: active, Run: running, Guard: "a model's quota snoozed its job",
+		Does: "wake the job now, answer (its step pauses again if the quota still holds)",
+		apply: func(_ *State, ev Event) []Effect {
+			e := ev.(QuotaResume)
+			return []Effect{WakeJob{Job: e.Job}, e.Reply}
+		}},
 	{Event: "phases_stale", From: phaseable, Run: running, RunTo: Idle,
 		Does: "check run action required, say to regenerate the phases",
 		apply: func(_ *State, ev Event) []Effect {

@@ -391,6 +391,20 @@ func (p Policy) checkChoice(rule Rule, name, role string, choice Agent, runtimeK
 	return problems
 }
 
+// AllowsRuntime reports whether the policy for repo lets the role run on
+// the server's runtime: its list for the role (else 'default') is absent,
+// holds "*", or names it. A fallback runtime is held to this before it
+// takes a step: an operator who listed a role's runtimes has the step
+// paused rather than sent to one the list leaves out.
+func (p Policy) AllowsRuntime(repo plan.Repo, role, runtime string) bool {
+	rule, _ := p.For(repo)
+	allowed, ok := rule.Agents[role]
+	if !ok {
+		allowed, ok = rule.Agents["default"]
+	}
+	return !ok || allowed.Runtimes == nil || slices.Contains(allowed.Runtimes, "*") || slices.Contains(allowed.Runtimes, runtime)
+}
+
 // refusedUnder reports whether key, or a key holding it, was refused.
 func refusedUnder(refused map[string]bool, key string) bool {
 	for k := range refused {

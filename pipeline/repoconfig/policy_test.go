@@ -359,3 +359,30 @@ func TestPolicyPipelineSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestAllowsRuntime: a fallback runtime takes a role's step only where the
+// policy for the repository lets the role run on it.
+func TestAllowsRuntime(t *testing.T) {
+	p := Policy{Runtimes: []string{"claude", "codex", "local"}, Rules: []Rule{
+		{Match: "octo/strict", Agents: map[string]AgentRule{"implementer": {Runtimes: []string{"claude"}}, "default": {Runtimes: []string{"claude", "local"}}}},
+		{Match: "octo/closed", Agents: map[string]AgentRule{"default": {Runtimes: []string{}}}},
+		{Match: "octo/star", Agents: map[string]AgentRule{"default": {Runtimes: []string{"*"}}}},
+	}}
+	repo := func(name string) plan.Repo { return plan.Repo{Owner: "octo", Name: name} }
+	for _, tt := range []struct {
+		repo, role, runtime string
+		want                bool
+	}{
+		{"open", "implementer", "codex", true}, // no rule: any runtime
+		{"strict", "implementer", "claude", true},
+		{"strict", "implementer", "local", false}, // the role's own list
+		{"strict", "drafter", "local", true},      // the default list
+		{"strict", "drafter", "codex", false},
+		{"closed", "drafter", "codex", false},
+		{"star", "auditor", "codex", true},
+	} {
+		if got := p.AllowsRuntime(repo(tt.repo), tt.role, tt.runtime); got != tt.want {
+			t.Errorf("AllowsRuntime(%s, %s, %s) = %v; want %v", tt.repo, tt.role, tt.runtime, got, tt.want)
+		}
+	}
+}

@@ -22,6 +22,13 @@
 # $CLAUDE_CONFIG_DIR/per-process-cost exists (earlier versions). The file
 # $CLAUDE_CONFIG_DIR/print-session-id makes it print that text as its
 # session_id.
+#
+# While the file $CLAUDE_CONFIG_DIR/quota-until holds a Unix time still to
+# come, it refuses as Claude Code does when the account's limit is spent:
+# with --output-format stream-json a rate_limit_event whose status is
+# "rejected" and whose resetsAt is that time, then (with json too) a result
+# with is_error true, api_error_status 429 and the "You've hit your session
+# limit • resets …" text, having read 40 tokens and written 2; status 1.
 set -eu
 state=${CLAUDE_CONFIG_DIR:?CLAUDE_CONFIG_DIR is not set}
 here=$(dirname "$0")
@@ -52,6 +59,16 @@ while [ $# -gt 0 ]; do
 done
 printf '%s %s resume=%s cwd=%s args=%s\n' "$FORGE_ROLE" "$FORGE_ROUND" "${resume:--}" "$(pwd -P)" "$args" >>"$state/calls.log"
 
+if [ -f "$state/quota-until" ] && [ "$(cat "$state/quota-until")" -gt "$(date +%s)" ]; then
+	until=$(cat "$state/quota-until")
+	if [ "$format" = stream-json ]; then
+		printf '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":%s,"rateLimitType":"five_hour","overageStatus":"rejected","isUsingOverage":false}}\n' "$until"
+	fi
+	printf '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"duration_ms":1204,"duration_api_ms":1100,"num_turns":1,"result":"You'"'"'ve hit your session limit · resets %s (UTC)","stop_reason":"stop_sequence","session_id":"%s","total_cost_usd":0.0002,"usage":{"input_tokens":40,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":2}}\n' \
+		"$(date -u -d "@$until" +%-I:%M%P)" "$(cat /proc/sys/kernel/random/uuid)"
+	exit 1
+fi
+
 if [ -n "$resume" ]; then
 	if [ ! -f "$project/$resume.jsonl" ]; then
 		echo "No conversation found with session ID: $resume" >&2
@@ -79,7 +96,7 @@ if [ -f "$state/per-process-cost" ]; then
 fi
 
 answer=$("$here/$FORGE_ROLE.sh")
-if [ "$format" != json ]; then
+if [ "$format" != json ] && [ "$format" != stream-json ]; then
 	printf '%s\n' "$answer"
 	exit 0
 fi

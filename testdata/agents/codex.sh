@@ -16,6 +16,12 @@
 # real CLI does (it reads the thread's total token usage, restored on
 # resume). The file $CODEX_HOME/print-thread-id makes it print that text as
 # its thread_id.
+#
+# While the file $CODEX_HOME/quota-until holds a Unix time still to come,
+# it refuses as codex does when the account's usage limit is spent: an
+# error event and a turn.failed whose message is codex-rs's
+# UsageLimitReachedError ("You've hit your usage limit. … try again at
+# 4:05 PM.", the time in the CLI's local zone), status 1.
 set -eu
 state=${CODEX_HOME:?CODEX_HOME is not set}
 here=$(dirname "$0")
@@ -49,6 +55,14 @@ while [ $# -gt 0 ]; do
 	shift
 done
 printf '%s %s resume=%s cwd=%s args=%s\n' "$FORGE_ROLE" "$FORGE_ROUND" "${resume:--}" "$(pwd -P)" "$args" >>"$state/calls.log"
+
+if [ -f "$state/quota-until" ] && [ "$(cat "$state/quota-until")" -gt "$(date +%s)" ]; then
+	msg="You've hit your usage limit. Visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again at $(date -d "@$(cat "$state/quota-until")" '+%-I:%M %p')."
+	printf '{"type":"thread.started","thread_id":"%s"}\n{"type":"turn.started"}\n' "${resume:-$(cat /proc/sys/kernel/random/uuid)}"
+	printf '{"type":"error","message":%s}\n' "$(printf '%s' "$msg" | json_string)"
+	printf '{"type":"turn.failed","error":{"message":%s}}\n' "$(printf '%s' "$msg" | json_string)"
+	exit 1
+fi
 
 if [ -n "$resume" ]; then
 	if [ ! -f "$state/sessions/$resume.jsonl" ]; then
