@@ -319,8 +319,7 @@ func (r *run) landPhase(ctx context.Context, res phaseResult, stopAt func() plan
 	ph.ModifiedFiles = res.changes.modified
 	ph.Output = res.changes.output
 	if len(res.changes.files) == 0 {
-		ph.Output = "no file changed"
-		j.ran = r.f.now()
+		j.err = res.changes.none
 		return false
 	}
 	moved, err := r.movedSince(ctx, j.base, res.changes.files)

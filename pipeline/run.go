@@ -594,6 +594,11 @@ func (r *run) revise(ctx context.Context, findings []audit.Finding, notes string
 	if strings.TrimSpace(revised) == "" {
 		return errors.New("the reviser answered with an empty plan")
 	}
+	if blocking(findings) && samePlan(revised, text) {
+		// The blocking findings stand: another audit round would only
+		// find them again.
+		return newNoChange(agent.Reviser, res)
+	}
 	if err := r.commitPlan(ctx, msg, revised, r.logEnd(false)); err != nil {
 		return err
 	}
