@@ -178,7 +178,10 @@ type run struct {
 	// phaseRun is set for a job of a phase run: its progress comment is
 	// the run's own on the pull request. A forge that approves its plan
 	// itself stays a forge to its end.
-	phaseRun   bool
+	phaseRun bool
+	// worker is set on a phase worker's copy of the run (a DAG's batch):
+	// the run's own goroutine keeps the progress comment.
+	worker     bool
 	projectCtx *string
 	// facts are the repository's memory, read once a job (repoFacts).
 	facts *[]memory.Fact

@@ -355,8 +355,8 @@ func TestNewExecOutput(t *testing.T) {
 		{"claude", ExecConfig{Command: []string{"claude", "-p", "--output-format", "json"}, Output: OutputClaudeJSON, Resume: []string{"--resume", SessionPlaceholder}}, ""},
 		{"codex", ExecConfig{Command: []string{"codex", "exec", "--json"}, Output: OutputCodexJSON, Resume: []string{"resume", SessionPlaceholder, "-"}}, ""},
 		{"usage without sessions", ExecConfig{Command: []string{"claude"}, Output: OutputClaudeJSON}, ""},
-		{"unknown output", ExecConfig{Command: []string{"claude"}, Output: "json"}, `output must be text, claude-json or codex-json, got "json"`},
-		{"resume from text", ExecConfig{Command: []string{"claude"}, Resume: []string{"--resume", SessionPlaceholder}}, "resume needs output claude-json or codex-json"},
+		{"unknown output", ExecConfig{Command: []string{"claude"}, Output: "json"}, `output must be text, claude-json, claude-stream-json or codex-json, got "json"`},
+		{"resume from text", ExecConfig{Command: []string{"claude"}, Resume: []string{"--resume", SessionPlaceholder}}, "resume needs output claude-json, claude-stream-json or codex-json"},
 		{"resume without the id", ExecConfig{Command: []string{"claude"}, Output: OutputClaudeJSON, Resume: []string{"--continue"}}, "has no {{SESSION}}"},
 		{"session in the command", ExecConfig{Command: []string{"claude", "--resume", SessionPlaceholder}, Output: OutputClaudeJSON}, "belongs in resume"},
 	}
