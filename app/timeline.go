@@ -18,6 +18,7 @@ import (
 
 	"github.com/forge-dev/forge/app/store"
 	"github.com/forge-dev/forge/pipeline"
+	"github.com/forge-dev/forge/pipeline/agent"
 )
 
 // timeline records each plan's events for the dashboard: the deliveries
@@ -149,8 +150,21 @@ func (tl *timeline) AgentCalled(ctx context.Context, p *pipeline.Plan, c pipelin
 	if c.Model != "" {
 		detail += " · " + c.Model
 	}
-	tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventAgent, At: c.Start, Duration: c.Duration,
+	tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventAgent, At: c.Start, Duration: c.Duration, Call: c.ID,
 		Name: string(c.Role), Detail: printable(detail, maxEventText), Outcome: c.Outcome, Tokens: c.Tokens, Cost: c.Cost})
+}
+
+// AgentStep implements pipeline.Timeline: the call's line says what the
+// agent does now, its tool and target (the agent's words, redacted and
+// made printable like every detail), until the call's end replaces it.
+func (tl *timeline) AgentStep(ctx context.Context, p *pipeline.Plan, c pipeline.AgentCall, s agent.Step) {
+	detail := c.Runtime
+	if c.Model != "" {
+		detail += " · " + c.Model
+	}
+	detail += " · now: " + strings.TrimSpace(s.Tool+" "+s.Target)
+	tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventAgent, At: c.Start, Duration: c.Duration, Call: c.ID,
+		Name: string(c.Role), Detail: printable(tl.redact(detail), maxEventText), Outcome: c.Outcome})
 }
 
 var _ pipeline.Timeline = (*timeline)(nil)

@@ -45,6 +45,10 @@ type Forge struct {
 	// Timeline hears which plan a job works on and its agent calls, for
 	// the dashboard; nil is fine.
 	Timeline Timeline
+	// LiveEvery is how often a phase run's progress comment shows what a
+	// running agent does (0: every 30 s; never more often than the
+	// repository's progress_throttle).
+	LiveEvery time.Duration
 
 	perms  permissionCache
 	paused rateLimitPauses

@@ -126,7 +126,7 @@ func (r *run) forPhase(j *phaseJob) *run {
 	ph.Phases = slices.Clone(ph.Phases)
 	p.Phases, p.HeadSHA = &ph, j.base
 	w.p = &p
-	w.current, w.await, w.using = nil, nil, nil
+	w.current, w.await, w.using, w.worker = nil, nil, nil, true
 	w.phaseID, w.phaseFiles, w.phaseWrites = "", nil, nil
 	w.prevError, w.rerunFiles = j.prevError, slices.Clone(j.rerun)
 	w.log = r.log.With().Str("phase", j.ph.ID).Logger()
@@ -319,8 +319,7 @@ func (r *run) landPhase(ctx context.Context, res phaseResult, stopAt func() plan
 	ph.ModifiedFiles = res.changes.modified
 	ph.Output = res.changes.output
 	if len(res.changes.files) == 0 {
-		ph.Output = "no file changed"
-		j.ran = r.f.now()
+		j.err = res.changes.none
 		return false
 	}
 	moved, err := r.movedSince(ctx, j.base, res.changes.files)

@@ -574,8 +574,7 @@ func (r *run) implement(ctx context.Context, ph *phases.Phase) error {
 	phasesPath := PhasesFile(r.cfg.PlansDir, p.Number)
 	ph.Output = ch.output
 	if len(files) == 0 {
-		ph.Output = "no file changed"
-		return nil
+		return ch.none
 	}
 	// The phases file goes in the same commit, the phase shown done
 	// unless its checks are still to come.
@@ -609,6 +608,8 @@ type phaseChanges struct {
 	modified []string
 	hashes   map[string]string
 	output   string
+	// none is the phase's failure when the implementer changed no file.
+	none *noChange
 }
 
 // implementChanges runs the implementer on phase ph in a fresh working
@@ -639,6 +640,9 @@ func (r *run) implementChanges(ctx context.Context, ph *phases.Phase) (phaseChan
 		out.hashes[c.Path] = contentHash(c.Content, c.Deleted)
 	}
 	out.output = firstLine(res.Output)
+	if len(out.files) == 0 {
+		out.none = newNoChange(agent.Implementer, res)
+	}
 	return out, nil
 }
 

@@ -686,8 +686,12 @@ func (r *run) failureReply(err error, phaseID string) plan.Reply {
 	}
 	tail := ""
 	var fail *agent.Failure
-	if errors.As(err, &fail) {
+	var none *noChange
+	switch {
+	case errors.As(err, &fail):
 		tail = strings.ReplaceAll(fail.Tail, "```", "'''")
+	case errors.As(err, &none):
+		tail = strings.ReplaceAll(none.tail(), "```", "'''")
 	}
 	// The error may quote another party (an agent CLI's own failure
 	// message, GitHub's): it notifies nobody and fakes no marker.

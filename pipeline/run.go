@@ -180,7 +180,10 @@ type run struct {
 	// phaseRun is set for a job of a phase run: its progress comment is
 	// the run's own on the pull request. A forge that approves its plan
 	// itself stays a forge to its end.
-	phaseRun   bool
+	phaseRun bool
+	// worker is set on a phase worker's copy of the run (a DAG's batch):
+	// the run's own goroutine keeps the progress comment.
+	worker     bool
 	projectCtx *string
 	// facts are the repository's memory, read once a job (repoFacts).
 	facts *[]memory.Fact
@@ -600,6 +603,11 @@ func (r *run) revise(ctx context.Context, findings []audit.Finding, notes string
 	revised := AgentPlan(res.Output)
 	if strings.TrimSpace(revised) == "" {
 		return errors.New("the reviser answered with an empty plan")
+	}
+	if blocking(findings) && samePlan(revised, text) {
+		// The blocking findings stand: another audit round would only
+		// find them again.
+		return newNoChange(agent.Reviser, res)
 	}
 	if err := r.commitPlan(ctx, msg, revised, r.logEnd(false)); err != nil {
 		return err

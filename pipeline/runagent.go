@@ -73,9 +73,12 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 	runtime := r.f.Agents.RuntimeName(role, choice)
 	once := func() (agent.Result, error) {
 		start := time.Now()
+		live := r.watchSteps(ctx, role, runtime, model, start)
+		req.Steps = live.add
 		res, err := rt.Run(ctx, req)
+		live.end(r)
 		cost := r.account(model, res.Usage)
-		r.f.agentCalled(ctx, p, AgentCall{Role: role, Runtime: runtime, Model: model, Start: start, Duration: time.Since(start),
+		r.f.agentCalled(ctx, p, AgentCall{ID: live.call.ID, Role: role, Runtime: runtime, Model: model, Start: start, Duration: time.Since(start),
 			Tokens: res.Usage.Total(), Cost: cost, Outcome: callOutcome(err)})
 		if err == nil && answers(role) && strings.TrimSpace(res.Output) == "" {
 			err = &agent.Failure{ExitCode: 0, Tail: "the agent answered with nothing"}

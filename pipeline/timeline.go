@@ -19,10 +19,17 @@ type Timeline interface {
 	Working(ctx context.Context, p *Plan)
 	// AgentCalled records one call of an agent for p.
 	AgentCalled(ctx context.Context, p *Plan, call AgentCall)
+	// AgentStep records what a call still running does now: its latest
+	// step (the call's Outcome is "running"). The call's AgentCalled, with
+	// the same ID, comes after its last step.
+	AgentStep(ctx context.Context, p *Plan, call AgentCall, step agent.Step)
 }
 
 // AgentCall is one call of one agent.
 type AgentCall struct {
+	// ID tells the call from the plan's others: its steps and its end are
+	// one line of the timeline.
+	ID             string
 	Role           agent.Role
 	Runtime, Model string
 	Start          time.Time
@@ -30,7 +37,8 @@ type AgentCall struct {
 	Tokens         int64
 	// Cost is what the call cost, 0 when unpriced.
 	Cost float64
-	// Outcome is "ok", "timed out", "exit N" or "failed".
+	// Outcome is "ok", "timed out", "exit N" or "failed"; "running" for a
+	// step of a call that runs.
 	Outcome string
 }
 

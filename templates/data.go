@@ -774,7 +774,16 @@ type (
 	RunProgress struct {
 		Marker string
 		Line   string
+		// Agent is what the agent the run waits for does now, while it
+		// runs.
+		Agent  *AgentStep
 		Phases []RunPhase
+	}
+	// AgentStep is a running agent's latest step: its role, the tool it
+	// uses and what on (a path, a command: the agent's words, escaped for
+	// a code span), and how long it has run.
+	AgentStep struct {
+		Role, Tool, Target, Took string
 	}
 	// RunPhase is a phase in a run's progress. For a phase the run worked
 	// on, Took is how long its own work took, Checks how long it then

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/forge-dev/forge/pipeline/agent"
 )
 
 // Output formats of an exec runtime: how its CLI prints the answer.
@@ -23,6 +25,18 @@ const (
 	//	 "usage":{"input_tokens":3,"cache_creation_input_tokens":0,
 	//	          "cache_read_input_tokens":15635,"output_tokens":6}, …}
 	OutputClaudeJSON = "claude-json"
+	// OutputClaudeStreamJSON: `claude -p --output-format stream-json
+	// --verbose`, read as OutputClaudeJSON is, line by line as Claude Code
+	// prints it: each assistant message's tool_use blocks are the agent's
+	// steps while it runs,
+	//
+	//	{"type":"system","subtype":"init","session_id":"<uuid>","tools":[…],…}
+	//	{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_…","name":"Edit","input":{"file_path":"/…/a.go",…}}],…},"session_id":"<uuid>"}
+	//	{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_…","is_error":true,"content":"Claude requested permissions to write to …"}]},…}
+	//
+	// and the last line is the result message --output-format json prints,
+	// permission_denials and all.
+	OutputClaudeStreamJSON = "claude-stream-json"
 	// OutputCodexJSON: `codex exec --json`, one event a line
 	// (openai/codex docs/exec.md and codex-rs/exec/src/exec_events.rs):
 	//
@@ -37,9 +51,17 @@ const (
 // cliReport is what Forge keeps of one call's JSON output. Everything in
 // it is the agent's output, hostile like its answer.
 type cliReport struct {
-	answer  string
-	final   bool   // the CLI printed its closing event (claude's result, codex's turn.completed)
-	session string // as printed; only a validSessionID is ever kept
+	// step, when set, hears each step the agent takes as its line is
+	// read; dirs are the working copy's paths as the agent sees them,
+	// which its steps' paths are shown relative to.
+	step func(agent.Step)
+	dirs []string
+	// refusals are what the CLI says the agent was refused (Claude Code's
+	// permission_denials, codex's rejected patches and declined commands).
+	refusals []string
+	answer   string
+	final    bool   // the CLI printed its closing event (claude's result, codex's turn.completed)
+	session  string // as printed; only a validSessionID is ever kept
 	// Tokens the call reports. Claude Code's result counts this call;
 	// codex's turn.completed counts the whole thread so far
 	// (event_processor_with_jsonl_output.rs reads the thread's total), so
@@ -76,7 +98,7 @@ func (r *cliReport) readLine(format string, line []byte) {
 		return
 	}
 	switch format {
-	case OutputClaudeJSON:
+	case OutputClaudeJSON, OutputClaudeStreamJSON:
 		r.claudeLine(line)
 	case OutputCodexJSON:
 		r.codexLine(line)
@@ -107,6 +129,29 @@ type claudeMessage struct {
 		Status   string `json:"status"`
 		ResetsAt int64  `json:"resetsAt"`
 	} `json:"rate_limit_info"`
+	// Message is an assistant message's, whose tool_use blocks are steps.
+	Message *struct {
+		Content []struct {
+			Type  string          `json:"type"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		} `json:"content"`
+	} `json:"message"`
+	// PermissionDenials are the result's record of the tool calls Claude
+	// Code refused (anthropics/claude-agent-sdk-typescript's
+	// SDKPermissionDenial): a call that exits 0 and is no error may have
+	// been refused every write.
+	PermissionDenials []struct {
+		ToolName  string          `json:"tool_name"`
+		ToolInput json.RawMessage `json:"tool_input"`
+	} `json:"permission_denials"`
+}
+
+// emit hands a step to whoever hears them.
+func (r *cliReport) emit(s agent.Step) {
+	if r.step != nil && s.Tool != "" {
+		r.step(s)
+	}
 }
 
 // claudeLine reads a result object, a stream-json line, or the array of
@@ -133,10 +178,22 @@ func (r *cliReport) claudeLine(line []byte) {
 		if m.Type == "rate_limit_event" && m.RateLimitInfo != nil && m.RateLimitInfo.Status == "rejected" && m.RateLimitInfo.ResetsAt > 0 {
 			r.limitReset = time.Unix(m.RateLimitInfo.ResetsAt, 0)
 		}
+		if m.Type == "assistant" && m.Message != nil {
+			for _, c := range m.Message.Content {
+				if c.Type == "tool_use" {
+					r.emit(stepOf(c.Name, c.Input, r.dirs...))
+				}
+			}
+		}
 		if m.Type != "result" {
 			continue
 		}
 		r.final = true
+		r.refusals = nil
+		for _, d := range m.PermissionDenials {
+			s := stepOf(d.ToolName, d.ToolInput, r.dirs...)
+			r.refusals = append(r.refusals, strings.TrimSpace(fmt.Sprintf("permission denied: %s %s", s.Tool, s.Target)))
+		}
 		r.answer = ""
 		if m.Result != nil {
 			r.answer = *m.Result
@@ -177,8 +234,18 @@ type codexEvent struct {
 	Type     string `json:"type"`
 	ThreadID string `json:"thread_id"`
 	Item     *struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Status  string `json:"status"`
+		Command string `json:"command"`
+		Changes []struct {
+			Path string `json:"path"`
+			Kind string `json:"kind"`
+		} `json:"changes"`
+		Server  string `json:"server"`
+		Tool    string `json:"tool"`
+		Query   string `json:"query"`
+		Message string `json:"message"`
 	} `json:"item"`
 	Usage *struct {
 		InputTokens       int64 `json:"input_tokens"`
@@ -200,9 +267,32 @@ func (r *cliReport) codexLine(line []byte) {
 	switch ev.Type {
 	case "thread.started":
 		r.session = ev.ThreadID
+	case "item.started":
+		if ev.Item != nil {
+			r.emit(r.codexStep(ev))
+		}
 	case "item.completed":
-		if ev.Item != nil && ev.Item.Type == "agent_message" {
-			r.answer = ev.Item.Text
+		if ev.Item == nil {
+			break
+		}
+		it := ev.Item
+		switch it.Type {
+		case "agent_message":
+			r.answer = it.Text
+		case "file_change":
+			// Only ever printed completed, once the patch applied or not.
+			r.emit(r.codexStep(ev))
+			if it.Status == "failed" {
+				for _, c := range it.Changes {
+					r.refusals = append(r.refusals, fmt.Sprintf("patch rejected: %s %s", c.Kind, relativeTo(c.Path, r.dirs)))
+				}
+			}
+		case "command_execution":
+			if it.Status == "declined" {
+				r.refusals = append(r.refusals, "command declined: "+stepText(it.Command))
+			}
+		case "error":
+			r.refusals = append(r.refusals, "codex: "+stepText(it.Message))
 		}
 	case "turn.completed":
 		r.final = true
@@ -234,6 +324,28 @@ func (r *cliReport) codexQuota(msg string) {
 	if known {
 		r.quotaReset = reset
 	}
+}
+
+// codexStep is the step an item of codex exec's events is: a command,
+// a file change, an MCP tool's or a web search (exec_events.rs's
+// ThreadItemDetails); none for its messages, reasoning and to-do list.
+func (r *cliReport) codexStep(ev codexEvent) agent.Step {
+	it := ev.Item
+	switch it.Type {
+	case "command_execution":
+		return step("command", it.Command)
+	case "file_change":
+		paths := make([]string, 0, len(it.Changes))
+		for _, c := range it.Changes {
+			paths = append(paths, relativeTo(c.Path, r.dirs))
+		}
+		return step("edit", strings.Join(paths, ", "))
+	case "mcp_tool_call":
+		return step(it.Server+"."+it.Tool, "")
+	case "web_search":
+		return step("web search", it.Query)
+	}
+	return agent.Step{}
 }
 
 // lineReader hands each line written to it to read, as the CLI prints it,

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -24,6 +25,29 @@ const (
 {"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Yep — there’s a ` + "`README.md`" + ` in the repository root."}}
 {"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}
 `
+	// Claude Code's stream-json (--output-format stream-json --verbose)
+	// of an implementer refused its writes: the tool_use, the refusal as
+	// its tool_result, and the result's permission_denials, on a call that
+	// exits 0 and is no error.
+	claudeDenied = `{"type":"system","subtype":"init","cwd":"/forge/o/r/plan-001","session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4","tools":["Read","Write","Edit","Bash"],"model":"claude-sonnet-4-5","permissionMode":"default","apiKeySource":"none"}
+{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_01","name":"Read","input":{"file_path":"/forge/o/r/plan-001/src/a.go"}}],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":60}},"parent_tool_use_id":null,"session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4"}
+{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_01","type":"tool_result","content":"     1\tpackage a\n"}]},"parent_tool_use_id":null,"session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4"}
+{"type":"assistant","message":{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Adding the limiter."},{"type":"tool_use","id":"toolu_02","name":"Write","input":{"file_path":"/forge/o/r/plan-001/src/limit.go","content":"package a\n\nconst secret = 1\n"}}],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":90}},"parent_tool_use_id":null,"session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4"}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"Claude requested permissions to write to /forge/o/r/plan-001/src/limit.go, but you haven't granted it yet.","is_error":true,"tool_use_id":"toolu_02"}]},"parent_tool_use_id":null,"session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4"}
+{"type":"result","subtype":"success","is_error":false,"duration_ms":9120,"duration_api_ms":8800,"num_turns":3,"result":"I need permission to write src/limit.go.","stop_reason":"end_turn","session_id":"0e639165-79b1-4bd4-bb0f-4cb4c15115d4","total_cost_usd":0.021,"usage":{"input_tokens":9,"cache_creation_input_tokens":0,"cache_read_input_tokens":3000,"output_tokens":200},"modelUsage":{},"permission_denials":[{"tool_name":"Write","tool_use_id":"toolu_02","tool_input":{"file_path":"/forge/o/r/plan-001/src/limit.go","content":"package a\n\nconst secret = 1\n"}}],"uuid":"5e2b1c63-a6f6-4c5a-9bc3-0c0fbd7a0d2b"}
+`
+	// codex exec --json of an implementer whose patch its own sandbox
+	// rejected: the file_change item is printed only completed, here
+	// failed, and a command it was not allowed to run is declined.
+	codexRejected = `{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}
+{"type":"turn.started"}
+{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"bash -lc 'cat src/a.go'","aggregated_output":"","exit_code":null,"status":"in_progress"}}
+{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"bash -lc 'cat src/a.go'","aggregated_output":"package a\n","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":"/work/wc/src/limit.go","kind":"add"}],"status":"failed"}}
+{"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"bash -lc 'touch src/limit.go'","aggregated_output":"","exit_code":null,"status":"declined"}}
+{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"The patch was rejected: writing is blocked by read-only sandbox."}}
+{"type":"turn.completed","usage":{"input_tokens":5000,"cached_input_tokens":3000,"output_tokens":300}}
+`
 )
 
 func TestReadCLIOutput(t *testing.T) {
@@ -32,6 +56,7 @@ func TestReadCLIOutput(t *testing.T) {
 		format string
 		out    string
 		want   cliReport
+		steps  []agent.Step // the steps it tells as it reads them
 	}{
 		{
 			name: "claude json: one result object", format: OutputClaudeJSON, out: claudeResult + "\n",
@@ -65,6 +90,20 @@ func TestReadCLIOutput(t *testing.T) {
 			name: "codex events", format: OutputCodexJSON, out: codexEvents,
 			want: cliReport{answer: "Yep — there’s a `README.md` in the repository root.", final: true,
 				session: "0199a213-81c0-7800-8aa1-bbab2a035a53", input: 24763, output: 122},
+			steps: []agent.Step{{Tool: "command", Target: "bash -lc ls"}},
+		},
+		{
+			name: "claude stream-json: writes denied", format: OutputClaudeStreamJSON, out: claudeDenied,
+			want: cliReport{answer: "I need permission to write src/limit.go.", final: true, session: "0e639165-79b1-4bd4-bb0f-4cb4c15115d4",
+				input: 3009, output: 200, cost: 0.021, hasCost: true, refusals: []string{"permission denied: Write src/limit.go"}},
+			steps: []agent.Step{{Tool: "Read", Target: "src/a.go"}, {Tool: "Write", Target: "src/limit.go"}},
+		},
+		{
+			name: "codex: a rejected patch and a declined command", format: OutputCodexJSON, out: codexRejected,
+			want: cliReport{answer: "The patch was rejected: writing is blocked by read-only sandbox.", final: true,
+				session: "0199a213-81c0-7800-8aa1-bbab2a035a53", input: 5000, output: 300,
+				refusals: []string{"patch rejected: add src/limit.go", "command declined: bash -lc 'touch src/limit.go'"}},
+			steps: []agent.Step{{Tool: "command", Target: "bash -lc 'cat src/a.go'"}, {Tool: "edit", Target: "src/limit.go"}},
 		},
 		{
 			name: "codex failed turn", format: OutputCodexJSON,
@@ -78,7 +117,8 @@ func TestReadCLIOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got cliReport
+			var steps []agent.Step
+			got := cliReport{dirs: []string{"/forge/o/r/plan-001", "/work/wc"}, step: func(s agent.Step) { steps = append(steps, s) }}
 			w := &lineReader{max: 1 << 20, read: func(l []byte) { got.readLine(tt.format, l) }, tail: tailWriter{keep: 1024}}
 			// Written in small pieces, as a pipe delivers it.
 			for s := tt.out; s != ""; {
@@ -87,8 +127,12 @@ func TestReadCLIOutput(t *testing.T) {
 				s = s[n:]
 			}
 			w.Close()
-			if got != tt.want {
+			got.step, got.dirs = nil, nil
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("report = %+v\nwant     %+v", got, tt.want)
+			}
+			if !reflect.DeepEqual(steps, tt.steps) {
+				t.Errorf("steps = %q, want %q", steps, tt.steps)
 			}
 		})
 	}

@@ -77,8 +77,9 @@ type ExecConfig struct {
 	// or "none".
 	Network string
 	// Output is how the CLI prints its answer: OutputText (the default,
-	// stdout is the answer), OutputClaudeJSON or OutputCodexJSON, from
-	// which Forge reads the answer, the usage and the session.
+	// stdout is the answer), OutputClaudeJSON, OutputClaudeStreamJSON or
+	// OutputCodexJSON, from which Forge reads the answer, the usage, the
+	// session, what the agent was refused and (streamed) its steps.
 	Output string
 	// Resume are the arguments added after Command to continue a session,
 	// SessionPlaceholder standing for its id: ["--resume", "{{SESSION}}"]
@@ -197,9 +198,9 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 // arguments it could not fill.
 func checkOutput(cfg ExecConfig) error {
 	switch cfg.Output {
-	case "", OutputText, OutputClaudeJSON, OutputCodexJSON:
+	case "", OutputText, OutputClaudeJSON, OutputClaudeStreamJSON, OutputCodexJSON:
 	default:
-		return fmt.Errorf("output must be %s, %s or %s, got %q", OutputText, OutputClaudeJSON, OutputCodexJSON, cfg.Output)
+		return fmt.Errorf("output must be %s, %s, %s or %s, got %q", OutputText, OutputClaudeJSON, OutputClaudeStreamJSON, OutputCodexJSON, cfg.Output)
 	}
 	for _, a := range cfg.Command {
 		if strings.Contains(a, SessionPlaceholder) {
@@ -210,7 +211,7 @@ func checkOutput(cfg ExecConfig) error {
 		return nil
 	}
 	if cfg.Output == "" || cfg.Output == OutputText {
-		return fmt.Errorf("resume needs output %s or %s: a session's id is read from the CLI's JSON", OutputClaudeJSON, OutputCodexJSON)
+		return fmt.Errorf("resume needs output %s, %s or %s: a session's id is read from the CLI's JSON", OutputClaudeJSON, OutputClaudeStreamJSON, OutputCodexJSON)
 	}
 	if !slices.ContainsFunc(cfg.Resume, func(a string) bool { return strings.Contains(a, SessionPlaceholder) }) {
 		return fmt.Errorf("resume %q has no %s for the session's id", cfg.Resume, SessionPlaceholder)

@@ -113,7 +113,7 @@ func (e *Exec) resumeArgs(req agent.Request, id string) ([]string, error) {
 // says it failed (Claude Code's is_error, codex's turn.failed), or that
 // printed no closing event at all, is a *agent.Failure too.
 func (e *Exec) attempt(call context.Context, errTimeout error, req agent.Request, argv []string) (agent.Result, cliReport, error) {
-	var rep cliReport
+	rep := cliReport{step: req.Steps, dirs: []string{e.sessionWorkDir(req), req.Dir}}
 	stdout := &lineReader{
 		max:  8*e.limit + 64<<10, // a result line holds the answer, escaped
 		read: func(line []byte) { rep.readLine(e.output, line) },
@@ -122,7 +122,7 @@ func (e *Exec) attempt(call context.Context, errTimeout error, req agent.Request
 	res, err := e.start(call, errTimeout, req, argv, stdout, &stdout.tail)
 	stdout.Close()
 	rep.skipped += stdout.skipped
-	res.Output = rep.answer
+	res.Output, res.Refusals = rep.answer, rep.refusals
 	if len(res.Output) > e.limit {
 		res.Output, res.Truncated = string(trimPartialRune([]byte(res.Output[:e.limit]))), true
 	}

@@ -355,8 +355,8 @@ func TestNewExecOutput(t *testing.T) {
 		{"claude", ExecConfig{Command: []string{"claude", "-p", "--output-format", "json"}, Output: OutputClaudeJSON, Resume: []string{"--resume", SessionPlaceholder}}, ""},
 		{"codex", ExecConfig{Command: []string{"codex", "exec", "--json"}, Output: OutputCodexJSON, Resume: []string{"resume", SessionPlaceholder, "-"}}, ""},
 		{"usage without sessions", ExecConfig{Command: []string{"claude"}, Output: OutputClaudeJSON}, ""},
-		{"unknown output", ExecConfig{Command: []string{"claude"}, Output: "json"}, `output must be text, claude-json or codex-json, got "json"`},
-		{"resume from text", ExecConfig{Command: []string{"claude"}, Resume: []string{"--resume", SessionPlaceholder}}, "resume needs output claude-json or codex-json"},
+		{"unknown output", ExecConfig{Command: []string{"claude"}, Output: "json"}, `output must be text, claude-json, claude-stream-json or codex-json, got "json"`},
+		{"resume from text", ExecConfig{Command: []string{"claude"}, Resume: []string{"--resume", SessionPlaceholder}}, "resume needs output claude-json, claude-stream-json or codex-json"},
 		{"resume without the id", ExecConfig{Command: []string{"claude"}, Output: OutputClaudeJSON, Resume: []string{"--continue"}}, "has no {{SESSION}}"},
 		{"session in the command", ExecConfig{Command: []string{"claude", "--resume", SessionPlaceholder}, Output: OutputClaudeJSON}, "belongs in resume"},
 	}
@@ -410,5 +410,51 @@ func TestRegistryBuildsAgentCLI(t *testing.T) {
 		if _, err := NewRegistry(Config{Sandbox: SandboxNone, SessionRoot: root, Runtimes: map[string]RuntimeConfig{tt.name: tt.rc}}); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("NewRegistry(%s: %+v) = %v, want %q", tt.name, tt.rc, err, tt.want)
 		}
+	}
+}
+
+// TestCLIRefusalsAndSteps: an implementer whose writes its CLI refused
+// (Claude Code's permission prompt no one answers in -p, codex's
+// read-only sandbox) succeeds as the CLI does, exit 0, with what was
+// refused in the Result; its steps are told as the CLI prints them, paths
+// relative to the working copy, never a file's content.
+func TestCLIRefusalsAndSteps(t *testing.T) {
+	stream := claudeStandIn
+	stream.args, stream.output = []string{"-p", "--output-format", "stream-json", "--verbose"}, OutputClaudeStreamJSON
+	tests := []struct {
+		cli      cliStandIn
+		mark     string
+		refusals []string
+		steps    []agent.Step
+	}{
+		{stream, "deny-writes", []string{"permission denied: Write docs/hello.md"}, []agent.Step{{Tool: "Write", Target: "docs/hello.md"}}},
+		{codexStandIn, "read-only", []string{"patch rejected: add docs/hello.md"},
+			[]agent.Step{{Tool: "command", Target: "bash -lc ls"}, {Tool: "edit", Target: "docs/hello.md"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cli.name, func(t *testing.T) {
+			e, state, _ := newCLI(t, tt.cli, nil)
+			if err := os.WriteFile(filepath.Join(state, tt.mark), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			req := agent.Request{Role: agent.Implementer, Model: "model-x", Dir: dir, Repo: "octo/hello", PlanID: "plan-001", PhaseID: "phase-1",
+				Prompt: "Implement it.\n\nFiles of this phase:\n- `docs/hello.md`\n\nDone."}
+			var steps []agent.Step
+			req.Steps = func(s agent.Step) { steps = append(steps, s) }
+			res, err := e.Run(context.Background(), req)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if !slices.Equal(res.Refusals, tt.refusals) || res.Output == "" {
+				t.Errorf("refusals %q, answer %q; want %q and the agent's words", res.Refusals, res.Output, tt.refusals)
+			}
+			if !slices.Equal(steps, tt.steps) {
+				t.Errorf("steps %q, want %q", steps, tt.steps)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "docs", "hello.md")); err == nil {
+				t.Errorf("the refused file was written")
+			}
+		})
 	}
 }

@@ -34,14 +34,14 @@ func (e *Exec) loadCLISession(ctx context.Context, key string) (cliSession, erro
 		return cliSession{}, fmt.Errorf("load session %q: %w", key, err)
 	}
 	var s cliSession
-	if len(data) == 0 || json.Unmarshal(data, &s) != nil || s.Version != sessionVersion || s.Format != e.output || !validSessionID(s.ID) {
+	if len(data) == 0 || json.Unmarshal(data, &s) != nil || s.Version != sessionVersion || s.Format != e.sessionFormat() || !validSessionID(s.ID) {
 		return cliSession{}, nil
 	}
 	return s, nil
 }
 
 func (e *Exec) saveCLISession(ctx context.Context, key string, s cliSession) error {
-	s.Version, s.Format = sessionVersion, e.output
+	s.Version, s.Format = sessionVersion, e.sessionFormat()
 	data, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode session %q: %w", key, err)
@@ -77,4 +77,13 @@ func (r cliReport) count(format string, base cliSession) (agent.Usage, cliSessio
 		Cost:         base.Cost + u.Cost,
 	}
 	return u, next
+}
+
+// sessionFormat is the format a session is kept under: Claude Code's
+// sessions are the same whichever of its JSON formats printed their id.
+func (e *Exec) sessionFormat() string {
+	if e.output == OutputClaudeStreamJSON {
+		return OutputClaudeJSON
+	}
+	return e.output
 }

@@ -3,6 +3,7 @@ package agents
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -313,6 +314,9 @@ func (o *OpenAI) Run(ctx context.Context, req agent.Request) (agent.Result, erro
 			return res, nil
 		}
 		for _, call := range msg.ToolCalls {
+			if req.Steps != nil {
+				req.Steps(stepOf(call.Name, json.RawMessage(call.Arguments)))
+			}
 			out := ts.call(runCtx, call.Name, call.Arguments)
 			turn = append(turn, chatMessage{Role: "tool", ToolCallID: call.ID, Content: out})
 		}

@@ -192,12 +192,19 @@ func TestOpenAIToolCallThenAnswer(t *testing.T) {
 		answer("No blocking findings."),
 	)
 	o := newTestOpenAI(t, OpenAIConfig{BaseURL: fake.url()})
-	res, err := o.Run(context.Background(), testRequest(agent.Auditor, dir))
+	req := testRequest(agent.Auditor, dir)
+	var steps []agent.Step
+	req.Steps = func(s agent.Step) { steps = append(steps, s) }
+	res, err := o.Run(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if res.Output != "No blocking findings." || res.Truncated || res.ExitCode != 0 {
 		t.Errorf("result = %+v", res)
+	}
+	// Each tool call is a step the agent takes, told as it is made.
+	if want := []agent.Step{{Tool: "read_file", Target: "docs/plan.md"}, {Tool: "search", Target: "Step"}, {Tool: "list_files", Target: "docs"}}; !slices.Equal(steps, want) {
+		t.Errorf("steps = %q; want %q", steps, want)
 	}
 	if want := (agent.Usage{InputTokens: 100 + 200 + 300, OutputTokens: 1 + 2 + 3}); res.Usage != want {
 		t.Errorf("usage = %+v; want %+v (every response summed)", res.Usage, want)

@@ -67,9 +67,9 @@ type RuntimeConfig struct {
 	WritePaths []string `yaml:"write_paths" doc:"Absolute paths shown read-write, shared by every run of every repository (SECURITY.md): never the CLI's settings or sessions, which go in 'session_dir'."`
 	Network    string   `yaml:"network" default:"'open' for exec, 'none' for openai's 'run_command'" doc:"'open', or 'none': no network at all, not even loopback."`
 	// exec only: how the CLI prints its answer (text, claude-json,
-	// codex-json) and the arguments that continue a session, {{SESSION}}
-	// standing for its id.
-	Output string   `yaml:"output" default:"'text'" doc:"exec: how the CLI prints its answer. 'text': stdout is the answer, no usage; 'claude-json' ('claude -p --output-format json' or 'stream-json') and 'codex-json' ('codex exec --json'): the answer is the CLI's final message, and its tokens (and Claude Code's cost) count for the plan and 'limits.max_tokens_per_plan'."`
+	// claude-stream-json, codex-json) and the arguments that continue a
+	// session, {{SESSION}} standing for its id.
+	Output string   `yaml:"output" default:"'text'" doc:"exec: how the CLI prints its answer. 'text': stdout is the answer, no usage; 'claude-json' ('claude -p --output-format json'), 'claude-stream-json' ('claude -p --output-format stream-json --verbose') and 'codex-json' ('codex exec --json'): the answer is the CLI's final message, its tokens (and Claude Code's cost) count for the plan and 'limits.max_tokens_per_plan', and what the CLI refused the agent (Claude Code's 'permission_denials', codex's rejected patches and declined commands) is quoted when a phase changes nothing. With 'claude-stream-json' and 'codex-json' each step the agent takes (its tool and the file's path or the command, never a file's content) shows live on the dashboard's timeline and in the phase run's progress comment (at most every 30 s)."`
 	Resume []string `yaml:"resume" doc:"exec with a JSON 'output': the arguments added to the command to continue a plan's session, '{{SESSION}}' standing for its id: '[--resume, {{SESSION}}]' (Claude Code), '[resume, {{SESSION}}, -]' (codex exec)."`
 	// exec with resume: where the CLI keeps its conversations in the
 	// sandbox (/home/forge/.claude/projects, /home/forge/.codex/sessions);

@@ -40,10 +40,22 @@ type PlanEvent struct {
 	// Delivery is the id of an EventDelivery: its name is read from the
 	// delivery's row, and it is recorded once per plan.
 	Delivery string
+	// Call is the id of an EventAgent's call: the events of one call (its
+	// steps while it runs, then its end) are one line, each written over
+	// the one before.
+	Call string
 }
 
 const insertPlanEvent = `INSERT INTO plan_events (plan_id, kind, at_ms, duration_ms, name, detail, outcome, tokens, cost)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
+// upsertCallEvent records an agent call's event over the call's event
+// before, told apart by ref ('call:' and its id; a delivery's ref is its
+// GUID).
+const upsertCallEvent = `INSERT INTO plan_events (plan_id, kind, at_ms, duration_ms, name, detail, outcome, tokens, cost, ref)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	ON CONFLICT (plan_id, ref) DO UPDATE SET duration_ms = excluded.duration_ms, detail = excluded.detail,
+		outcome = excluded.outcome, tokens = excluded.tokens, cost = excluded.cost`
 
 // insertDeliveryEvent records a delivery on a plan's timeline from its row
 // in deliveries, once per plan: a delivery pruned already is left out.
@@ -60,9 +72,13 @@ func (s *Store) AddPlanEvents(ctx context.Context, events []PlanEvent) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, e := range events {
 			var err error
-			if e.Kind == EventDelivery {
+			switch {
+			case e.Kind == EventDelivery:
 				_, err = tx.ExecContext(ctx, insertDeliveryEvent, e.PlanID, e.At.UnixMilli(), e.Duration.Milliseconds(), e.Delivery)
-			} else {
+			case e.Call != "":
+				_, err = tx.ExecContext(ctx, upsertCallEvent, e.PlanID, e.Kind, e.At.UnixMilli(), e.Duration.Milliseconds(),
+					e.Name, e.Detail, e.Outcome, e.Tokens, e.Cost, "call:"+e.Call)
+			default:
 				_, err = tx.ExecContext(ctx, insertPlanEvent, e.PlanID, e.Kind, e.At.UnixMilli(), e.Duration.Milliseconds(),
 					e.Name, e.Detail, e.Outcome, e.Tokens, e.Cost)
 			}

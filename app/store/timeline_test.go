@@ -178,3 +178,44 @@ func TestPlansOf(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentCallIsOneLine: the steps of a running agent call and its end
+// are one line of the timeline, each written over the one before; another
+// call of the same role, and a call of another plan, are lines of their
+// own.
+func TestAgentCallIsOneLine(t *testing.T) {
+	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		t0 := time.UnixMilli(time.Now().Add(-time.Minute).UnixMilli())
+		step := func(plan int64, call, detail, outcome string, d time.Duration) store.PlanEvent {
+			return store.PlanEvent{PlanID: plan, Kind: store.EventAgent, Call: call, Name: "implementer", Detail: detail, Outcome: outcome, At: t0, Duration: d}
+		}
+		batches := [][]store.PlanEvent{
+			{step(7, "c1", "claude · now: Read README.md", "running", time.Second), step(8, "c1", "claude · now: Bash ls", "running", time.Second)},
+			{step(7, "c1", "claude · now: Edit docs/hello.md", "running", 3*time.Second)},
+			{{PlanID: 7, Kind: store.EventAgent, Call: "c1", Name: "implementer", Detail: "claude", Outcome: "ok", At: t0, Duration: 5 * time.Second, Tokens: 900, Cost: 0.5},
+				step(7, "c2", "claude · now: Read a.go", "running", time.Second)},
+		}
+		for _, batch := range batches {
+			if err := s.AddPlanEvents(ctx, batch); err != nil {
+				t.Fatalf("AddPlanEvents: %v", err)
+			}
+		}
+		got, _, err := s.PlanEvents(ctx, 7, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, e := range got {
+			lines = append(lines, e.Detail+" "+e.Outcome+" "+e.Duration.String())
+		}
+		want := []string{"claude ok 5s", "claude · now: Read a.go running 1s"}
+		if !slices.Equal(lines, want) || got[0].Tokens != 900 || got[0].Cost != 0.5 {
+			t.Errorf("plan 7's timeline = %q (first: %d tokens, $%v), want %q with 900 tokens, $0.5", lines, got[0].Tokens, got[0].Cost, want)
+		}
+		if other, _, _ := s.PlanEvents(ctx, 8, 10); len(other) != 1 || other[0].Detail != "claude · now: Bash ls" {
+			t.Errorf("plan 8's timeline = %+v", other)
+		}
+	})
+}

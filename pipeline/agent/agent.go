@@ -75,6 +75,20 @@ type Request struct {
 	// §5). Empty: every call starts afresh. Runtimes that keep no
 	// conversations ignore it.
 	Session string
+
+	// Steps, when set, hears each step the agent takes while it runs, as
+	// its runtime reads them from the agent's events (a CLI's event
+	// stream, the openai runtime's tool loop). It is called from the
+	// runtime's own goroutine and must not block.
+	Steps func(Step)
+}
+
+// Step is one thing an agent does during a call: the tool it uses and
+// what the tool acts on (a file's path, a command), never a file's
+// content. Both are the agent's output, hostile like its answer.
+type Step struct {
+	Tool   string
+	Target string
 }
 
 // Result is what a successful call returns.
@@ -87,6 +101,11 @@ type Result struct {
 	ExitCode  int  // 0 for runtimes without processes
 	Duration  time.Duration
 	Usage     Usage
+	// Refusals are what the agent was refused, as its CLI reports them in
+	// its JSON output: Claude Code's permission_denials, codex's patches
+	// that were rejected and commands that were declined, one line each
+	// ("Write src/a.go"). Agent output.
+	Refusals []string
 }
 
 // Usage counts tokens where the runtime can know them (zero for an exec

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
@@ -51,11 +52,19 @@ func Plan(id string) string {
 		"## Testing\n\n- Read the page.\n\n---\n\n## Audit Log\n\n---\n\n## Implementation Notes\n"
 }
 
+// Revised is the scripted reviser's plan: Plan with a check added for
+// the audit round it answers, so that each revision changes the plan.
+func Revised(id string, round int) string {
+	return strings.Replace(Plan(id), "- Read the page.\n", fmt.Sprintf("- Read the page.\n- Read it again (revised in audit round %d).\n", round), 1)
+}
+
 // scripted are the default agents: a plan that passes its audit with a
 // minor finding, and phases that write the file they name.
 var scripted = map[agent.Role]Agent{
 	agent.Drafter: func(req agent.Request) (agent.Result, error) { return agent.Result{Output: Plan(req.PlanID)}, nil },
-	agent.Reviser: func(req agent.Request) (agent.Result, error) { return agent.Result{Output: Plan(req.PlanID)}, nil },
+	agent.Reviser: func(req agent.Request) (agent.Result, error) {
+		return agent.Result{Output: Revised(req.PlanID, req.Round)}, nil
+	},
 	agent.Auditor: func(agent.Request) (agent.Result, error) {
 		return agent.Result{Output: "- **Severity: minor** — Say who reads the page.\n\nVerdict: ready to approve"}, nil
 	},

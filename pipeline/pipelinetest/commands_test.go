@@ -3,6 +3,7 @@ package pipelinetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,6 +28,13 @@ func twoFilePlan(req agent.Request) (agent.Result, error) {
 	}
 	return agent.Result{Output: strings.Replace(pipelinetest.Plan(req.PlanID), "- `docs/hello.md` (new) — the greeting.\n",
 		page+"- `README.md` — link the page.\n", 1)}, nil
+}
+
+// twoFileRevised is twoFilePlan revised for the audit round it answers.
+func twoFileRevised(req agent.Request) (agent.Result, error) {
+	res, err := twoFilePlan(req)
+	res.Output = strings.Replace(res.Output, "- Read the page.\n", fmt.Sprintf("- Read the page.\n- Read it again (revised in audit round %d).\n", req.Round), 1)
+	return res, err
 }
 
 // docWorld is the world of docs/commands.md's examples: alice asks on
@@ -58,7 +66,7 @@ func docWorld(t *testing.T, to string) *pipelinetest.World {
 			return agent.Result{Output: "- **Severity: blocking** — Say who reads the page.\n\nVerdict: needs revision"}, nil
 		}
 	}
-	w.Agents[agent.Drafter], w.Agents[agent.Reviser] = twoFilePlan, twoFilePlan
+	w.Agents[agent.Drafter], w.Agents[agent.Reviser] = twoFilePlan, twoFileRevised
 	if to == "decision" {
 		stallReviser(w, diagnosis)
 	}

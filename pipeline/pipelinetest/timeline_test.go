@@ -17,6 +17,7 @@ type timeline struct {
 	mu      sync.Mutex
 	working []int64 // plan ids, in order
 	calls   []pipeline.AgentCall
+	steps   []agent.Step
 }
 
 func (tl *timeline) Working(_ context.Context, p *pipeline.Plan) {
@@ -29,6 +30,12 @@ func (tl *timeline) AgentCalled(_ context.Context, p *pipeline.Plan, c pipeline.
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	tl.calls = append(tl.calls, c)
+}
+
+func (tl *timeline) AgentStep(_ context.Context, _ *pipeline.Plan, _ pipeline.AgentCall, s agent.Step) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.steps = append(tl.steps, s)
 }
 
 // TestTimelineHearsPlansAndAgentCalls: the command that starts a forge,

@@ -22,6 +22,12 @@
 # error event and a turn.failed whose message is codex-rs's
 # UsageLimitReachedError ("You've hit your usage limit. … try again at
 # 4:05 PM.", the time in the CLI's local zone), status 1.
+#
+# The implementer's files (those its phase's prompt lists) are one
+# file_change item, which codex prints only completed. The file
+# $CODEX_HOME/read-only plays codex's own read-only sandbox: the patch is
+# rejected (the item's status failed, the router's error on stderr), the
+# agent says so and the turn completes, exit status 0.
 set -eu
 state=${CODEX_HOME:?CODEX_HOME is not set}
 here=$(dirname "$0")
@@ -76,7 +82,19 @@ fi
 printf '%s %s\n' "$FORGE_ROLE" "$FORGE_ROUND" >>"$state/sessions/$id.jsonl"
 turns=$(wc -l <"$state/sessions/$id.jsonl")
 
-answer=$("$here/$FORGE_ROLE.sh")
+prompt=$(cat)
+files=""
+if [ "$FORGE_ROLE" = implementer ]; then
+	files=$(printf '%s\n' "$prompt" | sed -n '/^Files of this phase:/,/^$/p' | sed -n 's/^- `\(.*\)`$/\1/p')
+fi
+status=completed
+if [ -n "$files" ] && [ -f "$state/read-only" ]; then
+	status=failed
+	echo "$(date -u +%Y-%m-%dT%H:%M:%S.000000Z) ERROR codex_core::tools::router: error=patch rejected: writing is blocked by read-only sandbox; rejected by user approval settings" >&2
+	answer="I couldn't apply the patch: writing is blocked by the read-only sandbox, so $(echo $files | tr '\n' ' ')was not created."
+else
+	answer=$(printf '%s\n' "$prompt" | "$here/$FORGE_ROLE.sh")
+fi
 if [ "$json" != yes ]; then
 	printf '%s\n' "$answer"
 	exit 0
@@ -89,6 +107,13 @@ printf '{"type":"turn.started"}\n'
 printf '{"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Reading the plan**"}}\n'
 printf '{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"bash -lc ls","aggregated_output":"","exit_code":null,"status":"in_progress"}}\n'
 printf '{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"bash -lc ls","aggregated_output":"docs\\n","exit_code":0,"status":"completed"}}\n'
-printf '{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":%s}}\n' "$(printf '%s' "$answer" | json_string)"
+if [ -n "$files" ]; then
+	changes=""
+	for f in $files; do
+		changes="${changes:+$changes,}$(printf '{"path":%s,"kind":"add"}' "$(printf '%s/%s' "$(pwd -P)" "$f" | json_string)")"
+	done
+	printf '{"type":"item.completed","item":{"id":"item_2","type":"file_change","changes":[%s],"status":"%s"}}\n' "$changes" "$status"
+fi
+printf '{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":%s}}\n' "$(printf '%s' "$answer" | json_string)"
 printf '{"type":"turn.completed","usage":{"input_tokens":%d,"cached_input_tokens":%d,"output_tokens":%d}}\n' \
 	$((turns * 2000)) $((turns * 1500)) $((turns * 150))
