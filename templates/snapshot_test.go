@@ -682,6 +682,8 @@ func textCases(t *testing.T) []textCase {
 		{"wrong-place/issue", templates.WrongPlace{Usage: command.Start.Usage(), OnPR: false}},
 		{"wrong-place/pull request", templates.WrongPlace{Usage: command.Approve.Usage(), OnPR: true}},
 
+		{"usage-error/did you mean", templates.UsageError{Problem: templates.UsageProblem{Event: "did-you-mean", Arg: "aprove", Other: "approve"}, Usage: command.Approve.Usage()}},
+		{"usage-error/one word", templates.UsageError{Problem: templates.UsageProblem{Event: "one-word", Arg: "refactor"}, Usage: command.Start.Usage()}},
 		{"usage-error/missing description", templates.UsageError{Problem: templates.UsageProblem{Event: "no-description"}, Usage: command.Start.Usage()}},
 		{"usage-error/no fact id", templates.UsageError{Problem: templates.UsageProblem{Event: "no-fact-id"}, Usage: command.Forget.Usage()}},
 		{"usage-error/bad fact id", templates.UsageError{Problem: templates.UsageProblem{Event: "not-fact-id", Arg: "the"}, Usage: command.Forget.Usage()}},

@@ -103,7 +103,10 @@ var Table = []Spec{
 			"does the same with the issue's title as the description. " +
 			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names, " +
 			"else the repository's `pipelines.default`, else the built-in one (`builtin` always names it); the plan keeps it. " +
-			"A name the repository does not define is refused with the list of those it does, and nothing starts.",
+			"A name the repository does not define is refused with the list of those it does, and nothing starts. " +
+			"A first word that is a command misspelt (`/forge aprove`, `/forge stauts`: one edit away for a word of 4 letters or more, " +
+			"two for one of 8 or more), or a description of one word, starts nothing either: Forge answers with the command meant " +
+			"(\"Did you mean `/forge approve`?\") and its usage. `/forge new <description>` starts a plan whatever its first word.",
 		Example: "/forge " + exTitle,
 		Reply: &templates.Progress{
 			Line:  templates.Line(templates.ProgressLine{Event: "finished", PlanID: exPlan, Status: "REVIEW"}),
