@@ -723,6 +723,8 @@ func textCases(t *testing.T) []textCase {
 		{"usage-problem/no-phase", templates.UsageProblem{Event: "no-phase"}},
 		{"usage-problem/not-phase-id", templates.UsageProblem{Event: "not-phase-id", Arg: "`p2`"}},
 		{"usage-problem/no-class", templates.UsageProblem{Event: "no-class"}},
+		{"usage-problem/did-you-mean", templates.UsageProblem{Event: "did-you-mean", Arg: "stauts", Other: "status"}},
+		{"usage-problem/one-word", templates.UsageProblem{Event: "one-word", Arg: "refactor"}},
 		{"usage-problem/not-class", templates.UsageProblem{Event: "not-class", Arg: "removed"}},
 		{"usage-error/evolve without a plan id", templates.UsageError{Problem: templates.UsageProblem{Event: "no-base-plan"}, Usage: command.Evolve.Usage()}},
 		{"usage-error/two plan ids", templates.UsageError{Problem: templates.UsageProblem{Event: "two-plan-ids", Arg: "plan-001", Other: "plan-002"}, Usage: command.Run.Usage()}},

@@ -431,6 +431,19 @@ func TestCommandTable(t *testing.T) {
 		if _, err := templates.Text(s.Reply); err != nil {
 			t.Errorf("%s: its reply does not render: %v", kind, err)
 		}
+		if s.Alias != "" {
+			// One verb shown: an alias is named in its command's entry,
+			// never listed by /forge help.
+			if strings.Contains(doc, "\n### `"+s.Usage+"`\n") || !strings.Contains(doc, "Also written `/forge "+s.Words[0]+"`") && !strings.Contains(doc, ", `/forge "+s.Words[0]+"`") {
+				t.Errorf("%s: docs/commands.md lists it, or its command's entry does not name it", kind)
+			}
+			for _, h := range HelpLines() {
+				if h.Usage == s.Usage || strings.HasPrefix(h.Usage, "/forge "+s.Words[0]) {
+					t.Errorf("/forge help lists %s, an alias of %s", kind, s.Alias)
+				}
+			}
+			continue
+		}
 		if !strings.Contains(doc, "\n### `"+s.Usage+"`\n") {
 			t.Errorf("%s is missing from docs/commands.md", kind)
 		}
