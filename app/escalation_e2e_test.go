@@ -23,7 +23,7 @@ func TestEscalationUnknownVerdict(t *testing.T) {
 	pr := w.planPR(t).Number
 	body := w.waitReply(t, pr, "is escalated to people")
 	for _, want := range []string{"(step `auditor`, round 1)", "is not in Forge's vocabulary", "To read: the review of round 1.",
-		"`/forge resume plan-001`", "`/forge override plan-001`", "`/forge terminate plan-001`"} {
+		"`/forge resume plan-001`", "`/forge override plan-001`", "`/forge close plan-001`"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the escalation lacks %q:\n%s", want, body)
 		}
@@ -63,7 +63,7 @@ func TestEscalationAgentFailedTwice(t *testing.T) {
 	pr := w.planPR(t).Number
 	body := w.waitReply(t, pr, "is escalated to people")
 	for _, want := range []string{"(step `drafter`)", "the agent failed twice, the second time on a trimmed prompt", "model quota still exceeded",
-		"`/forge resume plan-001`", "`/forge terminate plan-001`"} {
+		"`/forge resume plan-001`", "`/forge close plan-001`"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the escalation lacks %q:\n%s", want, body)
 		}

@@ -494,7 +494,7 @@ func TestForgeOnePerIssueAndQueue(t *testing.T) {
 		override: map[string][]string{"drafter": slowScript(t, 2, "drafter")},
 		files:    map[string]string{".github/forge.yml": "limits:\n  max_concurrent_runs: 1\n"},
 	})
-	w.command(t, "alice", "/forge first")
+	w.command(t, "alice", "/forge first plan")
 	w.waitProgress(t, "the first forge to start", func(b string) bool { return b != "" })
 	w.command(t, "alice", "/forge second on the same issue")
 	apptest.Eventually(t, 20*time.Second, "the already-running answer", func() bool {

@@ -253,7 +253,7 @@ pipelines:
 		"(step `security`): the step's gate is not met",
 		"`artifact {plans_dir}/{plan}-threat-model.md`", "`require labels == security-ok`", "`forbid status == DRAFT`",
 		"`after auditor = revision`", "`check security-scan == success`", "`require approvals >= 1`",
-		"`/forge resume plan-001`", "`/forge terminate plan-001`",
+		"`/forge resume plan-001`", "`/forge close plan-001`",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the escalation lacks %q:\n%s", want, body)
@@ -316,7 +316,7 @@ pipelines:
 	w.command(t, "alice", "/forge add a greeting page")
 	pr := w.planPR(t).Number
 	body := w.waitReply(t, pr, "its `max_rounds` revisions are used up")
-	for _, want := range []string{"(step `security`, round 1)", "`/forge resume plan-001`", "`/forge override plan-001`", "`/forge terminate plan-001`"} {
+	for _, want := range []string{"(step `security`, round 1)", "`/forge resume plan-001`", "`/forge override plan-001`", "`/forge close plan-001`"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the escalation lacks %q:\n%s", want, body)
 		}

@@ -467,16 +467,17 @@ func (f *Forge) post(ctx context.Context, gh GitHub, repo Repo, number int, mark
 	return id, nil
 }
 
-// checkButtons are the plan's buttons by identifier.
+// checkButtons are the plan's buttons by identifier. Ending a plan has one
+// word, Close, whichever identifier an older check run's button carries.
 var checkButtons = map[string]CheckAction{
 	"approve": {Label: "Approve & run", Description: "Approve the plan and run its phases", Identifier: "approve"},
 	"revise":  {Label: "Revise", Description: "Revise the plan and audit it again", Identifier: "revise"},
-	"cancel":  {Label: "Cancel", Description: "Close the plan", Identifier: "cancel"},
+	"cancel":  {Label: "Close", Description: "Close the plan for good", Identifier: "cancel"},
 	// A halted plan's (GitHub: at most 3 buttons, label 20 characters,
 	// description 40, identifier 20).
 	"resume":    {Label: "Resume", Description: "Go on from where the run stopped", Identifier: "resume"},
 	"override":  {Label: "Override", Description: "Accept as reviewed despite the halt", Identifier: "override"},
-	"terminate": {Label: "Terminate", Description: "End the plan for good", Identifier: "terminate"},
+	"terminate": {Label: "Close", Description: "Close the plan for good", Identifier: "terminate"},
 	// The buttons of a plan that waits on its acceptance criteria.
 	"merge-anyway": {Label: "Merge anyway", Description: "Mark ready with criteria uncovered", Identifier: "merge-anyway"},
 	"continue":     {Label: "Continue", Description: "Add a phase per uncovered criterion", Identifier: "continue"},

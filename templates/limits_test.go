@@ -220,7 +220,7 @@ func TestSeedWording(t *testing.T) {
 		{templates.NoPlan{}, "No forge running."},
 		{templates.Complete{Head: templates.Head{PlanID: "plan-018"}, Rounds: 2, Elapsed: "87s", AutoImplement: true},
 			"Forge complete. Plan plan-018 ready for review (2 rounds, 87s)"},
-		{templates.Help{TriggerLabel: "forge", Commands: command.HelpLines()}, "- /forge cancel: cancel the running forge"},
+		{templates.Help{TriggerLabel: "forge", Commands: command.HelpLines()}, "- /forge close: end the plan for good (CLOSED), whatever it is doing: running, halted, paused or awaiting approval"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.data.Template(), func(t *testing.T) {

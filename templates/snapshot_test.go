@@ -693,6 +693,8 @@ func textCases(t *testing.T) []textCase {
 		{"wrong-place/issue", templates.WrongPlace{Usage: command.Start.Usage(), OnPR: false}},
 		{"wrong-place/pull request", templates.WrongPlace{Usage: command.Approve.Usage(), OnPR: true}},
 
+		{"usage-error/did you mean", templates.UsageError{Problem: templates.UsageProblem{Event: "did-you-mean", Arg: "aprove", Other: "approve"}, Usage: command.Approve.Usage()}},
+		{"usage-error/one word", templates.UsageError{Problem: templates.UsageProblem{Event: "one-word", Arg: "refactor"}, Usage: command.Start.Usage()}},
 		{"usage-error/missing description", templates.UsageError{Problem: templates.UsageProblem{Event: "no-description"}, Usage: command.Start.Usage()}},
 		{"usage-error/no fact id", templates.UsageError{Problem: templates.UsageProblem{Event: "no-fact-id"}, Usage: command.Forget.Usage()}},
 		{"usage-error/bad fact id", templates.UsageError{Problem: templates.UsageProblem{Event: "not-fact-id", Arg: "the"}, Usage: command.Forget.Usage()}},
@@ -732,6 +734,8 @@ func textCases(t *testing.T) []textCase {
 		{"usage-problem/no-phase", templates.UsageProblem{Event: "no-phase"}},
 		{"usage-problem/not-phase-id", templates.UsageProblem{Event: "not-phase-id", Arg: "`p2`"}},
 		{"usage-problem/no-class", templates.UsageProblem{Event: "no-class"}},
+		{"usage-problem/did-you-mean", templates.UsageProblem{Event: "did-you-mean", Arg: "stauts", Other: "status"}},
+		{"usage-problem/one-word", templates.UsageProblem{Event: "one-word", Arg: "refactor"}},
 		{"usage-problem/not-class", templates.UsageProblem{Event: "not-class", Arg: "removed"}},
 		{"usage-error/evolve without a plan id", templates.UsageError{Problem: templates.UsageProblem{Event: "no-base-plan"}, Usage: command.Evolve.Usage()}},
 		{"usage-error/two plan ids", templates.UsageError{Problem: templates.UsageProblem{Event: "two-plan-ids", Arg: "plan-001", Other: "plan-002"}, Usage: command.Run.Usage()}},

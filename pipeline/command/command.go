@@ -148,7 +148,8 @@ func cmdPlanID(s string) (is, like bool) {
 // an answer.
 //
 // An unknown first word after /forge (one no Spec of Table reserves) starts a forge with the rest of the
-// line as description; /plan does the same for a plan without agent; after
+// line as description, unless the word is a command misspelt (Suggest) or
+// the description one word: those are usage errors that start nothing; /plan does the same for a plan without agent; after
 // the word new, the rest of the line is the description of one more plan. The
 // reserved subcommands mean the same after either prefix (users of the seed
 // type "!plan approve"). A bare /forge or /plan is help: the description
@@ -222,6 +223,9 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		if cmd.Err == nil && cmd.Description == "" && (cmd.New || cmd.Pipeline != "") {
 			cmd.Err = &UsageError{Kind: cmd.Kind, Problem: templates.UsageProblem{Event: "no-description"}}
 		}
+		if cmd.Err == nil && !cmd.New {
+			cmd.Err = cmdNotADescription(cmd.Kind, cmd.Description)
+		}
 		cmd.Context = cmdJoinLines(following)
 	case spec.Kind == Help:
 		cmd.Kind = Help
@@ -284,6 +288,21 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		cmd.PlanID, cmd.Regenerate, cmd.Err = cmdParseArgs(cmd.Kind, args)
 	}
 	return cmd
+}
+
+// cmdNotADescription refuses a start whose description is more likely a
+// command misspelt (its first word within MaxTypo edits of a command's)
+// or is one word: a start costs a branch, a pull request and agent calls,
+// and `/forge new <description>` starts one whatever its first word.
+func cmdNotADescription(kind Kind, desc string) error {
+	first, rest := cmdCutWord(desc)
+	if s, ok := Suggest(first); ok {
+		return &UsageError{Kind: s.Kind, Problem: templates.UsageProblem{Event: "did-you-mean", Arg: first, Other: s.Words[0]}}
+	}
+	if first != "" && rest == "" {
+		return &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "one-word", Arg: first}}
+	}
+	return nil
 }
 
 // PipelineFlag names the pipeline of a new plan: /forge --pipeline <name>.

@@ -70,6 +70,22 @@ func TestParseCommand(t *testing.T) {
 		{"start flag-like description", "/forge --verbose mode for the CLI", true,
 			cmdResult{Kind: Start, Description: "--verbose mode for the CLI", Raw: "/forge --verbose mode for the CLI"}},
 
+		// A misspelt command or a one-word description starts nothing.
+		{"typo of approve", "/forge aprove", true,
+			cmdResult{Kind: Start, Description: "aprove", Err: "`aprove` is not a command: did you mean `/forge approve`?; usage: /forge approve [plan-NNN]", Raw: "/forge aprove"}},
+		{"transposition in status", "/forge stauts plan-001", true,
+			cmdResult{Kind: Start, Description: "stauts plan-001", Err: "`stauts` is not a command: did you mean `/forge status`?; usage: /forge status [plan-NNN]", Raw: "/forge stauts plan-001"}},
+		{"typo after /plan", "/plan Cancle", true,
+			cmdResult{Kind: Plan, Description: "Cancle", Err: "`Cancle` is not a command: did you mean `/forge cancel`?; usage: /forge cancel [plan-NNN]", Raw: "/plan Cancle"}},
+		{"typo after a pipeline", "/forge --pipeline strict pasue now", true,
+			cmdResult{Kind: Start, Pipeline: "strict", Description: "pasue now", Err: "`pasue` is not a command: did you mean `/forge pause`?; usage: /forge pause [plan-NNN]", Raw: "/forge --pipeline strict pasue now"}},
+		{"one-word description", "/forge refactor\nthe queue, please", true,
+			cmdResult{Kind: Start, Description: "refactor", Context: "the queue, please", Err: "a plan's description takes more than one word; `refactor` is not a command (`/forge help` lists them), and `/forge new <description>` starts a plan whatever its description; usage: /forge [new] [--pipeline <name>] <description>", Raw: "/forge refactor"}},
+		{"new takes a typo", "/forge new aprove the docs", true,
+			cmdResult{Kind: Start, New: true, Description: "aprove the docs", Raw: "/forge new aprove the docs"}},
+		{"new takes one word", "/forge new refactor", true,
+			cmdResult{Kind: Start, New: true, Description: "refactor", Raw: "/forge new refactor"}},
+
 		// One more plan on an issue that has an open one.
 		{"new", "/forge new Add rate limiting", true,
 			cmdResult{Kind: Start, New: true, Description: "Add rate limiting", Raw: "/forge new Add rate limiting"}},
@@ -223,7 +239,7 @@ func TestParseCommand(t *testing.T) {
 		{"revise short plan id", "/forge revise plan-7 more tests", true,
 			cmdResult{Kind: Revise, Notes: "plan-7 more tests", Err: `"plan-7" is not a plan id (plan-NNN); usage: /forge revise [plan-NNN] [notes]`, Raw: "/forge revise plan-7 more tests"}},
 		{"cancel trailing punctuation", "/forge cancel.", true,
-			cmdResult{Kind: Start, Description: "cancel.", Raw: "/forge cancel."}},
+			cmdResult{Kind: Start, Description: "cancel.", Err: "`cancel.` is not a command: did you mean `/forge cancel`?; usage: /forge cancel [plan-NNN]", Raw: "/forge cancel."}},
 
 		// Follow-up issues.
 		{"followup", "/forge followup F1 p2", true,
@@ -321,7 +337,8 @@ func TestParseCommand(t *testing.T) {
 			}
 			if got.Err != nil {
 				var ue *UsageError
-				if !errors.As(got.Err, &ue) || ue.Kind != got.Kind {
+				// A misspelt command's usage is the command meant.
+				if !errors.As(got.Err, &ue) || (ue.Kind != got.Kind && ue.Problem.Event != "did-you-mean") {
 					t.Errorf("Err = %#v, want a *UsageError for %s", got.Err, got.Kind)
 				}
 			}
@@ -414,6 +431,19 @@ func TestCommandTable(t *testing.T) {
 		if _, err := templates.Text(s.Reply); err != nil {
 			t.Errorf("%s: its reply does not render: %v", kind, err)
 		}
+		if s.Alias != "" {
+			// One verb shown: an alias is named in its command's entry,
+			// never listed by /forge help.
+			if strings.Contains(doc, "\n### `"+s.Usage+"`\n") || !strings.Contains(doc, "Also written `/forge "+s.Words[0]+"`") && !strings.Contains(doc, ", `/forge "+s.Words[0]+"`") {
+				t.Errorf("%s: docs/commands.md lists it, or its command's entry does not name it", kind)
+			}
+			for _, h := range HelpLines() {
+				if h.Usage == s.Usage || strings.HasPrefix(h.Usage, "/forge "+s.Words[0]) {
+					t.Errorf("/forge help lists %s, an alias of %s", kind, s.Alias)
+				}
+			}
+			continue
+		}
 		if !strings.Contains(doc, "\n### `"+s.Usage+"`\n") {
 			t.Errorf("%s is missing from docs/commands.md", kind)
 		}
@@ -488,4 +518,79 @@ func FuzzParseCommand(f *testing.F) {
 			t.Fatalf("raw %q is not in the body", got.Raw)
 		}
 	})
+}
+
+// TestSuggest: every command word, misspelt by one edit of each kind,
+// is suggested; the first words of real descriptions are not.
+func TestSuggest(t *testing.T) {
+	typos := func(w string) []string {
+		var out []string
+		r := []rune(w)
+		for i := range r {
+			out = append(out, string(r[:i])+string(r[i+1:])) // a letter dropped
+			sub := append([]rune{}, r...)
+			sub[i] = 'q'
+			out = append(out, string(sub))                     // a letter replaced
+			out = append(out, string(r[:i])+"x"+string(r[i:])) // a letter added
+			if i+1 < len(r) {
+				sw := append([]rune{}, r...)
+				sw[i], sw[i+1] = sw[i+1], sw[i]
+				out = append(out, string(sw)) // two letters swapped
+			}
+		}
+		return out
+	}
+	for _, spec := range Table {
+		for _, w := range spec.Words {
+			if strings.HasPrefix(w, "-") {
+				continue
+			}
+			if _, ok := Suggest(w); ok {
+				t.Errorf("Suggest(%q): a command word is no typo", w)
+			}
+			for _, typo := range typos(w) {
+				if _, reserved := byWord[typo]; reserved || typo == w {
+					continue
+				}
+				got, ok := Suggest(typo)
+				switch long := len([]rune(typo)) >= 4; {
+				case long && !ok:
+					t.Errorf("Suggest(%q) = nothing, want %s", typo, spec.Kind)
+				case long && got.Kind != spec.Kind:
+					// Another command may be as near (run-one and run).
+					if editDistance(strings.ToLower(typo), got.Words[0]) > 1 {
+						t.Errorf("Suggest(%q) = %s, want %s", typo, got.Kind, spec.Kind)
+					}
+				case !long && ok:
+					t.Errorf("Suggest(%q) = %s: a word under 4 letters is never a typo", typo, got.Kind)
+				}
+			}
+		}
+	}
+	for _, typo := range []string{"aprove", "APROVE", "stauts", "cancle", "pasue", "reviese", "termniate", "overide", "phasse", "folowup"} {
+		if _, ok := Suggest(typo); !ok {
+			t.Errorf("Suggest(%q) = nothing", typo)
+		}
+	}
+	for _, first := range []string{"add", "fix", "update", "remove", "rename", "make", "implement", "refactor", "support",
+		"document", "write", "create", "move", "delete", "improve", "migrate", "upgrade", "replace", "change", "allow",
+		"test", "use", "bump", "clean", "review", "start", "stop", "revert", "resolve", "merge", "plan", "new", "docs"} {
+		if s, ok := Suggest(first); ok {
+			t.Errorf("Suggest(%q) = %s: a description's first word taken for a typo", first, s.Kind)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"approve", "approve", 0}, {"aprove", "approve", 1}, {"stauts", "status", 1},
+		{"cancle", "cancel", 1}, {"pasue", "pause", 1}, {"ca", "abc", 3}, {"add", "audit", 3}, {"äb", "bä", 1},
+	} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
 }

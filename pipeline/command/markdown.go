@@ -42,9 +42,14 @@ Anyone else is answered once per issue or pull request:
 
 	b.WriteString("\n## The commands\n\n| command | on |\n|---|---|\n")
 	for _, s := range Table {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Usage, s.On)
+		if s.Alias == "" {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", s.Usage, s.On)
+		}
 	}
 	for _, s := range Table {
+		if s.Alias != "" {
+			continue
+		}
 		fmt.Fprintf(&b, "\n### `%s`\n\n", s.Usage)
 		fmt.Fprintf(&b, "On: %s.", s.On)
 		if aliases := aliasesOf(s); aliases != "" {
@@ -84,6 +89,11 @@ func aliasesOf(s Spec) string {
 	}
 	if s.Kind == Help {
 		out = append(out, "a bare `/forge` or `/plan`")
+	}
+	for _, other := range Table {
+		if other.Alias == s.Kind {
+			out = append(out, "`/forge "+other.Words[0]+"`")
+		}
 	}
 	return strings.Join(out, ", ")
 }

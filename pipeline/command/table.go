@@ -53,6 +53,12 @@ type Spec struct {
 	// Reply is Forge's answer to Example, as data of the answer's
 	// template.
 	Reply templates.Data
+	// Alias, when set, is the command people are shown instead of this
+	// one: /forge help and docs/commands.md list that one alone, and this
+	// one as another way to write it. Ending a plan has one verb, close
+	// (the state it leaves, CLOSED, and GitHub's own word for a pull
+	// request), where there were three.
+	Alias Kind
 }
 
 // ListMost bounds /forge list: a repository's plans most recently active.
@@ -97,13 +103,16 @@ var Table = []Spec{
 		Does: "Starts a forge: reserves the next plan id, creates the plan branch, opens a draft pull request, " +
 			"has the drafter write the plan from the issue and the description, then audits and revises it until its findings " +
 			"are within `convergence` (no blocking, at most 3 medium and 5 minor by default) or a convergence guard halts it " +
-			"for people to resume, override or terminate (the round cap `max_audit_rounds` among them). The lines of the comment after the command reach the drafter too. " +
+			"for people to resume, override or close (the round cap `max_audit_rounds` among them). The lines of the comment after the command reach the drafter too. " +
 			"On an issue whose plan is still open (not DONE, CLOSED or CANCELLED) Forge answers with that plan and starts nothing; " +
 			"`/forge new <description>` starts one more all the same. Adding the trigger label (`labels.trigger`) to an issue " +
 			"does the same with the issue's title as the description. " +
 			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names, " +
 			"else the repository's `pipelines.default`, else the built-in one (`builtin` always names it); the plan keeps it. " +
-			"A name the repository does not define is refused with the list of those it does, and nothing starts.",
+			"A name the repository does not define is refused with the list of those it does, and nothing starts. " +
+			"A first word that is a command misspelt (`/forge aprove`, `/forge stauts`: one edit away for a word of 4 letters or more, " +
+			"two for one of 8 or more), or a description of one word, starts nothing either: Forge answers with the command meant " +
+			"(\"Did you mean `/forge approve`?\") and its usage. `/forge new <description>` starts a plan whatever its first word.",
 		Example: "/forge " + exTitle,
 		Reply: &templates.Progress{
 			Line:  templates.Line(templates.ProgressLine{Event: "finished", PlanID: exPlan, Status: "REVIEW"}),
@@ -160,7 +169,7 @@ var Table = []Spec{
 		Reply: &templates.Status{Head: templates.Head{PlanID: exPlan}, Title: exTitle, Status: "IMPLEMENTING",
 			Running: templates.Step{Event: "phase", PhaseID: "phase-2", Title: "Implement README.md"}, PRURL: "#2",
 			Objective: "Greet new users.", Round: 1, LastVerdict: "minor", Phases: exPhases(1, "in-progress")}},
-	{Kind: Cancel, Words: []string{"cancel"}, Usage: "/forge cancel [plan-NNN]", On: Anywhere,
+	{Kind: Cancel, Words: []string{"cancel"}, Usage: "/forge cancel [plan-NNN]", On: Anywhere, Alias: Close,
 		Brief: "cancel the running forge",
 		Does: "Stops what runs on the plan: a running forge or revision leaves the plan CANCELLED, a queued one is " +
 			"cancelled at once, a phase run stops and leaves its phase failed.",
@@ -237,7 +246,7 @@ var Table = []Spec{
 			"(its review posted; the revision it calls for waits) or before the next audit round, and between two phases " +
 			"(a phase that runs, or waits for its checks, ends first), or between an audit phase's audit and its fix round. The plan is then labelled `forge:paused`, its `forge` " +
 			"check run asks for action with a *Resume* button, and a comment says where it paused. Nothing runs on it, and " +
-			"it holds no slot, until `/forge resume`; a restart of Forge leaves it paused. `/forge terminate` or closing the " +
+			"it holds no slot, until `/forge resume`; a restart of Forge leaves it paused. `/forge close` or closing the " +
 			"pull request end it instead; there is nothing to override. A plan nothing runs on (one in REVIEW awaiting " +
 			"approval, say) is answered that there is nothing to pause. Like every command, it takes `approval.min_permission`.",
 		Example: "/forge pause",
@@ -267,7 +276,7 @@ var Table = []Spec{
 			"listed (the *Merge anyway* button).",
 		Example: "/forge override",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "overridden", By: "alice", Guard: "round-cap", Round: 1}},
-	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere,
+	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere, Alias: Close,
 		Brief: "end a halted plan for good",
 		Does: "Ends a halted, escalated, paused or decision-waiting plan, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again. " +
 			"The *Terminate* button does the same. Closing the plan's pull request closes the halted plan too (GitHub lets " +
@@ -314,14 +323,19 @@ var Table = []Spec{
 			"the phase's next round runs with option n's change as its change spec, and the run goes on; a failing round " +
 			"then starts a new diagnosis. The buttons of the phase's check run do the same. In a DAG the other phases go on " +
 			"while a phase waits: a choice made meanwhile is taken between two phases, and `phase-K` names the phase when " +
-			"several wait. `/forge resume` runs the phase again as it is, `/forge terminate` ends the plan. Like every " +
+			"several wait. `/forge resume` runs the phase again as it is, `/forge close` ends the plan. Like every " +
 			"decision on a halted plan, it takes `approval.min_permission`.",
 		Example: "/forge choose 2",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "chosen", By: "alice", Guard: "decision", PhaseID: "phase-2", Option: 2}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
-		Brief: "close the plan",
-		Does: "Closes the plan for good (CLOSED): a running job is stopped first. Closing the pull request, or the *Cancel* " +
-			"button of the `forge` check run, does the same.",
+		Brief: "end the plan for good (CLOSED), whatever it is doing: running, halted, paused or awaiting approval",
+		Does: "Ends the plan for good (CLOSED), in any state: a running job is stopped first; a halted, escalated, paused or " +
+			"decision-waiting plan, or one that waits on its acceptance criteria, ends where it stopped. Closing the pull request, " +
+			"or the *Close* button of the `forge` check run, does the same (a pull request closed by someone below " +
+			"`approval.min_permission`, or closed on a halted plan, can be reopened: the plan then halts again where it stopped). " +
+			"Older words: `/forge terminate` ends a halted plan the same way, and `/forge cancel` stops what runs on the plan " +
+			"without ending it (a running forge leaves it CANCELLED, a phase run leaves its phase failed): `/forge pause` is the " +
+			"way to stop a run and go on later.",
 		Example: "/forge close",
 		Reply:   &templates.Closed{Head: templates.Head{PlanID: exPlan}}},
 }
@@ -370,6 +384,9 @@ func HelpLines() []templates.HelpLine {
 	out := make([]templates.HelpLine, 0, len(Table))
 	for _, c := range Table {
 		usage := c.Usage
+		if c.Alias != "" {
+			continue
+		}
 		if c.Kind != Status {
 			usage = strings.Replace(usage, " [plan-NNN]", "", 1)
 		}

@@ -19,7 +19,7 @@ func Markdown() string {
 A plan is in a status and a run state: ` + "`idle`" + ` (no job works on it),
 ` + "`queued`" + ` (waiting for a free slot of its installation), ` + "`running`" + ` (a job owns it)
 or ` + "`halted`" + ` (a convergence guard stopped its review loop: it waits for people to
-resume, override or terminate it, label ` + "`forge:halted`" + `; or its final audit showed fewer of
+resume, override or close it, label ` + "`forge:halted`" + `; or its final audit showed fewer of
 its acceptance criteria covered than ` + "`acceptance_threshold`" + `: it waits for people to merge it
 anyway (override), continue (resume) or replan (revise), label ` + "`forge:acceptance`" + `; or a
 phase's round loop stalled: it waits for people to choose one of a diagnosis's options, label

@@ -507,7 +507,7 @@ var table = []Row{
 			return []Effect{SyncLabel{}, SetCheck{h.Check}, UpdatePR{}, h.Reply}
 		}},
 	{Event: "halted", From: active, Run: running, RunTo: Halted,
-		Does: "label forge:halted (forge:escalated for an escalation), check run action required with Resume, Override (where something reviewed can be accepted) and Terminate, PR body, say which guard or escalation stopped the plan, what it saw and the command that goes on",
+		Does: "label forge:halted (forge:escalated for an escalation), check run action required with Resume, Override (where something reviewed can be accepted) and Close, PR body, say which guard or escalation stopped the plan, what it saw and the command that goes on",
 		apply: func(s *State, ev Event) []Effect {
 			h := ev.(LoopHalted)
 			s.halt = &h.Halt

@@ -19,7 +19,7 @@ const Path = ".github/forge.yml"
 // docs/configuration.md (internal/configdoc).
 type Config struct {
 	Version          int           `yaml:"version" doc:"The file's format; only 1 exists."`
-	MaxAuditRounds   int           `yaml:"max_audit_rounds" doc:"Audit rounds a forge or a revision runs at most (1 to 20); a plan not converged after them halts (label 'forge:halted') for people to resume, override or terminate."`
+	MaxAuditRounds   int           `yaml:"max_audit_rounds" doc:"Audit rounds a forge or a revision runs at most (1 to 20); a plan not converged after them halts (label 'forge:halted') for people to resume, override or close."`
 	Convergence      Convergence   `yaml:"convergence" doc:"When a review loop (the plan's audit rounds, an audit phase's fix rounds) is done: the most findings of each severity its last round may have. Blocking findings count as critical, minor and suggestion as minor."`
 	ProgressThrottle time.Duration `yaml:"progress_throttle" doc:"The least time between two edits of a progress comment (a wait as it begins and a run's end are shown at once)."`
 	AutoImplement    bool          `yaml:"auto_implement" doc:"A review loop that ended within the convergence thresholds (not halted, overridden or on a plateau) with no change by people on the branch is approved by Forge itself, and the phases run; only where the operator's policy allows it."`
