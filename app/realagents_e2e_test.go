@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/internal/apptest"
@@ -241,7 +241,9 @@ func runRealPlan(t *testing.T, cli string, tools realTools) {
 	w.addWorkflow(t, quickCI)
 
 	w.command(t, "alice", "/forge add a greeting page")
-	body := w.waitProgress(t, "the plan to be drafted, audited and revised", func(b string) bool { return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed") })
+	body := w.waitProgress(t, "the plan to be drafted, audited and revised", func(b string) bool {
+		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+	})
 	if !strings.Contains(body, "Plan plan-001 ready for review (2 rounds") {
 		t.Fatalf("progress:\n%s", body)
 	}
@@ -352,7 +354,7 @@ func realCost(t *testing.T, cli, bin string, n int) float64 {
 		return modelserver.Reply{Text: "ok", Usage: realUsage}
 	})
 	rc := apptest.ExampleRuntime(t, cli, bin, models.URL)
-	out := apptest.RunOnce(t, rc, "", "Say ok.", "ANTHROPIC_BASE_URL="+models.URL)
+	out := apptest.RunOnce(t, rc, apptest.CLIRun{Prompt: "Say ok.", Env: []string{"ANTHROPIC_BASE_URL=" + models.URL}})
 	var result struct {
 		TotalCostUSD float64 `json:"total_cost_usd"`
 	}

@@ -2,9 +2,11 @@ package apptest
 
 import (
 	"bytes"
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,25 +108,40 @@ func ExampleAgents(t testing.TB) agents.Config {
 	return example.Agents
 }
 
-// RunOnce runs rc's command once outside Forge, in a fresh directory, the
-// prompt on stdin, '{{MODEL}}' standing for model, with PATH, a fresh HOME,
-// the variables rc.Env names and env: what the CLI printed on stdout.
-func RunOnce(t testing.TB, rc agents.RuntimeConfig, model, prompt string, env ...string) []byte {
+// CLIRun is one run of a runtime's command outside Forge.
+type CLIRun struct {
+	Model, Prompt string
+	// Home and Dir are its HOME and working directory (empty: fresh ones);
+	// a resumed session needs the same again.
+	Home, Dir string
+	// Session, when set, continues that session with rc.Resume.
+	Session string
+	Env     []string // besides PATH, HOME and what rc.Env names
+}
+
+// RunOnce runs rc's command once outside Forge, '{{MODEL}}' standing for
+// the run's model, the prompt on stdin: what the CLI printed on stdout.
+func RunOnce(t testing.TB, rc agents.RuntimeConfig, run CLIRun) []byte {
 	t.Helper()
-	argv := make([]string, len(rc.Command))
-	for i, a := range rc.Command {
-		argv[i] = strings.ReplaceAll(a, agents.ModelPlaceholder, model)
+	argv := slices.Clone(rc.Command)
+	if run.Session != "" {
+		for _, a := range rc.Resume {
+			argv = append(argv, strings.ReplaceAll(a, agents.SessionPlaceholder, run.Session))
+		}
+	}
+	for i, a := range argv {
+		argv[i] = strings.ReplaceAll(a, agents.ModelPlaceholder, run.Model)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = t.TempDir()
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Dir = cmp.Or(run.Dir, t.TempDir())
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + cmp.Or(run.Home, t.TempDir())}
 	for _, name := range rc.Env {
 		if v, ok := os.LookupEnv(name); ok {
 			cmd.Env = append(cmd.Env, name+"="+v)
 		}
 	}
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stdin = strings.NewReader(prompt)
+	cmd.Env = append(cmd.Env, run.Env...)
+	cmd.Stdin = strings.NewReader(run.Prompt)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -2,6 +2,7 @@ package modelserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -88,6 +89,12 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply := s.answer(req.turn())
+	if reply.Status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reply.Status)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":"scripted status %d"}}`, reply.Status)
+		return
+	}
 	id := s.next("msg")
 	var content []map[string]any
 	if reply.Text != "" {
@@ -128,6 +135,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil, "usage": start,
 	}})
+	if reply.Cut {
+		return
+	}
 	for i, b := range content {
 		switch b["type"] {
 		case "text":

@@ -55,11 +55,16 @@ type Usage struct {
 	Input, Output, CacheRead, CacheCreation int64
 }
 
-// Reply is the Script's answer to a Turn: text, tool calls, or both.
+// Reply is the Script's answer to a Turn: text, tool calls, or both; or,
+// with Status set, that HTTP status and an error body in the API's shape
+// (a 500 or 529 a CLI retries, a 400 it does not). Cut ends the stream
+// after its first event, as a dropped connection does.
 type Reply struct {
-	Text  string
-	Calls []Call
-	Usage Usage
+	Text   string
+	Calls  []Call
+	Usage  Usage
+	Status int
+	Cut    bool
 }
 
 // Script answers a request.

@@ -2,6 +2,7 @@ package modelserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -101,6 +102,12 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply := s.answer(req.turn())
+	if reply.Status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reply.Status)
+		fmt.Fprintf(w, `{"error":{"message":"scripted status %d","type":"server_error"}}`, reply.Status)
+		return
+	}
 	id := s.next("resp")
 	var items []map[string]any
 	if reply.Text != "" {
@@ -128,6 +135,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	response := map[string]any{"id": id, "object": "response", "model": req.Model, "status": "in_progress", "output": []any{}}
 	e := newSSE(w)
 	e.send("response.created", map[string]any{"type": "response.created", "response": response})
+	if reply.Cut {
+		return
+	}
 	for i, it := range items {
 		added := map[string]any{}
 		for k, v := range it {
