@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/internal/apptest"
@@ -215,7 +214,6 @@ func runRealPlan(t *testing.T, cli string, tools realTools) {
 				mu.Unlock()
 			}
 		}
-		t.Logf("model request at %s: %q", time.Now().Format("15:04:05.000"), firstLine(turn.LastUser()))
 		return script(turn)
 	})
 	w := newForgeWorld(t, forgeOptions{
@@ -391,4 +389,20 @@ func TestRealClaudeCodePlan(t *testing.T) { runRealPlan(t, "claude", claudeTools
 // apply_patch tools; its tokens are priced at the example's price.
 func TestRealCodexPlan(t *testing.T) { runRealPlan(t, "codex", codexTools) }
 
-func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+// TestDoctorOnRealCLIs: forge doctor's trial run starts each agent CLI as
+// released in its sandbox, with the example's probe, and shows the
+// version it printed.
+func TestDoctorOnRealCLIs(t *testing.T) {
+	for cli, version := range map[string]string{"claude": "2.1.337 (Claude Code)", "codex": "codex-cli 0.171.0"} {
+		t.Run(cli, func(t *testing.T) {
+			bin := apptest.RealAgent(t, cli)
+			s := healthyDoctorSetup(t)
+			s.exec, s.read = bin, nil
+			s.probe = apptest.ExampleAgents(t).Runtimes[cli].Probe
+			ok, out := runDoctor(t, s)
+			if want := "ok    runtime cli: " + bin + " --version runs in the sandbox: " + version; !ok || !strings.Contains(out, want) {
+				t.Errorf("the doctor's report lacks %q:\n%s", want, out)
+			}
+		})
+	}
+}
