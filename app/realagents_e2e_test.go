@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,7 +253,7 @@ func runRealPlan(t *testing.T, cli string, tools realTools) {
 	// The revision resumed the draft's session: its request carried the
 	// drafter's prompt and the plan the model answered.
 	mu.Lock()
-	calls := slicesClone(firsts)
+	calls := slices.Clone(firsts)
 	mu.Unlock()
 	var roles []string
 	for _, c := range calls {
@@ -282,12 +283,12 @@ func runRealPlan(t *testing.T, cli string, tools realTools) {
 			want, refused = tools.edit, nil
 		}
 		for _, name := range want {
-			if !contains(c.turn.Tools, name) {
+			if !slices.Contains(c.turn.Tools, name) {
 				t.Errorf("the %s was not offered %s: %v", c.role, name, c.turn.Tools)
 			}
 		}
 		for _, name := range refused {
-			if contains(c.turn.Tools, name) {
+			if slices.Contains(c.turn.Tools, name) {
 				t.Errorf("the %s, which changes nothing, was offered %s: %v", c.role, name, c.turn.Tools)
 			}
 		}
@@ -364,17 +365,6 @@ func realCost(t *testing.T, cli, bin string, n int) float64 {
 	}
 	return float64(n) * result.TotalCostUSD
 }
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
 
 // TestRealClaudeCodePlan: Claude Code as released, configured as
 // forge.example.yml's claude and claude-edit runtimes, drafts the plan
