@@ -44,7 +44,10 @@ const (
 	//	{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"…"}}
 	//	{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}
 	//
-	// and turn.failed {"error":{"message"}} or error {"message"} when it fails.
+	// and turn.failed {"error":{"message"}} or error {"message"} when it fails;
+	// an error event is also each retry of a request (codex 0.171.0 prints
+	// "Reconnecting... 1/5 (stream disconnected before completion: …)"),
+	// which a turn.completed after it outweighs.
 	OutputCodexJSON = "codex-json"
 )
 
@@ -295,7 +298,10 @@ func (r *cliReport) codexLine(line []byte) {
 			r.refusals = append(r.refusals, "codex: "+stepText(it.Message))
 		}
 	case "turn.completed":
-		r.final = true
+		// codex prints an error event for each retry of a dropped request
+		// ("Reconnecting... 1/5"); a turn that completed after them did
+		// not fail.
+		r.final, r.failure = true, ""
 		if ev.Usage != nil {
 			// cached_input_tokens are part of input_tokens (docs/exec.md's
 			// sample: 24763 input, 24448 of them cached).

@@ -114,6 +114,15 @@ func TestReadCLIOutput(t *testing.T) {
 			name: "codex error event", format: OutputCodexJSON, out: `{"type":"error","message":"unexpected status 401 Unauthorized"}` + "\n",
 			want: cliReport{failure: "codex: unexpected status 401 Unauthorized"},
 		},
+		{
+			// As codex 0.171.0 prints a request it retried (TestRealCodexOutput).
+			name: "codex retry before a completed turn", format: OutputCodexJSON,
+			out: `{"type":"thread.started","thread_id":"01a25279-0330-7320-a12b-21085df2b714"}` + "\n" + `{"type":"turn.started"}` + "\n" +
+				`{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion: stream closed before response.completed)"}` + "\n" +
+				`{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"answer I"}}` + "\n" +
+				`{"type":"turn.completed","usage":{"input_tokens":6000,"cached_input_tokens":5000,"cache_write_input_tokens":0,"output_tokens":200,"reasoning_output_tokens":0}}` + "\n",
+			want: cliReport{answer: "answer I", final: true, session: "01a25279-0330-7320-a12b-21085df2b714", input: 6000, output: 200},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
