@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -354,11 +355,22 @@ func realCost(t *testing.T, cli, bin string, n int) float64 {
 	})
 	rc := apptest.ExampleRuntime(t, cli, bin, models.URL)
 	out := apptest.RunOnce(t, rc, apptest.CLIRun{Prompt: "Say ok.", Env: []string{"ANTHROPIC_BASE_URL=" + models.URL}})
+	// The result is the last message of stream-json, the only one of json.
 	var result struct {
+		Type         string  `json:"type"`
 		TotalCostUSD float64 `json:"total_cost_usd"`
 	}
-	if err := json.Unmarshal(out, &result); err != nil || result.TotalCostUSD == 0 {
-		t.Fatalf("Claude Code's result has no cost (%v):\n%s", err, out)
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var m struct {
+			Type         string  `json:"type"`
+			TotalCostUSD float64 `json:"total_cost_usd"`
+		}
+		if json.Unmarshal(line, &m) == nil && m.Type == "result" {
+			result = m
+		}
+	}
+	if result.TotalCostUSD == 0 {
+		t.Fatalf("Claude Code's result has no cost:\n%s", out)
 	}
 	if len(models.Turns()) != 1 {
 		t.Fatalf("one prompt made %d model requests", len(models.Turns()))
