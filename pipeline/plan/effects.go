@@ -78,6 +78,11 @@ type (
 	// StatusLine commits the plan file's **Status:** line as the plan's
 	// status.
 	StatusLine struct{}
+	// IssueProgress brings the issue's Forge comment (the forge's
+	// progress comment) to where the plan stands now: approved, running
+	// its phases, ready, merged or closed. By is who approved it, if a
+	// person did.
+	IssueProgress struct{ By []string }
 )
 
 func (Reply) effect()         {}
@@ -90,6 +95,7 @@ func (SetCheck) effect()      {}
 func (ButtonsOff) effect()    {}
 func (UpdatePR) effect()      {}
 func (StatusLine) effect()    {}
+func (IssueProgress) effect() {}
 
 // Template is the name of the reply's template.
 func (r Reply) Template() string { return r.Data.Template() }
