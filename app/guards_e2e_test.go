@@ -165,7 +165,9 @@ func TestGuardFixRegressionResumedByCommand(t *testing.T) {
 
 	w.commandOn(t, pr.Number, "alice", "/forge resume")
 	w.waitReply(t, pr.Number, "Resumed by @alice: **plan-001** goes on after round 3 (halted by the fix regression guard)")
-	w.waitProgress(t, "the resumed forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.") })
+	w.waitProgress(t, "the resumed forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	var rounds []string
 	for _, rv := range w.gh.Reviews(w.repo, pr.Number) {
 		if rv.User == w.gh.BotLogin() {
@@ -393,7 +395,9 @@ func TestHaltedPlanClosedByTriageAndReopened(t *testing.T) {
 	}
 
 	w.press(t, pr, run, "alice", "resume")
-	w.waitProgress(t, "the resumed forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.") })
+	w.waitProgress(t, "the resumed forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 2 {
 		t.Errorf("reviews after the resume: %d, want rounds 1 and 2", n)
 	}

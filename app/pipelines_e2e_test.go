@@ -367,7 +367,9 @@ pipelines:
 	})
 	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	pr := w.planPR(t).Number
 	w.commandOn(t, pr, "alice", "/forge approve")
 	w.waitReply(t, pr, "Plan run complete for **plan-001**")
