@@ -7,17 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/forge-dev/forge/app"
 	"github.com/forge-dev/forge/internal/apptest"
+	"github.com/forge-dev/forge/internal/browsertest"
 	"github.com/forge-dev/forge/internal/ghdouble"
+	"github.com/forge-dev/forge/internal/ghdouble/ghweb"
 )
 
 // mergedWorld is a plan approved, run to DONE and merged in a repository
 // that deletes head branches on merge: GitHub deletes the plan branch
 // itself. It returns the plan's pull request as it was before the merge.
-func mergedWorld(t *testing.T) (*world, ghdouble.Pull, string) {
+func mergedWorld(t *testing.T, o forgeOptions) (*world, ghdouble.Pull, string) {
 	t.Helper()
-	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"},
-		repo: []ghdouble.RepoOption{ghdouble.RepoDeleteBranchOnMerge()}})
+	o.files = map[string]string{".github/forge.yml": "auto_implement: false\n"}
+	o.repo = []ghdouble.RepoOption{ghdouble.RepoDeleteBranchOnMerge()}
+	w := newForgeWorld(t, o)
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
 	waiting := w.waitProgress(t, "the forge to end its audit", func(b string) bool { return strings.Contains(b, "Forge audited plan-001") })
 	// While the plan waits for people, nothing says it finished: it says
@@ -50,7 +56,7 @@ func mergedWorld(t *testing.T) (*world, ghdouble.Pull, string) {
 // at the merge, which is what Forge wanted: no failed delete on the
 // plan's timeline.
 func TestMergedPlanSaysMerged(t *testing.T) {
-	w, pr, head := mergedWorld(t)
+	w, pr, head := mergedWorld(t, forgeOptions{})
 	w.status(t, "MERGED")
 	body := w.waitProgress(t, "the issue's comment to say merged", func(b string) bool { return strings.Contains(b, "**plan-001** is MERGED") })
 	for _, stale := range []string{"Awaiting approval", "CLOSED", "finished"} {
@@ -101,5 +107,48 @@ func TestMergedPlanSaysMerged(t *testing.T) {
 		if r.kind == "github" && (len(r.outcome) != 3 || r.outcome[0] >= '4') {
 			t.Errorf("a failed write on the merged plan's timeline: %+v", r)
 		}
+	}
+}
+
+// TestMergedPlanInBrowser: after the merge, a person signed in to the
+// dashboard sees the plan MERGED, in the list and on its page, and on
+// GitHub's issue page Forge's comment says the plan is MERGED, not that it
+// awaits approval.
+func TestMergedPlanInBrowser(t *testing.T) {
+	var gh *ghdouble.Server
+	w, pr, _ := mergedWorld(t, forgeOptions{beforeStart: func(g *ghdouble.Server, c *app.Config) {
+		gh = g
+		c.Github.OAuth.ClientID, c.Github.OAuth.ClientSecret = g.ClientID(), g.ClientSecret()
+	}})
+	gh.SetCallbackURLs(w.forge.URL + "/ui/callback")
+	// GitHub's pages, as a person reads the issue.
+	if err := ghweb.Mount(gh, ghweb.Options{Login: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	w.status(t, "MERGED")
+	b := browsertest.New(t)
+	const wait = 30 * time.Second
+
+	b.Do(wait, chromedp.Navigate(w.forge.URL+"/ui"), chromedp.SetValue(chromedp.CSS("#login"), "alice"),
+		chromedp.Click(chromedp.CSS("#authorize")), chromedp.WaitVisible(chromedp.CSS(`tr.plan[data-plan="octo/hello/plan-001"]`)))
+	if state := browsertest.Text(b, wait, `tr.plan[data-plan="octo/hello/plan-001"] td.state`); state != "MERGED" {
+		t.Errorf("the dashboard's row shows %q, want MERGED", state)
+	}
+	b.Do(wait, chromedp.Click(chromedp.CSS(`tr.plan[data-plan="octo/hello/plan-001"] td.id a`)), chromedp.WaitVisible(chromedp.CSS("dd.state")))
+	if state := browsertest.Text(b, wait, "dd.state .status"); state != "MERGED" {
+		t.Errorf("the plan's page shows %q, want MERGED", state)
+	}
+	screenshot(t, b, "dashboard-merged.png")
+
+	b.Do(wait, chromedp.Navigate(fmt.Sprintf("%s%s/issues/%d", w.gh.WebURL(), w.repo, w.issue)), chromedp.WaitVisible(chromedp.CSS("#live")))
+	comments := browsertest.Text(b, wait, "#live")
+	if !strings.Contains(comments, "plan-001 is MERGED") || !strings.Contains(comments, fmt.Sprintf("#%d was merged", pr.Number)) {
+		t.Errorf("GitHub's issue page does not show the plan merged:\n%s", comments)
+	}
+	if strings.Contains(comments, "Awaiting approval") {
+		t.Errorf("GitHub's issue page still shows the plan awaiting approval:\n%s", comments)
+	}
+	if errs := b.Errors(); len(errs) > 0 {
+		t.Errorf("the pages threw: %q", errs)
 	}
 }
