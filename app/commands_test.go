@@ -266,7 +266,7 @@ func (w *world) status(t *testing.T, want string) {
 }
 
 // TestApprovalGate: a reader's approval does not count, a writer's does;
-// the merged plan is CLOSED and its branch deleted.
+// the merged plan is MERGED and its branch deleted.
 func TestApprovalGate(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
@@ -303,7 +303,7 @@ func TestApprovalGate(t *testing.T) {
 		}
 		return true
 	})
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 }
 
 // TestApprovalSurvivesAFailedReply: an approval whose answer fails to post

@@ -1005,8 +1005,8 @@ func TestFullLifecycle(t *testing.T) {
 
 	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
-	if got := w.gh.Labels(w.repo, pr.Number); len(got) != 1 || got[0] != "forge:closed" {
+	w.status(t, "MERGED")
+	if got := w.gh.Labels(w.repo, pr.Number); len(got) != 1 || got[0] != "forge:merged" {
 		t.Errorf("labels after merge: %v", got)
 	}
 }

@@ -44,6 +44,12 @@ func mergedWorld(t *testing.T, o forgeOptions) (*world, ghdouble.Pull, string) {
 	w.status(t, "DONE")
 	w.waitProgress(t, "the issue's comment to say ready", func(b string) bool { return strings.Contains(b, "**plan-001** is DONE") })
 	head := w.gh.Repo(w.repo).Head(pr.Head)
+	// What a person counts on the pull request before merging it.
+	var msgs []string
+	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+		msgs = append(msgs, c.Message)
+	}
+	t.Logf("%d commits on the plan's branch (the seed's included):\n%s", len(msgs), strings.Join(msgs, "\n"))
 	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
 	return w, pr, head
