@@ -148,7 +148,7 @@ func TestEvolve(t *testing.T) {
 
 	w.gh.MergePull(w.repo, pr1.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr1.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 
 	// plan-002: the page kept, the function revised.
 	w.command(t, "alice", "/forge evolve plan-001 the greeting names the reader\nThe name comes from the query string.")
@@ -335,7 +335,7 @@ echo '` + "```" + `'
 	page := w.phaseCommit(t, pr1, "phase-1")
 	w.gh.MergePull(w.repo, pr1.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr1.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 
 	w.command(t, "alice", "/forge evolve plan-001 the greeting names the reader")
 	pr2 := w.pullOf(t, "plan-002")

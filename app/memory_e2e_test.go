@@ -224,7 +224,7 @@ func TestMemory(t *testing.T) {
 	w.gh.PushAs(t, w.repo, "alice", pr1.Head, map[string]string{"docs/plans/DECISIONS.md": kept}, "Drop a fact in review")
 	w.gh.MergePull(w.repo, pr1.Number, "alice", "squash")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr1.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 	want = []string{
 		"1 plan-001 gotcha 0.9 merged false " + factGreeting, "2 plan-001 convention 0.8 merged true " + factDocs,
 		"3 plan-001 pattern 0.7 merged false " + factUnrelated, "4 plan-001 decision 0.6 merged false " + factHostile,
@@ -423,7 +423,7 @@ func TestMemoryOfAPlanWaitingOnAcceptance(t *testing.T) {
 	factsAre("after the plan was merged anyway, before its pull request merged", "open")
 	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 	factsAre("after the merge", "merged")
 }
 
