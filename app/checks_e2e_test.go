@@ -55,7 +55,7 @@ func TestOtherAppsForgeRunLeftAlone(t *testing.T) {
 func TestApprovedPlanButtonsTakenOff(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	run, ok := forgeRun(w, w.gh.Repo(w.repo).Head(pr.Head), "forge")
 	if !ok || len(run.Actions) != 3 {
@@ -89,7 +89,7 @@ func TestApprovedPlanButtonsTakenOff(t *testing.T) {
 func TestPhaseAuditOffTheDiff(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	reviews := len(w.gh.Reviews(w.repo, pr.Number))
 	// The next review is the phase audit's: the approval runs the phases.

@@ -161,7 +161,7 @@ func TestChecksTimeout(t *testing.T) {
 func TestRequiredStatusContext(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\napproval:\n  required_checks: [ci/jenkins]\n"}})
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.planPR(t)
 	head := w.gh.Repo(w.repo).Head(pr.Head)
 	jenkins := w.gh.OtherApp("Jenkins")

@@ -60,7 +60,7 @@ func TestLabelTrigger(t *testing.T) {
 		t.Fatal("a label other than the trigger started something")
 	}
 	label("forge")
-	w.waitProgress(t, "the labelled forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the labelled forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	prs := w.pulls(t)
 	if len(prs) != 1 || prs[0].Title != "plan-001: Add rate limiting" {
 		t.Fatalf("pull requests: %+v", prs)
@@ -96,7 +96,7 @@ func TestPlanCommandAndRepoTemplate(t *testing.T) {
 func TestPlanPRCommands(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0].Number
 
 	w.commandOn(t, w.issue, "alice", "/forge status")
@@ -165,7 +165,7 @@ func TestPlanPRCommands(t *testing.T) {
 func TestForkPRCommandsIgnored(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	plan := w.pulls(t)[0].Number
 
 	w.gh.PushAs(t, w.repo, "alice", "patch", map[string]string{"patch.txt": "from a fork"}, "Patch")
@@ -266,11 +266,11 @@ func (w *world) status(t *testing.T, want string) {
 }
 
 // TestApprovalGate: a reader's approval does not count, a writer's does;
-// the merged plan is CLOSED and its branch deleted.
+// the merged plan is MERGED and its branch deleted.
 func TestApprovalGate(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 
 	review := func(user, state string) {
@@ -303,7 +303,7 @@ func TestApprovalGate(t *testing.T) {
 		}
 		return true
 	})
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 }
 
 // TestApprovalSurvivesAFailedReply: an approval whose answer fails to post
@@ -312,7 +312,7 @@ func TestApprovalGate(t *testing.T) {
 func TestApprovalSurvivesAFailedReply(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 
 	// The approval's answer is the next comment Forge posts.
@@ -341,7 +341,7 @@ func TestApprovalSurvivesAFailedReply(t *testing.T) {
 func TestChangesRequestedAndButtons(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 
 	id := w.gh.AddReview(w.repo, pr.Number, "alice", "CHANGES_REQUESTED", "Say who reads the page.", nil)
@@ -350,7 +350,7 @@ func TestChangesRequestedAndButtons(t *testing.T) {
 		msgs := commitMessages(w.gh.Repo(w.repo).Commits(pr.Head))
 		return countPrefix(msgs, "plan-001: revision 2") == 1 && countPrefix(msgs, "plan-001: audit log (round 4)") == 1
 	})
-	w.waitProgress(t, "the revision run to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW") })
+	w.waitProgress(t, "the revision run to finish", func(b string) bool { return strings.Contains(b, "Forge audited plan-001: it awaits approval") })
 
 	// The check run's Approve & run button: refused for a reader; for
 	// alice it is her latest word, over her own change request.
@@ -388,7 +388,7 @@ func TestChangesRequestedAndButtons(t *testing.T) {
 func TestClosedUnmerged(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	head := w.gh.Repo(w.repo).Head(pr.Head)
 	w.gh.ClosePull(w.repo, pr.Number, "alice")
@@ -479,7 +479,7 @@ func TestPhaseFailureAndRetry(t *testing.T) {
 func TestStalePhasesAndRunOne(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	p := w.pulls(t)[0]
 	w.commandOn(t, p.Number, "alice", "/forge phases")
 	w.waitReply(t, p.Number, "**Phases for plan-001**")

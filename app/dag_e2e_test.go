@@ -108,7 +108,7 @@ func readRuns(t *testing.T, log string) []agentRun {
 func runDAG(t *testing.T, w *world) (ghdouble.Pull, time.Duration) {
 	t.Helper()
 	w.command(t, "alice", "/forge greet in five places")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	start := time.Now()
 	w.commandOn(t, pr.Number, "alice", "/forge approve")

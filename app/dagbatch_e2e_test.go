@@ -132,7 +132,7 @@ func fanWorldWith(t *testing.T, dir string, o forgeOptions) (*world, ghdouble.Pu
 		}
 	})
 	w.command(t, "alice", "/forge greet in four places")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	return w, w.pulls(t)[0], dir
 }
 

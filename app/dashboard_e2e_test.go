@@ -72,7 +72,7 @@ func newDashboardWorld(t *testing.T, command string, opts ...ghdouble.Option) *d
 	w.command(t, "alice", command+" "+hostileTitle)
 	secret.command(t, "bob", command+" rotate the signing keys")
 	for _, x := range []*world{w, secret} {
-		x.waitComment(t, x.issue, "Forge finished", "Plan created:")
+		x.waitComment(t, x.issue, "Forge audited", "Plan created:")
 	}
 	return &dashboardWorld{world: w, secret: secret}
 }
@@ -108,7 +108,7 @@ func (w *dashboardWorld) more(t *testing.T) {
 	widgets.issue = w.gh.AddIssue(widgets.repo, ghdouble.IssueSpec{Title: "Greeting page", Author: "alice"})
 	widgets.command(t, "alice", "/forge add a greeting page")
 	failing.waitComment(t, failing.issue, "Forge escalated")
-	widgets.waitComment(t, widgets.issue, "Forge finished")
+	widgets.waitComment(t, widgets.issue, "Forge audited")
 	widgets.waitComment(t, widgets.pulls(t)[0].Number, "Plan run complete")
 }
 

@@ -39,7 +39,9 @@ func TestEscalationUnknownVerdict(t *testing.T) {
 		return strings.Contains(b, "Forge escalated plan-001 to people (unknown-verdict)")
 	})
 	w.press(t, w.pulls(t)[0], run, "alice", "resume")
-	w.waitProgress(t, "the resumed forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	w.waitProgress(t, "the resumed forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	if n := len(prompts()); n != 2 {
 		t.Errorf("the auditor was asked %d times, want again after the resume", n)
 	}
@@ -82,5 +84,7 @@ func TestEscalationAgentFailedTwice(t *testing.T) {
 		t.Errorf("the retry's prompt is not trimmed with its demand:\n%s", got[1])
 	}
 	w.commandOn(t, pr, "alice", "/forge resume")
-	w.waitProgress(t, "the resumed forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	w.waitProgress(t, "the resumed forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 }

@@ -131,7 +131,7 @@ func TestEvolve(t *testing.T) {
 	// CI that reports at once: each phase's wait for its checks ends then.
 	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge greet new users")
-	w.waitProgress(t, "plan-001's forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "plan-001's forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr1 := w.pullOf(t, "plan-001") // auto_implement is on: it runs to DONE
 	w.waitReply(t, pr1.Number, "The pull request is ready for review.")
 	if got := calls(); !slices.Equal(got, []string{"plan-001:phase-1", "plan-001:phase-2"}) {
@@ -148,7 +148,7 @@ func TestEvolve(t *testing.T) {
 
 	w.gh.MergePull(w.repo, pr1.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr1.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 
 	// plan-002: the page kept, the function revised.
 	w.command(t, "alice", "/forge evolve plan-001 the greeting names the reader\nThe name comes from the query string.")
@@ -177,7 +177,7 @@ func TestEvolve(t *testing.T) {
 				finished = c.Body
 			}
 		}
-		return strings.Contains(finished, "Forge finished plan-002")
+		return strings.Contains(finished, "Forge audited plan-002")
 	})
 	if !strings.Contains(finished, "the plan evolves plan-001: which of its phases run is for people to review (`/forge classify` corrects it) before they approve") {
 		t.Errorf("plan-002's progress does not say why Forge did not implement it itself:\n%s", finished)
@@ -335,7 +335,7 @@ echo '` + "```" + `'
 	page := w.phaseCommit(t, pr1, "phase-1")
 	w.gh.MergePull(w.repo, pr1.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr1.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 
 	w.command(t, "alice", "/forge evolve plan-001 the greeting names the reader")
 	pr2 := w.pullOf(t, "plan-002")

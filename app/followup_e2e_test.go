@@ -34,7 +34,7 @@ func followUpWorld(t *testing.T) (*world, ghdouble.Pull, string) {
 	// CI that reports at once: each phase's wait for its checks ends then.
 	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	done := w.waitReply(t, pr.Number, "The pull request is ready for review.")
 	return w, pr, done

@@ -295,8 +295,20 @@ func (g *githubAPI) DeleteBranch(ctx context.Context, repo pipeline.Repo, branch
 	if !plan.IsBranch(branch) {
 		return fmt.Errorf("refusing to delete %q: Forge only deletes plan branches", branch)
 	}
+	// A repository that deletes head branches on merge has deleted it
+	// already: GitHub would refuse the delete (422 "Reference does not
+	// exist"), a failure on the plan's timeline for what is in fact done.
+	// It is read first (a read is no write), and the refusal of a delete
+	// that lost the race to GitHub is the same success.
+	if _, err := g.BranchHead(ctx, repo, branch); errors.Is(err, pipeline.ErrNotFound) {
+		return nil
+	}
 	_, err := g.c.Git.DeleteRef(ctx, repo.Owner, repo.Name, "refs/heads/"+branch)
-	return apiError(err)
+	err = apiError(err)
+	if errors.Is(err, pipeline.ErrRejected) && strings.Contains(err.Error(), "Reference does not exist") {
+		return nil
+	}
+	return err
 }
 
 func (g *githubAPI) Commit(ctx context.Context, repo pipeline.Repo, sha string) (pipeline.Commit, error) {

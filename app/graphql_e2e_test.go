@@ -25,7 +25,7 @@ func TestPhaseRunWithoutCommitOnBranch(t *testing.T) {
 	})
 	w.command(t, "alice", "/forge greet new users")
 	w.waitProgress(t, "the forge to finish", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
 	pr := w.pulls(t)[0]
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**: 3 phases executed")
@@ -176,9 +176,9 @@ func TestSpuriousStaleDataIsNoPush(t *testing.T) {
 	w.gh.StaleCommitOnBranch(1)
 	w.command(t, "alice", "/forge add a greeting page")
 	done := w.waitProgress(t, "the forge to finish", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
-	if strings.Contains(done, "someone else pushed to the plan branch") || !strings.Contains(done, "Forge finished") {
+	if strings.Contains(done, "someone else pushed to the plan branch") || !strings.Contains(done, "Forge audited") {
 		t.Fatalf("the forge did not finish as one nobody pushed to:\n%s", done)
 	}
 	pr := w.pulls(t)[0]

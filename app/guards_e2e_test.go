@@ -61,7 +61,7 @@ func guardWorld(t *testing.T, auditor []string, forgeYML string) (*world, ghdoub
 	})
 	w.command(t, "alice", "/forge add a greeting page")
 	w.waitProgress(t, "the forge to stop", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge halted")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge halted")
 	})
 	return w, w.pulls(t)[0]
 }
@@ -120,7 +120,7 @@ func (w *world) press(t *testing.T, pr ghdouble.Pull, run ghdouble.CheckRun, use
 // the forge check run and the plan's Audit Log.
 func TestGuardsLetAConvergingLoopEnd(t *testing.T) {
 	w, pr := guardWorld(t, auditRounds(t, [3]int{2, 0, 3}, [3]int{1, 0, 2}, [3]int{0, 1, 2}), "auto_implement: false\n")
-	if body := w.progress(t); !strings.Contains(body, "Forge finished plan-001: REVIEW.") {
+	if body := w.progress(t); !strings.Contains(body, "Forge audited plan-001: it awaits approval on its pull request.") {
 		t.Fatalf("the converging forge did not finish in REVIEW:\n%s", body)
 	}
 	if got := w.gh.Labels(w.repo, pr.Number); !slices.Equal(got, []string{"forge:review"}) {
@@ -165,7 +165,9 @@ func TestGuardFixRegressionResumedByCommand(t *testing.T) {
 
 	w.commandOn(t, pr.Number, "alice", "/forge resume")
 	w.waitReply(t, pr.Number, "Resumed by @alice: **plan-001** goes on after round 3 (halted by the fix regression guard)")
-	w.waitProgress(t, "the resumed forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	w.waitProgress(t, "the resumed forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	var rounds []string
 	for _, rv := range w.gh.Reviews(w.repo, pr.Number) {
 		if rv.User == w.gh.BotLogin() {
@@ -230,7 +232,7 @@ func TestGuardStagnationEndsOnAPlateau(t *testing.T) {
 	}
 	w, pr := guardWorld(t, turnsScript(t, answers...), "auto_implement: true\n")
 	body := w.progress(t)
-	for _, want := range []string{"Forge finished plan-001: REVIEW.", "converged on a plateau", "(3 → 3 → 3)",
+	for _, want := range []string{"Forge audited plan-001: it awaits approval on its pull request.", "converged on a plateau", "(3 → 3 → 3)",
 		"the audit rounds ended on a plateau"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the completion lacks %q:\n%s", want, body)
@@ -393,7 +395,9 @@ func TestHaltedPlanClosedByTriageAndReopened(t *testing.T) {
 	}
 
 	w.press(t, pr, run, "alice", "resume")
-	w.waitProgress(t, "the resumed forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	w.waitProgress(t, "the resumed forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 2 {
 		t.Errorf("reviews after the resume: %d, want rounds 1 and 2", n)
 	}

@@ -20,14 +20,14 @@ func TestIssuesTurnedOff(t *testing.T) {
 		}
 	})
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	onIssue := len(w.gh.Comments(w.repo, w.issue))
 
 	w.gh.SetIssuesEnabled(w.repo, false)
 	w.commandOn(t, pr.Number, "alice", "/forge revise say who reads the page")
-	progress := w.waitReply(t, pr.Number, "Forge finished plan-001")
-	if !strings.HasPrefix(progress, "<!-- forge:plan-001:progress -->") || !strings.Contains(progress, "Forge complete. Plan plan-001 ready for review") {
+	progress := w.waitReply(t, pr.Number, "Forge audited plan-001")
+	if !strings.HasPrefix(progress, "<!-- forge:plan-001:progress -->") || !strings.Contains(progress, "Forge audited plan plan-001") {
 		t.Errorf("the revision's progress on the pull request:\n%s", progress)
 	}
 	w.waitIdle(t)

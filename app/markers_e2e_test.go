@@ -25,7 +25,7 @@ func TestForgeTrustsOnlyItsOwnMarkers(t *testing.T) {
 		planted[w.gh.AddComment(w.repo, number, "mallory", body)] = body
 		planted[lookalike.AddComment(w.repo, number, body)] = body
 	}
-	plant(w.issue, "<!-- forge:plan-001:progress -->", "Forge finished plan-001: DONE.")
+	plant(w.issue, "<!-- forge:plan-001:progress -->", "Forge audited plan-001: DONE.")
 
 	// A reply's marker names the command's comment: written between the
 	// command and its delivery, it is there when Forge looks.

@@ -126,7 +126,7 @@ func TestMemory(t *testing.T) {
 
 	// plan-001 runs to DONE and learns.
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "plan-001's forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "plan-001's forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr1 := w.pulls(t)[0]
 	done := w.runToDone(t, pr1, "plan-001")
 	if !strings.Contains(done, "Forge learned 4 facts from this plan, added to `docs/plans/DECISIONS.md` on this branch for your review") {
@@ -206,7 +206,7 @@ func TestMemory(t *testing.T) {
 	}
 	apptest.Eventually(t, forgeWait, "plan-002's forge to finish", func() bool {
 		for _, c := range w.botComments(t, second) {
-			if strings.Contains(c.Body, "Forge finished plan-002") {
+			if strings.Contains(c.Body, "Forge audited plan-002") {
 				return true
 			}
 		}
@@ -224,7 +224,7 @@ func TestMemory(t *testing.T) {
 	w.gh.PushAs(t, w.repo, "alice", pr1.Head, map[string]string{"docs/plans/DECISIONS.md": kept}, "Drop a fact in review")
 	w.gh.MergePull(w.repo, pr1.Number, "alice", "squash")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr1.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 	want = []string{
 		"1 plan-001 gotcha 0.9 merged false " + factGreeting, "2 plan-001 convention 0.8 merged true " + factDocs,
 		"3 plan-001 pattern 0.7 merged false " + factUnrelated, "4 plan-001 decision 0.6 merged false " + factHostile,
@@ -238,7 +238,7 @@ func TestMemory(t *testing.T) {
 	w.commandOn(t, third, "alice", "/forge document the greeting page")
 	apptest.Eventually(t, forgeWait, "plan-003's forge to finish", func() bool {
 		for _, c := range w.botComments(t, third) {
-			if strings.Contains(c.Body, "Forge finished plan-003") {
+			if strings.Contains(c.Body, "Forge audited plan-003") {
 				return true
 			}
 		}
@@ -423,7 +423,7 @@ func TestMemoryOfAPlanWaitingOnAcceptance(t *testing.T) {
 	factsAre("after the plan was merged anyway, before its pull request merged", "open")
 	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
-	w.status(t, "CLOSED")
+	w.status(t, "MERGED")
 	factsAre("after the merge", "merged")
 }
 
@@ -458,7 +458,7 @@ func TestMemoryUnreadIsSaid(t *testing.T) {
 	}
 
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "plan-001's forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "plan-001's forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.planPR(t)
 	if n, m := told(w.issue), told(pr.Number); n != 0 || m != 1 {
 		t.Errorf("the forge said the memory was unread %d times on the issue and %d on the pull request, want once on the pull request", n, m)

@@ -63,7 +63,7 @@ func readmeDrafter(t *testing.T) []string {
 func pushWhileImplementing(t *testing.T, w *world, files map[string]string) (ghdouble.Pull, string) {
 	t.Helper()
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	w.commandOn(t, pr.Number, "alice", "/forge approve")
 	var flag string
@@ -217,7 +217,7 @@ func TestLargeChangesAreRefused(t *testing.T) {
 		}
 	})
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	w.commandOn(t, pr.Number, "alice", "/forge approve")
 	refused := w.waitReply(t, pr.Number, "is 101 MiB, over GitHub's 100 MiB limit for one file")
@@ -252,7 +252,7 @@ func TestPushDuringRevisionIsMerged(t *testing.T) {
 		}
 	})
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	repo := w.gh.Repo(w.repo)
 	planPath := "docs/plans/plan-001-add-a-greeting-page.md"
@@ -302,7 +302,7 @@ func TestPushDuringRevisionConflicts(t *testing.T) {
 		}
 	})
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	repo := w.gh.Repo(w.repo)
 	planPath := "docs/plans/plan-001-add-a-greeting-page.md"

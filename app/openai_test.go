@@ -164,8 +164,8 @@ func newOpenAIWorld(t *testing.T, repoConfig string, configure ...func(*app.Conf
 func TestForgeOnOpenAI(t *testing.T) {
 	w, model := newOpenAIWorld(t, "auto_implement: false\nagents:\n  auditor: {runtime: local, model: llama3.3}\n")
 	w.command(t, "alice", "/forge add rate limiting")
-	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
-	if !strings.Contains(body, "Forge complete. Plan plan-001 ready for review (2 rounds") {
+	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
+	if !strings.Contains(body, "Forge audited plan plan-001 (2 rounds") {
 		t.Fatalf("progress:\n%s", body)
 	}
 	pr := w.pulls(t)[0]

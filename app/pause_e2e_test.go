@@ -167,7 +167,9 @@ func TestPauseAtTheEndOfAnAuditRound(t *testing.T) {
 
 	w.commandOn(t, pr.Number, "alice", "/forge resume")
 	w.waitReply(t, pr.Number, "Resumed by @alice: **plan-001** goes on from where it paused (after audit round 1).")
-	w.waitProgress(t, "the resumed forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	w.waitProgress(t, "the resumed forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	if n := countPrefix(commitMessages(w.gh.Repo(w.repo).Commits(pr.Head)), "plan-001: revision 1"); n != 1 {
 		t.Errorf("the revision of round 1: %d commits, want 1", n)
 	}
@@ -202,7 +204,9 @@ func TestPauseHonouredAfterTheJobDied(t *testing.T) {
 		t.Errorf("reviews of the plan paused before round 1: %d", n)
 	}
 	w.commandOn(t, pr.Number, "alice", "/forge resume")
-	w.waitProgress(t, "the resumed forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	w.waitProgress(t, "the resumed forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 2 {
 		t.Errorf("reviews after the resume: %d, want rounds 1 and 2", n)
 	}
@@ -219,7 +223,9 @@ func TestPauseRefused(t *testing.T) {
 	w.commandOn(t, pr.Number, "rita", "/forge pause")
 	w.waitReply(t, pr.Number, "@rita, Forge only takes commands from people with at least write permission")
 	g.open(t)
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	for _, body := range w.botBodies(pr.Number) {
 		if strings.Contains(body, "Pausing **plan-001**") || strings.Contains(body, "is paused") {
 			t.Errorf("rita's pause was taken:\n%s", body)

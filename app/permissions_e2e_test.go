@@ -47,7 +47,7 @@ func forgeAwaitingApproval(t *testing.T, config string, o forgeOptions) (*world,
 		starter = "mary"
 	}
 	w.commandOn(t, w.issue, starter, "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited plan-001: it awaits approval") })
 	return w, w.pulls(t)[0]
 }
 
@@ -106,8 +106,8 @@ func TestReaderCannotHoldAutoImplement(t *testing.T) {
 	w.commandOn(t, w.issue, "alice", "/forge add rate limiting")
 	pr := w.planPR(t)
 	w.review(t, pr.Number, "rita", "CHANGES_REQUESTED", "Stop this plan.")
-	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
-	if !strings.Contains(body, "Forge finished plan-001: APPROVED") {
+	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
+	if !strings.Contains(body, "Forge audited plan-001: APPROVED") {
 		t.Fatalf("a reader's change request held auto-implement:\n%s", body)
 	}
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")

@@ -69,7 +69,7 @@ pipelines:
 	}
 
 	w.command(t, "alice", "/forge --pipeline strict add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	if name, ok := w.pipelineOf(t, 1); !ok || name != "strict" {
 		t.Errorf("plan-001's pipeline: %q (%v), want strict", name, ok)
 	}
@@ -80,7 +80,7 @@ pipelines:
 		w.gh.InstallationEdit(w.inst), w.gh.RepositoryEdit(w.repo), w.gh.SenderEdit("alice"),
 		w.gh.IssueEdit(w.repo, issue), ghdouble.Set("label", map[string]any{"name": "forge", "color": "ededed", "id": 1, "node_id": "x", "url": "", "default": false, "description": nil}))
 	w.deliver(t, "issues", p)
-	w.waitReply(t, issue, "Forge finished")
+	w.waitReply(t, issue, "Forge audited")
 	if name, ok := w.pipelineOf(t, 2); !ok || name != "strict" {
 		t.Errorf("plan-002's pipeline: %q (%v), want strict", name, ok)
 	}
@@ -367,7 +367,9 @@ pipelines:
 	})
 	w.addWorkflow(t, quickCI)
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished plan-001: REVIEW.") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
 	pr := w.planPR(t).Number
 	w.commandOn(t, pr, "alice", "/forge approve")
 	w.waitReply(t, pr, "Plan run complete for **plan-001**")

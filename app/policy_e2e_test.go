@@ -112,7 +112,7 @@ func TestPolicyDefaultRefusesLooserConfig(t *testing.T) {
 func TestPolicyDefaultAutoImplementOff(t *testing.T) {
 	w := newPolicyWorlds(t, nil, map[string]string{"octo/plain": ""})["octo/plain"]
 	w.command(t, "alice", "/forge add a greeting page")
-	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	for _, want := range []string{"Awaiting approval", "auto_implement is off for this repository"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("progress comment lacks %q:\n%s", want, body)
@@ -159,7 +159,7 @@ func TestPolicyFirstMatchWins(t *testing.T) {
 		`line 2: approval.required_approvals: 1 is below the minimum of 2 set by the operator's policy for "octo/strict" (required_approvals.min)`,
 		`line 4: agents.implementer.runtime: runtime "drafter" is not allowed for the implementer by the operator's policy for "octo/strict" (agents.implementer.runtimes: implementer)`)
 
-	body := loose.waitProgress(t, "the loose forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	body := loose.waitProgress(t, "the loose forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	if !strings.Contains(body, "Forge approved the plan itself") {
 		t.Errorf("the loose repository's plan was not auto-implemented:\n%s", body)
 	}
@@ -229,7 +229,7 @@ func TestPolicyRefusedAtStart(t *testing.T) {
 func TestPolicyRefusalOnPlanCommand(t *testing.T) {
 	w := newPolicyWorlds(t, nil, map[string]string{"octo/later": ""})["octo/later"]
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	w.gh.Repo(w.repo).Seed(map[string]string{".github/forge.yml": "# more at once\nlimits:\n  max_concurrent_runs: 100\n"}, "run more")
 	w.commandOn(t, pr.Number, "alice", "/forge phases")
@@ -249,7 +249,7 @@ func TestPolicyRefusalOnPlanCommand(t *testing.T) {
 func TestPolicyRefusalOnApprove(t *testing.T) {
 	w := newPolicyWorlds(t, nil, map[string]string{"octo/approve": ""})["octo/approve"]
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	w.gh.Repo(w.repo).Seed(map[string]string{".github/forge.yml": "# fewer eyes\napproval:\n  min_permission: read\n"}, "loosen")
 	w.commandOn(t, pr.Number, "alice", "/forge approve")

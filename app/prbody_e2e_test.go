@@ -44,7 +44,7 @@ func TestPlanShapeInPRBody(t *testing.T) {
 	})
 	w.gh.OtherApp("GitHub Actions").Install(w.repo)
 	w.command(t, "alice", "/forge greet new users")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.planPR(t)
 	body := func() string { return w.gh.Pull(w.repo, pr.Number).Body }
 	if b := body(); !strings.HasPrefix(b, "<!-- forge:plan-001:pr -->\n") || !strings.HasSuffix(b, "<!-- forge:plan-001:pr:end -->\n") || strings.Contains(b, "```mermaid") {
@@ -134,7 +134,7 @@ func TestPlanShapeInPRBody(t *testing.T) {
 func TestPRBodyAtGitHubsLimit(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	w.command(t, "alice", "/forge greet new users")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.planPR(t)
 	body := func() string { return w.gh.Pull(w.repo, pr.Number).Body }
 	part := body()

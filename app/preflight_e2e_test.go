@@ -73,7 +73,7 @@ func TestPreflightEndToEnd(t *testing.T) {
 			override, dir := preflightScripts(t, tc.sed, tc.finding)
 			w := newForgeWorld(t, forgeOptions{override: override, files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 			w.command(t, "alice", "/forge add a greeting page")
-			w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+			w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 
 			pr := w.pulls(t)[0]
 			reviews := w.gh.Reviews(w.repo, pr.Number)

@@ -191,7 +191,7 @@ func TestSIGKILLResume(t *testing.T) {
 	killed := time.Now()
 
 	p2 := startProcess(t, config, port)
-	body := w.waitProgressFor(t, 2*time.Minute, "the forge to resume and finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	body := w.waitProgressFor(t, 2*time.Minute, "the forge to resume and finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	t.Logf("resumed and finished %s after the kill", time.Since(killed).Round(time.Second))
 	_ = p2
 	if len(w.pulls(t)) != 1 {
@@ -215,7 +215,7 @@ func TestSIGKILLResume(t *testing.T) {
 	if len(reviews) != 2 || seen["1"] != 1 || seen["2"] != 1 {
 		t.Errorf("reviews: %d (%v), want one per round", len(reviews), seen)
 	}
-	if !strings.Contains(body, "Forge complete") {
+	if !strings.Contains(body, "Forge audited") {
 		t.Errorf("progress:\n%s", body)
 	}
 	progress := 0
@@ -271,7 +271,7 @@ func TestDowntimeCatchUp(t *testing.T) {
 	}
 
 	startProcess(t, config, port)
-	w.waitProgressFor(t, 90*time.Second, "the command sent during the downtime to be worked", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgressFor(t, 90*time.Second, "the command sent during the downtime to be worked", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	if n, re := w.gh.HookAttempts(missed); n != 2 || re != 1 {
 		t.Errorf("the missed delivery: %d attempts, %d redeliveries; want 2, 1", n, re)
 	}
@@ -346,7 +346,7 @@ func TestSIGTERM(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatal("forge did not exit within the grace period")
 	}
-	if body := w.progress(t); !strings.Contains(body, "Forge finished") {
+	if body := w.progress(t); !strings.Contains(body, "Forge audited") {
 		t.Errorf("the running forge did not finish before exit:\n%s", body)
 	}
 	if !strings.Contains(p.log.String(), `"stopped"`) {

@@ -63,7 +63,7 @@ func TestPhaseRunProgressComment(t *testing.T) {
 	w.gh.OtherApp("GitHub Actions").Install(w.repo)
 	w.gh.OtherApp("Buildkite").Install(w.repo)
 	w.command(t, "alice", "/forge greet new users")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.planPR(t)
 	ci := func(sha, app, conclusion string) {
 		run := w.gh.RunCI(w.repo, sha, app, conclusion)

@@ -68,9 +68,9 @@ func TestModelQuotaPausesAndResumes(t *testing.T) {
 	}
 
 	body := w.waitProgress(t, "the forge to finish after the reset", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
-	if !strings.Contains(body, "Forge complete. Plan plan-001 ready for review (2 rounds") {
+	if !strings.Contains(body, "Forge audited plan plan-001 (2 rounds") {
 		t.Fatalf("the forge did not finish by itself:\n%s", body)
 	}
 	model.mu.Lock()
@@ -175,9 +175,9 @@ func TestModelQuotaOnClaudeCode(t *testing.T) {
 	w, state := newClaudeQuotaWorld(t, reset, nil)
 	w.command(t, "alice", "/forge add rate limiting")
 	body := w.waitProgress(t, "the forge to finish", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
-	if !strings.Contains(body, "Forge finished") {
+	if !strings.Contains(body, "Forge audited") {
 		t.Fatalf("the forge did not finish by itself:\n%s", body)
 	}
 	if time.Now().Before(reset) {
@@ -207,9 +207,9 @@ func TestModelQuotaFallback(t *testing.T) {
 	start := time.Now()
 	w.command(t, "alice", "/forge add rate limiting")
 	body := w.waitProgress(t, "the forge to finish", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
-	if !strings.Contains(body, "Forge finished") {
+	if !strings.Contains(body, "Forge audited") {
 		t.Fatalf("the fallback did not take the step:\n%s", body)
 	}
 	if calls := claudeCalls(t, state); len(calls) != 1 {
@@ -257,9 +257,9 @@ func TestModelQuotaLongPauseResumed(t *testing.T) {
 	w.commandOn(t, pr.Number, "alice", "/forge resume")
 	w.waitReply(t, pr.Number, "@alice resumed **plan-001** before the model quota")
 	body := w.waitProgress(t, "the forge to finish once resumed", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
-	if !strings.Contains(body, "Forge finished") {
+	if !strings.Contains(body, "Forge audited") {
 		t.Fatalf("the resumed forge did not finish:\n%s", body)
 	}
 	if calls := claudeCalls(t, state); len(calls) != 2 {

@@ -32,9 +32,9 @@ func TestRateLimitPausesAndResumes(t *testing.T) {
 	w.gh.LimitRate(0, reset)
 
 	body := w.waitProgress(t, "the forge to finish after the reset", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
-	if !strings.Contains(body, "Forge finished") {
+	if !strings.Contains(body, "Forge audited") {
 		t.Fatalf("the forge did not finish by itself:\n%s", body)
 	}
 	if time.Now().Before(reset) {
@@ -102,7 +102,7 @@ func TestRateLimitPausesAndResumes(t *testing.T) {
 func TestPollsAreConditional(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{})
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
 	suites := w.gh.Calls("GET /repos/{owner}/{repo}/commits/{ref}/check-suites")

@@ -242,7 +242,7 @@ func runRealPlan(t *testing.T, cli string, tools realTools) {
 
 	w.command(t, "alice", "/forge add a greeting page")
 	body := w.waitProgress(t, "the plan to be drafted, audited and revised", func(b string) bool {
-		return strings.Contains(b, "Forge finished") || strings.Contains(b, "Forge failed")
+		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
 	if !strings.Contains(body, "Plan plan-001 ready for review (2 rounds") {
 		t.Fatalf("progress:\n%s", body)

@@ -199,7 +199,7 @@ func (sw *secretWorld) waitEnd(t *testing.T, pr int, phases bool) string {
 				return true
 			}
 		}
-		return !phases && strings.Contains(sw.progress(t), "Forge finished")
+		return !phases && strings.Contains(sw.progress(t), "Forge audited")
 	})
 	return refusal
 }

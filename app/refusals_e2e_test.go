@@ -17,7 +17,7 @@ import (
 func TestPrivateFreeRepoGetsARegularPR(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{repo: []ghdouble.RepoOption{ghdouble.RepoPrivate(), ghdouble.RepoOwnerPlan(ghdouble.PlanFree)}})
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	prs := w.pulls(t)
 	if len(prs) != 1 {
 		t.Fatalf("pull requests: %+v, want one", prs)
@@ -50,7 +50,7 @@ func TestLongTitlesAreClipped(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	line := "add " + strings.Repeat("rate limiting ", 25)
 	w.command(t, "alice", "/forge "+line)
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 
 	// An issue titled with two-byte characters, started by the label.
 	title := strings.Repeat("Größenbeschränkung ", 20)
@@ -110,7 +110,7 @@ func TestWorkflowPhaseNeedsThePermission(t *testing.T) {
 	t.Run("without workflows permission", func(t *testing.T) {
 		w := newForgeWorld(t, githubWrites(forgeOptions{override: map[string][]string{"drafter": workflowDrafter(t)}}))
 		w.command(t, "alice", "/forge add CI for pull requests")
-		w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+		w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 		pr := w.pulls(t)[0]
 		reply := w.waitReply(t, pr.Number, "without the `workflows` permission")
 		for _, want := range []string{"`.github/workflows/ci.yml`", "Workflows: Read and write", "accept the new permission on the installation",
@@ -159,7 +159,7 @@ func TestWorkflowPhaseNeedsThePermission(t *testing.T) {
 		w := newForgeWorld(t, githubWrites(forgeOptions{override: map[string][]string{"drafter": workflowDrafter(t)},
 			double: []ghdouble.Option{ghdouble.WithAppPermissions(perms)}}))
 		w.command(t, "alice", "/forge add CI for pull requests")
-		w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+		w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 		pr := w.pulls(t)[0]
 		w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
 		if got, ok := w.gh.Repo(w.repo).File(pr.Head, ".github/workflows/ci.yml"); !ok || !strings.Contains(got, "Written by phase-1") {

@@ -51,7 +51,7 @@ func (pc *phaseCalls) String() string {
 }
 
 // splitPhaseRun cuts the calls after the forge (after the edit of the
-// issue's progress comment that says "Forge finished") into the phase
+// issue's progress comment that says "Forge audited") into the phase
 // run's start, each phase and the run's end: phase-1 begins with the run's
 // progress comment on the pull request, each phase ends with the creation
 // of its check run forge/phase-K, and the next begins there. Installation
@@ -61,7 +61,7 @@ func splitPhaseRun(t testing.TB, log []ghdouble.CallRecord, changed map[string]i
 	t.Helper()
 	start := -1
 	for i, c := range log {
-		if c.Endpoint == "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}" && strings.Contains(string(c.Body), "Forge finished") {
+		if c.Endpoint == "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}" && strings.Contains(string(c.Body), "Forge audited") {
 			start = i + 1
 		}
 	}
@@ -141,7 +141,7 @@ func TestPhaseRunRESTBudget(t *testing.T) {
 		files: map[string]string{".github/forge.yml": "auto_implement: true\nprogress_throttle: 10m\nphases:\n  wait_for_checks: false\n"},
 	})
 	w.command(t, "alice", "/forge greet new users")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**: 3 phases executed")
 	w.waitIdle(t)

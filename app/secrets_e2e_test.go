@@ -48,7 +48,7 @@ func TestSymlinkedPlanFileIsRefused(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	key := plantCredentials(t, w)
 	w.command(t, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	planPath := "docs/plans/plan-001-add-rate-limiting.md"
 	if _, ok := w.gh.Repo(w.repo).File(pr.Head, planPath); !ok {
@@ -109,7 +109,7 @@ func TestWorkingCopiesHoldNoTokenOutsideDataDir(t *testing.T) {
 	w := newForgeWorld(t, forgeOptions{override: spy, files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
 	key := plantCredentials(t, w)
 	w.command(t, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 
 	tokens := w.gh.GitTokens(w.repo)
 	if len(tokens) == 0 {

@@ -176,7 +176,7 @@ printf '%%s\n' "$prompt" | %s
 			return "success", "docs/hello.md is a table, or absent"
 		}})
 	w.command(t, "alice", "/forge greet in four places")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	pr := w.pulls(t)[0]
 	w.commandOn(t, pr.Number, "alice", "/forge approve")
 

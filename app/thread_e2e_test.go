@@ -32,7 +32,7 @@ func (w *world) waitFinished(t *testing.T, issue int, planID string) {
 	t.Helper()
 	apptest.Eventually(t, 2*forgeWait, "the forge of "+planID+" to finish", func() bool {
 		for _, c := range w.botComments(t, issue) {
-			if strings.Contains(c.Body, "Forge finished "+planID) {
+			if strings.Contains(c.Body, "Forge audited "+planID) {
 				return true
 			}
 		}

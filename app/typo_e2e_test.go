@@ -35,7 +35,7 @@ func TestTyposStartNothing(t *testing.T) {
 	}
 
 	w.commandOn(t, w.issue, "alice", "/forge new aprove the docs")
-	w.waitProgress(t, "the forge /forge new started", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge /forge new started", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	if prs := w.pulls(t); len(prs) != 1 || prs[0].Title != "plan-001: aprove the docs" {
 		t.Fatalf("pull requests after /forge new: %+v", prs)
 	}

@@ -73,7 +73,7 @@ echo 'phases' > "docs/plans/${FORGE_PLAN_ID}-phases.md"`, true),
 		configure: func(c *app.Config) { c.Agents.Sandbox = "none" },
 	})
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	w.status(t, "REVIEW")
 	pr := w.planPR(t)
 	var reports map[string][]string

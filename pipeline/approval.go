@@ -300,7 +300,7 @@ func refusal(refused *plan.RefusedError) templates.Reply {
 		return &templates.Halt{Event: "refused", Guard: h.Reason, Round: h.Round, PhaseID: h.Phase, Step: h.Step, Escalated: h.Escalated(), Overridable: h.Overridable()}
 	}
 	switch st.Status() {
-	case plan.Done, plan.Closed, plan.Cancelled:
+	case plan.Done, plan.Merged, plan.Closed, plan.Cancelled:
 		if refused.Event != "cancel" && st.Run() == plan.Idle {
 			// An ended plan: whatever was asked, nothing runs on it again.
 			return &templates.Closed{Refused: true, Status: string(st.Status())}
@@ -426,9 +426,10 @@ func (f *Forge) press(ctx context.Context, gh GitHub, p *Plan, button string, ev
 	return err
 }
 
-// HandlePullRequest follows the plan PR to its end: merged or closed →
-// CLOSED; a merged plan's branch is deleted (Forge only ever deletes
-// plan-*/ branches). A halted plan's pull request reopened halts it again.
+// HandlePullRequest follows the plan PR to its end: merged → MERGED,
+// closed unmerged → CLOSED; a merged plan's branch is deleted (Forge only
+// ever deletes plan-*/ branches; one GitHub deleted at the merge is
+// gone already, which is what was wanted). A halted plan's pull request reopened halts it again.
 // The plan's facts follow its pull request (settleFacts): a merge makes
 // them reach later prompts, a close leaves them unused.
 func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error {
@@ -474,7 +475,10 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 		// What it was merged as: a plan merged DONE can be evolved.
 		p.MergedFrom = p.State.Status()
 	}
-	ev := plan.Close{Cause: cause, Quiet: true, Merged: a.Merged}
+	var ev plan.Event = plan.Merge{Cause: cause}
+	if !a.Merged {
+		ev = plan.Close{Cause: cause, Quiet: true}
+	}
 	if h := p.State.Halt(); h != nil && !a.Merged && a.Sender != "" {
 		// GitHub lets anyone with triage close a pull request, and the plan
 		// follows its pull request as every close does; someone who may
@@ -485,11 +489,18 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 			return err
 		}
 		if !ok {
-			ev.Reply = &plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("closed-by:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
-				Data: haltNotice("closed-by", a.Sender, *h, need)}
+			ev = plan.Close{Cause: cause, Quiet: true, Reply: &plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("closed-by:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
+				Data: haltNotice("closed-by", a.Sender, *h, need)}}
 		}
 	}
-	if err := f.apply(ctx, gh, p, ev); err != nil {
+	err = f.apply(ctx, gh, p, ev)
+	var refused *plan.RefusedError
+	if errors.As(err, &refused) && a.Merged {
+		// A plan that had ended (closed, cancelled) before its pull
+		// request was merged stays as it ended.
+		err = nil
+	}
+	if err != nil {
 		return err
 	}
 	if a.Merged && a.HeadRef == p.Branch {

@@ -89,7 +89,7 @@ func (c *commandCtx) evolve(ctx context.Context, cmd command.Command, cfg repoco
 func (c *commandCtx) evolvable(ctx context.Context, base *Plan) (*templates.Evolution, error) {
 	id := PlanID(base.Number)
 	switch st := base.State.Status(); {
-	case st == plan.Closed && base.MergedFrom == plan.Done:
+	case (st == plan.Merged || st == plan.Closed) && base.MergedFrom == plan.Done:
 		return nil, nil
 	case st == plan.Done && base.PR != 0:
 		pr, err := c.gh.PullRequest(ctx, base.Repo, base.PR)

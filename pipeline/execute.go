@@ -57,6 +57,9 @@ const (
 	effectButtonsOff = "buttons-off"
 	effectUpdatePR   = "update-pr"
 	effectStatusLine = "status-line"
+	// effectIssueProgress edits the issue's Forge comment (Comment, or
+	// the one its marker finds) to Body.
+	effectIssueProgress = "issue-progress"
 	// effectEndProgress writes a phase run's last progress: after the
 	// table's effects, so that people who read it find the plan idle.
 	effectEndProgress = "end-progress"
@@ -241,6 +244,12 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 		out = effect{Kind: effectUpdatePR, Ready: e.Ready}
 	case plan.StatusLine:
 		out = effect{Kind: effectStatusLine, Status: p.State.Status()}
+	case plan.IssueProgress:
+		body, ok, err := issueProgressBody(p, e.By)
+		if err != nil || !ok {
+			return err
+		}
+		out = effect{Kind: effectIssueProgress, Comment: p.IssueProgressID, Body: body}
 	default:
 		return fmt.Errorf("unknown effect %T", e)
 	}
@@ -405,6 +414,8 @@ func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 		return f.updatePR(ctx, gh, p, e.Ready)
 	case effectStatusLine:
 		return x.statusLine(ctx, e.Status)
+	case effectIssueProgress:
+		return f.issueProgress(ctx, gh, p, e)
 	case effectEndProgress:
 		err := gh.UpdateComment(ctx, p.Repo, e.Comment, e.Body)
 		if errors.Is(err, ErrNotFound) {
@@ -413,6 +424,60 @@ func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 		return err
 	}
 	return fmt.Errorf("unknown effect %q", e.Kind)
+}
+
+// issueProgressEvents are the issue comment's line for each status it
+// follows the plan to.
+var issueProgressEvents = map[plan.Status]string{
+	plan.Approved: "plan-approved", plan.Implementing: "plan-approved", plan.Auditing: "plan-approved",
+	plan.Done: "plan-ready", plan.Merged: "plan-merged", plan.Closed: "plan-closed",
+}
+
+// issueProgressBody is the issue's Forge comment for the plan as it
+// stands; ok is false for a status it does not follow.
+func issueProgressBody(p *Plan, by []string) (string, bool, error) {
+	event, ok := issueProgressEvents[p.State.Status()]
+	if !ok || p.Issue == 0 {
+		return "", false, nil
+	}
+	pr := ""
+	if p.PR != 0 {
+		pr = "#" + strconv.Itoa(p.PR)
+	}
+	line := templates.Line(templates.ProgressLine{Event: event, PlanID: PlanID(p.Number), By: by, PR: pr})
+	body, err := templates.Text(templates.Progress{Marker: Marker(p.Number, "progress"), Line: line, PRURL: pr})
+	return body, err == nil, err
+}
+
+// issueProgress edits the issue's Forge comment: the one recorded, else
+// the one its marker finds on the issue (a plan from before it was
+// recorded). A plan without one (/plan, issues turned off) has nothing
+// to edit, nor has one whose comment a person deleted.
+func (f *Forge) issueProgress(ctx context.Context, gh GitHub, p *Plan, e effect) error {
+	id := e.Comment
+	if id == 0 {
+		comments, err := gh.ListComments(ctx, p.Repo, p.Issue)
+		if errors.Is(err, ErrIssuesDisabled) || errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("find the issue's Forge comment: %w", err)
+		}
+		for _, c := range comments {
+			if c.ByForge && HasMarker(c.Body, Marker(p.Number, "progress")) {
+				id = c.ID
+			}
+		}
+		if id == 0 {
+			return nil
+		}
+		p.IssueProgressID = id
+	}
+	err := gh.UpdateComment(ctx, p.Repo, id, e.Body)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // comment is the one way Forge comments: a comment carrying marker is

@@ -165,7 +165,7 @@ func (c *commandCtx) followUp(ctx context.Context, cmd command.Command) error {
 	}
 	head := templates.Head{PlanID: PlanID(p.Number)}
 	// A DONE plan, or one merged DONE (merging closes it).
-	if st := p.State.Status(); st != plan.Done && (st != plan.Closed || p.MergedFrom != plan.Done) {
+	if st := p.State.Status(); st != plan.Done && (!st.Ended() || p.MergedFrom != plan.Done) {
 		return c.reply(ctx, &templates.FollowUp{Head: head, Status: string(st)})
 	}
 	open := map[string]OpenFinding{}

@@ -119,7 +119,7 @@ func (r *run) progressOn(ctx context.Context, number int) error {
 		}
 		for _, c := range comments {
 			if c.ByForge && HasMarker(c.Body, marker) {
-				p.ProgressID = c.ID
+				p.ProgressID, p.IssueProgressID = c.ID, c.ID
 				if p.State.Mode() != plan.ModeForge {
 					if err := r.gh.UpdateComment(ctx, p.Repo, c.ID, body); err != nil {
 						return fmt.Errorf("update progress comment: %w", err)
@@ -134,7 +134,7 @@ func (r *run) progressOn(ctx context.Context, number int) error {
 	if err != nil {
 		return fmt.Errorf("post progress comment: %w", err)
 	}
-	p.ProgressID = id
+	p.ProgressID, p.IssueProgressID = id, id
 	r.progressLine, r.progressAt = line, r.f.now()
 	return r.save(ctx)
 }

@@ -44,8 +44,8 @@ func TestProgressThrottle(t *testing.T) {
 		{time.Second, "Auditing round 1", false, 0},     // within the throttle
 		{3 * time.Second, "Auditing round 2", false, 1}, // the throttle has passed
 		{4 * time.Second, "Revising round 2", false, 1}, // within the throttle again
-		{4 * time.Second, "Forge finished", true, 2},    // final: at once
-		{10 * time.Second, "Forge finished", false, 2},  // unchanged line
+		{4 * time.Second, "Forge audited", true, 2},     // final: at once
+		{10 * time.Second, "Forge audited", false, 2},   // unchanged line
 	}
 	for i, s := range steps {
 		now = t0.Add(s.after)
@@ -56,7 +56,7 @@ func TestProgressThrottle(t *testing.T) {
 			t.Fatalf("step %d (%q at +%v): %d edits, want %d", i, s.line, s.after, len(gh.edits), s.wantEdits)
 		}
 	}
-	if !strings.Contains(gh.edits[0], "Auditing round 2") || !strings.Contains(gh.edits[1], "Forge finished") {
+	if !strings.Contains(gh.edits[0], "Auditing round 2") || !strings.Contains(gh.edits[1], "Forge audited") {
 		t.Errorf("edits %q, want round 2's line then the final one", gh.edits)
 	}
 }

@@ -426,7 +426,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	complete, err := templates.Text(templates.Complete{Head: templates.Head{PlanID: PlanID(p.Number)},
 		Rounds: p.Round - p.RunStartRound, Elapsed: elapsed(r.f.now().Sub(r.started)),
 		CapReached: capReached, Findings: open,
-		AutoImplement: auto, ManualReasons: reasons, Revising: notes != "",
+		AutoImplement: auto, ManualReasons: reasons, Revising: notes != "", Need: r.cfg.Approval.Permission(),
 		Plateau: plateau, Trajectory: converge.Trajectory(planRounds(p)),
 	})
 	if err != nil {
@@ -455,7 +455,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 		return err
 	}
 	// The progress comment is edited last, so that people who read
-	// "Forge finished" find the plan idle (or approved); the run's outcome
+	// "Forge audited" find the plan idle (or approved); the run's outcome
 	// stands without it.
 	if err := r.editProgress(ctx, progressID, r.completionLine(capReached, auto), complete); err != nil {
 		r.log.Warn().Err(err).Msg("final progress edit")

@@ -80,6 +80,10 @@ type Plan struct {
 	// ProgressID is the run's progress comment: the issue's for a forge,
 	// a revision or an audit, the pull request's for a phase run.
 	ProgressID int64
+	// IssueProgressID is the issue's Forge comment (the forge's progress
+	// comment), which follows the plan to its end; 0 when unknown (found
+	// by its marker then).
+	IssueProgressID int64 `json:",omitempty"`
 	// RunProgress is the phase run's progress, which its comment shows.
 	RunProgress RunProgress
 	// PhaseLog is what the runs before the current one recorded of each

@@ -256,7 +256,9 @@ type (
 		Revising      bool
 		AutoImplement bool
 		ManualReasons []Reason
-		Findings      []audit.Finding
+		// Need is the least repository permission whose approval counts.
+		Need     string
+		Findings []audit.Finding
 		// Plateau: the loop ended on a plateau (the stagnation guard), its
 		// findings by round in Trajectory.
 		Plateau    bool
@@ -768,6 +770,10 @@ type (
 		Elapsed             string
 		// Guard halted the run's review loop.
 		Guard string
+		// By are the people who approved the plan (event approved); PR
+		// its pull request, "#N".
+		By []string
+		PR string
 	}
 	// RunProgress is a phase run's progress comment on the pull request:
 	// what runs now, or how the run ended, then the plan's phases.

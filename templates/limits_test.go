@@ -129,7 +129,7 @@ func TestGitHubTextsFitInABody(t *testing.T) {
 		{"phase run progress of 50 phases that stopped", templates.RunProgress{Marker: pipeline.Marker(planNumber, "progress", "run", 99), Line: stopped, Phases: runPhases}},
 		{"review of 200 findings", templates.Review{Marker: pipeline.Marker(planNumber, "audit", 5), Round: 5, MaxRounds: 5, Verdict: "blocking", Loop: true, Preflight: false, Findings: findings, Inline: 200}},
 		{"completion with 200 findings", templates.Complete{Head: templates.Head{PlanID: planID}, Rounds: 5, Elapsed: "29m59s", CapReached: true, Findings: findings, ManualReasons: []templates.Reason{{Event: "cap"}, {Event: "blocking"}}}},
-		{"progress holding that completion", templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: "Forge finished plan-018: round cap reached, review needed.", PRURL: "#42", Complete: complete}},
+		{"progress holding that completion", templates.Progress{Marker: pipeline.Marker(planNumber, "progress"), Line: "Forge audited plan-018: round cap reached, blocking findings remain; it awaits people's review.", PRURL: "#42", Complete: complete}},
 		{"inline comment of one long finding", templates.Inline{Finding: audit.Finding{
 			Severity: audit.SeverityBlocking, Description: strings.Repeat(findings[0].Description+"\n", 20),
 			Recommendation: strings.Repeat(findings[0].Recommendation+" ", 20)}}},
@@ -219,7 +219,7 @@ func TestSeedWording(t *testing.T) {
 		{templates.Cancel{Head: templates.Head{PlanID: "plan-017"}}, "Forge cancel requested."},
 		{templates.NoPlan{}, "No forge running."},
 		{templates.Complete{Head: templates.Head{PlanID: "plan-018"}, Rounds: 2, Elapsed: "87s", AutoImplement: true},
-			"Forge complete. Plan plan-018 ready for review (2 rounds, 87s)"},
+			"Forge audited plan plan-018 (2 rounds, 87s)"},
 		{templates.Help{TriggerLabel: "forge", Commands: command.HelpLines()}, "- /forge close: end the plan for good (CLOSED), whatever it is doing: running, halted, paused or awaiting approval"},
 	}
 	for _, tc := range tests {

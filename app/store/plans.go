@@ -419,7 +419,7 @@ func (ps planStore) AdoptOrphans(ctx context.Context, grace time.Duration) ([]*p
 
 func (ps planStore) QuietPlans(ctx context.Context, before time.Time, limit int) ([]*pipeline.Plan, error) {
 	rows, err := ps.s.db.QueryContext(ctx, `SELECT `+planColumns+` FROM plans
-		WHERE run = 'idle' AND pr <> 0 AND status NOT IN ('CLOSED', 'CANCELLED') AND updated_ms < $1 AND looked_ms < $1
+		WHERE run = 'idle' AND pr <> 0 AND status NOT IN ('MERGED', 'CLOSED', 'CANCELLED') AND updated_ms < $1 AND looked_ms < $1
 		ORDER BY looked_ms, updated_ms LIMIT $2`, nowMS(before), limit)
 	if err != nil {
 		return nil, fmt.Errorf("find quiet plans: %w", err)

@@ -31,7 +31,7 @@ func statuses(p *pipeline.Plan) []string {
 	return out
 }
 
-// TestEvolveBase: a plan whose pull request was merged DONE (CLOSED since,
+// TestEvolveBase: a plan whose pull request was merged DONE (MERGED since,
 // GitHub's answer aside) can be evolved; one whose pull request was closed
 // unmerged cannot, nor one merged before it was DONE.
 func TestEvolveBase(t *testing.T) {
@@ -51,7 +51,7 @@ func TestEvolveBase(t *testing.T) {
 				PR: 2, Action: "closed", Merged: tc.merged, HeadRef: planNumbered(t, w, 1).Branch}); err != nil {
 				t.Fatal(err)
 			}
-			if p := planNumbered(t, w, 1); p.State.Status() != plan.Closed || (p.MergedFrom == plan.Done) != tc.merged {
+			if p := planNumbered(t, w, 1); (p.State.Status() == plan.Merged) != tc.merged || !p.State.Status().Ended() || (p.MergedFrom == plan.Done) != tc.merged {
 				t.Fatalf("plan-001 after its pull request closed: %s, merged from %q", p.State, p.MergedFrom)
 			}
 			if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge evolve plan-001 the greeting names the reader")); err != nil {
@@ -79,7 +79,7 @@ func TestEvolveBase(t *testing.T) {
 	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge evolve plan-001 more")); err != nil {
 		t.Fatal(err)
 	}
-	if p := planNumbered(t, w, 1); p.MergedFrom != plan.Review || count(w.GitHub.BotComments(1), "**plan-001** is CLOSED") != 1 {
+	if p := planNumbered(t, w, 1); p.MergedFrom != plan.Review || count(w.GitHub.BotComments(1), "Forge started no plan: **plan-001** is MERGED") != 1 {
 		t.Errorf("a plan merged in REVIEW: merged from %q, answers %q", p.MergedFrom, w.GitHub.BotComments(1))
 	}
 }

@@ -12,12 +12,12 @@ import (
 )
 
 // TestSecondForgeOnAnOpenPlan: a /forge or /plan on an issue whose idle plan
-// is open (neither DONE, CLOSED nor CANCELLED) answers with that plan and
+// is open (neither DONE, MERGED, CLOSED nor CANCELLED) answers with that plan and
 // creates none; after a finished one it creates the next plan, and
 // /forge new always does.
 func TestSecondForgeOnAnOpenPlan(t *testing.T) {
 	for _, st := range plan.Statuses {
-		open := st != plan.Done && st != plan.Closed && st != plan.Cancelled
+		open := st != plan.Done && !st.Ended()
 		for _, body := range []string{"/forge add caching", "/plan add caching", "/forge new add caching"} {
 			t.Run(string(st)+" "+body, func(t *testing.T) {
 				ctx := context.Background()

@@ -387,7 +387,7 @@ func (s *Plans) QuietPlans(_ context.Context, before time.Time, limit int) ([]*p
 	defer s.mu.Unlock()
 	var ids []int64
 	for id, r := range s.rows {
-		if r.run == plan.Idle && r.status != plan.Closed && r.status != plan.Cancelled && r.updated.Before(before) && r.looked.Before(before) {
+		if r.run == plan.Idle && !r.status.Ended() && r.updated.Before(before) && r.looked.Before(before) {
 			if p, err := s.load(id); err == nil && p.PR != 0 {
 				ids = append(ids, id)
 			}

@@ -221,7 +221,8 @@ func TestAutoImplementKeepsEachProgress(t *testing.T) {
 		t.Fatalf("after auto-implement: %s", p.State)
 	}
 	issue := w.GitHub.BotComments(1)
-	if n := count(issue, "<!-- forge:plan-001:progress -->\nForge finished plan-001: APPROVED."); n != 1 || count(issue, ":progress:run:") != 0 {
+	// The forge's comment followed the plan to its end: DONE.
+	if n := count(issue, "<!-- forge:plan-001:progress -->\n**plan-001** is DONE"); n != 1 || count(issue, ":progress:run:") != 0 {
 		t.Errorf("the forge's progress comment on the issue:\n%s", strings.Join(issue, "\n----\n"))
 	}
 	if got := progressComments(w, p.PR); len(got) != 1 || !strings.Contains(got[0], "Plan run complete for **plan-001**: 2 phases executed") {

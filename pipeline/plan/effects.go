@@ -80,6 +80,11 @@ type (
 	StatusLine struct{}
 	// WakeJob makes the plan's job that a model's quota snoozed run now.
 	WakeJob struct{ Job int64 }
+	// IssueProgress brings the issue's Forge comment (the forge's
+	// progress comment) to where the plan stands now: approved, running
+	// its phases, ready, merged or closed. By is who approved it, if a
+	// person did.
+	IssueProgress struct{ By []string }
 )
 
 func (Reply) effect()         {}
@@ -93,6 +98,7 @@ func (ButtonsOff) effect()    {}
 func (UpdatePR) effect()      {}
 func (StatusLine) effect()    {}
 func (WakeJob) effect()       {}
+func (IssueProgress) effect() {}
 
 // Template is the name of the reply's template.
 func (r Reply) Template() string { return r.Data.Template() }

@@ -66,6 +66,8 @@ type (
 		Quiet, Merged bool
 		Reply         *Reply
 	}
+	// Merge is the plan's pull request merged: the plan is MERGED.
+	Merge struct{ Cause }
 	// Reopen is a plan's pull request reopened: a plan its closing ended
 	// while halted is halted again, Check being the forge check run's
 	// action_required with the halt's buttons and Reply telling people.
@@ -239,6 +241,7 @@ func (Skip) Name() string              { return "skip" }
 func (Cancel) Name() string            { return "cancel" }
 func (Close) Name() string             { return "close" }
 func (Reopen) Name() string            { return "reopen" }
+func (Merge) Name() string             { return "merge" }
 func (Push) Name() string              { return "push" }
 func (PhasesMade) Name() string        { return "phases_made" }
 func (Classify) Name() string          { return "classify" }

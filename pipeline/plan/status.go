@@ -17,22 +17,29 @@ const (
 	Implementing Status = "IMPLEMENTING"
 	Auditing     Status = "AUDITING"
 	Done         Status = "DONE"
-	Closed       Status = "CLOSED"
-	Cancelled    Status = "CANCELLED"
+	// Merged: its pull request was merged. Closed is for a plan ended
+	// unmerged (closed, terminated, or its pull request closed).
+	Merged    Status = "MERGED"
+	Closed    Status = "CLOSED"
+	Cancelled Status = "CANCELLED"
 )
 
 // Statuses lists every status in lifecycle order.
-var Statuses = []Status{Draft, Review, Approved, Implementing, Auditing, Done, Closed, Cancelled}
+var Statuses = []Status{Draft, Review, Approved, Implementing, Auditing, Done, Merged, Closed, Cancelled}
 
 // Active reports whether a forge or a phase run may still work on a plan
 // in this status.
 func (s Status) Active() bool {
 	switch s {
-	case Done, Closed, Cancelled:
+	case Done, Merged, Closed, Cancelled:
 		return false
 	}
 	return true
 }
+
+// Ended reports whether the plan has ended for good: merged, closed or
+// cancelled. A DONE plan waits for people to merge it.
+func (s Status) Ended() bool { return s == Merged || s == Closed || s == Cancelled }
 
 // RunState says whether a job works on the plan now.
 type RunState string

@@ -195,10 +195,19 @@ func closing(s *State, ev Event) []Effect {
 	if !c.Merged {
 		out = append(out, UpdatePR{})
 	}
+	out = append(out, IssueProgress{})
 	if isClose && !c.Quiet {
 		out = append(out, reply(OnCause, &templates.Closed{}))
 	}
 	return out
+}
+
+// merged is what a plan's merge does on GitHub: the forge check run a
+// success that says merged, the label, the issue's comment. The plan file
+// and PR body are history now: nothing is committed on a merged branch.
+func merged(*State, Event) []Effect {
+	return []Effect{ButtonsOff{Plan: true}, SetCheck{Check{Status: "completed", Conclusion: "success", Title: templates.CheckTitle{Event: "merged"}}},
+		SyncLabel{}, IssueProgress{}}
 }
 
 // stopReply is a Stopped event's reply, if it has one.
@@ -251,7 +260,7 @@ var table = []Row{
 			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "approved"}}},
 				UpdatePR{},
 				reply(OnPR, &templates.Approval{Approved: true, Approvers: a.Approvers}),
-				StartRun{Mode: ModePhases}}
+				IssueProgress{By: a.Approvers}, StartRun{Mode: ModePhases}}
 		}},
 	{Event: "approve", From: forgeable, Run: running, Guard: "auto-implement at the end of a forge",
 		To: Approved, Does: "label, plan file status, check run in progress, PR body with Closes #N, run the phases",
@@ -259,7 +268,7 @@ var table = []Row{
 		apply: func(s *State, _ Event) []Effect {
 			s.mode, s.step = ModePhases, StepFinished
 			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "auto-approved"}}},
-				UpdatePR{}, StartRun{Mode: ModePhases}}
+				UpdatePR{}, IssueProgress{}, StartRun{Mode: ModePhases}}
 		}},
 	{Event: "run_phases", From: phaseable, Run: idle, RunTo: Running,
 		Does: "take a failed phase's buttons off, run the phases (at most the limit)",
@@ -325,6 +334,19 @@ var table = []Row{
 		}
 		return []Effect{reply(OnCause, &templates.Closed{})}
 	}},
+	{Event: "merge", From: notClosed, Run: []RunState{Idle, Queued, Halted}, To: Merged, RunTo: Idle,
+		Does:  "buttons off, check run success (merged), label, the issue's comment says merged",
+		apply: merged},
+	{Event: "merge", From: notClosed, Run: running, Guard: "a pull request GitHub would not open as a draft",
+		Does: "ask the job to stop and close (a parked job is woken): GitHub merges no draft, and Forge's pull request is one while a job runs",
+		apply: func(s *State, _ Event) []Effect {
+			out := []Effect{RequestStop{StopClose}}
+			if s.parked {
+				s.parked = false
+				out = append(out, StartJob{})
+			}
+			return out
+		}},
 	{Event: "close", From: notClosed, Run: running, Does: "ask the job to stop and close (a parked job is woken), answer",
 		apply: func(s *State, ev Event) []Effect {
 			out := []Effect{RequestStop{StopClose}}
@@ -487,7 +509,7 @@ var table = []Row{
 		Does: "plan file status, PR body and ready for review, check run success, label, answer",
 		apply: func(_ *State, ev Event) []Effect {
 			return []Effect{StatusLine{}, UpdatePR{Ready: true}, SetCheck{Check{Status: "completed", Conclusion: "success", Title: templates.CheckTitle{Event: "done"}}},
-				SyncLabel{}, ev.(PhasesDone).Reply}
+				SyncLabel{}, ev.(PhasesDone).Reply, IssueProgress{}}
 		}},
 
 	// A run people pause between its steps, a review loop a convergence
@@ -545,7 +567,7 @@ var table = []Row{
 		apply: func(s *State, ev Event) []Effect {
 			return []Effect{StatusLine{}, UpdatePR{Ready: true},
 				SetCheck{Check{Status: "completed", Conclusion: "success", Title: templates.CheckTitle{Event: "merged-anyway"}}},
-				SyncLabel{}, haltReply(s, "overridden", ev.(Override).By)}
+				SyncLabel{}, haltReply(s, "overridden", ev.(Override).By), IssueProgress{}}
 		}},
 	{Event: "revise", From: phaseable, Run: halted, Guard: "it waits on its acceptance criteria", To: Draft, RunTo: Running,
 		Does: "replan: the phases are stale; label, check run in progress, PR body, answer, start a revision with the notes and the uncovered criteria, then audit rounds",

@@ -40,6 +40,8 @@ func describe(es []Effect) string {
 			out = append(out, fmt.Sprintf("pr:%v", e.Ready))
 		case StatusLine:
 			out = append(out, "status-line")
+		case IssueProgress:
+			out = append(out, "issue")
 		default:
 			out = append(out, fmt.Sprintf("%T", e))
 		}
@@ -99,9 +101,9 @@ var rowCases = []struct {
 	{"revise a plan in review", st(Review, Idle, ""), Revise{Cause: by, Notes: "n"}, Draft, Running, "run:revise"},
 	{"audit a draft", st(Draft, Idle, ""), Audit{Cause: by}, Draft, Running, "run:audit"},
 	{"approve", st(Review, Idle, ""), Approve{Cause: by, Approvers: []string{"a"}}, Approved, Running,
-		"label status-line check:in_progress/ pr:false reply:approval run:phases"},
+		"label status-line check:in_progress/ pr:false reply:approval issue run:phases"},
 	{"auto-implement", st(Review, Running, ModeForge), Approve{Auto: true}, Approved, Running,
-		"label status-line check:in_progress/ pr:false run:phases"},
+		"label status-line check:in_progress/ pr:false issue run:phases"},
 	{"run the phases", st(Implementing, Idle, ModePhases), RunPhases{Cause: by}, Implementing, Running,
 		"buttons-off:false check:in_progress/ run:phases"},
 	{"skip a failed phase", st(Implementing, Idle, ModePhases), Skip{Cause: by, PhaseID: "phase-1"}, Implementing, Idle,
@@ -123,7 +125,10 @@ var rowCases = []struct {
 	{"close a closed plan", st(Closed, Idle, ""), Close{Cause: by}, Closed, Idle, "reply:closed"},
 	{"close a running plan", st(Implementing, Running, ModePhases), Close{Cause: by}, Implementing, Running, "stop:close reply:closed"},
 	{"close an idle plan", st(Review, Idle, ""), Close{Cause: by}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false reply:closed"},
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed"},
+	{"its pull request merged", st(Done, Idle, ModePhases), Merge{Cause: by}, Merged, Idle,
+		"buttons-off:true check:completed/success label issue"},
+	{"its pull request merged while a job runs", st(Done, Running, ModePhases), Merge{Cause: by}, Done, Running, "stop:close"},
 	{"adopt", parkedAt(st(Implementing, Running, ModePhases)), Adopt{}, Implementing, Running, "start"},
 	{"step", st(Draft, Running, ModeForge), StepDone{To: StepBranch}, Draft, Running, ""},
 	{"plan created", st(Draft, Running, ModePlan), PlanCreated{Reply: answer}, Draft, Idle, "reply:job-failed"},
@@ -140,7 +145,7 @@ var rowCases = []struct {
 	{"phase run cancelled", st(Implementing, Running, ModePhases), Stopped{Stop: StopCancel, Reply: &answer}, Implementing, Idle,
 		"check:completed/neutral pr:false reply:job-failed"},
 	{"run stopped to close", st(Review, Running, ModeAudit), Stopped{Stop: StopClose}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false"},
+		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
 	{"phase skipped", waiting(st(Implementing, Running, ModePhases)), PhaseSkipped{Reply: answer}, Implementing, Running, "stop: reply:job-failed"},
 	{"phases started", st(Approved, Running, ModePhases), PhasesStarted{}, Implementing, Running, "label status-line check:in_progress/"},
 	{"phases resumed", st(Implementing, Running, ModePhases), PhasesStarted{}, Implementing, Running, ""},
@@ -163,7 +168,7 @@ var rowCases = []struct {
 	{"resume before the quota's reset", st(Implementing, Running, ModePhases), QuotaResume{Cause: by, Job: 9, Reply: answer},
 		Implementing, Running, "plan.WakeJob reply:job-failed"},
 	{"phases done", st(Auditing, Running, ModePhases), PhasesDone{Reply: answer}, Done, Idle,
-		"status-line pr:true check:completed/success label reply:job-failed"},
+		"status-line pr:true check:completed/success label reply:job-failed issue"},
 	{"pause a forge", st(Draft, Running, ModeForge), Pause{Cause: by, By: "alice"}, Draft, Running, "stop:pause reply:halt"},
 	{"pause a parked phase run", parkedAt(st(Implementing, Running, ModePhases)), Pause{Cause: by, By: "alice"}, Implementing, Running, "stop:pause reply:halt"},
 	{"paused", st(Implementing, Running, ModePhases), LoopHalted{Halt: Halt{Reason: HaltPaused, Phase: "phase-2"}, Reply: answer,
@@ -178,9 +183,9 @@ var rowCases = []struct {
 	{"override the change", haltedAt(Auditing, ModePhases), Override{Cause: by, By: "alice"}, Auditing, Running,
 		"label check:in_progress/ pr:false reply:halt start"},
 	{"terminate", haltedAt(Draft, ModeForge), Terminate{Cause: by, By: "alice"}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false reply:halt"},
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:halt"},
 	{"merge anyway", waitsAt(Auditing), Override{Cause: by, By: "alice"}, Done, Idle,
-		"status-line pr:true check:completed/success label reply:halt"},
+		"status-line pr:true check:completed/success label reply:halt issue"},
 	{"replan", waitsAt(Auditing), Revise{Cause: by, Notes: "n"}, Draft, Running,
 		"label check:in_progress/ pr:false reply:halt run:revise"},
 	{"choose", decidesAt(Implementing), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Seq: 6, Buttons: 9, Pending: true}, Implementing, Running,
@@ -192,9 +197,9 @@ var rowCases = []struct {
 	{"continue", waitsAt(Implementing), Resume{Cause: by, By: "alice"}, Implementing, Running, "label check:in_progress/ reply:halt start"},
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
 	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false reply:closed"},
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed"},
 	{"a halted plan's pull request closed", haltedAt(Auditing, ModePhases), Close{Cause: by, Quiet: true, Reply: &answer}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false reply:job-failed"},
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:job-failed"},
 	{"its pull request reopened", reopenable(), Reopen{Cause: by, Reply: answer, Check: Check{Status: "completed", Conclusion: "action_required"}}, Draft, Halted,
 		"status-line label check:completed/action_required pr:false reply:job-failed"},
 }
@@ -550,7 +555,6 @@ func TestReopenDetails(t *testing.T) {
 		t.Errorf("reopened: %s, halt %+v, revise %v", s, h, s.ReviseNext())
 	}
 	for name, closed := range map[string]State{
-		"merged":       applied(haltedAt(Draft, ModeForge), Close{Cause: by, Quiet: true, Merged: true}),
 		"/forge close": applied(haltedAt(Draft, ModeForge), Close{Cause: by}),
 		"terminated":   applied(haltedAt(Draft, ModeForge), Terminate{Cause: by}),
 		"not halted":   applied(st(Review, Idle, ""), Close{Cause: by, Quiet: true}),
