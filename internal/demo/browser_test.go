@@ -228,7 +228,7 @@ func TestPlaygroundInABrowser(t *testing.T) {
 	}
 	// Forge's dashboard, from the playground's banner: signed in through
 	// this GitHub's own sign-in as the playground's person, it shows the
-	// plan, closed after the merge, with its timeline.
+	// plan, MERGED after the merge, with its timeline.
 	dash := browsertest.Get(p.b, 10*time.Second, chromedp.AttributeValue(chromedp.CSS(`.md a[href$="/ui"]`), "href")).Value
 	if dash != d.Dashboard {
 		t.Errorf("the banner's dashboard link is %q, want %q", dash, d.Dashboard)
@@ -239,11 +239,12 @@ func TestPlaygroundInABrowser(t *testing.T) {
 		t.Errorf("signed in to the dashboard as %q, want %s", who, Person)
 	}
 	row := p.text(`tr.plan[data-plan="` + sampleRepo + `/plan-001"]`)
-	for _, want := range []string{"plan-001", "CLOSED", "3/3"} { // two phases and the final audit
+	for _, want := range []string{"plan-001", "MERGED", "3/3"} { // two phases and the final audit
 		if !strings.Contains(row, want) {
 			t.Errorf("the dashboard's row of plan-001 lacks %q: %q", want, row)
 		}
 	}
+	p.screenshot("demo-dashboard.png", "", "")
 	p.click(`tr.plan[data-plan="`+sampleRepo+`/plan-001"] td.id a`, "table.timeline")
 	if tl := p.text("table.timeline"); !strings.Contains(tl, "createCommitOnBranch") || !strings.Contains(tl, "implementer") {
 		t.Errorf("the plan's timeline lacks its commits or its implementer:\n%s", tl)
