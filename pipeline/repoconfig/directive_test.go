@@ -73,7 +73,7 @@ func TestParseDirectiveRefuses(t *testing.T) {
 		"require status":                               "the form is 'require status <op> <value>'",
 		"require status = DONE":                        `"=" is not an operator (==, !=, in [..]; for approvals also >=, <=)`,
 		"require status ~= DONE":                       `"~=" is not an operator`,
-		"require status == escalated":                  `"escalated" is not a plan status (DRAFT, REVIEW, APPROVED, IMPLEMENTING, AUDITING, DONE, CLOSED, CANCELLED)`,
+		"require status == escalated":                  `"escalated" is not a plan status (DRAFT, REVIEW, APPROVED, IMPLEMENTING, AUDITING, DONE, MERGED, CLOSED, CANCELLED)`,
 		"require status in [DONE, nope]":               `"nope" is not a plan status`,
 		"require status in DONE":                       `in takes a list: in [a, b], not "DONE"`,
 		"require status in [DONE,]":                    "status in needs a value",
