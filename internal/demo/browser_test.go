@@ -147,7 +147,7 @@ func TestPlaygroundInABrowser(t *testing.T) {
 	p.stay()
 	p.see(long, "Forge's eyes on the command", has(`.comment[data-author="octocat"] .reactions`, "👀"))
 	p.see(long, "Forge's progress comment", has(".comment.bot", "plan-001"))
-	p.see(long, "the forge to finish", has(".comment.bot", "ready for review"))
+	p.see(long, "the forge to finish", has(".comment.bot", "awaits approval"))
 	p.screenshot("demo-issue.png", "", "")
 
 	// The plan's pull request: a draft, audited twice, revised between.
@@ -216,7 +216,7 @@ func TestPlaygroundInABrowser(t *testing.T) {
 	if got := p.text("#state"); got != "Merged" {
 		t.Errorf("the pull request after the merge is %q", got)
 	}
-	p.see(long, "Forge closing the plan", has(".side", "forge:closed"))
+	p.see(long, "Forge marking the plan merged", has(".side", "forge:merged"))
 	p.screenshot("demo-merged.png", "#mergebox", "end")
 	p.open(d.URL + "/issues/2")
 	if got := p.text("#state"); got != "Closed" {
