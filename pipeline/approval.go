@@ -128,7 +128,7 @@ func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
 	cause := plan.Cause{Trigger: "review:" + strconv.FormatInt(a.ReviewID, 10), On: a.PR}
 	switch state {
 	case "approved":
-		return f.tryApprove(ctx, gh, p, "", false, cause)
+		return f.tryApprove(ctx, gh, p, approval{by: a.Author}, cause)
 	case "changes_requested":
 		if p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
 			// A running run takes the pending change requests when it ends.
@@ -185,19 +185,45 @@ func (f *Forge) pendingChangeRequests(ctx context.Context, gh GitHub, p *Plan) (
 	return strings.Join(parts, "\n\n---\n\n"), last, nil
 }
 
-// tryApprove evaluates the gate on the PR head, counting approver (when
-// given) as approving, and approves the plan when it passes. With
-// answer, the outcome is told on the PR either way. An approval already
-// applied (its job is retried) only finishes what it left to do.
-func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver string, answer bool, cause plan.Cause) error {
+// approval is a person's approval as the gate weighs it.
+type approval struct {
+	// by is the person who approves: a review's author, a command's or a
+	// button's; empty for the approvals noted early, which the gate
+	// weighs at the end of the loop.
+	by string
+	// command: by approved with /forge approve or the Approve button,
+	// which count as an approval on the head. A review counts as GitHub
+	// holds it.
+	command bool
+	// noted are the approvals given while the plan was drafted or
+	// audited: they count on the head, the plan as the loop revised it.
+	noted []string
+}
+
+// tryApprove evaluates the gate on the PR head, counting the command's
+// approver and the approvals noted as approving, and approves the plan
+// when it passes; otherwise it says what is missing. An approval given
+// while the plan is still drafted or audited is noted for the end of the
+// loop, and said so. A review of a plan past its approval (approving the
+// pull request for its merge) is GitHub's business, not answered. An
+// approval already applied (its job is retried) only finishes what it
+// left to do.
+func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, a approval, cause plan.Cause) error {
 	if p.State.Applied(cause.Trigger) {
 		return f.apply(ctx, gh, p, plan.Approve{Cause: cause})
 	}
 	if p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
-		if !answer {
+		refused := &plan.RefusedError{State: p.State, Event: plan.Approve{}.Name()}
+		if a.by != "" {
+			err := f.apply(ctx, gh, p, plan.Approve{Cause: cause, By: a.by})
+			if !errors.As(err, &refused) {
+				return err
+			}
+		}
+		if !a.command && p.State.Status() != plan.Draft && p.State.Status() != plan.Review {
 			return nil
 		}
-		return f.refuse(ctx, gh, p, cause, &plan.RefusedError{State: p.State, Event: plan.Approve{}.Name()})
+		return f.refuse(ctx, gh, p, cause, refused)
 	}
 	ws, err := f.Installations.Workspace(ctx, p.InstallationID)
 	if err != nil {
@@ -219,48 +245,19 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 	if err != nil {
 		return fmt.Errorf("read the head of %s: %w", p.Branch, err)
 	}
-	reviews, err := gh.ListReviews(ctx, p.Repo, p.PR)
+	commanded := a.noted
+	if a.command {
+		commanded = append(commanded, a.by)
+	}
+	res, err := f.weigh(ctx, gh, p, cfg, head, p.State.Status(), commanded)
 	if err != nil {
 		return err
 	}
-	in := gate.Input{Status: p.State.Status(), HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Rules: cfg.Approval}
-	for _, rv := range reviews {
-		in.Reviews = append(in.Reviews, gate.Review{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
-		if _, ok := in.Permissions[rv.Author]; !ok && !rv.AuthorBot && (rv.State == "APPROVED" || rv.State == "CHANGES_REQUESTED") {
-			perm, err := f.permission(ctx, gh, p.InstallationID, p.Repo, rv.Author)
-			if err != nil {
-				return err
-			}
-			in.Permissions[rv.Author] = perm
-		}
-	}
-	if approver != "" {
-		in.CommandApprovals = []string{approver}
-	}
-	if len(cfg.Approval.RequiredChecks) > 0 {
-		runs, err := gh.CheckRuns(ctx, p.Repo, head)
-		if err != nil {
-			return err
-		}
-		for _, r := range runs {
-			in.Checks = append(in.Checks, gate.Check{Name: r.Name, Status: r.Status, Conclusion: r.Conclusion})
-		}
-		// A required check may be a commit status context (Jenkins and
-		// other CI that reports through the Statuses API).
-		statuses, err := gh.CommitStatuses(ctx, p.Repo, head)
-		if err != nil {
-			return fmt.Errorf("read the commit statuses of %s: %w", shortSHA(head), err)
-		}
-		for _, st := range statuses {
-			in.Checks = append(in.Checks, gate.FromStatus(st.Context, st.State))
-		}
-	}
-	res := gate.Evaluate(in)
 	if res.Approved {
 		p.Approvers = res.Approvers
 		return f.apply(ctx, gh, p, plan.Approve{Cause: cause, Approvers: res.Approvers})
 	}
-	if answer {
+	if a.by != "" || len(a.noted) > 0 {
 		if err := f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "approval", cause.Trigger), PlanID(p.Number), &templates.Approval{Missing: res.Missing}); err != nil {
 			return err
 		}
@@ -271,6 +268,47 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, approver str
 		return f.humanPush(ctx, gh, p, head)
 	}
 	return nil
+}
+
+// weigh evaluates the approval gate on head for a plan in status: the
+// reviews on the pull request, approvers (a command's, the approvals
+// noted early) counted on the head, the required checks.
+func (f *Forge) weigh(ctx context.Context, gh GitHub, p *Plan, cfg repoconfig.Config, head string, status plan.Status, approvers []string) (gate.Result, error) {
+	reviews, err := gh.ListReviews(ctx, p.Repo, p.PR)
+	if err != nil {
+		return gate.Result{}, err
+	}
+	in := gate.Input{Status: status, HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Rules: cfg.Approval}
+	for _, rv := range reviews {
+		in.Reviews = append(in.Reviews, gate.Review{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
+		if _, ok := in.Permissions[rv.Author]; !ok && !rv.AuthorBot && (rv.State == "APPROVED" || rv.State == "CHANGES_REQUESTED") {
+			perm, err := f.permission(ctx, gh, p.InstallationID, p.Repo, rv.Author)
+			if err != nil {
+				return gate.Result{}, err
+			}
+			in.Permissions[rv.Author] = perm
+		}
+	}
+	in.CommandApprovals = approvers
+	if len(cfg.Approval.RequiredChecks) > 0 {
+		runs, err := gh.CheckRuns(ctx, p.Repo, head)
+		if err != nil {
+			return gate.Result{}, err
+		}
+		for _, r := range runs {
+			in.Checks = append(in.Checks, gate.Check{Name: r.Name, Status: r.Status, Conclusion: r.Conclusion})
+		}
+		// A required check may be a commit status context (Jenkins and
+		// other CI that reports through the Statuses API).
+		statuses, err := gh.CommitStatuses(ctx, p.Repo, head)
+		if err != nil {
+			return gate.Result{}, fmt.Errorf("read the commit statuses of %s: %w", shortSHA(head), err)
+		}
+		for _, st := range statuses {
+			in.Checks = append(in.Checks, gate.FromStatus(st.Context, st.State))
+		}
+	}
+	return gate.Evaluate(in), nil
 }
 
 // refuse answers an event the plan's state does not take, on the pull
@@ -388,7 +426,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	}
 	switch a.Identifier {
 	case "approve":
-		return f.tryApprove(ctx, gh, p, a.Author, true, cause)
+		return f.tryApprove(ctx, gh, p, approval{by: a.Author, command: true}, cause)
 	case "revise":
 		return f.press(ctx, gh, p, a.Identifier, plan.Revise{Cause: cause})
 	case "cancel":

@@ -125,7 +125,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		if p == nil {
 			return c.noPlan(ctx, cmd)
 		}
-		return c.f.tryApprove(ctx, c.gh, p, c.a.Author, true, c.cause())
+		return c.f.tryApprove(ctx, c.gh, p, approval{by: c.a.Author, command: true}, c.cause())
 	case command.Phases:
 		return c.phases(ctx, cmd)
 	case command.Run, command.RunOne:

@@ -194,6 +194,8 @@ func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error 
 		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
 	case plan.WakeJob:
 		return x.f.Queue.Wake(ctx, e.Job)
+	case plan.NoteApproval:
+		return x.f.Plans.NoteApproval(ctx, x.p.ID, e.By)
 	case plan.Reply:
 		out, err := x.reply(ev, e)
 		if err != nil {
@@ -233,6 +235,9 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 	case plan.WakeJob:
 		// The job waits in the queue, not on the plan: woken at once.
 		return x.f.Queue.Wake(ctx, e.Job)
+	case plan.NoteApproval:
+		// So does an approval noted for the end of the loop.
+		return x.f.Plans.NoteApproval(ctx, p.ID, e.By)
 	case plan.SyncLabel:
 		out = effect{Kind: effectLabel}
 	case plan.SetCheck:

@@ -417,6 +417,15 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 			return err
 		}
 	}
+	var early earlyApproval
+	if !auto && notes == "" {
+		if early, err = r.notedApprovals(ctx, last, capReached, plateau); err != nil {
+			return err
+		}
+		if len(early.approvers) > 0 {
+			auto, reasons = true, nil
+		}
+	}
 	var open []audit.Finding
 	for _, f := range last.Findings {
 		if f.Severity != audit.SeverityNone {
@@ -445,7 +454,7 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	var ev plan.Event = plan.ForgeDone{Check: check}
 	switch {
 	case auto:
-		ev = plan.Approve{Auto: true}
+		ev = plan.Approve{Auto: true, Approvers: early.approvers}
 	case notes != "":
 		p.ReviewsTaken = taken
 		ev = plan.ForgeDone{Notes: notes}
@@ -460,7 +469,80 @@ func (r *run) complete(ctx context.Context, capReached bool) error {
 	if err := r.editProgress(ctx, progressID, r.completionLine(capReached, auto), complete); err != nil {
 		r.log.Warn().Err(err).Msg("final progress edit")
 	}
+	if err := r.takeNotedApprovals(ctx, early); err != nil {
+		return err
+	}
 	return r.lateChangeRequests(ctx)
+}
+
+// earlyApproval is what became of the approvals people gave while the
+// loop ran: the gate let approvers through, or missing says why not.
+type earlyApproval struct {
+	noted, approvers []string
+	missing          []templates.Reason
+}
+
+// notedApprovals weighs the approvals people gave while the plan was
+// drafted or audited, now that the loop reached the gate: they count on
+// the plan as the loop revised it (the person approved its intent), but
+// only once its audit is clean; the gate's other rules hold as for any
+// approval.
+func (r *run) notedApprovals(ctx context.Context, last audit.Round, capReached, plateau bool) (earlyApproval, error) {
+	p := r.p
+	fresh, err := r.f.Plans.Plan(ctx, p.ID)
+	if err != nil || len(fresh.EarlyApprovals) == 0 {
+		return earlyApproval{}, err
+	}
+	out := earlyApproval{noted: fresh.EarlyApprovals}
+	if last.Verdict == audit.SeverityBlocking {
+		out.missing = append(out.missing, templates.Reason{Event: "blocking"})
+	}
+	if capReached {
+		out.missing = append(out.missing, templates.Reason{Event: "cap"})
+	}
+	if plateau {
+		out.missing = append(out.missing, templates.Reason{Event: "plateau"})
+	}
+	if p.Evolution != nil {
+		out.missing = append(out.missing, templates.Reason{Event: "evolved", Base: PlanID(p.Evolution.Base)})
+	}
+	head, err := r.gh.BranchHead(ctx, p.Repo, p.Branch)
+	if err != nil {
+		return earlyApproval{}, err
+	}
+	if r.humanChange || head != p.HeadSHA {
+		out.missing = append(out.missing, templates.Reason{Event: "pushed"})
+	}
+	if len(out.missing) > 0 {
+		return out, nil
+	}
+	res, err := r.f.weigh(ctx, r.gh, p, r.cfg, head, plan.Review, out.noted)
+	if err != nil {
+		return earlyApproval{}, err
+	}
+	if res.Approved {
+		p.Approvers, out.approvers = res.Approvers, res.Approvers
+	}
+	out.missing = res.Missing
+	return out, nil
+}
+
+// takeNotedApprovals drops the approvals the end of the loop weighed and,
+// when they did not approve the plan, says why on the pull request.
+func (r *run) takeNotedApprovals(ctx context.Context, early earlyApproval) error {
+	p := r.p
+	if len(early.noted) == 0 {
+		return nil
+	}
+	if len(early.approvers) == 0 {
+		key := fmt.Sprintf("noted:%d", p.Round)
+		if err := r.f.answer(ctx, r.gh, p.Repo, p.PR, Marker(p.Number, "approval", key), PlanID(p.Number),
+			&templates.Approval{Missing: early.missing, Approvers: early.noted, Lapsed: true}); err != nil {
+			return err
+		}
+	}
+	_, err := r.f.Plans.TakeApprovals(ctx, p.ID)
+	return err
 }
 
 // commitAuditLog commits the plan file with its Audit Log ending as end,

@@ -116,6 +116,10 @@ type Plan struct {
 	// phase id: kept in a column of their own (PlanStore.RequestChoice),
 	// never in the plan's data, until the job takes them.
 	Choices map[string]Choice `json:"-"`
+	// EarlyApprovals are the people who approved the plan while a job
+	// drafted or audited it: a column of their own (PlanStore.NoteApproval)
+	// until the loop reaches the gate.
+	EarlyApprovals []string `json:"-"`
 	// AwaitBatch are the other phases of a batch (a DAG) whose commits
 	// the commit the run waits on holds (State.Await, SHA): that wait
 	// decides them too.
@@ -236,6 +240,13 @@ type PlanStore interface {
 	// earlier choice for the same phase); the job takes it between two
 	// phases. A plan no job runs takes none.
 	RequestChoice(ctx context.Context, id int64, c Choice) error
+	// NoteApproval keeps the approval of a person given while a job drafts
+	// or audits the plan (a forge, revision or audit, running or queued),
+	// in a column of its own that the job's saves never overwrite; a
+	// save that leaves the plan idle outside REVIEW drops what was noted.
+	NoteApproval(ctx context.Context, id int64, by string) error
+	// TakeApprovals returns the approvals noted and drops them.
+	TakeApprovals(ctx context.Context, id int64) ([]string, error)
 	// TakeChoice drops the phase's choice the job applied; a choice made
 	// for a later decision of the phase (another round) stays.
 	TakeChoice(ctx context.Context, id int64, c Choice) error

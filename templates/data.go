@@ -144,7 +144,12 @@ type (
 		Head
 		Approved  bool
 		Approvers []string
-		Missing   []Reason
+		// Noted: an approval given while the plan is drafted or audited,
+		// kept for when the loop reaches the gate. Lapsed: the approvals
+		// noted did not approve the plan when the loop reached the gate,
+		// for the reasons Missing says.
+		Noted, Lapsed bool
+		Missing       []Reason
 		// NotPhaseable refuses /forge run on a plan in Status.
 		NotPhaseable bool
 		Status       string

@@ -750,6 +750,8 @@ func textCases(t *testing.T) []textCase {
 		{"usage-error/unexpected argument", templates.UsageError{Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: "now"}, Usage: command.Cancel.Usage()}},
 
 		{"approval/approved", templates.Approval{Head: templates.Head{PlanID: planID}, Approved: true, Approvers: []string{"alice", "bob"}}},
+		{"approval/noted while drafting", templates.Approval{Head: templates.Head{PlanID: planID}, Noted: true, Approvers: []string{"alice"}}},
+		{"approval/noted approvals lapsed", templates.Approval{Head: templates.Head{PlanID: planID}, Lapsed: true, Approvers: []string{"alice", "bob"}, Missing: []templates.Reason{{Event: "blocking"}, {Event: "cap"}}}},
 		{"approval/missing", templates.Approval{Head: templates.Head{PlanID: planID}, Missing: []templates.Reason{{Event: "approvals", Count: 0, Required: 1, Permission: "write"}, {Event: "check-failed", Check: "ci", State: "failure"}}}},
 		{"phases-list", templates.PhasesList{Head: templates.Head{PlanID: planID}, Hash: "0123456789abcdef", Phases: phaseItems}},
 		{"checklist/every status", templates.Checklist{

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ type planStore struct{ s *Store }
 
 var _ pipeline.PlanStore = planStore{}
 
-const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, stop, choices, generation, data, created_at, updated_ms`
+const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, stop, choices, approvals, generation, data, created_at, updated_ms`
 
 func nowMS(t time.Time) int64 { return t.UnixMilli() }
 
@@ -30,7 +31,7 @@ func scanPlan(row rowScanner) (*pipeline.Plan, error) {
 	var (
 		p                       pipeline.Plan
 		repo, run, status, stop string
-		choices                 string
+		choices, approvals      string
 		data                    string
 		created                 time.Time
 		updated                 int64
@@ -38,7 +39,7 @@ func scanPlan(row rowScanner) (*pipeline.Plan, error) {
 		generation              int64
 		id, installationID      int64
 	)
-	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &stop, &choices, &generation, &data, &created, &updated)
+	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &stop, &choices, &approvals, &generation, &data, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, pipeline.ErrPlanNotFound
 	}
@@ -55,6 +56,9 @@ func scanPlan(row rowScanner) (*pipeline.Plan, error) {
 	p.State = p.State.WithColumns(plan.Columns{Status: plan.Status(status), Run: plan.RunState(run), Stop: plan.Stop(stop)})
 	if p.Choices, err = decodeChoices(choices); err != nil {
 		return nil, fmt.Errorf("decode the choices of plan %d: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(approvals), &p.EarlyApprovals); err != nil {
+		return nil, fmt.Errorf("decode the approvals of plan %d: %w", id, err)
 	}
 	p.Generation = int(generation)
 	p.StartedAt, p.UpdatedAt = created, time.UnixMilli(updated)
@@ -205,6 +209,7 @@ func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	// idle run column would drop it.
 	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET pr = $2, run = $3, status = $4,
 		stop = CASE WHEN $3 = 'idle' THEN '' ELSE stop END,
+		approvals = CASE WHEN $8 = 'idle' AND $4 <> 'REVIEW' THEN '[]' ELSE approvals END,
 		generation = $5, data = $6, updated_ms = $7 WHERE id = $1 AND generation <= $5
 		AND NOT ($8 = 'halted' AND run = 'running' AND (stop IN ('cancel', 'close') OR choices <> '{}'))`,
 		p.ID, p.PR, string(cols.Run), string(cols.Status), p.Generation, data, nowMS(now), string(p.State.Run()))
@@ -262,6 +267,73 @@ func (ps planStore) TakeChoice(ctx context.Context, id int64, c pipeline.Choice)
 		delete(m, c.Phase)
 		return true
 	})
+}
+
+// NoteApproval adds a person to the plan's approvals column, once, while
+// a job drafts or audits it (the column's compare and swap keeps two
+// approvals given at once).
+func (ps planStore) NoteApproval(ctx context.Context, id int64, by string) error {
+	for range 10 {
+		var was string
+		err := ps.s.db.QueryRowContext(ctx, `SELECT approvals FROM plans WHERE id = $1`, id).Scan(&was)
+		if errors.Is(err, sql.ErrNoRows) {
+			return pipeline.ErrPlanNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("read the approvals of plan %d: %w", id, err)
+		}
+		var who []string
+		if err := json.Unmarshal([]byte(was), &who); err != nil {
+			return fmt.Errorf("decode the approvals of plan %d: %w", id, err)
+		}
+		if slices.ContainsFunc(who, func(w string) bool { return strings.EqualFold(w, by) }) {
+			return nil
+		}
+		now, err := json.Marshal(append(who, by))
+		if err != nil {
+			return err
+		}
+		res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET approvals = $2, updated_ms = $3 WHERE id = $1 AND approvals = $4`,
+			id, string(now), nowMS(time.Now()), was)
+		if err != nil {
+			return fmt.Errorf("note the approval of plan %d: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+	}
+	return fmt.Errorf("note the approval of plan %d: the column kept changing", id)
+}
+
+// TakeApprovals returns the plan's approvals column and empties it, unless
+// an approval was added between the read and the write (then again).
+func (ps planStore) TakeApprovals(ctx context.Context, id int64) ([]string, error) {
+	for range 10 {
+		var was string
+		err := ps.s.db.QueryRowContext(ctx, `SELECT approvals FROM plans WHERE id = $1`, id).Scan(&was)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, pipeline.ErrPlanNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the approvals of plan %d: %w", id, err)
+		}
+		var who []string
+		if err := json.Unmarshal([]byte(was), &who); err != nil {
+			return nil, fmt.Errorf("decode the approvals of plan %d: %w", id, err)
+		}
+		if len(who) == 0 {
+			return nil, nil
+		}
+		res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET approvals = '[]', updated_ms = $2 WHERE id = $1 AND approvals = $3`,
+			id, nowMS(time.Now()), was)
+		if err != nil {
+			return nil, fmt.Errorf("take the approvals of plan %d: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return who, nil
+		}
+	}
+	return nil, fmt.Errorf("take the approvals of plan %d: the column kept changing", id)
 }
 
 // editChoices changes the plan's choices column by edit, retried while

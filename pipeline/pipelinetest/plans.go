@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +50,7 @@ type row struct {
 	status     plan.Status
 	stop       plan.Stop
 	choices    map[string]pipeline.Choice
+	approvals  []string
 	generation int
 	leaseOwner string
 	leaseUntil time.Time
@@ -72,6 +74,7 @@ func (s *Plans) load(id int64) (*pipeline.Plan, error) {
 	}
 	p.State = p.State.WithColumns(plan.Columns{Status: r.status, Run: r.run, Stop: r.stop})
 	p.Choices = maps.Clone(r.choices)
+	p.EarlyApprovals = slices.Clone(r.approvals)
 	p.Generation, p.UpdatedAt = r.generation, r.updated
 	return &p, nil
 }
@@ -140,6 +143,9 @@ func (s *Plans) write(p *pipeline.Plan, created bool) error {
 	r.data, r.run, r.status, r.updated = b, cols.Run, cols.Status, s.Now()
 	if cols.Run == plan.Idle || created {
 		r.stop = plan.StopNone
+	}
+	if p.State.Run() == plan.Idle && cols.Status != plan.Review {
+		r.approvals = nil
 	}
 	r.generation = p.Generation
 	return nil
@@ -234,6 +240,27 @@ func (s *Plans) RequestChoice(_ context.Context, id int64, c pipeline.Choice) er
 		r.choices[c.Phase] = c
 	}
 	return nil
+}
+
+func (s *Plans) NoteApproval(_ context.Context, id int64, by string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rows[id]; r != nil && !slices.ContainsFunc(r.approvals, func(w string) bool { return strings.EqualFold(w, by) }) {
+		r.approvals = append(r.approvals, by)
+	}
+	return nil
+}
+
+func (s *Plans) TakeApprovals(_ context.Context, id int64) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rows[id]
+	if r == nil {
+		return nil, pipeline.ErrPlanNotFound
+	}
+	who := r.approvals
+	r.approvals = nil
+	return who, nil
 }
 
 func (s *Plans) TakeChoice(_ context.Context, id int64, c pipeline.Choice) error {

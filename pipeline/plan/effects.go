@@ -72,6 +72,10 @@ type (
 		Seq, Option int
 		By          string
 	}
+	// NoteApproval keeps a person's approval given while the plan is
+	// drafted or audited, through the store (a column of its own, as
+	// RequestStop's): the gate counts it when the loop reaches it.
+	NoteApproval struct{ By string }
 	// UpdatePR rewrites the pull request's body from the plan; Ready also
 	// takes it out of draft.
 	UpdatePR struct{ Ready bool }
@@ -92,6 +96,7 @@ func (StartJob) effect()      {}
 func (StartRun) effect()      {}
 func (RequestStop) effect()   {}
 func (RequestChoice) effect() {}
+func (NoteApproval) effect()  {}
 func (SyncLabel) effect()     {}
 func (SetCheck) effect()      {}
 func (ButtonsOff) effect()    {}

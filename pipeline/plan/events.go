@@ -42,6 +42,11 @@ type (
 		Approvers []string
 		// Auto is auto-implement's approval at the end of a forge.
 		Auto bool
+		// By is the person who approves (a review, /forge approve, the
+		// Approve button), before the gate weighs it: set when the plan
+		// is still drafted or audited, so the approval is noted for when
+		// the loop reaches the gate.
+		By string
 	}
 	// RunPhases runs the approved plan's phases: at most Limit of them.
 	RunPhases struct {

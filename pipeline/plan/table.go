@@ -262,13 +262,28 @@ var table = []Row{
 				reply(OnPR, &templates.Approval{Approved: true, Approvers: a.Approvers}),
 				IssueProgress{By: a.Approvers}, StartRun{Mode: ModePhases}}
 		}},
-	{Event: "approve", From: forgeable, Run: running, Guard: "auto-implement at the end of a forge",
-		To: Approved, Does: "label, plan file status, check run in progress, PR body with Closes #N, run the phases",
+	{Event: "approve", From: forgeable, Run: running, Guard: "auto-implement, or the approvals noted while it ran, at the end of a forge",
+		To: Approved, Does: "label, plan file status, check run in progress, PR body with Closes #N, answer (approvals noted), run the phases",
 		when: func(_ State, ev Event) bool { return ev.(Approve).Auto },
-		apply: func(s *State, _ Event) []Effect {
+		apply: func(s *State, ev Event) []Effect {
 			s.mode, s.step = ModePhases, StepFinished
+			a := ev.(Approve)
+			if len(a.Approvers) > 0 {
+				return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "approved"}}},
+					UpdatePR{}, reply(OnPR, &templates.Approval{Approved: true, Approvers: a.Approvers}), IssueProgress{By: a.Approvers}, StartRun{Mode: ModePhases}}
+			}
 			return []Effect{SyncLabel{}, StatusLine{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "auto-approved"}}},
 				UpdatePR{}, IssueProgress{}, StartRun{Mode: ModePhases}}
+		}},
+	{Event: "approve", From: forgeable, Run: []RunState{Running, Queued}, Guard: "a person approves while a forge, revision or audit drafts or audits the plan, no stop asked",
+		Does: "note the approval for when the loop reaches the gate (it holds for the plan as the audit loop revises it), answer",
+		when: func(s State, ev Event) bool {
+			a := ev.(Approve)
+			return !a.Auto && a.By != "" && s.mode != ModePlan && s.mode != ModePhases && s.stop == StopNone
+		},
+		apply: func(_ *State, ev Event) []Effect {
+			by := ev.(Approve).By
+			return []Effect{NoteApproval{By: by}, reply(OnCause, &templates.Approval{Noted: true, Approvers: []string{by}})}
 		}},
 	{Event: "run_phases", From: phaseable, Run: idle, RunTo: Running,
 		Does: "take a failed phase's buttons off, run the phases (at most the limit)",

@@ -26,6 +26,8 @@ func describe(es []Effect) string {
 			out = append(out, "stop:"+string(e.Stop))
 		case RequestChoice:
 			out = append(out, fmt.Sprintf("choice:%s/%d", e.Phase, e.Option))
+		case NoteApproval:
+			out = append(out, "note-approval:"+e.By)
 		case SyncLabel:
 			out = append(out, "label")
 		case SetCheck:
@@ -104,6 +106,12 @@ var rowCases = []struct {
 		"label status-line check:in_progress/ pr:false reply:approval issue run:phases"},
 	{"auto-implement", st(Review, Running, ModeForge), Approve{Auto: true}, Approved, Running,
 		"label status-line check:in_progress/ pr:false issue run:phases"},
+	{"approvals noted while the forge ran", st(Draft, Running, ModeForge), Approve{Auto: true, Approvers: []string{"alice"}}, Approved, Running,
+		"label status-line check:in_progress/ pr:false reply:approval issue run:phases"},
+	{"approve while the forge drafts", st(Draft, Running, ModeForge), Approve{Cause: by, By: "alice"}, Draft, Running,
+		"note-approval:alice reply:approval"},
+	{"approve while a revision is queued", st(Draft, Queued, ModeForge), Approve{Cause: by, By: "alice"}, Draft, Queued,
+		"note-approval:alice reply:approval"},
 	{"run the phases", st(Implementing, Idle, ModePhases), RunPhases{Cause: by}, Implementing, Running,
 		"buttons-off:false check:in_progress/ run:phases"},
 	{"skip a failed phase", st(Implementing, Idle, ModePhases), Skip{Cause: by, PhaseID: "phase-1"}, Implementing, Idle,
