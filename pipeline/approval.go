@@ -452,14 +452,14 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 }
 
 // press raises a button's event. A button the plan's state does not take
-// (pressed twice, or shown before the plan moved on) is ignored: the check
-// run already shows where the plan is.
+// (pressed twice, or shown before the plan moved on) is answered as the
+// command would be: nothing a person does is dropped in silence.
 func (f *Forge) press(ctx context.Context, gh GitHub, p *Plan, button string, ev plan.Event) error {
 	err := f.apply(ctx, gh, p, ev)
 	var refused *plan.RefusedError
 	if errors.As(err, &refused) {
-		zerolog.Ctx(ctx).Info().Str("button", button).Str("plan", PlanID(p.Number)).Err(err).Msg("button ignored")
-		return nil
+		zerolog.Ctx(ctx).Info().Str("button", button).Str("plan", PlanID(p.Number)).Err(err).Msg("button refused")
+		return f.refuse(ctx, gh, p, causeOf(ev), refused)
 	}
 	return err
 }
