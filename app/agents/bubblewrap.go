@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +24,9 @@ const (
 
 // Values of a runtime's network key.
 const (
-	NetworkNone = "none"
-	NetworkOpen = "open"
+	NetworkNone  = "none"
+	NetworkAllow = "allow"
+	NetworkOpen  = "open"
 )
 
 // sandboxUID is the uid and gid an agent has inside its user namespace:
@@ -50,10 +52,25 @@ var systemEtc = []string{
 	"/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/gitconfig",
 }
 
-var networkEtc = []string{
-	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/crypto-policies",
-}
+var networkEtc = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf"}
+
+// certificateEtc is what a TLS client needs to trust a server: with
+// network allow and open.
+var certificateEtc = []string{"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/crypto-policies"}
+
+// proxyDirAt is where the sandbox shows the directory of its network
+// proxy's socket.
+const proxyDirAt = "/run/forge-proxy"
+
+// forgeBinary is Forge's own executable, which a sandbox whose network is
+// allow runs first as its relay (relay.go).
+var forgeBinary = sync.OnceValues(func() (string, error) {
+	path, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find Forge's own binary for the sandbox's network relay: %w", err)
+	}
+	return filepath.EvalSymlinks(path)
+})
 
 // ProcessSandbox confines every agent process (an exec runtime, a
 // run_command program) with bubblewrap: its own user, PID, IPC and UTS
@@ -116,7 +133,7 @@ func (s *ProcessSandbox) probe() error {
 	if err != nil {
 		return fmt.Errorf("find true(1) for the trial run: %w", err)
 	}
-	argv, _, err := s.wrap([]string{program}, nil, confinement{dir: dir, network: NetworkNone})
+	argv, _, _, err := s.wrap([]string{program}, nil, confinement{dir: dir, network: NetworkNone})
 	if err != nil {
 		return err
 	}
@@ -156,7 +173,10 @@ type confinement struct {
 	read     []string
 	write    []string
 	network  string
-	repo     string // owner/name, to recognise the repository's own mirror
+	// allow are the host:port pairs a sandbox whose network is allow may
+	// reach through its proxy.
+	allow []string
+	repo  string // owner/name, to recognise the repository's own mirror
 	// session, when set, is the directory of the call's own session,
 	// shown read-write at sessionAt (the runtime's session_dir).
 	session   string
@@ -165,20 +185,46 @@ type confinement struct {
 
 // wrap turns argv and env into the command that runs argv inside the
 // sandbox, with HOME pointing at an empty directory. With the sandbox off
-// they come back unchanged.
-func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []string, error) {
+// they come back unchanged. With network allow it also starts the
+// sandbox's proxy, which the caller closes once the command has ended
+// (its Close returns what it refused).
+func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []string, *egress, error) {
 	if s.broken != nil {
-		return nil, nil, s.refusal()
+		return nil, nil, nil, s.refusal()
 	}
 	if s.bwrap == "" {
-		return argv, env, nil
+		return argv, env, nil, nil
 	}
+	argv, env, err := s.bwrapArgs(argv, env, c)
+	if err != nil || c.network != NetworkAllow {
+		return argv, env, nil, err
+	}
+	proxy, err := startEgress(c.allow, -1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The relay runs the agent, so it goes before the program: bwrap's
+	// last options end with "--" and the program.
+	i := slices.Index(argv, "--")
+	relay, _ := forgeBinary()
+	out := slices.Concat(argv[:i],
+		[]string{"--bind", proxy.dir, proxyDirAt, "--ro-bind", relay, relayAt, "--", relayAt, proxyDirAt + "/" + proxySocket},
+		argv[i+1:])
+	return out, env, proxy, nil
+}
+
+func (s *ProcessSandbox) bwrapArgs(argv, env []string, c confinement) ([]string, []string, error) {
 	program, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, nil, err
 	}
 	if program, err = filepath.Abs(program); err != nil {
 		return nil, nil, err
+	}
+	if c.network == NetworkAllow {
+		if _, err := forgeBinary(); err != nil {
+			return nil, nil, err
+		}
 	}
 	home := sandboxHome(env)
 	args := []string{
@@ -211,8 +257,11 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 		}
 	}
 	etc := systemEtc
-	if c.network == NetworkOpen {
-		etc = append(append([]string(nil), systemEtc...), networkEtc...)
+	switch c.network {
+	case NetworkOpen:
+		etc = slices.Concat(systemEtc, certificateEtc, networkEtc)
+	case NetworkAllow:
+		etc = slices.Concat(systemEtc, certificateEtc)
 	}
 	for _, p := range etc {
 		args = append(args, "--ro-bind-try", p, p)
@@ -279,8 +328,9 @@ func sandboxHome(env []string) string {
 }
 
 // checkSandboxPaths refuses read_paths and write_paths that are not plain
-// absolute paths, and a network value Forge does not know.
-func checkSandboxPaths(read, write []string, network string) error {
+// absolute paths, a network value Forge does not know, and allow_hosts
+// that are not host:port or are given without network allow.
+func checkSandboxPaths(read, write []string, network string, allow []string) error {
 	for _, list := range [][]string{read, write} {
 		for _, p := range list {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
@@ -289,10 +339,18 @@ func checkSandboxPaths(read, write []string, network string) error {
 		}
 	}
 	switch network {
+	case NetworkAllow:
+		if len(allow) == 0 {
+			return errors.New("network allow needs allow_hosts: the host:port pairs the agent may reach (its model API's, e.g. api.anthropic.com:443), or network none")
+		}
+		return checkAllowHosts(allow)
 	case "", NetworkNone, NetworkOpen:
+		if len(allow) > 0 {
+			return fmt.Errorf("allow_hosts needs network allow, got network %q", network)
+		}
 		return nil
 	}
-	return fmt.Errorf("network must be %s or %s, got %q", NetworkNone, NetworkOpen, network)
+	return fmt.Errorf("network must be %s, %s or %s, got %q", NetworkAllow, NetworkNone, NetworkOpen, network)
 }
 
 // ownObjects is the object store the working copy borrows from its

@@ -73,9 +73,11 @@ type ExecConfig struct {
 	// session state): absolute paths shown read-only or read-write.
 	ReadPaths  []string
 	WritePaths []string
-	// Network is "open" (the default: an agent CLI talks to its model's API)
-	// or "none".
-	Network string
+	// Network is "allow" (the default when AllowHosts are given: only
+	// those host:port pairs, through the sandbox's proxy), "none" (the
+	// default otherwise) or "open" (the host's network).
+	Network    string
+	AllowHosts []string
 	// Output is how the CLI prints its answer: OutputText (the default,
 	// stdout is the answer), OutputClaudeJSON or OutputCodexJSON, from
 	// which Forge reads the answer, the usage and the session.
@@ -111,6 +113,7 @@ type Exec struct {
 	read     []string
 	write    []string
 	network  string
+	allow    []string
 	output   string
 	resume   []string
 	sessions agent.SessionStore
@@ -133,7 +136,10 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	if cfg.Timeout < 0 || cfg.OutputLimit < 0 || cfg.KillGrace < 0 {
 		return nil, fmt.Errorf("exec runtime %q: timeout, output limit and kill grace must not be negative", cfg.Command[0])
 	}
-	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network); err != nil {
+	if cfg.Network == "" && len(cfg.AllowHosts) > 0 {
+		cfg.Network = NetworkAllow
+	}
+	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network, cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
 	}
 	if err := checkOutput(cfg); err != nil {
@@ -158,7 +164,8 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 		sandbox:  cfg.Sandbox,
 		read:     cfg.ReadPaths,
 		write:    cfg.WritePaths,
-		network:  cmp.Or(cfg.Network, NetworkOpen),
+		network:  cmp.Or(cfg.Network, NetworkNone),
+		allow:    cfg.AllowHosts,
 		output:   cmp.Or(cfg.Output, OutputText),
 		resume:   cfg.Resume,
 		sessions: cfg.Sessions,
@@ -282,7 +289,8 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 // is stdoutTail), and says how it ended; the caller fills in the Output.
 func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, argv []string, stdout io.Writer, stdoutTail *tailWriter) (agent.Result, error) {
 	c := confinement{
-		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network, repo: req.Repo,
+		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write,
+		network: e.network, allow: e.allow, repo: req.Repo,
 	}
 	if !e.sandbox.Off() {
 		var err error
@@ -293,7 +301,8 @@ func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, 
 			c.sessionAt = e.sessionDir
 		}
 	}
-	argv, env, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), c)
+	argv, env, proxy, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), c)
+	defer proxy.Close()
 	if err != nil {
 		if errors.Is(err, errSandboxBroken) {
 			return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
@@ -331,7 +340,7 @@ func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, 
 	signalled := termAt.Load()
 	endGroup(cmd.Process.Pid, e.grace, signalled, sandboxed)
 
-	res := agent.Result{ExitCode: -1, Duration: duration}
+	res := agent.Result{ExitCode: -1, Duration: duration, Refused: proxy.Close()}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}

@@ -67,6 +67,7 @@ type OpenAIConfig struct {
 	ReadPaths  []string
 	WritePaths []string
 	Network    string
+	AllowHosts []string
 	// Sessions keeps the conversations of requests that name a Session;
 	// nil: every call starts afresh.
 	Sessions agent.SessionStore
@@ -97,6 +98,7 @@ type OpenAI struct {
 	read     []string
 	write    []string
 	network  string
+	allow    []string
 }
 
 var _ agent.Runtime = (*OpenAI)(nil)
@@ -127,7 +129,10 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if err := checkModel(cfg.Model); err != nil {
 		return nil, fmt.Errorf("openai runtime: %w", err)
 	}
-	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network); err != nil {
+	if cfg.Network == "" && len(cfg.AllowHosts) > 0 {
+		cfg.Network = NetworkAllow
+	}
+	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network, cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("openai runtime: %w", err)
 	}
 	o := &OpenAI{
@@ -145,6 +150,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		read:     cfg.ReadPaths,
 		write:    cfg.WritePaths,
 		network:  cmp.Or(cfg.Network, NetworkNone),
+		allow:    cfg.AllowHosts,
 	}
 	if o.sandbox == nil {
 		o.sandbox = defaultSandbox()
@@ -300,6 +306,7 @@ func (o *OpenAI) Run(ctx context.Context, req agent.Request) (agent.Result, erro
 			out := ts.call(runCtx, call.Name, call.Arguments)
 			turn = append(turn, chatMessage{Role: "tool", ToolCallID: call.ID, Content: out})
 		}
+		res.Refused = ts.refused
 		if runCtx.Err() != nil {
 			return fail(runCtx.Err(), lastToolOutput(turn))
 		}
@@ -320,7 +327,8 @@ func (o *OpenAI) toolSet(box *sandbox, req agent.Request) *toolSet {
 		commands: map[string]bool{},
 		sandbox:  o.sandbox,
 		jail: confinement{
-			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write, network: o.network, repo: req.Repo,
+			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write,
+			network: o.network, allow: o.allow, repo: req.Repo,
 		},
 	}
 	for _, c := range o.commands {

@@ -87,6 +87,9 @@ type Result struct {
 	ExitCode  int  // 0 for runtimes without processes
 	Duration  time.Duration
 	Usage     Usage
+	// Refused are the connections the agent's sandbox refused (network
+	// allow), "host:port: reason" once each, for the plan's timeline.
+	Refused []string
 }
 
 // Usage counts tokens where the runtime can know them (zero for an exec
