@@ -151,6 +151,15 @@ func (tl *timeline) AgentCalled(ctx context.Context, p *pipeline.Plan, c pipelin
 	}
 	tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventAgent, At: c.Start, Duration: c.Duration,
 		Name: string(c.Role), Detail: printable(detail, maxEventText), Outcome: c.Outcome, Tokens: c.Tokens, Cost: c.Cost})
+	for _, r := range c.Refused {
+		// The target and the reason come from the agent's own requests:
+		// cut and made printable like any agent output.
+		r = printable(tl.redact(r), maxEventText)
+		tl.log.Warn().Int64("plan", p.ID).Str("role", string(c.Role)).Str("runtime", c.Runtime).Str("refused", r).
+			Msg("the agent's sandbox refused a connection not in the runtime's allow_hosts")
+		tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventNetwork, At: c.Start.Add(c.Duration),
+			Name: string(c.Role), Detail: r, Outcome: "refused"})
+	}
 }
 
 var _ pipeline.Timeline = (*timeline)(nil)

@@ -32,6 +32,8 @@ type AgentCall struct {
 	Cost float64
 	// Outcome is "ok", "timed out", "exit N" or "failed".
 	Outcome string
+	// Refused are the connections the agent's sandbox refused.
+	Refused []string
 }
 
 // working tells the timeline, if any, that the job of ctx works on p.

@@ -171,8 +171,13 @@ type confinement struct {
 	at       string
 	writable bool // the working copy read-write (the implementer)
 	read     []string
-	write    []string
-	network  string
+	// write are shown read-write, each as a copy of its own for this run
+	// (copies, by path), which the next run never sees; shared are shown
+	// as they are, to every run (a harness's, never the configuration's).
+	write   []string
+	copies  map[string]string
+	shared  []string
+	network string
 	// allow are the host:port pairs a sandbox whose network is allow may
 	// reach through its proxy.
 	allow []string
@@ -185,22 +190,31 @@ type confinement struct {
 
 // wrap turns argv and env into the command that runs argv inside the
 // sandbox, with HOME pointing at an empty directory. With the sandbox off
-// they come back unchanged. With network allow it also starts the
-// sandbox's proxy, which the caller closes once the command has ended
-// (its Close returns what it refused).
-func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []string, *egress, error) {
+// they come back unchanged. The run it returns holds what this one
+// command has of its own (its copies of write_paths, its network proxy):
+// the caller closes it once the command has ended.
+func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []string, *run, error) {
 	if s.broken != nil {
 		return nil, nil, nil, s.refusal()
 	}
 	if s.bwrap == "" {
 		return argv, env, nil, nil
 	}
-	argv, env, err := s.bwrapArgs(argv, env, c)
-	if err != nil || c.network != NetworkAllow {
-		return argv, env, nil, err
+	r := &run{}
+	var err error
+	if c.copies, err = r.copyWritePaths(c.write); err != nil {
+		r.Close()
+		return nil, nil, nil, err
 	}
-	proxy, err := startEgress(c.allow, -1)
-	if err != nil {
+	if argv, env, err = s.bwrapArgs(argv, env, c); err != nil {
+		r.Close()
+		return nil, nil, nil, err
+	}
+	if c.network != NetworkAllow {
+		return argv, env, r, nil
+	}
+	if r.proxy, err = startEgress(c.allow, -1); err != nil {
+		r.Close()
 		return nil, nil, nil, err
 	}
 	// The relay runs the agent, so it goes before the program: bwrap's
@@ -208,9 +222,9 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 	i := slices.Index(argv, "--")
 	relay, _ := forgeBinary()
 	out := slices.Concat(argv[:i],
-		[]string{"--bind", proxy.dir, proxyDirAt, "--ro-bind", relay, relayAt, "--", relayAt, proxyDirAt + "/" + proxySocket},
+		[]string{"--bind", r.proxy.dir, proxyDirAt, "--ro-bind", relay, relayAt, "--", relayAt, proxyDirAt + "/" + proxySocket},
 		argv[i+1:])
-	return out, env, proxy, nil
+	return out, env, r, nil
 }
 
 func (s *ProcessSandbox) bwrapArgs(argv, env []string, c confinement) ([]string, []string, error) {
@@ -271,6 +285,11 @@ func (s *ProcessSandbox) bwrapArgs(argv, env []string, c confinement) ([]string,
 		args = append(args, "--ro-bind-try", p, p)
 	}
 	for _, p := range c.write {
+		if copy, ok := c.copies[p]; ok {
+			args = append(args, "--bind", copy, p)
+		}
+	}
+	for _, p := range c.shared {
 		args = append(args, "--bind-try", p, p)
 	}
 	if c.session != "" {

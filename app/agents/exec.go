@@ -73,6 +73,9 @@ type ExecConfig struct {
 	// session state): absolute paths shown read-only or read-write.
 	ReadPaths  []string
 	WritePaths []string
+	// SharedWritePaths are shown read-write as they are, to every run (a
+	// harness's; the configuration file cannot set them).
+	SharedWritePaths []string
 	// Network is "allow" (the default when AllowHosts are given: only
 	// those host:port pairs, through the sandbox's proxy), "none" (the
 	// default otherwise) or "open" (the host's network).
@@ -112,6 +115,7 @@ type Exec struct {
 	sandbox  *ProcessSandbox
 	read     []string
 	write    []string
+	shared   []string
 	network  string
 	allow    []string
 	output   string
@@ -139,7 +143,7 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	if cfg.Network == "" && len(cfg.AllowHosts) > 0 {
 		cfg.Network = NetworkAllow
 	}
-	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network, cfg.AllowHosts); err != nil {
+	if err := checkSandboxPaths(cfg.ReadPaths, slices.Concat(cfg.WritePaths, cfg.SharedWritePaths), cfg.Network, cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
 	}
 	if err := checkOutput(cfg); err != nil {
@@ -164,6 +168,7 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 		sandbox:  cfg.Sandbox,
 		read:     cfg.ReadPaths,
 		write:    cfg.WritePaths,
+		shared:   cfg.SharedWritePaths,
 		network:  cmp.Or(cfg.Network, NetworkNone),
 		allow:    cfg.AllowHosts,
 		output:   cmp.Or(cfg.Output, OutputText),
@@ -289,7 +294,7 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 // is stdoutTail), and says how it ended; the caller fills in the Output.
 func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, argv []string, stdout io.Writer, stdoutTail *tailWriter) (agent.Result, error) {
 	c := confinement{
-		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write,
+		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write, shared: e.shared,
 		network: e.network, allow: e.allow, repo: req.Repo,
 	}
 	if !e.sandbox.Off() {
@@ -301,8 +306,8 @@ func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, 
 			c.sessionAt = e.sessionDir
 		}
 	}
-	argv, env, proxy, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), c)
-	defer proxy.Close()
+	argv, env, jailed, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), c)
+	defer jailed.Close()
 	if err != nil {
 		if errors.Is(err, errSandboxBroken) {
 			return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
@@ -340,7 +345,7 @@ func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, 
 	signalled := termAt.Load()
 	endGroup(cmd.Process.Pid, e.grace, signalled, sandboxed)
 
-	res := agent.Result{ExitCode: -1, Duration: duration, Refused: proxy.Close()}
+	res := agent.Result{ExitCode: -1, Duration: duration, Refused: jailed.Close()}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,8 +67,10 @@ type OpenAIConfig struct {
 	Sandbox    *ProcessSandbox
 	ReadPaths  []string
 	WritePaths []string
-	Network    string
-	AllowHosts []string
+	// SharedWritePaths as for ExecConfig.
+	SharedWritePaths []string
+	Network          string
+	AllowHosts       []string
 	// Sessions keeps the conversations of requests that name a Session;
 	// nil: every call starts afresh.
 	Sessions agent.SessionStore
@@ -97,6 +100,7 @@ type OpenAI struct {
 	sandbox  *ProcessSandbox
 	read     []string
 	write    []string
+	shared   []string
 	network  string
 	allow    []string
 }
@@ -132,7 +136,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Network == "" && len(cfg.AllowHosts) > 0 {
 		cfg.Network = NetworkAllow
 	}
-	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network, cfg.AllowHosts); err != nil {
+	if err := checkSandboxPaths(cfg.ReadPaths, slices.Concat(cfg.WritePaths, cfg.SharedWritePaths), cfg.Network, cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("openai runtime: %w", err)
 	}
 	o := &OpenAI{
@@ -149,6 +153,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		sandbox:  cfg.Sandbox,
 		read:     cfg.ReadPaths,
 		write:    cfg.WritePaths,
+		shared:   cfg.SharedWritePaths,
 		network:  cmp.Or(cfg.Network, NetworkNone),
 		allow:    cfg.AllowHosts,
 	}
@@ -327,7 +332,7 @@ func (o *OpenAI) toolSet(box *sandbox, req agent.Request) *toolSet {
 		commands: map[string]bool{},
 		sandbox:  o.sandbox,
 		jail: confinement{
-			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write,
+			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write, shared: o.shared,
 			network: o.network, allow: o.allow, repo: req.Repo,
 		},
 	}

@@ -620,8 +620,8 @@ func runCommand(ctx context.Context, ts *toolSet, args []byte) (string, error) {
 	half := max((ts.limit-256)/2, 1)
 	out := &headWriter{limit: half, tail: tailWriter{keep: half}}
 	total := &countWriter{w: out}
-	argv, env, proxy, err := ts.sandbox.wrap(a.Argv, ts.env, ts.jail)
-	defer proxy.Close()
+	argv, env, jailed, err := ts.sandbox.wrap(a.Argv, ts.env, ts.jail)
+	defer jailed.Close()
 	if err != nil {
 		return "", fmt.Errorf("start %s: %v", a.Argv[0], err)
 	}
@@ -647,7 +647,7 @@ func runCommand(ctx context.Context, ts *toolSet, args []byte) (string, error) {
 	endGroup(cmd.Process.Pid, ts.grace, termAt.Load(), sandboxed)
 
 	output := joinHeadTail(out, total.n)
-	if refused := proxy.Close(); len(refused) > 0 {
+	if refused := jailed.Close(); len(refused) > 0 {
 		for _, r := range refused {
 			if !slices.Contains(ts.refused, r) && len(ts.refused) < maxRefusals {
 				ts.refused = append(ts.refused, r)
