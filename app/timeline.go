@@ -157,8 +157,10 @@ func (tl *timeline) AgentCalled(ctx context.Context, p *pipeline.Plan, c pipelin
 		r = printable(tl.redact(r), maxEventText)
 		tl.log.Warn().Int64("plan", p.ID).Str("role", string(c.Role)).Str("runtime", c.Runtime).Str("refused", r).
 			Msg("the agent's sandbox refused a connection not in the runtime's allow_hosts")
-		tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventNetwork, At: c.Start.Add(c.Duration),
-			Name: string(c.Role), Detail: r, Outcome: "refused"})
+		// An agent event of its own, after the call's: what the call
+		// tried that its sandbox refused.
+		tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventAgent, At: c.Start.Add(c.Duration),
+			Name: string(c.Role), Detail: "network refused " + r, Outcome: "refused"})
 	}
 }
 

@@ -17,8 +17,6 @@ const (
 	EventAgent = "agent"
 	// EventGitHub is one write Forge made to GitHub for the plan.
 	EventGitHub = "github"
-	// EventNetwork is a connection an agent's sandbox refused.
-	EventNetwork = "network"
 )
 
 // PlanEvent is one line of a plan's timeline.
