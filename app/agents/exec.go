@@ -320,6 +320,7 @@ func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, 
 	cmd := exec.CommandContext(call, argv[0], argv[1:]...)
 	cmd.Dir = req.Dir
 	cmd.Env = env
+	cmd.ExtraFiles = jailed.Files()
 	cmd.Stdin = strings.NewReader(req.Prompt)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr

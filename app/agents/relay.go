@@ -39,45 +39,62 @@ func init() {
 	}
 }
 
-// runRelay is the first process of a sandbox whose network is allow:
-// args are the proxy's unix socket, then the agent's argv. It listens on
-// 127.0.0.1 (the only interface of the sandbox's network namespace),
-// passes each connection to the proxy outside through the socket, and runs
-// the agent with HTTPS_PROXY and HTTP_PROXY pointing at itself. It exits
-// with the agent's status.
+// relayOptions are what the relay is told, before the agent's argv.
+const (
+	relayProxy = "--proxy" // SOCKET: the proxy's unix socket
+	relayDrop  = "--drop"  // become agentHostID before the agent starts
+)
+
+// runRelay is the first process of a sandbox whose network is allow, or
+// of every sandbox when Forge runs as root; args are its options, "--",
+// then the agent's argv. With --proxy it listens on 127.0.0.1 (the only
+// interface of the sandbox's network namespace), passes each connection
+// to the proxy outside through the socket, and runs the agent with
+// HTTPS_PROXY and HTTP_PROXY pointing at itself. With --drop it becomes
+// agentHostID, with no capability left, before the agent starts. It exits with the agent's
+// status.
 func runRelay(args []string) int {
+	var socket string
+	drop := false
+	for len(args) > 0 && args[0] != "--" {
+		switch {
+		case args[0] == relayDrop:
+			drop, args = true, args[1:]
+		case args[0] == relayProxy && len(args) > 1:
+			socket, args = args[1], args[2:]
+		default:
+			fmt.Fprintf(os.Stderr, "%s: unknown option %q\n", relayName, args[0])
+			return 125
+		}
+	}
 	if len(args) < 2 {
-		fmt.Fprintf(os.Stderr, "%s: usage: %s SOCKET PROGRAM [ARG...]\n", relayName, relayName)
+		fmt.Fprintf(os.Stderr, "%s: usage: %s [--drop] [--proxy SOCKET] -- PROGRAM [ARG...]\n", relayName, relayName)
 		return 125
 	}
-	socket, argv := args[0], args[1:]
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: listen on loopback: %v\n", relayName, err)
-		return 125
-	}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
+	argv := args[1:]
+	env := os.Environ()
+	if socket != "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: listen on loopback: %v\n", relayName, err)
+			return 125
+		}
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go relayConn(conn, socket)
 			}
-			go relayConn(conn, socket)
-		}
-	}()
-	proxy := "http://" + ln.Addr().String()
-	env := make([]string, 0, len(os.Environ())+len(proxyVars)+len(noProxyVars))
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !isProxyVar(name) {
-			env = append(env, kv)
-		}
+		}()
+		env = proxyEnv(env, "http://"+ln.Addr().String())
 	}
-	for _, name := range proxyVars {
-		env = append(env, name+"="+proxy)
-	}
-	for _, name := range noProxyVars {
-		env = append(env, name+"=")
+	if drop {
+		if err := dropToAgent(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", relayName, err)
+			return 125
+		}
 	}
 
 	// Forge ends an agent by signalling every process of its group: the
@@ -87,7 +104,7 @@ func runRelay(args []string) int {
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	err = cmd.Run()
+	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -100,6 +117,41 @@ func runRelay(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", relayName, err)
 	return 127
+}
+
+// proxyEnv is env with every proxy variable pointing at proxy, and
+// NO_PROXY empty.
+func proxyEnv(env []string, proxy string) []string {
+	out := make([]string, 0, len(env)+len(proxyVars)+len(noProxyVars))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !isProxyVar(name) {
+			out = append(out, kv)
+		}
+	}
+	for _, name := range proxyVars {
+		out = append(out, name+"="+proxy)
+	}
+	for _, name := range noProxyVars {
+		out = append(out, name+"=")
+	}
+	return out
+}
+
+// dropToAgent becomes agentHostID: root of the agents' user namespace
+// until now, with its capabilities there, the relay keeps none, and the
+// agent it starts has none.
+func dropToAgent() error {
+	if err := syscall.Setgroups([]int{agentHostID}); err != nil {
+		return fmt.Errorf("drop supplementary groups: %w", err)
+	}
+	if err := syscall.Setresgid(agentHostID, agentHostID, agentHostID); err != nil {
+		return fmt.Errorf("become gid %d: %w", agentHostID, err)
+	}
+	if err := syscall.Setresuid(agentHostID, agentHostID, agentHostID); err != nil {
+		return fmt.Errorf("become uid %d: %w", agentHostID, err)
+	}
+	return nil
 }
 
 func isProxyVar(name string) bool {

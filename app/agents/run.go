@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -16,6 +17,50 @@ import (
 type run struct {
 	scratch string // the directory holding the copies
 	proxy   *egress
+	// userns is the user namespace the command joins (Forge as root), and
+	// lent the trees given to the agent's uid for the run, given back to
+	// Forge's when it ends.
+	userns *os.File
+	lent   []string
+}
+
+// Files are the command's extra files: the user namespace it joins, if
+// any, as descriptor 3.
+func (r *run) Files() []*os.File {
+	if r == nil || r.userns == nil {
+		return nil
+	}
+	return []*os.File{r.userns}
+}
+
+// giveToAgent makes what the command works on its own when Forge runs as
+// root and the agent as agentHostID: the working copy (read-only still for
+// the roles that do not write) and the session's directory for the run,
+// given back when it ends; its copies of write_paths; a harness's shared
+// paths.
+func (r *run) giveToAgent(c confinement) error {
+	lend := []string{c.dir}
+	if c.session != "" {
+		lend = append(lend, c.session)
+	}
+	for _, p := range lend {
+		r.lent = append(r.lent, p)
+		if err := chownTree(p, agentHostID, agentHostID); err != nil {
+			return fmt.Errorf("give %s to the agent's uid %d: %w", p, agentHostID, err)
+		}
+	}
+	for _, p := range slices.Concat([]string{r.scratch}, c.shared) {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := chownTree(p, agentHostID, agentHostID); err != nil {
+			return fmt.Errorf("give %s to the agent's uid %d: %w", p, agentHostID, err)
+		}
+	}
+	return nil
 }
 
 // Close removes the run's copies and stops its proxy, returning the
@@ -26,6 +71,10 @@ func (r *run) Close() []string {
 		return nil
 	}
 	refused := r.proxy.Close()
+	for _, p := range r.lent {
+		_ = chownTree(p, os.Geteuid(), os.Getegid())
+	}
+	r.lent = nil
 	if r.scratch != "" {
 		os.RemoveAll(r.scratch)
 		r.scratch = ""

@@ -629,6 +629,7 @@ func runCommand(ctx context.Context, ts *toolSet, args []byte) (string, error) {
 	cmd := exec.CommandContext(cmdCtx, argv[0], argv[1:]...)
 	cmd.Dir = ts.dir
 	cmd.Env = env
+	cmd.ExtraFiles = jailed.Files()
 	cmd.Stdout = total
 	cmd.Stderr = total
 	// As for exec agents: a group of its own, ended whole, so nothing the
