@@ -41,7 +41,7 @@ func agentUserNamespace() (*os.File, error) {
 		GidMappingsEnableSetgroups: true,
 	}
 	if err := hold.Start(); err != nil {
-		return nil, fmt.Errorf("make the agents' user namespace (uid %d outside): %w", agentHostID, err)
+		return nil, fmt.Errorf("make the agents' user namespace as root (uid %d outside; the kernel must allow user namespaces, user.max_user_namespaces above 0): %w", agentHostID, err)
 	}
 	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", hold.Process.Pid))
 	stdin.Close()
