@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/forge-dev/forge/pipeline/agent"
 )
 
 // TestSandboxNetworkAllow: an agent whose runtime says network: allow
@@ -145,5 +147,38 @@ func TestEgressResolve(t *testing.T) {
 		case tt.wantErr == "" && (err != nil || addr != netip.MustParseAddrPort(tt.want)):
 			t.Errorf("%s: got %v, %v; want %s", tt.target, addr, err, tt.want)
 		}
+	}
+}
+
+// TestRunCommandNetworkAllow: run_command's programs under network: allow
+// reach the allowed server through the proxy and not another loopback
+// port; the model reads the refusal in the command's output, and the
+// call reports it.
+func TestRunCommandNetworkAllow(t *testing.T) {
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "local model") }))
+	defer model.Close()
+	dir := t.TempDir()
+	o, err := NewOpenAI(OpenAIConfig{BaseURL: "http://127.0.0.1:1/v1", Model: "m", AllowCommands: []string{"curl"},
+		AllowHosts: []string{model.Listener.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := openSandbox(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	ts := o.toolSet(box, request(dir))
+	ts.offered = toolsFor(agent.Implementer, []string{"curl"})
+	ts.jail.writable = true
+	if out := ts.call(context.Background(), "run_command", mustJSON(t, map[string]any{"argv": []string{"curl", "-sS", model.URL}})); out != "exit status 0\nlocal model" {
+		t.Errorf("allowed: %q", out)
+	}
+	out := ts.call(context.Background(), "run_command", mustJSON(t, map[string]any{"argv": []string{"curl", "-sS", "-f", "http://127.0.0.1:5432/"}}))
+	if !strings.Contains(out, "403") || !strings.Contains(out, "the sandbox refused these connections") || !strings.Contains(out, "127.0.0.1:5432: not in the runtime's allow_hosts") {
+		t.Errorf("refused: %q", out)
+	}
+	if len(ts.refused) != 1 || !strings.HasPrefix(ts.refused[0], "127.0.0.1:5432: ") {
+		t.Errorf("refusals of the call: %q", ts.refused)
 	}
 }
