@@ -38,7 +38,7 @@ func claudeRuntime(dir, state string) agents.RuntimeConfig {
 		Type:    "exec",
 		Command: []string{filepath.Join(dir, "claude.sh"), "-p", "--output-format", "json"},
 		Output:  agents.OutputClaudeJSON, Resume: []string{"--resume", agents.SessionPlaceholder},
-		Env: []string{"CLAUDE_CONFIG_DIR"}, ReadPaths: []string{dir}, WritePaths: []string{state},
+		Env: []string{"CLAUDE_CONFIG_DIR"}, ReadPaths: []string{dir}, SharedWritePaths: []string{state},
 		SessionDir: filepath.Join(state, "projects"),
 	}
 }

@@ -300,6 +300,9 @@ func (c *Config) validate() error {
 	if err := c.checkSandboxPaths(); err != nil {
 		return err
 	}
+	if err := c.Agents.CheckNetworks(); err != nil {
+		return err
+	}
 	if _, err := c.RepoPolicy(); err != nil {
 		return err
 	}

@@ -276,7 +276,7 @@ func eventRow(e store.PlanEvent) templates.EventRow {
 		row.Cost = fmt.Sprintf("$%.2f", e.Cost)
 	}
 	switch {
-	case e.Outcome == "error" || e.Outcome == "failed" || e.Outcome == "timed out" || strings.HasPrefix(e.Outcome, "exit "):
+	case e.Outcome == "error" || e.Outcome == "failed" || e.Outcome == "refused" || e.Outcome == "timed out" || strings.HasPrefix(e.Outcome, "exit "):
 		row.Failed = true
 	case e.Kind == store.EventGitHub && (len(e.Outcome) != 3 || e.Outcome[0] >= '4'):
 		row.Failed = true

@@ -461,6 +461,7 @@ func (d *Doctor) runtimes(ctx context.Context, cfg Config) {
 	for _, n := range names {
 		rc := cfg.Agents.Runtimes[n]
 		name := "runtime " + n
+		d.network(name, n, rc)
 		switch rc.Type {
 		case "exec":
 			d.execRuntime(ctx, name, n, cfg, sb)
@@ -469,6 +470,25 @@ func (d *Doctor) runtimes(ctx context.Context, cfg Config) {
 		default:
 			d.fail(name, fmt.Sprintf("unknown type %q", rc.Type), fmt.Sprintf("set agents.runtimes.%s.type to exec or openai", n))
 		}
+	}
+}
+
+// network says what the runtime's agents may reach: open is warned (the
+// host's network), an agent CLI without any network too (it cannot reach
+// its model).
+func (d *Doctor) network(name, n string, rc agents.RuntimeConfig) {
+	network, hosts := rc.Network, rc.AllowHosts
+	if rc.Type == "exec" {
+		network, hosts = rc.ExecNetwork()
+	}
+	switch {
+	case network == agents.NetworkOpen:
+		d.warn(name+" network", "network open: its agents reach the host's network, Forge's own port, local databases and a cloud's metadata service included; "+
+			fmt.Sprintf("set agents.runtimes.%s.network: allow with allow_hosts (the host:port pairs of its model API)", n))
+	case network == agents.NetworkAllow:
+		d.ok(name+" network", "only %s, through Forge's proxy", strings.Join(hosts, ", "))
+	case rc.Type == "exec":
+		d.warn(name+" network", fmt.Sprintf("no network: the agent CLI cannot reach its model's API; set agents.runtimes.%s.network: allow with allow_hosts (the host:port pairs of its API, e.g. [api.anthropic.com:443]), unless its model runs without one", n))
 	}
 }
 

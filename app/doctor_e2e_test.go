@@ -295,6 +295,16 @@ func smallDisk(t *testing.T, s *doctorSetup) string {
 
 // TestDoctorBinary: `forge doctor` exits 0 when every check passes and 1
 // when one fails; a sandbox the kernel refuses (no user namespace may be
+// noNamespace is how the sandbox's trial fails without user namespaces:
+// in bubblewrap's words, or, as root, Forge's own making the agents'
+// namespace.
+var noNamespace = func() string {
+	if os.Geteuid() == 0 {
+		return "make the agents' user namespace as root"
+	}
+	return "bwrap: Creating new namespace failed"
+}()
+
 // made where it runs) fails the sandbox and every exec runtime.
 func TestDoctorBinary(t *testing.T) {
 	bin := forgeBinary(t)
@@ -312,7 +322,7 @@ func TestDoctorBinary(t *testing.T) {
 		{healthy, false, 0, []string{"forge doctor: every check passes."}},
 		{broken, false, 1, []string{"FAIL  installations: "}},
 		{healthyDoctorSetup(t), true, 1, []string{
-			"FAIL  sandbox: bubblewrap does not start: bwrap: Creating new namespace failed",
+			"FAIL  sandbox: bubblewrap does not start: " + noNamespace,
 			"FAIL  runtime cli: not run: bubblewrap does not start, and Forge runs no agent unconfined\n      fix: allow unprivileged user namespaces",
 		}},
 	} {

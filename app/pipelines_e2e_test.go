@@ -120,7 +120,7 @@ func recordingAgent(t *testing.T, answers ...string) ([]string, func() []string)
 // the test agents' runtimes.
 func secondRuntime(command []string) func(*app.Config) {
 	return func(c *app.Config) {
-		c.Agents.Runtimes["second"] = agents.RuntimeConfig{Type: "exec", Command: command, WritePaths: []string{filepath.Dir(command[0])}}
+		c.Agents.Runtimes["second"] = agents.RuntimeConfig{Type: "exec", Command: command, SharedWritePaths: []string{filepath.Dir(command[0])}}
 	}
 }
 

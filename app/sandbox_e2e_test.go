@@ -214,7 +214,7 @@ func TestSandboxKeepsExecAgentsFromSecrets(t *testing.T) {
 	}, func(c *app.Config) {
 		for _, role := range []string{"drafter", "implementer"} {
 			rc := c.Agents.Runtimes[role]
-			rc.WritePaths = []string{reports}
+			rc.SharedWritePaths = []string{reports}
 			c.Agents.Runtimes[role] = rc
 		}
 	})
@@ -339,7 +339,7 @@ func TestSandboxKeepsRunCommandFromSecrets(t *testing.T) {
 	w := newSandboxWorld(t, gh, h, nil, func(c *app.Config) {
 		c.Agents.Runtimes["implementer"] = agents.RuntimeConfig{
 			Type: "openai", BaseURL: model.srv.URL + "/v1", Model: "m",
-			AllowCommands: []string{"make"}, CommandTimeout: 20 * time.Second, WritePaths: []string{reports},
+			AllowCommands: []string{"make"}, CommandTimeout: 20 * time.Second, SharedWritePaths: []string{reports},
 		}
 	})
 	w.command(t, "alice", "/forge add a greeting page")

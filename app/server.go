@@ -151,6 +151,9 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	case sb.Err() != nil:
 		log.Error().Err(sb.Err()).Msg("bubblewrap failed to start: agent runs are refused until bubblewrap works or agents.sandbox is set to none")
 	}
+	for _, n := range a.cfg.Agents.OpenNetworks() {
+		log.Warn().Str("runtime", n).Msg("the runtime's network is open (agents.allow_open_network): its agents reach the host's network, Forge's own port, local databases and a cloud's metadata service included; give it network: allow with allow_hosts instead")
+	}
 	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes, WorkDir: a.cfg.Git.WorkDir})
 	if err != nil {
 		st.Close()

@@ -152,6 +152,17 @@ func (tl *timeline) AgentCalled(ctx context.Context, p *pipeline.Plan, c pipelin
 	}
 	tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventAgent, At: c.Start, Duration: c.Duration, Call: c.ID,
 		Name: string(c.Role), Detail: printable(detail, maxEventText), Outcome: c.Outcome, Tokens: c.Tokens, Cost: c.Cost})
+	for _, r := range c.Refused {
+		// The target and the reason come from the agent's own requests:
+		// cut and made printable like any agent output.
+		r = printable(tl.redact(r), maxEventText)
+		tl.log.Warn().Int64("plan", p.ID).Str("role", string(c.Role)).Str("runtime", c.Runtime).Str("refused", r).
+			Msg("the agent's sandbox refused a connection not in the runtime's allow_hosts")
+		// An agent event of its own, after the call's: what the call
+		// tried that its sandbox refused.
+		tl.add(store.PlanEvent{PlanID: p.ID, Kind: store.EventAgent, At: c.Start.Add(c.Duration),
+			Name: string(c.Role), Detail: "network refused " + r, Outcome: "refused"})
+	}
 }
 
 // AgentStep implements pipeline.Timeline: the call's line says what the

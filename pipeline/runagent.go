@@ -79,7 +79,7 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 		live.end(r)
 		cost := r.account(model, res.Usage)
 		r.f.agentCalled(ctx, p, AgentCall{ID: live.call.ID, Role: role, Runtime: runtime, Model: model, Start: start, Duration: time.Since(start),
-			Tokens: res.Usage.Total(), Cost: cost, Outcome: callOutcome(err)})
+			Tokens: res.Usage.Total(), Cost: cost, Outcome: callOutcome(err), Refused: res.Refused})
 		if err == nil && answers(role) && strings.TrimSpace(res.Output) == "" {
 			err = &agent.Failure{ExitCode: 0, Tail: "the agent answered with nothing"}
 		}

@@ -40,6 +40,8 @@ type AgentCall struct {
 	// Outcome is "ok", "timed out", "exit N" or "failed"; "running" for a
 	// step of a call that runs.
 	Outcome string
+	// Refused are the connections the agent's sandbox refused.
+	Refused []string
 }
 
 // working tells the timeline, if any, that the job of ctx works on p.

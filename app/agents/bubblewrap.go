@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +25,9 @@ const (
 
 // Values of a runtime's network key.
 const (
-	NetworkNone = "none"
-	NetworkOpen = "open"
+	NetworkNone  = "none"
+	NetworkAllow = "allow"
+	NetworkOpen  = "open"
 )
 
 // sandboxUID is the uid and gid an agent has inside its user namespace:
@@ -50,10 +53,25 @@ var systemEtc = []string{
 	"/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/gitconfig",
 }
 
-var networkEtc = []string{
-	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf",
-	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/crypto-policies",
-}
+var networkEtc = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf"}
+
+// certificateEtc is what a TLS client needs to trust a server: with
+// network allow and open.
+var certificateEtc = []string{"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/crypto-policies"}
+
+// proxyDirAt is where the sandbox shows the directory of its network
+// proxy's socket.
+const proxyDirAt = "/run/forge-proxy"
+
+// forgeBinary is Forge's own executable, which a sandbox whose network is
+// allow runs first as its relay (relay.go).
+var forgeBinary = sync.OnceValues(func() (string, error) {
+	path, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find Forge's own binary for the sandbox's network relay: %w", err)
+	}
+	return filepath.EvalSymlinks(path)
+})
 
 // ProcessSandbox confines every agent process (an exec runtime, a
 // run_command program) with bubblewrap: its own user, PID, IPC and UTS
@@ -64,6 +82,12 @@ var networkEtc = []string{
 // programs as they are.
 type ProcessSandbox struct {
 	bwrap string // bwrap's path; empty when the sandbox is off
+	// userns, when Forge runs as root, is the user namespace agents join,
+	// as agentHostID outside (userns.go).
+	userns *os.File
+	// setpriv (util-linux), when Forge runs as root, drops the agent to
+	// agentHostID where no relay runs first; without it the relay does.
+	setpriv string
 	// broken is why bubblewrap cannot start: every agent run is refused
 	// with it, so no agent runs unconfined by accident.
 	broken error
@@ -86,6 +110,15 @@ func NewProcessSandbox(mode string) (*ProcessSandbox, error) {
 		return &ProcessSandbox{broken: fmt.Errorf("bwrap is not installed: %w", err)}, nil
 	}
 	s := &ProcessSandbox{bwrap: path}
+	if os.Geteuid() == 0 {
+		if s.userns, err = agentUserNamespace(); err != nil {
+			s.broken = err
+			return s, nil
+		}
+		if p, err := exec.LookPath("setpriv"); err == nil && filepath.IsAbs(p) && strings.HasPrefix(p, "/usr/") {
+			s.setpriv = p
+		}
+	}
 	s.broken = s.probe()
 	return s, nil
 }
@@ -116,15 +149,18 @@ func (s *ProcessSandbox) probe() error {
 	if err != nil {
 		return fmt.Errorf("find true(1) for the trial run: %w", err)
 	}
-	argv, _, err := s.wrap([]string{program}, nil, confinement{dir: dir, network: NetworkNone})
+	argv, env, jailed, err := s.wrap([]string{program}, nil, confinement{dir: dir, network: NetworkNone})
 	if err != nil {
 		return err
 	}
+	defer jailed.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = &stderr
+	cmd.Env = env
+	cmd.ExtraFiles = jailed.Files()
 	if err := cmd.Run(); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return fmt.Errorf("%s: %w", lastLines(msg, 3, 512), err)
@@ -154,9 +190,17 @@ type confinement struct {
 	at       string
 	writable bool // the working copy read-write (the implementer)
 	read     []string
-	write    []string
-	network  string
-	repo     string // owner/name, to recognise the repository's own mirror
+	// write are shown read-write, each as a copy of its own for this run
+	// (copies, by path), which the next run never sees; shared are shown
+	// as they are, to every run (a harness's, never the configuration's).
+	write   []string
+	copies  map[string]string
+	shared  []string
+	network string
+	// allow are the host:port pairs a sandbox whose network is allow may
+	// reach through its proxy.
+	allow []string
+	repo  string // owner/name, to recognise the repository's own mirror
 	// session, when set, is the directory of the call's own session,
 	// shown read-write at sessionAt (the runtime's session_dir).
 	session   string
@@ -165,14 +209,69 @@ type confinement struct {
 
 // wrap turns argv and env into the command that runs argv inside the
 // sandbox, with HOME pointing at an empty directory. With the sandbox off
-// they come back unchanged.
-func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []string, error) {
+// they come back unchanged. The run it returns holds what this one
+// command has of its own (its copies of write_paths, its network proxy):
+// the caller closes it once the command has ended.
+func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []string, *run, error) {
 	if s.broken != nil {
-		return nil, nil, s.refusal()
+		return nil, nil, nil, s.refusal()
 	}
 	if s.bwrap == "" {
-		return argv, env, nil
+		return argv, env, nil, nil
 	}
+	r := &run{userns: s.userns}
+	var err error
+	if c.copies, err = r.copyWritePaths(c.write); err != nil {
+		r.Close()
+		return nil, nil, nil, err
+	}
+	if s.userns != nil {
+		if err := r.giveToAgent(c); err != nil {
+			r.Close()
+			return nil, nil, nil, err
+		}
+	}
+	if argv, env, err = s.bwrapArgs(argv, env, c); err != nil {
+		r.Close()
+		return nil, nil, nil, err
+	}
+	if c.network != NetworkAllow && (s.userns == nil || s.setpriv != "") {
+		if s.userns != nil {
+			// As root: the agent becomes agentHostID for good before it
+			// starts, with no capability left.
+			i := slices.Index(argv, "--")
+			id := strconv.Itoa(agentHostID)
+			argv = slices.Concat(argv[:i+1],
+				[]string{s.setpriv, "--reuid=" + id, "--regid=" + id, "--clear-groups", "--no-new-privs", "--"}, argv[i+1:])
+		}
+		return argv, env, r, nil
+	}
+	// The relay runs the agent, so it goes before the program: bwrap's
+	// last options end with "--" and the program.
+	i := slices.Index(argv, "--")
+	relay, _ := forgeBinary()
+	mounts := []string{"--ro-bind", relay, relayAt}
+	var opts []string
+	if s.userns != nil {
+		opts = append(opts, relayDrop)
+	}
+	if c.network == NetworkAllow {
+		uid := -1
+		if s.userns != nil {
+			uid = agentHostID
+		}
+		if r.proxy, err = startEgress(c.allow, uid); err != nil {
+			r.Close()
+			return nil, nil, nil, err
+		}
+		mounts = append(mounts, "--bind", r.proxy.dir, proxyDirAt)
+		opts = append(opts, relayProxy, proxyDirAt+"/"+proxySocket)
+	}
+	out := slices.Concat(argv[:i], mounts, []string{"--", relayAt}, opts, []string{"--"}, argv[i+1:])
+	return out, env, r, nil
+}
+
+func (s *ProcessSandbox) bwrapArgs(argv, env []string, c confinement) ([]string, []string, error) {
 	program, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, nil, err
@@ -180,10 +279,19 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 	if program, err = filepath.Abs(program); err != nil {
 		return nil, nil, err
 	}
+	if c.network == NetworkAllow || (s.userns != nil && s.setpriv == "") {
+		if _, err := forgeBinary(); err != nil {
+			return nil, nil, err
+		}
+	}
 	home := sandboxHome(env)
-	args := []string{
-		s.bwrap,
-		"--unshare-user", "--uid", sandboxUID, "--gid", sandboxUID,
+	user := []string{"--unshare-user", "--uid", sandboxUID, "--gid", sandboxUID}
+	if s.userns != nil {
+		// The file is the command's first extra file: descriptor 3. The
+		// relay drops to agentHostID.
+		user = []string{"--userns", "3"}
+	}
+	args := slices.Concat([]string{s.bwrap}, user, []string{
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		// The sandbox ends with Forge. --new-session is left out on
 		// purpose: it would move the agent out of the process group Forge
@@ -191,7 +299,7 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 		// (sandboxProcAttr), which leaves the agent no controlling terminal
 		// to push input into (TIOCSTI) all the same.
 		"--die-with-parent",
-	}
+	})
 	if c.network != NetworkOpen {
 		args = append(args, "--unshare-net")
 	}
@@ -211,35 +319,66 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 		}
 	}
 	etc := systemEtc
-	if c.network == NetworkOpen {
-		etc = append(append([]string(nil), systemEtc...), networkEtc...)
+	switch c.network {
+	case NetworkOpen:
+		etc = slices.Concat(systemEtc, certificateEtc, networkEtc)
+	case NetworkAllow:
+		etc = slices.Concat(systemEtc, certificateEtc)
+	}
+	if s.userns != nil {
+		args = append(args, openParents([]string{"/etc/"})...)
 	}
 	for _, p := range etc {
 		args = append(args, "--ro-bind-try", p, p)
 	}
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home)
+	if s.userns != nil {
+		// Bubblewrap makes them as root; the agent, agentHostID, writes
+		// there, alone in its sandbox.
+		args = append(args, "--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--tmpfs", "/tmp", "--perms", "0777", "--tmpfs", home)
+	} else {
+		args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home)
+	}
+	var binds [][3]string // option, source, destination
 	for _, p := range c.read {
-		args = append(args, "--ro-bind-try", p, p)
+		binds = append(binds, [3]string{"--ro-bind-try", p, p})
 	}
 	for _, p := range c.write {
-		args = append(args, "--bind-try", p, p)
+		if copy, ok := c.copies[p]; ok {
+			binds = append(binds, [3]string{"--bind", copy, p})
+		}
+	}
+	for _, p := range c.shared {
+		binds = append(binds, [3]string{"--bind-try", p, p})
 	}
 	if c.session != "" {
 		// After read_paths and write_paths, so that it lands on top of a
 		// read-only parent (the CLI's configuration) rather than under it.
-		args = append(args, "--bind", c.session, c.sessionAt)
+		binds = append(binds, [3]string{"--bind", c.session, c.sessionAt})
 	}
 	for _, objects := range ownObjects(c.dir, c.repo) {
-		args = append(args, "--ro-bind", objects, objects)
+		binds = append(binds, [3]string{"--ro-bind", objects, objects})
 	}
-	args = append(args, "--ro-bind", program, program)
+	binds = append(binds, [3]string{"--ro-bind", program, program})
 	// The working copy comes last, so no other mount hides part of it.
 	bind := "--ro-bind"
 	if c.writable {
 		bind = "--bind"
 	}
 	at := cmp.Or(c.at, c.dir)
-	args = append(args, bind, c.dir, at, "--chdir", at, "--", program)
+	binds = append(binds, [3]string{bind, c.dir, at})
+	if s.userns != nil {
+		// Bubblewrap, as root, makes the directories under a mount 0700:
+		// they are made first, open to the agent's uid.
+		dests := []string{relayAt, proxyDirAt + "/" + proxySocket}
+		for _, b := range binds {
+			dests = append(dests, b[2])
+		}
+		args = append(args, openParents(dests)...)
+	}
+	for _, b := range binds {
+		args = append(args, b[:]...)
+	}
+	args = append(args, "--chdir", at, "--", program)
 	args = append(args, argv[1:]...)
 
 	out := make([]string, 0, len(env))
@@ -249,6 +388,29 @@ func (s *ProcessSandbox) wrap(argv, env []string, c confinement) ([]string, []st
 		}
 	}
 	return args, append(out, "HOME="+home), nil
+}
+
+// openParents are bubblewrap's options that make each mount point's
+// parent directories, below the tmpfs root, mode 0755: not under the
+// system's own directories, which are mounts themselves.
+func openParents(dests []string) []string {
+	var out []string
+	seen := map[string]bool{"/": true}
+	for _, d := range dests {
+		var parents []string
+		for p := filepath.Dir(d); !seen[p]; p = filepath.Dir(p) {
+			seen[p] = true
+			parents = append(parents, p)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			p := parents[i]
+			if p == "/proc" || p == "/dev" || strings.HasPrefix(p, "/etc/") || slices.ContainsFunc(systemDirs, func(d string) bool { return p == d || strings.HasPrefix(p, d+"/") }) {
+				continue
+			}
+			out = append(out, "--perms", "0755", "--dir", p)
+		}
+	}
+	return out
 }
 
 // sandboxHome is where the agent's empty HOME is mounted: the path the
@@ -279,8 +441,9 @@ func sandboxHome(env []string) string {
 }
 
 // checkSandboxPaths refuses read_paths and write_paths that are not plain
-// absolute paths, and a network value Forge does not know.
-func checkSandboxPaths(read, write []string, network string) error {
+// absolute paths, a network value Forge does not know, and allow_hosts
+// that are not host:port or are given without network allow.
+func checkSandboxPaths(read, write []string, network string, allow []string) error {
 	for _, list := range [][]string{read, write} {
 		for _, p := range list {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
@@ -289,10 +452,18 @@ func checkSandboxPaths(read, write []string, network string) error {
 		}
 	}
 	switch network {
+	case NetworkAllow:
+		if len(allow) == 0 {
+			return errors.New("network allow needs allow_hosts: the host:port pairs the agent may reach (its model API's, e.g. api.anthropic.com:443), or network none")
+		}
+		return checkAllowHosts(allow)
 	case "", NetworkNone, NetworkOpen:
+		if len(allow) > 0 {
+			return fmt.Errorf("allow_hosts needs network allow, got network %q", network)
+		}
 		return nil
 	}
-	return fmt.Errorf("network must be %s or %s, got %q", NetworkNone, NetworkOpen, network)
+	return fmt.Errorf("network must be %s, %s or %s, got %q", NetworkAllow, NetworkNone, NetworkOpen, network)
 }
 
 // ownObjects is the object store the working copy borrows from its

@@ -110,7 +110,7 @@ func TestSandboxConfig(t *testing.T) {
 		{[]string{"/"}, nil, "", false},
 		{nil, nil, "host", false},
 	} {
-		if err := checkSandboxPaths(tt.read, tt.write, tt.network); (err == nil) != tt.ok {
+		if err := checkSandboxPaths(tt.read, tt.write, tt.network, nil); (err == nil) != tt.ok {
 			t.Errorf("checkSandboxPaths(%q, %q, %q) = %v, want ok %v", tt.read, tt.write, tt.network, err, tt.ok)
 		}
 	}

@@ -73,9 +73,14 @@ type ExecConfig struct {
 	// session state): absolute paths shown read-only or read-write.
 	ReadPaths  []string
 	WritePaths []string
-	// Network is "open" (the default: an agent CLI talks to its model's API)
-	// or "none".
-	Network string
+	// SharedWritePaths are shown read-write as they are, to every run (a
+	// harness's; the configuration file cannot set them).
+	SharedWritePaths []string
+	// Network is "allow" (the default when AllowHosts are given: only
+	// those host:port pairs, through the sandbox's proxy), "none" (the
+	// default otherwise) or "open" (the host's network).
+	Network    string
+	AllowHosts []string
 	// Output is how the CLI prints its answer: OutputText (the default,
 	// stdout is the answer), OutputClaudeJSON, OutputClaudeStreamJSON or
 	// OutputCodexJSON, from which Forge reads the answer, the usage, the
@@ -111,7 +116,9 @@ type Exec struct {
 	sandbox  *ProcessSandbox
 	read     []string
 	write    []string
+	shared   []string
 	network  string
+	allow    []string
 	output   string
 	resume   []string
 	sessions agent.SessionStore
@@ -134,7 +141,10 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 	if cfg.Timeout < 0 || cfg.OutputLimit < 0 || cfg.KillGrace < 0 {
 		return nil, fmt.Errorf("exec runtime %q: timeout, output limit and kill grace must not be negative", cfg.Command[0])
 	}
-	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network); err != nil {
+	if cfg.Network == "" && len(cfg.AllowHosts) > 0 {
+		cfg.Network = NetworkAllow
+	}
+	if err := checkSandboxPaths(cfg.ReadPaths, slices.Concat(cfg.WritePaths, cfg.SharedWritePaths), cfg.Network, cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("exec runtime %q: %w", cfg.Command[0], err)
 	}
 	if err := checkOutput(cfg); err != nil {
@@ -159,7 +169,9 @@ func NewExec(cfg ExecConfig) (*Exec, error) {
 		sandbox:  cfg.Sandbox,
 		read:     cfg.ReadPaths,
 		write:    cfg.WritePaths,
-		network:  cmp.Or(cfg.Network, NetworkOpen),
+		shared:   cfg.SharedWritePaths,
+		network:  cmp.Or(cfg.Network, NetworkNone),
+		allow:    cfg.AllowHosts,
 		output:   cmp.Or(cfg.Output, OutputText),
 		resume:   cfg.Resume,
 		sessions: cfg.Sessions,
@@ -283,7 +295,8 @@ func (e *Exec) Run(ctx context.Context, req agent.Request) (agent.Result, error)
 // is stdoutTail), and says how it ended; the caller fills in the Output.
 func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, argv []string, stdout io.Writer, stdoutTail *tailWriter) (agent.Result, error) {
 	c := confinement{
-		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write, network: e.network, repo: req.Repo,
+		dir: req.Dir, at: e.sessionWorkDir(req), writable: req.Role.Writes(), read: e.read, write: e.write, shared: e.shared,
+		network: e.network, allow: e.allow, repo: req.Repo,
 	}
 	if !e.sandbox.Off() {
 		var err error
@@ -294,7 +307,8 @@ func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, 
 			c.sessionAt = e.sessionDir
 		}
 	}
-	argv, env, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), c)
+	argv, env, jailed, err := e.sandbox.wrap(argv, agentEnv(os.LookupEnv, e.passEnv, req), c)
+	defer jailed.Close()
 	if err != nil {
 		if errors.Is(err, errSandboxBroken) {
 			return agent.Result{}, fmt.Errorf("run %s agent: %w", req.Role, err)
@@ -307,6 +321,7 @@ func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, 
 	cmd := exec.CommandContext(call, argv[0], argv[1:]...)
 	cmd.Dir = req.Dir
 	cmd.Env = env
+	cmd.ExtraFiles = jailed.Files()
 	cmd.Stdin = strings.NewReader(req.Prompt)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
@@ -332,7 +347,7 @@ func (e *Exec) start(call context.Context, errTimeout error, req agent.Request, 
 	signalled := termAt.Load()
 	endGroup(cmd.Process.Pid, e.grace, signalled, sandboxed)
 
-	res := agent.Result{ExitCode: -1, Duration: duration}
+	res := agent.Result{ExitCode: -1, Duration: duration, Refused: jailed.Close()}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}

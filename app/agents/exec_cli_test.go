@@ -55,7 +55,7 @@ func newCLI(t *testing.T, c cliStandIn, sessions agent.SessionStore) (e *Exec, s
 	t.Setenv(c.env, state)
 	e = newExec(t, ExecConfig{
 		Command: append([]string{filepath.Join(agents, c.script)}, c.args...), Output: c.output, Resume: c.resume,
-		Sessions: sessions, Env: []string{c.env}, ReadPaths: []string{agents}, WritePaths: []string{state}, Timeout: 20 * time.Second,
+		Sessions: sessions, Env: []string{c.env}, ReadPaths: []string{agents}, SharedWritePaths: []string{state}, Timeout: 20 * time.Second,
 		SessionDir: filepath.Join(state, c.store), SessionRoot: root,
 	})
 	return e, state, root

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +74,10 @@ type OpenAIConfig struct {
 	Sandbox    *ProcessSandbox
 	ReadPaths  []string
 	WritePaths []string
-	Network    string
+	// SharedWritePaths as for ExecConfig.
+	SharedWritePaths []string
+	Network          string
+	AllowHosts       []string
 	// Sessions keeps the conversations of requests that name a Session;
 	// nil: every call starts afresh.
 	Sessions agent.SessionStore
@@ -103,7 +107,9 @@ type OpenAI struct {
 	sandbox  *ProcessSandbox
 	read     []string
 	write    []string
+	shared   []string
 	network  string
+	allow    []string
 }
 
 var _ agent.Runtime = (*OpenAI)(nil)
@@ -134,7 +140,10 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if err := checkModel(cfg.Model); err != nil {
 		return nil, fmt.Errorf("openai runtime: %w", err)
 	}
-	if err := checkSandboxPaths(cfg.ReadPaths, cfg.WritePaths, cfg.Network); err != nil {
+	if cfg.Network == "" && len(cfg.AllowHosts) > 0 {
+		cfg.Network = NetworkAllow
+	}
+	if err := checkSandboxPaths(cfg.ReadPaths, slices.Concat(cfg.WritePaths, cfg.SharedWritePaths), cfg.Network, cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("openai runtime: %w", err)
 	}
 	o := &OpenAI{
@@ -151,7 +160,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 		sandbox:  cfg.Sandbox,
 		read:     cfg.ReadPaths,
 		write:    cfg.WritePaths,
+		shared:   cfg.SharedWritePaths,
 		network:  cmp.Or(cfg.Network, NetworkNone),
+		allow:    cfg.AllowHosts,
 	}
 	if o.sandbox == nil {
 		o.sandbox = defaultSandbox()
@@ -320,6 +331,7 @@ func (o *OpenAI) Run(ctx context.Context, req agent.Request) (agent.Result, erro
 			out := ts.call(runCtx, call.Name, call.Arguments)
 			turn = append(turn, chatMessage{Role: "tool", ToolCallID: call.ID, Content: out})
 		}
+		res.Refused = ts.refused
 		if runCtx.Err() != nil {
 			return fail(runCtx.Err(), lastToolOutput(turn))
 		}
@@ -340,7 +352,8 @@ func (o *OpenAI) toolSet(box *sandbox, req agent.Request) *toolSet {
 		commands: map[string]bool{},
 		sandbox:  o.sandbox,
 		jail: confinement{
-			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write, network: o.network, repo: req.Repo,
+			dir: req.Dir, writable: req.Role.Writes(), read: o.read, write: o.write, shared: o.shared,
+			network: o.network, allow: o.allow, repo: req.Repo,
 		},
 	}
 	for _, c := range o.commands {

@@ -32,6 +32,10 @@ type Config struct {
 	// bubblewrap) or "none" (agents run with Forge's own file access; the
 	// server warns at every start).
 	Sandbox string `yaml:"sandbox" default:"'bwrap'" doc:"'bwrap': every agent process (an exec runtime's CLI, a program 'run_command' starts) runs in a bubblewrap sandbox, without Forge's data directory, configuration or other working copies; 'none': unconfined, warned at every start."`
+	// AllowOpenNetwork is the operator's consent to runtimes whose network
+	// is open: the host's, loopback and the cloud's metadata service
+	// included.
+	AllowOpenNetwork bool `yaml:"allow_open_network" doc:"Lets a runtime have 'network: open' (the host's network: Forge's own port, local databases, a cloud's metadata service); refused otherwise. Warned at every start and by 'forge doctor'."`
 	// Sessions keeps the conversations of openai runtimes and the sessions
 	// of exec runtimes that resume them across the rounds of a plan; set by
 	// the server, not the configuration file.
@@ -64,8 +68,13 @@ type RuntimeConfig struct {
 	// absolute paths read-only and read-write, and the network ("open" by
 	// default for exec, "none" for openai's commands).
 	ReadPaths  []string `yaml:"read_paths" doc:"Absolute paths the agent CLI needs of its own (its installation, settings, credentials), shown read-only in its sandbox; never the data directory or 'git.work_dir'."`
-	WritePaths []string `yaml:"write_paths" doc:"Absolute paths shown read-write, shared by every run of every repository (SECURITY.md): never the CLI's settings or sessions, which go in 'session_dir'."`
-	Network    string   `yaml:"network" default:"'open' for exec, 'none' for openai's 'run_command'" doc:"'open', or 'none': no network at all, not even loopback."`
+	WritePaths []string `yaml:"write_paths" doc:"Absolute paths the agent CLI writes (a cache, a scratch directory): each run gets its own copy of what they hold, shown read-write in its sandbox and dropped when the run ends, so no run sees what another wrote and the originals never change. Sessions go in 'session_dir'."`
+	// SharedWritePaths are shown read-write as they are, to every run:
+	// for a harness embedding Forge (its tests' scripted agents report
+	// there), never settable from the configuration file.
+	SharedWritePaths []string `yaml:"-"`
+	Network          string   `yaml:"network" default:"'allow' with 'allow_hosts' or for 'claude' and 'codex', else 'none'" doc:"'allow': the sandbox has its own network with nothing but loopback, and reaches only the 'allow_hosts' pairs, through Forge's proxy (HTTPS_PROXY and HTTP_PROXY are set; refusals are logged and shown on the plan's timeline); 'none': no network at all, not even loopback; 'open': the host's network, loopback and local services included, only with 'agents.allow_open_network' (warned at every start and by 'forge doctor')."`
+	AllowHosts       []string `yaml:"allow_hosts" default:"'[api.anthropic.com:443]' for a 'claude' command, '[api.openai.com:443]' for 'codex'" doc:"With 'network: allow': the host:port pairs the agent may reach ('api.anthropic.com:443', '127.0.0.1:11434'). A name is resolved by Forge and reached only at a public address; a loopback or private address only when the entry names the address itself; link-local addresses (a cloud's metadata service) never."`
 	// exec only: how the CLI prints its answer (text, claude-json,
 	// claude-stream-json, codex-json) and the arguments that continue a
 	// session, {{SESSION}} standing for its id.
@@ -79,6 +88,60 @@ type RuntimeConfig struct {
 	// with, in the sandbox, to see that it starts there (nil:
 	// DefaultProbe, ["--version"]); it must exit 0.
 	Probe []string `yaml:"probe" default:"['--version']" doc:"exec: the arguments 'forge doctor' runs the command's program with (without the rest of its command), in its sandbox with its 'read_paths', network and environment, to see it start there; it must exit 0 within 10 s."`
+}
+
+// CheckNetworks refuses a runtime whose network is open unless the
+// operator allowed it (agents.allow_open_network), saying what to set.
+func (c Config) CheckNetworks() error {
+	names := make([]string, 0, len(c.Runtimes))
+	for n := range c.Runtimes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if c.Runtimes[name].Network == NetworkOpen && !c.AllowOpenNetwork {
+			return fmt.Errorf("agents.runtimes.%s: network open is the host's network (Forge's own port, local databases, a cloud's metadata service); "+
+				"give the runtime network: allow with allow_hosts (the host:port pairs of its model API, e.g. [api.anthropic.com:443]), "+
+				"or set agents.allow_open_network: true to accept it", name)
+		}
+	}
+	return nil
+}
+
+// OpenNetworks are the runtimes whose network is open, for the warning at
+// every start and forge doctor's.
+func (c Config) OpenNetworks() []string {
+	var out []string
+	for n, rc := range c.Runtimes {
+		if rc.Network == NetworkOpen {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// knownAPIHosts are the model APIs of the agent CLIs Forge knows, by their
+// program's name: an exec runtime running one, with neither network nor
+// allow_hosts set, may reach that host and nothing else.
+var knownAPIHosts = map[string][]string{
+	"claude": {"api.anthropic.com:443"},
+	"codex":  {"api.openai.com:443"},
+}
+
+// ExecNetwork is the network an exec runtime's agent CLI has: what the
+// runtime sets; else allow, with its allow_hosts or its CLI's known API
+// host; else none.
+func (rc RuntimeConfig) ExecNetwork() (string, []string) {
+	switch {
+	case rc.Network != "":
+		return rc.Network, rc.AllowHosts
+	case len(rc.AllowHosts) > 0:
+		return NetworkAllow, rc.AllowHosts
+	case len(rc.Command) > 0 && knownAPIHosts[filepath.Base(rc.Command[0])] != nil:
+		return NetworkAllow, knownAPIHosts[filepath.Base(rc.Command[0])]
+	}
+	return NetworkNone, nil
 }
 
 // RuntimeDefaults is what a runtime's keys left out come to, where that
@@ -141,8 +204,8 @@ func NewRegistry(c Config) (*Registry, error) {
 				BaseURL: rc.BaseURL, APIKeyEnv: rc.APIKeyEnv, Model: rc.Model, Timeout: timeout,
 				MaxTurns: rc.MaxTurns, OutputLimit: rc.OutputLimit, ToolOutputLimit: rc.ToolOutputLimit,
 				AllowCommands: rc.AllowCommands, CommandTimeout: rc.CommandTimeout, MaxRetryWait: rc.MaxRetryWait, Env: rc.Env,
-				Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
-				Sessions: c.Sessions,
+				Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, SharedWritePaths: rc.SharedWritePaths,
+				Network: rc.Network, AllowHosts: rc.AllowHosts, Sessions: c.Sessions,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("agents.runtimes.%s: %w", name, err)
@@ -222,9 +285,11 @@ func (c Config) Exec(name string, sb *ProcessSandbox) (*Exec, error) {
 			root = filepath.Join(c.SessionRoot, name)
 		}
 	}
+	network, hosts := rc.ExecNetwork()
 	e, err := NewExec(ExecConfig{
 		Command: rc.Command, Timeout: timeout, OutputLimit: rc.OutputLimit, Env: rc.Env,
-		Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, Network: rc.Network,
+		Sandbox: sb, ReadPaths: rc.ReadPaths, WritePaths: rc.WritePaths, SharedWritePaths: rc.SharedWritePaths,
+		Network: network, AllowHosts: hosts,
 		Output: rc.Output, Resume: rc.Resume, Sessions: c.Sessions, SessionDir: rc.SessionDir, SessionRoot: root,
 	})
 	if err != nil {

@@ -41,7 +41,7 @@ func checkSessionDir(cfg ExecConfig) error {
 			return fmt.Errorf("session_dir %q lies in %s, which the sandbox makes of its own", dir, d)
 		}
 	}
-	for _, p := range slices.Concat(cfg.ReadPaths, cfg.WritePaths) {
+	for _, p := range slices.Concat(cfg.ReadPaths, cfg.WritePaths, cfg.SharedWritePaths) {
 		if p == dir || withinDir(p, dir) {
 			return fmt.Errorf("session_dir %q holds %s (read_paths, write_paths), which a plan's session directory would hide", dir, p)
 		}
@@ -57,7 +57,7 @@ func checkSessionDir(cfg ExecConfig) error {
 func prepareSessionDir(cfg ExecConfig) error {
 	dir := cfg.SessionDir
 	parent := ""
-	for _, p := range slices.Concat(cfg.ReadPaths, cfg.WritePaths) {
+	for _, p := range slices.Concat(cfg.ReadPaths, cfg.WritePaths, cfg.SharedWritePaths) {
 		if withinDir(dir, p) && len(p) > len(parent) {
 			parent = p
 		}

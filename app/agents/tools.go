@@ -140,6 +140,8 @@ type toolSet struct {
 	// sandbox and jail confine the programs run_command starts.
 	sandbox *ProcessSandbox
 	jail    confinement
+	// refused are the connections the commands' sandboxes refused.
+	refused []string
 }
 
 // toolsFor picks the tools a role gets: the reading tools for everyone, the
@@ -618,7 +620,8 @@ func runCommand(ctx context.Context, ts *toolSet, args []byte) (string, error) {
 	half := max((ts.limit-256)/2, 1)
 	out := &headWriter{limit: half, tail: tailWriter{keep: half}}
 	total := &countWriter{w: out}
-	argv, env, err := ts.sandbox.wrap(a.Argv, ts.env, ts.jail)
+	argv, env, jailed, err := ts.sandbox.wrap(a.Argv, ts.env, ts.jail)
+	defer jailed.Close()
 	if err != nil {
 		return "", fmt.Errorf("start %s: %v", a.Argv[0], err)
 	}
@@ -626,6 +629,7 @@ func runCommand(ctx context.Context, ts *toolSet, args []byte) (string, error) {
 	cmd := exec.CommandContext(cmdCtx, argv[0], argv[1:]...)
 	cmd.Dir = ts.dir
 	cmd.Env = env
+	cmd.ExtraFiles = jailed.Files()
 	cmd.Stdout = total
 	cmd.Stderr = total
 	// As for exec agents: a group of its own, ended whole, so nothing the
@@ -644,6 +648,14 @@ func runCommand(ctx context.Context, ts *toolSet, args []byte) (string, error) {
 	endGroup(cmd.Process.Pid, ts.grace, termAt.Load(), sandboxed)
 
 	output := joinHeadTail(out, total.n)
+	if refused := jailed.Close(); len(refused) > 0 {
+		for _, r := range refused {
+			if !slices.Contains(ts.refused, r) && len(ts.refused) < maxRefusals {
+				ts.refused = append(ts.refused, r)
+			}
+		}
+		output += "\n[the sandbox refused these connections (the runtime's allow_hosts): " + strings.Join(refused, "; ") + "]\n"
+	}
 	code := -1
 	if cmd.ProcessState != nil {
 		code = cmd.ProcessState.ExitCode()

@@ -226,7 +226,7 @@ func ScriptAgents(c *app.Config, timeout time.Duration, override map[string][]st
 		rc := agents.RuntimeConfig{Type: "exec", Command: []string{filepath.Join(dir, role+".sh")}, ReadPaths: []string{dir}}
 		if o, ok := override[role]; ok {
 			rc.Command = o
-			rc.WritePaths = []string{filepath.Dir(o[0])}
+			rc.SharedWritePaths = []string{filepath.Dir(o[0])}
 		}
 		c.Agents.Runtimes[role] = rc
 		c.Agents.Roles[role] = role

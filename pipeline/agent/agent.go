@@ -106,6 +106,9 @@ type Result struct {
 	// that were rejected and commands that were declined, one line each
 	// ("Write src/a.go"). Agent output.
 	Refusals []string
+	// Refused are the connections the agent's sandbox refused (network
+	// allow), "host:port: reason" once each, for the plan's timeline.
+	Refused []string
 }
 
 // Usage counts tokens where the runtime can know them (zero for an exec
