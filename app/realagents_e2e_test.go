@@ -22,9 +22,10 @@ import (
 // model API's URL and the home directory are the test's. A scripted model
 // server plays each role with the CLI's own tools.
 
-// realNetwork is the network the CLIs' sandboxes get: they reach the
-// model server on loopback.
-const realNetwork = "open"
+// realNetwork is the network the CLIs' sandboxes get, as an operator's
+// would: their own, reaching through Forge's proxy only the model
+// server's host:port on loopback.
+const realNetwork = "allow"
 
 // realUsage is what the model server reports for every reply: the same
 // for each, so a plan's total is a multiple of it.
@@ -224,6 +225,8 @@ func runRealPlan(t *testing.T, cli string, tools realTools) {
 			read := apptest.ExampleRuntime(t, cli, bin, models.URL)
 			edit := apptest.ExampleRuntime(t, cli+"-edit", bin, models.URL)
 			read.Network, edit.Network = realNetwork, realNetwork
+			host := strings.TrimPrefix(models.URL, "http://")
+			read.AllowHosts, edit.AllowHosts = []string{host}, []string{host}
 			c.Agents.Runtimes[cli], c.Agents.Runtimes[cli+"-edit"] = read, edit
 			for _, role := range []string{"drafter", "auditor", "reviser", "phase_auditor"} {
 				c.Agents.Roles[role] = cli
@@ -244,7 +247,7 @@ func runRealPlan(t *testing.T, cli string, tools realTools) {
 	body := w.waitProgress(t, "the plan to be drafted, audited and revised", func(b string) bool {
 		return strings.Contains(b, "Forge audited") || strings.Contains(b, "Forge failed")
 	})
-	if !strings.Contains(body, "Plan plan-001 ready for review (2 rounds") {
+	if !strings.Contains(body, "Forge audited plan plan-001 (2 rounds") {
 		t.Fatalf("progress:\n%s", body)
 	}
 	pr := w.pulls(t)[0]

@@ -326,7 +326,7 @@ func (s *ProcessSandbox) bwrapArgs(argv, env []string, c confinement) ([]string,
 		etc = slices.Concat(systemEtc, certificateEtc)
 	}
 	if s.userns != nil {
-		args = append(args, openParents([]string{"/etc/"})...)
+		args = append(args, openParents([]string{"/etc/"}, "")...)
 	}
 	for _, p := range etc {
 		args = append(args, "--ro-bind-try", p, p)
@@ -373,7 +373,7 @@ func (s *ProcessSandbox) bwrapArgs(argv, env []string, c confinement) ([]string,
 		for _, b := range binds {
 			dests = append(dests, b[2])
 		}
-		args = append(args, openParents(dests)...)
+		args = append(args, openParents(dests, home)...)
 	}
 	for _, b := range binds {
 		args = append(args, b[:]...)
@@ -392,8 +392,11 @@ func (s *ProcessSandbox) bwrapArgs(argv, env []string, c confinement) ([]string,
 
 // openParents are bubblewrap's options that make each mount point's
 // parent directories, below the tmpfs root, mode 0755: not under the
-// system's own directories, which are mounts themselves.
-func openParents(dests []string) []string {
+// system's own directories, which are mounts themselves. Under home, the
+// agent's own empty HOME of this run, they are 0777 as HOME is: a CLI
+// writes beside its mounted sessions and settings (~/.codex/state, logs)
+// as it would in a home of its own.
+func openParents(dests []string, home string) []string {
 	var out []string
 	seen := map[string]bool{"/": true}
 	for _, d := range dests {
@@ -407,7 +410,11 @@ func openParents(dests []string) []string {
 			if p == "/proc" || p == "/dev" || strings.HasPrefix(p, "/etc/") || slices.ContainsFunc(systemDirs, func(d string) bool { return p == d || strings.HasPrefix(p, d+"/") }) {
 				continue
 			}
-			out = append(out, "--perms", "0755", "--dir", p)
+			perms := "0755"
+			if home != "" && strings.HasPrefix(p, home+"/") {
+				perms = "0777"
+			}
+			out = append(out, "--perms", perms, "--dir", p)
 		}
 	}
 	return out
