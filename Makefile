@@ -3,7 +3,21 @@ GO ?= go
 CONFIG ?= $(if $(wildcard forge.yml),forge.yml,)
 PKGS := ./...
 
-.PHONY: run build test test-layouts test-deploy lint bench tidy demo demo-screenshots
+# What `forge version` says: a build of a tag vX.Y.Z is that version; any
+# other build is the newest version of CHANGELOG.md with -dev (tag a
+# release's commit before `make release`).
+VERSION ?= $(or $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null),$(shell sed -n 's/^## \[\([0-9][^]]*\)\].*/v\1-dev/p' CHANGELOG.md | head -n 1))
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BUILDINFO := github.com/forge-dev/forge/internal/buildinfo
+# Static: the SQLite driver (modernc.org/sqlite) and pgx are pure Go, so
+# without cgo the binary needs no libc and runs on any Linux of its arch.
+# -buildvcs=auto records the commit and a dirty tree where git is there.
+BUILD_FLAGS = -trimpath -buildvcs=auto -ldflags '-s -w -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Commit=$(COMMIT) -X $(BUILDINFO).Date=$(BUILD_DATE)'
+BIN ?= bin/forge
+RELEASE_PLATFORMS := linux/amd64 linux/arm64
+
+.PHONY: run build release image test test-layouts test-deploy lint bench tidy demo demo-screenshots
 
 run:
 	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
@@ -24,7 +38,24 @@ demo-screenshots:
 	FORGE_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -count=1 -run '$(SCREENSHOT_RUN)' $(SCREENSHOT_PKGS)
 
 build:
-	$(GO) build -o bin/forge ./cmd/forge
+	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/forge
+
+# dist/: forge-VERSION-linux-ARCH for each of RELEASE_PLATFORMS, static,
+# and SHA256SUMS over them (check with `sha256sum -c SHA256SUMS`).
+release:
+	mkdir -p dist && rm -f dist/forge-* dist/SHA256SUMS
+	set -e; for p in $(RELEASE_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(BUILD_FLAGS) \
+	    -o dist/forge-$(VERSION)-$${p%/*}-$${p#*/} ./cmd/forge; \
+	done
+	cd dist && sha256sum forge-* > SHA256SUMS
+	@cat dist/SHA256SUMS
+
+# dist/image/: the container image as an OCI layout and a tarball
+# `docker load` and `podman load` take, built without a Docker engine from
+# Debian's packages (debootstrap, as root) and a static forge binary.
+image:
+	$(GO) run ./deploy/internal/buildimage -version $(VERSION) -commit $(COMMIT) -out dist/image
 
 # .ci/test runs go test -race, the app package's end-to-end tests in four
 # shards at once beside the other packages.

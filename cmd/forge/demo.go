@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,12 +18,12 @@ import (
 
 // runDemo is `forge demo`: the playground, until ctx ends (Ctrl-C).
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := newCommand("demo", "[flags]", "The playground: Forge on a stand-in for GitHub with a sample repository, its CI and\nscripted agents; no credentials, no network. Ctrl-C stops it.")
 	addr := fs.String("addr", demo.DefaultAddr, "address of the playground's pages (port 0: any free port)")
 	runtime := fs.String("agents", "", "a runtime of the configuration (--config) to play every agent, instead of the scripted one")
 	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file holding the runtime --agents names")
 	logPath := fs.String("log", "", "file for Forge's log (default: a new file in the temporary directory)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
 	start := time.Now()
