@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -198,7 +199,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics, log: log}, a.timeline},
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,
-		Logger:            slog.New(slog.NewJSONHandler(logWriter{log}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:            slog.New(slog.NewJSONHandler(logWriter{log, ctx.Done()}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		st.Close()
@@ -480,11 +481,24 @@ func NewLogger(c LoggingConfig, out io.Writer) (zerolog.Logger, error) {
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-// logWriter lets River's slog output land in the zerolog stream.
-type logWriter struct{ log zerolog.Logger }
+// logWriter lets River's slog output land in the zerolog stream. Once the
+// server is stopping, River's "context canceled" is the stop itself, not a
+// warning: it goes to the debug level.
+type logWriter struct {
+	log      zerolog.Logger
+	stopping <-chan struct{}
+}
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.log.Warn().RawJSON("river", trimNewline(p)).Msg("queue")
+	ev := w.log.Warn()
+	select {
+	case <-w.stopping:
+		if bytes.Contains(p, []byte(context.Canceled.Error())) {
+			ev = w.log.Debug()
+		}
+	default:
+	}
+	ev.RawJSON("river", trimNewline(p)).Msg("queue")
 	return len(p), nil
 }
 
