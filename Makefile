@@ -51,14 +51,16 @@ release:
 	cd dist && sha256sum forge-* > SHA256SUMS
 	@cat dist/SHA256SUMS
 
-# dist/image/: the container image as an OCI layout and a tarball
-# `docker load` and `podman load` take, built without a Docker engine from
-# Debian's packages (debootstrap, as root) and a static forge binary.
-image:
-	$(GO) run ./deploy/internal/buildimage -version $(VERSION) -commit $(COMMIT) -out dist/image
+# $(IMAGE_OUT): the container image as an OCI layout (oci/) and a tarball
+# `docker load` and `podman load` take (forge.tar), built without a Docker
+# engine: debootstrap makes a minimal Debian with git, bubblewrap and
+# ca-certificates from Debian's packages (as root, a few minutes; IMAGE_ROOTFS
+# reuses one), and the static binary of `make build` goes on top.
+IMAGE_OUT ?= dist/image
+IMAGE_ROOTFS ?=
+image: build
+	$(GO) run ./deploy/internal/buildimage -binary $(BIN) -out $(IMAGE_OUT) -version $(VERSION) -revision $(COMMIT) $(if $(IMAGE_ROOTFS),-rootfs $(IMAGE_ROOTFS),)
 
-# .ci/test runs go test -race, the app package's end-to-end tests in four
-# shards at once beside the other packages.
 test: lint
 	GO=$(GO) bash .ci/test $(PKGS)
 
