@@ -17,7 +17,7 @@ BUILD_FLAGS = -trimpath -buildvcs=auto -ldflags '-s -w -X $(BUILDINFO).Version=$
 BIN ?= bin/forge
 RELEASE_PLATFORMS := linux/amd64 linux/arm64
 
-.PHONY: run build release image test test-layouts test-deploy lint bench tidy demo demo-screenshots
+.PHONY: run build release image test test-layouts test-deploy test-chart lint bench tidy demo demo-screenshots
 
 run:
 	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
@@ -73,11 +73,18 @@ test: lint
 test-layouts:
 	FORGE_TEST_GITHUB_LAYOUT=flip GO=$(GO) TEST_RACE=0 TEST_TIMEOUT=30m bash .ci/test ./app/
 
-# deploy/'s image, as far as it can be checked without a Docker engine: its
-# binary built by the Dockerfile's own command (a cold build takes minutes,
-# so not in make test) is static and serves with the image's configuration.
+# deploy/'s image without a Docker engine: its binary built by the
+# Dockerfile's own command is static and serves with the image's
+# configuration, and the image `make image` builds (debootstrap, as root:
+# minutes, so not in make test) runs its entrypoint and forge doctor.
 test-deploy:
-	$(GO) test -tags deploy -count=1 -timeout 15m ./deploy/
+	$(GO) test -tags deploy -count=1 -timeout 30m ./deploy/
+
+# The Helm chart (deploy/helm/forge) rendered by Helm's Go library for
+# several value sets, each object decoded strictly into Kubernetes' API
+# types: a module of its own, so Forge's go.mod does not carry Helm.
+test-chart:
+	cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
