@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -149,8 +150,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	switch sb := registry.Sandbox(); {
 	case sb.Off():
 		log.Warn().Msg("agents.sandbox is none: agents run without bubblewrap, with every file Forge's user can read (the App's key, the configuration, other repositories)")
+	case errors.Is(sb.Err(), exec.ErrNotFound):
+		// A laptop's first `make run`: not an error of the server, one step to do.
+		log.Warn().Msg("bubblewrap is not installed, so agent runs are refused until it is: " + sandboxFix(sb.Err()))
 	case sb.Err() != nil:
-		log.Error().Err(sb.Err()).Msg("bubblewrap failed to start: agent runs are refused until bubblewrap works or agents.sandbox is set to none")
+		log.Error().Err(sb.Err()).Msg("bubblewrap failed to start: agent runs are refused until bubblewrap works or agents.sandbox is set to none; " + sandboxFix(sb.Err()))
 	}
 	cache, err := gitops.NewCache(filepath.Join(a.cfg.DataDir, "git"), gitops.CacheOptions{MaxBytes: a.cfg.Git.CacheMaxBytes, WorkDir: a.cfg.Git.WorkDir})
 	if err != nil {

@@ -1,25 +1,54 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
-// buildForge builds forge with `make build` (its -ldflags stamps) into a
-// temporary directory, with extra make variables.
-func buildForge(t *testing.T, vars ...string) string {
+var built struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// buildForge builds forge once with `make build` (its -ldflags stamps, the
+// version test values) into a temporary directory, which removeBuilt removes.
+func buildForge(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "forge")
-	args := append([]string{"-C", "../..", "build", "BIN=" + bin}, vars...)
-	if out, err := exec.Command("make", args...).CombinedOutput(); err != nil {
-		t.Fatalf("make build: %v\n%s", err, out)
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "forge-cli-test-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "forge")
+		out, err := exec.Command("make", "-C", "../..", "build", "BIN="+built.bin, "VERSION=v9.8.7-test",
+			"COMMIT=0123456789abcdef0123456789abcdef01234567", "BUILD_DATE=2026-01-02T03:04:05Z").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("make build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+// removeBuilt removes what buildForge built; TestMain calls it.
+func removeBuilt() {
+	if built.bin != "" {
+		os.RemoveAll(filepath.Dir(built.bin))
+	}
 }
 
 // runForge runs the binary in dir and returns its exit status and output.
@@ -46,7 +75,7 @@ func runForge(t *testing.T, bin, dir string, args ...string) (code int, stdout, 
 // and status 2; a --help never runs the command (forge docs --help writes
 // no directory named --help).
 func TestCLI(t *testing.T) {
-	bin := buildForge(t, "VERSION=v9.8.7-test", "COMMIT=0123456789abcdef0123456789abcdef01234567", "BUILD_DATE=2026-01-02T03:04:05Z")
+	bin := buildForge(t)
 	cases := []struct {
 		args   []string
 		code   int
@@ -85,6 +114,71 @@ func TestCLI(t *testing.T) {
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 			t.Errorf("forge %q wrote %s into its working directory", c.args, entries[0].Name())
+		}
+	}
+}
+
+// TestServeWithoutBubblewrap: `forge serve` (make run) on a machine without
+// bubblewrap starts, and its first log line is a warning that says so with
+// the command that installs it, not an error.
+func TestServeWithoutBubblewrap(t *testing.T) {
+	bin := buildForge(t)
+	dir := t.TempDir()
+	// A PATH with git and nothing else: no bwrap.
+	path := filepath.Join(dir, "bin")
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(git, filepath.Join(path, "git")); err != nil {
+		t.Fatal(err)
+	}
+	serve := exec.Command(bin, "serve")
+	serve.Dir = dir
+	serve.Env = []string{"PATH=" + path, "HOME=" + dir, "FORGE_ADDR=127.0.0.1:0", "FORGE_DATA_DIR=" + filepath.Join(dir, "data"), "TMPDIR=" + dir}
+	stderr, err := serve.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { serve.Process.Kill(); serve.Wait() }()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var log []string
+	timeout := time.After(60 * time.Second)
+	for serving := false; !serving; {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("forge serve stopped:\n%s", strings.Join(log, "\n"))
+			}
+			log = append(log, line)
+			serving = strings.Contains(line, `"forge serving"`)
+		case <-timeout:
+			t.Fatalf("forge serve did not start within 60s:\n%s", strings.Join(log, "\n"))
+		}
+	}
+	var first struct{ Level, Message string }
+	if err := json.Unmarshal([]byte(log[0]), &first); err != nil {
+		t.Fatalf("first log line %q: %v", log[0], err)
+	}
+	if first.Level != "warn" || !strings.Contains(first.Message, "bubblewrap is not installed") || !strings.Contains(first.Message, "apt-get install bubblewrap") || strings.Contains(first.Message, "\n") {
+		t.Errorf("first log line %q: want one warning that bubblewrap is missing, with the command that installs it", log[0])
+	}
+	for _, line := range log {
+		if strings.Contains(line, `"level":"error"`) {
+			t.Errorf("an error logged at start: %s", line)
 		}
 	}
 }
