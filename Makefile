@@ -3,7 +3,21 @@ GO ?= go
 CONFIG ?= $(if $(wildcard forge.yml),forge.yml,)
 PKGS := ./...
 
-.PHONY: run build test test-layouts test-deploy lint bench tidy demo demo-screenshots
+# What `forge version` says: a build of a tag vX.Y.Z is that version; any
+# other build is the newest version of CHANGELOG.md with -dev (tag a
+# release's commit before `make release`).
+VERSION ?= $(or $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null),$(shell sed -n 's/^## \[\([0-9][^]]*\)\].*/v\1-dev/p' CHANGELOG.md | head -n 1))
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BUILDINFO := github.com/forge-dev/forge/internal/buildinfo
+# Static: the SQLite driver (modernc.org/sqlite) and pgx are pure Go, so
+# without cgo the binary needs no libc and runs on any Linux of its arch.
+# -buildvcs=auto records the commit and a dirty tree where git is there.
+BUILD_FLAGS = -trimpath -buildvcs=auto -ldflags '-s -w -X $(BUILDINFO).Version=$(VERSION) -X $(BUILDINFO).Commit=$(COMMIT) -X $(BUILDINFO).Date=$(BUILD_DATE)'
+BIN ?= bin/forge
+RELEASE_PLATFORMS := linux/amd64 linux/arm64
+
+.PHONY: run build release image test test-layouts test-deploy test-chart lint bench tidy demo demo-screenshots
 
 run:
 	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
@@ -24,10 +38,29 @@ demo-screenshots:
 	FORGE_SCREENSHOTS=$(SCREENSHOTS) $(GO) test -count=1 -run '$(SCREENSHOT_RUN)' $(SCREENSHOT_PKGS)
 
 build:
-	$(GO) build -o bin/forge ./cmd/forge
+	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/forge
 
-# .ci/test runs go test -race, the app package's end-to-end tests in four
-# shards at once beside the other packages.
+# dist/: forge-VERSION-linux-ARCH for each of RELEASE_PLATFORMS, static,
+# and SHA256SUMS over them (check with `sha256sum -c SHA256SUMS`).
+release:
+	mkdir -p dist && rm -f dist/forge-* dist/SHA256SUMS
+	set -e; for p in $(RELEASE_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(BUILD_FLAGS) \
+	    -o dist/forge-$(VERSION)-$${p%/*}-$${p#*/} ./cmd/forge; \
+	done
+	cd dist && sha256sum forge-* > SHA256SUMS
+	@cat dist/SHA256SUMS
+
+# $(IMAGE_OUT): the container image as an OCI layout (oci/) and a tarball
+# `docker load` and `podman load` take (forge.tar), built without a Docker
+# engine: debootstrap makes a minimal Debian with git, bubblewrap and
+# ca-certificates from Debian's packages (as root, a few minutes; IMAGE_ROOTFS
+# reuses one), and the static binary of `make build` goes on top.
+IMAGE_OUT ?= dist/image
+IMAGE_ROOTFS ?=
+image: build
+	$(GO) run ./deploy/internal/buildimage -binary $(BIN) -out $(IMAGE_OUT) -version $(VERSION) -revision $(COMMIT) $(if $(IMAGE_ROOTFS),-rootfs $(IMAGE_ROOTFS),)
+
 test: lint
 	GO=$(GO) bash .ci/test $(PKGS)
 
@@ -40,11 +73,18 @@ test: lint
 test-layouts:
 	FORGE_TEST_GITHUB_LAYOUT=flip GO=$(GO) TEST_RACE=0 TEST_TIMEOUT=30m bash .ci/test ./app/
 
-# deploy/'s image, as far as it can be checked without a Docker engine: its
-# binary built by the Dockerfile's own command (a cold build takes minutes,
-# so not in make test) is static and serves with the image's configuration.
+# deploy/'s image without a Docker engine: its binary built by the
+# Dockerfile's own command is static and serves with the image's
+# configuration, and the image `make image` builds (debootstrap, as root:
+# minutes, so not in make test) runs its entrypoint and forge doctor.
 test-deploy:
-	$(GO) test -tags deploy -count=1 -timeout 15m ./deploy/
+	$(GO) test -tags deploy -count=1 -timeout 30m ./deploy/
+
+# The Helm chart (deploy/helm/forge) rendered by Helm's Go library for
+# several value sets, each object decoded strictly into Kubernetes' API
+# types: a module of its own, so Forge's go.mod does not carry Helm.
+test-chart:
+	cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

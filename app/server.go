@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -148,8 +150,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 	switch sb := registry.Sandbox(); {
 	case sb.Off():
 		log.Warn().Msg("agents.sandbox is none: agents run without bubblewrap, with every file Forge's user can read (the App's key, the configuration, other repositories)")
+	case errors.Is(sb.Err(), exec.ErrNotFound):
+		// A laptop's first `make run`: not an error of the server, one step to do.
+		log.Warn().Msg("bubblewrap is not installed, so agent runs are refused until it is: " + sandboxFix(sb.Err()))
 	case sb.Err() != nil:
-		log.Error().Err(sb.Err()).Msg("bubblewrap failed to start: agent runs are refused until bubblewrap works or agents.sandbox is set to none")
+		log.Error().Err(sb.Err()).Msg("bubblewrap failed to start: agent runs are refused until bubblewrap works or agents.sandbox is set to none; " + sandboxFix(sb.Err()))
 	}
 	for _, n := range a.cfg.Agents.OpenNetworks() {
 		log.Warn().Str("runtime", n).Msg("the runtime's network is open (agents.allow_open_network): its agents reach the host's network, Forge's own port, local databases and a cloud's metadata service included; give it network: allow with allow_hosts instead")
@@ -201,7 +206,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*App, error) {
 		Middleware:        []rivertype.Middleware{&jobMetrics{m: a.metrics, log: log}, a.timeline},
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 100 * time.Millisecond,
-		Logger:            slog.New(slog.NewJSONHandler(logWriter{log}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:            slog.New(slog.NewJSONHandler(logWriter{log, ctx.Done()}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		st.Close()
@@ -513,11 +518,24 @@ func NewLogger(c LoggingConfig, out io.Writer) (zerolog.Logger, error) {
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-// logWriter lets River's slog output land in the zerolog stream.
-type logWriter struct{ log zerolog.Logger }
+// logWriter lets River's slog output land in the zerolog stream. Once the
+// server is stopping, River's "context canceled" is the stop itself, not a
+// warning: it goes to the debug level.
+type logWriter struct {
+	log      zerolog.Logger
+	stopping <-chan struct{}
+}
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.log.Warn().RawJSON("river", trimNewline(p)).Msg("queue")
+	ev := w.log.Warn()
+	select {
+	case <-w.stopping:
+		if bytes.Contains(p, []byte(context.Canceled.Error())) {
+			ev = w.log.Debug()
+		}
+	default:
+	}
+	ev.RawJSON("river", trimNewline(p)).Msg("queue")
 	return len(p), nil
 }
 

@@ -7,6 +7,7 @@ package deploy_test
 import (
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,4 +141,135 @@ func envExample(t *testing.T) map[string]string {
 		values[k] = strings.Trim(v, `"'`)
 	}
 	return values
+}
+
+// unit is deploy/forge.service's [Service] settings, each key's values in
+// order, systemd's specifiers %S and %C as a system unit expands them.
+func unit(t *testing.T) map[string][]string {
+	t.Helper()
+	raw, err := os.ReadFile("forge.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string][]string{}
+	section := ""
+	for _, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasPrefix(line, "[") {
+			section = line
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("forge.service: %q is not Key=value", line)
+		}
+		if section == "[Service]" {
+			v = strings.NewReplacer("%S", "/var/lib", "%C", "/var/cache").Replace(v)
+			settings[k] = append(settings[k], v)
+		}
+	}
+	return settings
+}
+
+// under says whether path is dir or inside it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// TestDeployFilesAgree: the systemd unit, forge.example.yml and the compose
+// file say the same thing: the agent CLIs' paths in the example are in the
+// unit's HOME, which ProtectHome= does not hide, the unit lets Forge write
+// and is not the data directory; the example hard-codes no user's id in
+// work_dir; and the compose file's requirement of OPENAI_API_KEY is a key
+// deploy/forge.yml reads, whose message says what removes it.
+func TestDeployFilesAgree(t *testing.T) {
+	u := unit(t)
+	env := map[string]string{}
+	for _, e := range u["Environment"] {
+		k, v, _ := strings.Cut(e, "=")
+		env[k] = v
+	}
+	home, data := env["HOME"], env["FORGE_DATA_DIR"]
+	if home == "" || data == "" || under(home, data) || under(data, home) {
+		t.Fatalf("the unit's HOME %q and data directory %q: want both, neither inside the other", home, data)
+	}
+	writable := strings.Fields(strings.Join(u["ReadWritePaths"], " "))
+	if !slices.Contains(writable, home) {
+		t.Errorf("the unit's HOME %s is not in ReadWritePaths %v", home, writable)
+	}
+	states := strings.Fields(strings.Join(u["StateDirectory"], " "))
+	if !slices.Contains(states, strings.TrimPrefix(home, "/var/lib/")) {
+		t.Errorf("the unit's HOME %s is not one of its StateDirectory %v: systemd would not make it", home, states)
+	}
+	hidden := []string{"/home", "/root", "/run/user"}
+	if p := u["ProtectHome"]; len(p) != 1 || p[0] != "yes" {
+		t.Errorf("ProtectHome %v: the test knows yes", p)
+	}
+
+	raw, err := os.ReadFile("../forge.example.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example struct {
+		DataDir string `yaml:"data_dir"`
+		Git     struct {
+			WorkDir string `yaml:"work_dir"`
+		} `yaml:"git"`
+		Agents struct {
+			Runtimes map[string]struct {
+				SessionDir string   `yaml:"session_dir"`
+				ReadPaths  []string `yaml:"read_paths"`
+				WritePaths []string `yaml:"write_paths"`
+			} `yaml:"runtimes"`
+		} `yaml:"agents"`
+	}
+	if err := yaml.Unmarshal(raw, &example); err != nil {
+		t.Fatalf("forge.example.yml: %v", err)
+	}
+	paths := 0
+	for name, rt := range example.Agents.Runtimes {
+		for _, p := range append(append([]string{rt.SessionDir}, rt.ReadPaths...), rt.WritePaths...) {
+			if p == "" {
+				continue
+			}
+			paths++
+			for _, h := range hidden {
+				if under(p, h) {
+					t.Errorf("forge.example.yml: runtime %s's %s is under %s, which the unit's ProtectHome=yes hides", name, p, h)
+				}
+			}
+			if !under(p, home) {
+				t.Errorf("forge.example.yml: runtime %s's %s is not in the unit's HOME %s", name, p, home)
+			}
+		}
+	}
+	if paths == 0 {
+		t.Error("forge.example.yml names no agent CLI path: the test checks nothing")
+	}
+	if regexp.MustCompile(`[0-9]{3,}`).MatchString(example.Git.WorkDir) {
+		t.Errorf("forge.example.yml: git.work_dir %q names a user's id: leave it empty for <temp dir>/forge-<uid>-work", example.Git.WorkDir)
+	}
+
+	// compose.yml's ${VAR:?message} for OPENAI_API_KEY.
+	composeRaw, err := os.ReadFile("compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`OPENAI_API_KEY: "\$\{OPENAI_API_KEY:\?([^}]*)\}"`).FindSubmatch(composeRaw)
+	if m == nil {
+		t.Fatal("compose.yml does not require OPENAI_API_KEY as the test expects")
+	}
+	cfg, err := os.ReadFile("forge.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cfg), "api_key_env: OPENAI_API_KEY") {
+		t.Error("compose.yml requires OPENAI_API_KEY, which no runtime of deploy/forge.yml reads")
+	}
+	if msg := string(m[1]); !strings.Contains(msg, "delete this line from deploy/compose.yml") {
+		t.Errorf("compose.yml's message %q does not say that the line itself is the requirement", msg)
+	}
 }

@@ -3,7 +3,6 @@
 package deploy_test
 
 import (
-	"bufio"
 	"debug/elf"
 	"io"
 	"net"
@@ -16,42 +15,6 @@ import (
 	"testing"
 	"time"
 )
-
-// dockerfile is deploy/Dockerfile's instructions, continuation lines
-// joined, by stage: the build stage first.
-func dockerfile(t *testing.T) [][]string {
-	t.Helper()
-	f, err := os.Open("Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var stages [][]string
-	var cur string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if cur == "" && (line == "" || strings.HasPrefix(line, "#")) {
-			continue
-		}
-		if strings.HasSuffix(line, "\\") {
-			cur += strings.TrimSuffix(line, "\\") + " "
-			continue
-		}
-		cur += line
-		if strings.HasPrefix(cur, "FROM ") {
-			stages = append(stages, nil)
-		}
-		if len(stages) > 0 {
-			stages[len(stages)-1] = append(stages[len(stages)-1], cur)
-		}
-		cur = ""
-	}
-	if len(stages) != 2 {
-		t.Fatalf("Dockerfile: %d stages, want a build stage and the image", len(stages))
-	}
-	return stages
-}
 
 // TestImage: the image's binary, built by the Dockerfile's own build
 // command, is static (no interpreter, no shared library: nothing of the
@@ -96,7 +59,7 @@ func TestImage(t *testing.T) {
 			t.Errorf("the image does not install %s", want)
 		}
 	}
-	if !strings.Contains(final, "\nUSER forge:forge") || !strings.Contains(final, `ENTRYPOINT ["/usr/local/bin/forge", "serve"]`) {
+	if !strings.Contains(final, "\nUSER 10001:10001") || !strings.Contains(final, `ENTRYPOINT ["/usr/local/bin/forge", "serve"]`) {
 		t.Errorf("the image must run forge serve as the forge user:\n%s", final)
 	}
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,12 +18,13 @@ import (
 
 // runDemo is `forge demo`: the playground, until ctx ends (Ctrl-C).
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := newCommand("demo", "[flags]", "The playground: Forge on a stand-in for GitHub with a sample repository, its CI and\nscripted agents; no credentials, no network. Ctrl-C stops it.")
 	addr := fs.String("addr", demo.DefaultAddr, "address of the playground's pages (port 0: any free port)")
 	runtime := fs.String("agents", "", "a runtime of the configuration (--config) to play every agent, instead of the scripted one")
 	configPath := fs.String("config", os.Getenv("FORGE_CONFIG"), "configuration file holding the runtime --agents names")
 	logPath := fs.String("log", "", "file for Forge's log (default: a new file in the temporary directory)")
-	if err := fs.Parse(args); err != nil {
+	doctor := fs.Bool("doctor", false, "run forge doctor against the playground's Forge, print its report and stop")
+	if err := fs.parse(args, 0, 0); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -56,10 +56,21 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer d.Close()
+	playConfig, err := d.WriteConfig()
+	if err != nil {
+		return err
+	}
+	if *doctor {
+		ok, err := (&app.Doctor{ConfigPath: playConfig}).Run(ctx, out)
+		if err == nil && !ok {
+			err = errors.New("doctor: some checks failed")
+		}
+		return err
+	}
 	fmt.Fprintf(out, "Forge's playground is ready in %s: open %s\n", time.Since(start).Round(10*time.Millisecond), d.URL)
 	fmt.Fprintf(out, "Forge's dashboard: %s\n", d.Dashboard)
 	fmt.Fprintf(out, "You are %s. On issue #1, comment: /forge add rate limiting to /hello\n", demo.Person)
-	fmt.Fprintf(out, "Forge's log: %s. Ctrl-C stops the playground.\n", logFile.Name())
+	fmt.Fprintf(out, "Forge's log: %s. Forge's configuration: %s (forge doctor --config %[2]s). Ctrl-C stops the playground.\n", logFile.Name(), playConfig)
 	<-ctx.Done()
 	fmt.Fprintln(out, "Stopping the playground.")
 	return nil

@@ -145,3 +145,14 @@ func TestDemoOnlyOnLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoDoctor: forge demo --doctor runs forge doctor against the
+// playground's Forge, on the configuration file the playground writes, and
+// every check passes there.
+func TestDemoDoctor(t *testing.T) {
+	var out strings.Builder
+	err := runDemo(context.Background(), []string{"--addr", "127.0.0.1:0", "--doctor", "--log", filepath.Join(t.TempDir(), "forge.log")}, &out)
+	if err != nil || !strings.Contains(out.String(), "forge doctor: every check passes.") || !strings.Contains(out.String(), "ok    webhook URL: GitHub delivers to http://127.0.0.1:") {
+		t.Errorf("forge demo --doctor: %v\n%s", err, out.String())
+	}
+}

@@ -18,7 +18,9 @@ const childEnv = "FORGE_TEST_HARDEN_CHILD"
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		removeBuilt()
+		os.Exit(code)
 	case "harden":
 		if err := hideFromAgents(); err != nil {
 			os.Exit(3)

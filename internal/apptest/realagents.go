@@ -89,7 +89,7 @@ func ExampleRuntime(t testing.TB, name, bin, url string) agents.RuntimeConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const exampleHome = "/home/forge"
+	const exampleHome = "/var/lib/forge-agents"
 	rc.SessionDir = strings.Replace(rc.SessionDir, exampleHome, home, 1)
 	for i, p := range rc.ReadPaths {
 		rc.ReadPaths[i] = strings.Replace(p, exampleHome, home, 1)

@@ -8,6 +8,8 @@
 package demo
 
 import (
+	"gopkg.in/yaml.v3"
+
 	"errors"
 	"fmt"
 	"io"
@@ -197,4 +199,18 @@ func banner(o Options, dashboard string) string {
 4. Merge it.
 
 Forge's own [dashboard](%s) shows every plan with its timeline: sign in with this GitHub as **%s**.`, Person, sampleRepo, agentsLine, sampleRepo, sampleRepo, dashboard, Person)
+}
+
+// WriteConfig writes the configuration the playground's Forge runs with
+// as a file `forge doctor --config` reads (0600: it holds the stand-in
+// App's key), with the address GitHub delivers to as its public URL.
+func (d *Demo) WriteConfig() (string, error) {
+	cfg := d.Forge.Config
+	cfg.Server.PublicURL = d.Forge.URL
+	raw, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", fmt.Errorf("write the playground's configuration: %w", err)
+	}
+	path := filepath.Join(d.dir, "forge.yml")
+	return path, os.WriteFile(path, raw, 0o600)
 }
