@@ -88,7 +88,7 @@ func wantHalted(t *testing.T, w *world, pr ghdouble.Pull, trajectory string, say
 		t.Errorf("the forge check run does not show the halt and its trajectory %q:\n%s\n%s", trajectory, run.Output.Title, run.Output.Summary)
 	}
 	body := w.waitReply(t, pr.Number, "Findings by round: "+trajectory)
-	for _, s := range append(says, "/forge resume", "/forge override", "/forge terminate") {
+	for _, s := range append(says, "/forge resume", "/forge override", "/forge close") {
 		if !strings.Contains(body, s) {
 			t.Errorf("the halt's comment lacks %q:\n%s", s, body)
 		}
