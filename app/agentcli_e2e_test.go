@@ -64,7 +64,7 @@ func TestForgeOnClaudeCode(t *testing.T) {
 	w, state, root := newClaudeWorld(t, "auto_implement: false\n")
 	w.command(t, "alice", "/forge add rate limiting")
 	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
-	if !strings.Contains(body, "Plan plan-001 ready for review (2 rounds") {
+	if !strings.Contains(body, "Forge audited plan plan-001 (2 rounds") {
 		t.Fatalf("progress:\n%s", body)
 	}
 

@@ -62,7 +62,7 @@ exec ` + filepath.Join(apptest.RepoRoot(), "testdata", "agents", "drafter.sh") +
 	}
 
 	w.command(t, "alice", "/forge add a greeting page")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge finished") })
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
 	if hits.Load() == 0 {
 		t.Error("the drafter never reached its allowed model server")
 	}

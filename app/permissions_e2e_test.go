@@ -107,7 +107,7 @@ func TestReaderCannotHoldAutoImplement(t *testing.T) {
 	pr := w.planPR(t)
 	w.review(t, pr.Number, "rita", "CHANGES_REQUESTED", "Stop this plan.")
 	body := w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
-	if !strings.Contains(body, "Forge audited plan-001: APPROVED") {
+	if !strings.Contains(body, "Forge audited plan-001: approved by auto-implement") {
 		t.Fatalf("a reader's change request held auto-implement:\n%s", body)
 	}
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
