@@ -45,7 +45,7 @@ func claudeStreamRuntime(dir, state string) agents.RuntimeConfig {
 		Type:    "exec",
 		Command: []string{filepath.Join(dir, "claude.sh"), "-p", "--output-format", "stream-json", "--verbose"},
 		Output:  agents.OutputClaudeStreamJSON,
-		Env:     []string{"CLAUDE_CONFIG_DIR"}, ReadPaths: []string{dir}, WritePaths: []string{state},
+		Env:     []string{"CLAUDE_CONFIG_DIR"}, ReadPaths: []string{dir}, SharedWritePaths: []string{state},
 	}
 }
 
@@ -55,7 +55,7 @@ func codexRuntime(dir, state string) agents.RuntimeConfig {
 		Type:    "exec",
 		Command: []string{filepath.Join(dir, "codex.sh"), "exec", "--json", "--skip-git-repo-check", "-"},
 		Output:  agents.OutputCodexJSON,
-		Env:     []string{"CODEX_HOME"}, ReadPaths: []string{dir}, WritePaths: []string{state},
+		Env:     []string{"CODEX_HOME"}, ReadPaths: []string{dir}, SharedWritePaths: []string{state},
 	}
 }
 

@@ -84,7 +84,7 @@ func TestLostWebhooks(t *testing.T) {
 
 	apptest.Eventually(t, forgeWait, "plan-001's PR ready for review", func() bool { return !w.gh.Pull(w.repo, pulls[1]).Draft })
 	w.gh.MergePull(w.repo, pulls[1], "alice", "merge")
-	waitStatus(1, "CLOSED/idle")
+	waitStatus(1, "MERGED/idle")
 	// What plan-001 taught counts from its lost merge on.
 	learned := []string{
 		"1 plan-001 gotcha 0.9 merged false " + factGreeting, "2 plan-001 convention 0.8 merged false " + factDocs,
