@@ -8,9 +8,11 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// Queued reports how many Accept calls have submitted a delivery that the
-// commit loop has not taken yet, so tests can fill a batch before Start.
-func (in *Ingester) Queued() int64 { return in.pending.Load() }
+// Queued reports how many deliveries sit in the queue the commit loop has
+// not taken yet, so tests can fill a batch before Start. It counts requests
+// sent, not Accept calls about to send (pending): a caller preempted between
+// the two under load would otherwise miss the batch its test fills.
+func (in *Ingester) Queued() int64 { return int64(len(in.reqs)) }
 
 // IngestInOneTransaction records ds in order in a single ingest
 // transaction, as one batch of the Ingester would.
