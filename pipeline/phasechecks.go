@@ -88,6 +88,12 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 				t.CI = ciPending
 			}
 		}
+		if w.Final {
+			if err := r.readyWaiting(ctx, w.SHA, ci.Pending); err != nil {
+				r.log.Warn().Err(err).Msg("progress of the final checks' wait")
+			}
+			return checksParked, nil
+		}
 		if err := r.phaseWaiting(ctx, ph, since, ci.Pending); err != nil {
 			r.log.Warn().Err(err).Msg("progress of the checks' wait")
 		}
@@ -123,6 +129,9 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		}
 		why = append(why, ci.FailedStatuses...)
 		names = append(names, ci.FailedStatuses...)
+		if w.Final {
+			return checksFailed, r.readyFailed(ctx, w, ph, why, ci.Pending, timedOut, since)
+		}
 		var stalled *templates.Stall
 		if r.cfg.Phases.FixRounds && !timedOut && len(p.awaitPhases(w)) > 1 {
 			// Whose change failed is not known: each phase of the batch
@@ -185,6 +194,11 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 		return checksFailed, r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("checks:"+shortSHA(w.SHA), data),
 			Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "phase-checks-failed", PhaseID: ph.ID}}})
 	}
+	if w.Final {
+		// The phases passed theirs already: the pull request may be ready.
+		p.ReadyHead = w.SHA
+		return checksPassed, r.apply(ctx, plan.ChecksPassed{})
+	}
 	result := ciPassed
 	if ci.Counted == 0 {
 		result = ciNone
@@ -208,6 +222,30 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	}
 	p.AwaitBatch = nil
 	return checksPassed, r.apply(ctx, plan.ChecksPassed{})
+}
+
+// readyFailed fails the run's last phase: the checks of the head that
+// ends the run failed (or did not finish within phases.checks_timeout), so
+// the pull request stays a draft. The reply says which checks and the
+// commands that go on: a retry runs the phase again and judges the new
+// head, a skip ends the run on it.
+func (r *run) readyFailed(ctx context.Context, w *plan.Await, ph *phases.Phase, why, pending []string, timedOut bool, since time.Time) error {
+	p := r.p
+	data := &templates.PhaseStopped{PhaseID: ph.ID, Total: len(p.Phases.Phases), Final: true, SHA: shortSHA(w.SHA), Failed: why}
+	ph.Error = templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
+	if timedOut {
+		waited := elapsed(r.f.now().Sub(since))
+		ph.Error = templates.Line(templates.PhaseError{Event: "checks-timeout", Waited: waited, Timeout: r.cfg.Phases.ChecksTimeout.String(), Pending: pending, Failed: why})
+		data.ChecksTimeout, data.Waited, data.Timeout = true, waited, r.cfg.Phases.ChecksTimeout.String()
+		for _, s := range pending {
+			data.Pending = append(data.Pending, strings.ReplaceAll(oneLine(s), "`", "'"))
+		}
+	}
+	ph.Status = phases.Failed
+	data.Error = ph.Error
+	data.Done = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
+	return r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("ready-checks:"+shortSHA(w.SHA), data),
+		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "ready-checks-failed"}}})
 }
 
 // phaseCI records what the checks said of phase id's commit.

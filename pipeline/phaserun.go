@@ -767,8 +767,12 @@ func (r *run) readPhase(ctx context.Context, ph *phases.Phase) error {
 }
 
 // done hands the finished plan to people: what it taught written down
-// (learn), then DONE, the PR ready for review with Closes #N, the forge
-// check a success.
+// (learn), then one final commit (the phases file complete, the plan's
+// status DONE), then, once that head's checks pass, DONE, the PR ready for
+// review with Closes #N, the forge check a success. A pull request is
+// ready only when it is mergeable: until its final head's checks pass it
+// stays a draft and the run waits on them as on a phase commit's, parked;
+// a failure fails the last phase (Retry, Skip).
 func (r *run) done(ctx context.Context) error {
 	p := r.p
 	learned, err := r.learn(ctx)
@@ -776,14 +780,53 @@ func (r *run) done(ctx context.Context) error {
 		return err
 	}
 	r.doing = templates.Step{Event: "handing-over"}
-	// The phases file on the branch ends with every phase's final status.
-	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
-	final := []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(*p.Phases))}
-	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases complete", final); err != nil {
-		return err
+	if p.FinalHead == "" || p.FinalHead != p.HeadSHA {
+		if err := r.commitFinal(ctx); err != nil {
+			return err
+		}
+	}
+	if p.ReadyHead != p.HeadSHA {
+		if p.State.Await() == nil {
+			last := p.Phases.Phases[len(p.Phases.Phases)-1]
+			now := r.f.now()
+			w := plan.Await{SHA: p.HeadSHA, PhaseID: last.ID, Final: true, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
+			if err := r.apply(ctx, plan.AwaitChecks{Await: w}); err != nil {
+				return err
+			}
+		}
+		if state, err := r.awaitChecks(ctx); err != nil || state != checksPassed {
+			return err
+		}
 	}
 	return r.handOver(ctx, plan.PhasesDone{Reply: r.prReply("done", &templates.PhaseRunDone{Complete: true,
 		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases), Open: openFindingsList(OpenFindings(p), true), Learned: learned})})
+}
+
+// finalMessage is the message of the commit that ends a phase run.
+func finalMessage(n int) string { return PlanID(n) + ": phases complete" }
+
+// commitFinal commits the phases file with every phase's final status
+// and the plan file's status DONE, in one commit: the head whose checks
+// decide whether the pull request is ready. A resumed run finds it by its
+// message (commitFiles); FinalHead records it.
+func (r *run) commitFinal(ctx context.Context) error {
+	p := r.p
+	p.Phases.Updated = r.f.now().UTC().Format("2006-01-02")
+	final := []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(*p.Phases))}
+	if p.PlanPath != "" {
+		text, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath)
+		if err != nil {
+			return fmt.Errorf("read the plan file: %w", err)
+		}
+		if next := plan.SetStatusLine(string(text), plan.Done); next != string(text) {
+			final = append(final, ownFile(p.PlanPath, next))
+		}
+	}
+	if err := r.commitFiles(ctx, finalMessage(p.Number), final); err != nil {
+		return err
+	}
+	p.FinalHead = p.HeadSHA
+	return r.save(ctx)
 }
 
 // checklist is the phases as people read them in a list.

@@ -422,6 +422,21 @@ func (r *run) phaseWaiting(ctx context.Context, ph *phases.Phase, since time.Tim
 	return r.showPhases(ctx, false)
 }
 
+// readyWaiting says on the progress comment, and so on the forge check
+// run, that the run waits for the checks on its final head (sha) before it
+// marks the pull request ready, and which are still running.
+func (r *run) readyWaiting(ctx context.Context, sha string, pending []string) error {
+	l := templates.ProgressLine{Event: "ready-waiting", SHA: shortSHA(sha), Checks: len(pending), Wait: r.cfg.Phases.ChecksGrace.String()}
+	for _, c := range pending[:min(len(pending), 5)] {
+		l.Pending = append(l.Pending, strings.ReplaceAll(c, "`", "'"))
+	}
+	line := r.line(l)
+	if err := r.ensureRunProgress(ctx, line); err != nil {
+		return err
+	}
+	return r.progress(ctx, line, line != r.progressLine, "")
+}
+
 // progressPhases are the plan's phases as the run's progress lists them, with
 // the time each phase the run worked on took.
 func (r *run) progressPhases() []templates.RunPhase {

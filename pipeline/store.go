@@ -103,6 +103,12 @@ type Plan struct {
 	// FailedParent is the commit before a phase attempt that its checks
 	// failed: a retry reverts the attempt's files to it.
 	FailedParent string
+	// FinalHead is the commit that ends a phase run whose phases are all
+	// done (the phases file complete, the status DONE); ReadyHead is the
+	// final head whose checks passed: only then is the pull request
+	// marked ready for review.
+	FinalHead string `json:",omitempty"`
+	ReadyHead string `json:",omitempty"`
 	// Stalls are the round loops of the phases whose checks failed
 	// (phases.fix_rounds), by phase id: rounds, progress, replans.
 	Stalls map[string]*stall.Record `json:",omitempty"`

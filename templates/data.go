@@ -617,6 +617,10 @@ type (
 		Failed      []string
 		// Stall is why the phase's round loop ended (phases.fix_rounds).
 		Stall *Stall
+		// Final: the checks of the run's final head (SHA) failed, and the
+		// pull request stays a draft.
+		Final bool
+		SHA   string
 	}
 	// Stall is a phase's round loop ended: Rounds ran, the last Without
 	// of them without progress, or the Ceiling of rounds reached.
@@ -779,6 +783,8 @@ type (
 		// its pull request, "#N".
 		By []string
 		PR string
+		// SHA is the final head a run waits on (event ready-waiting).
+		SHA string
 	}
 	// RunProgress is a phase run's progress comment on the pull request:
 	// what runs now, or how the run ended, then the plan's phases.

@@ -206,6 +206,9 @@ type Await struct {
 	Since time.Time `json:"since,omitempty"`
 	// TimeoutWake is the end of the wait a wake-up job is queued for.
 	TimeoutWake time.Time `json:"timeout_wake,omitempty"`
+	// Final is the wait on the head that ends the run (PhaseID is its
+	// last phase): the pull request is marked ready only once it passes.
+	Final bool `json:"final,omitempty"`
 }
 
 // Stop is what a person asked a running job to do at its next check.
