@@ -670,6 +670,9 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 	if p.Branch == "" || p.PlanPath == "" {
 		return nil
 	}
+	if status == plan.Done && p.FinalHead != "" && p.FinalHead == p.HeadSHA {
+		return nil // the run's final commit set it
+	}
 	ws := x.ws
 	if ws == nil {
 		var err error

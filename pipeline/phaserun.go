@@ -772,7 +772,8 @@ func (r *run) readPhase(ctx context.Context, ph *phases.Phase) error {
 // review with Closes #N, the forge check a success. A pull request is
 // ready only when it is mergeable: until its final head's checks pass it
 // stays a draft and the run waits on them as on a phase commit's, parked;
-// a failure fails the last phase (Retry, Skip).
+// a failure fails the last phase (Retry, Skip). With
+// phases.wait_for_checks off it is ready at once.
 func (r *run) done(ctx context.Context) error {
 	p := r.p
 	learned, err := r.learn(ctx)
@@ -785,7 +786,8 @@ func (r *run) done(ctx context.Context) error {
 			return err
 		}
 	}
-	if p.ReadyHead != p.HeadSHA {
+	if r.cfg.Phases.WaitForChecks && p.ReadyHead != p.HeadSHA {
+		// phases.wait_for_checks off: no commit of the run waits on CI.
 		if p.State.Await() == nil {
 			last := p.Phases.Phases[len(p.Phases.Phases)-1]
 			now := r.f.now()

@@ -147,6 +147,9 @@ func TestPhaseRunProgress(t *testing.T) {
 		return agent.Result{Output: "- **Severity: minor** — Fine.\n\nVerdict: ready to approve"}, nil
 	}
 	runJobs(t, w)
+	// The pull request is ready once the final head's checks pass too.
+	ci(t, w, "completed", "success")
+	runJobs(t, w)
 	if p := planOf(t, w); p.State.Status() != plan.Done {
 		t.Fatalf("after the checks passed: %s", p.State)
 	}

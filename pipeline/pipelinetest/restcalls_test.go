@@ -35,10 +35,15 @@ func TestPhaseRunReadsNoHeadNorCommit(t *testing.T) {
 	if n := w.GitHub.Calls["Commit"] - commits; n != 0 {
 		t.Errorf("the phase run read %d commits through GitHub", n)
 	}
-	for _, status := range []string{"IMPLEMENTING", "DONE"} {
-		if n := countMessages(w, p.Branch, "plan-001: status "+status); n != 1 {
-			t.Errorf("%d commits of the status %s, want 1", n, status)
-		}
+	if n := countMessages(w, p.Branch, "plan-001: status IMPLEMENTING"); n != 1 {
+		t.Errorf("%d commits of the status IMPLEMENTING, want 1", n)
+	}
+	// The status DONE is in the run's final commit.
+	if n := countMessages(w, p.Branch, "plan-001: status DONE"); n != 0 {
+		t.Errorf("%d commits of the status DONE, want none", n)
+	}
+	if n := countMessages(w, p.Branch, "plan-001: phases complete"); n != 1 {
+		t.Errorf("%d final commits, want 1", n)
 	}
 }
 
