@@ -376,6 +376,8 @@ func TestDAGBatchStops(t *testing.T) {
 	}
 	ci(t, w, "completed", "success")
 	runJobs(t, w)
+	ci(t, w, "completed", "success") // the final head's, before the PR is ready
+	runJobs(t, w)
 	if p = planOf(t, w); p.State.Status() != plan.Done {
 		t.Errorf("after phases 4 and 5: %s %q", p.State, p.Error)
 	}

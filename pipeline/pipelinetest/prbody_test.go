@@ -93,6 +93,8 @@ func TestPRBodyStages(t *testing.T) {
 	*now = now.Add(2 * time.Second)
 	ci(t, w, "completed", "success")
 	runJobs(t, w)
+	ci(t, w, "completed", "success") // the final head's, before the PR is ready
+	runJobs(t, w)
 	if got := planOf(t, w).State.Status(); got != plan.Done {
 		t.Fatalf("after the retry: %s", got)
 	}

@@ -154,8 +154,9 @@ func TestPhaseRunProgress(t *testing.T) {
 		t.Fatalf("after the checks passed: %s", p.State)
 	}
 	progress := written()
-	if n := len(progress); n != before+2 || !strings.Contains(progress[n-2], "Phase **phase-1** done (53s). Next: phase-2: Post-implementation audit...") {
-		t.Errorf("%d edits after the checks passed, want 2, the next phase then the end:\n%s", n-before, strings.Join(progress[before:], "\n----\n"))
+	if n := len(progress); n != before+3 || !strings.Contains(progress[n-3], "Phase **phase-1** done (53s). Next: phase-2: Post-implementation audit...") ||
+		!strings.Contains(progress[n-2], "waiting for CI on") {
+		t.Errorf("%d edits after the checks passed, want 3, the next phase, the wait for the final head's CI, then the end:\n%s", n-before, strings.Join(progress[before:], "\n----\n"))
 	}
 	got = progressComments(w, p.PR)
 	want := "Plan run complete for **plan-001**: 2 phases executed (1m20s)\n\n" +
@@ -247,6 +248,8 @@ func TestPhaseRunProgressEndIsRetried(t *testing.T) {
 	w.Agents[agent.PhaseAuditor] = func(agent.Request) (agent.Result, error) {
 		return agent.Result{Output: "- **Severity: minor** — Fine.\n\nVerdict: ready to approve"}, nil
 	}
+	runJobs(t, w) // to the wait for the final head's checks
+	ci(t, w, "completed", "success")
 	// The first comment the rest of the run posts is the end's reply.
 	w.GitHub.FailNext("CreateComment", &pipeline.RateLimitError{Reset: time.Now()})
 	jobs := w.Queue.Of("forge")
