@@ -41,6 +41,24 @@ func (w *world) phaseCommit(t *testing.T, pr ghdouble.Pull, id string) string {
 	return sha
 }
 
+// finalCommit waits for the commit that ends the run (the phases file
+// complete, the plan's status DONE): the head whose checks decide whether
+// the pull request is marked ready.
+func (w *world) finalCommit(t *testing.T, pr ghdouble.Pull) string {
+	t.Helper()
+	var sha string
+	apptest.Eventually(t, forgeWait, "the run's final commit", func() bool {
+		for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
+			if strings.TrimSpace(c.Message) == "plan-001: phases complete" {
+				sha = c.SHA
+				return true
+			}
+		}
+		return false
+	})
+	return sha
+}
+
 // phaseRun is Forge's check run forge/<id> on sha.
 func (w *world) phaseRun(sha, id string) ghdouble.CheckRun { return w.ownRun(sha, "forge/"+id) }
 

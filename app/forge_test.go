@@ -613,10 +613,12 @@ func TestAutoImplementRunsPhases(t *testing.T) {
 	if countPrefix(msgs, "plan-001 phase-1: ") != 1 || countPrefix(msgs, "plan-001: phases complete") != 1 || countPrefix(msgs, "plan-001: phases") != 2 {
 		t.Fatalf("commits: %q", msgs)
 	}
-	// The plan file's status line follows the plan (DESIGN §4).
-	for _, st := range []string{"APPROVED", "IMPLEMENTING", "DONE"} {
-		if n := countPrefix(msgs, "plan-001: status "+st); n != 1 {
-			t.Errorf("%d commits of the status %s, want 1: %q", n, st, msgs)
+	// The plan file's status line follows the plan (DESIGN §4); DONE rides
+	// in the run's final commit, whose checks decide the pull request's
+	// readiness: no commit of its own.
+	for st, want := range map[string]int{"APPROVED": 1, "IMPLEMENTING": 1, "DONE": 0} {
+		if n := countPrefix(msgs, "plan-001: status "+st); n != want {
+			t.Errorf("%d commits of the status %s, want %d: %q", n, st, want, msgs)
 		}
 	}
 	if text, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-add-a-greeting-page.md"); !strings.Contains(text, "**Status:** DONE") {
@@ -1096,6 +1098,10 @@ func TestReconcilerCatchesMissedChecks(t *testing.T) {
 	pr := w.planPR(t)
 	sha := w.phaseCommit(t, pr, "phase-1")
 	w.gh.RunCI(w.repo, sha, "GitHub Actions", "success") // and no webhook
+	// The head that ends the run: its checks pass unseen too, and the
+	// reconciler finds them before the pull request is marked ready.
+	final := w.finalCommit(t, pr)
+	w.gh.RunCI(w.repo, final, "GitHub Actions", "success")
 	start := time.Now()
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
 	t.Logf("the reconciler found the finished CI after %s", time.Since(start).Round(100*time.Millisecond))

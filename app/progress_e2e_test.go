@@ -112,6 +112,12 @@ func TestPhaseRunProgressComment(t *testing.T) {
 	for _, app := range []string{"GitHub Actions", "Buildkite"} {
 		ci(phaseCommits("phase-2")[0], app, "success")
 	}
+	// The head that ends the run: the pull request is ready once its
+	// checks pass.
+	final := w.finalCommit(t, pr)
+	for _, app := range []string{"GitHub Actions", "Buildkite"} {
+		ci(final, app, "success")
+	}
 	got := w.waitRunProgress(t, pr.Number, 2, "the second run to complete", func(b string) bool { return strings.Contains(b, "Plan run complete") })
 	if got[0] != first {
 		t.Errorf("the retry edited the first run's comment:\n%s", got[0])

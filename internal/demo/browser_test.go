@@ -195,7 +195,7 @@ func TestPlaygroundInABrowser(t *testing.T) {
 	p.screenshot("demo-checks.png", "#pulltabs", "start")
 	p.click("#tab-commits", "#commits")
 	commits = p.text("#commits")
-	for _, want := range []string{"plan-001 phase-1: Implement", "plan-001 phase-2: Implement", "plan-001: status DONE"} {
+	for _, want := range []string{"plan-001 phase-1: Implement", "plan-001 phase-2: Implement", "plan-001: phases complete"} {
 		if !strings.Contains(commits, want) {
 			t.Errorf("the commits lack %q", want)
 		}
