@@ -662,7 +662,8 @@ func (f *Forge) updatePR(ctx context.Context, gh GitHub, p *Plan, ready bool) er
 
 // statusLine commits the plan file's **Status:** line as status, on the
 // plan branch's head. A branch or file that is gone (a merged plan) has
-// nothing to update; a line already right is left alone. The first try is
+// nothing to update; a line already right at the recorded head (or, after
+// a refusal, at the branch's) is left alone. The first try is
 // on the head Forge recorded, which needs no read of the branch: GitHub
 // refuses the commit if the branch moved, and the branch is read then.
 func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
@@ -704,11 +705,10 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 			return fmt.Errorf("read the plan file: %w", err)
 		}
 		next := plan.SetStatusLine(string(text), status)
-		if next == string(text) && !recorded {
-			return nil
-		}
 		if next == string(text) {
-			continue // right at the recorded head: the branch may say otherwise
+			// Right already: the run's own commit set it (the phases
+			// commit sets IMPLEMENTING), or an earlier try did.
+			return nil
 		}
 		msg := fmt.Sprintf("%s: status %s", PlanID(p.Number), status)
 		sha, err := x.gh.CommitFiles(ctx, p.Repo, p.Branch, head, msg, []FileChange{ownFile(p.PlanPath, next)})

@@ -391,8 +391,17 @@ func (r *run) generatePhases(ctx context.Context, text string) error {
 		}
 	}
 	p.Phases, p.PhaseCommits, p.Acceptance = &ph, nil, nil
-	path := PhasesFile(r.cfg.PlansDir, p.Number)
-	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", []FileChange{ownFile(path, phases.Serialize(ph))}); err != nil {
+	files := []FileChange{ownFile(PhasesFile(r.cfg.PlansDir, p.Number), phases.Serialize(ph))}
+	if st := p.State.Status(); st == plan.Approved || st == plan.Implementing {
+		// The plan file's status IMPLEMENTING rides in the same commit:
+		// each bookkeeping commit starts the team's CI, so the run makes
+		// one at its start and one at its end (commitFinal). The start's
+		// StatusLine then finds the line set.
+		if next := plan.SetStatusLine(text, plan.Implementing); next != text {
+			files = append(files, ownFile(p.PlanPath, next))
+		}
+	}
+	if err := r.commitFiles(ctx, PlanID(p.Number)+": phases", files); err != nil {
 		return err
 	}
 	return r.save(ctx)

@@ -35,8 +35,12 @@ func TestPhaseRunReadsNoHeadNorCommit(t *testing.T) {
 	if n := w.GitHub.Calls["Commit"] - commits; n != 0 {
 		t.Errorf("the phase run read %d commits through GitHub", n)
 	}
-	if n := countMessages(w, p.Branch, "plan-001: status IMPLEMENTING"); n != 1 {
-		t.Errorf("%d commits of the status IMPLEMENTING, want 1", n)
+	// The status IMPLEMENTING is in the commit of the phases file.
+	if n := countMessages(w, p.Branch, "plan-001: status IMPLEMENTING"); n != 0 {
+		t.Errorf("%d commits of the status IMPLEMENTING, want none", n)
+	}
+	if n := countMessages(w, p.Branch, "plan-001: phases") - countMessages(w, p.Branch, "plan-001: phases complete"); n != 1 {
+		t.Errorf("%d commits of the phases file, want 1", n)
 	}
 	// The status DONE is in the run's final commit.
 	if n := countMessages(w, p.Branch, "plan-001: status DONE"); n != 0 {
