@@ -960,6 +960,7 @@ func TestFullLifecycle(t *testing.T) {
 	w.commandOn(t, pr.Number, "alice", "/forge run")
 	ci(waitCommit("phase-1", 2), "success")
 	ci(waitCommit("phase-2", 1), "success")
+	ci(w.finalCommit(t, pr), "success") // the head that ends the run: then it is ready
 	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**: 3 phases executed")
 	calls := w.gh.TotalCalls(true) - start
 
@@ -1006,6 +1007,13 @@ func TestFullLifecycle(t *testing.T) {
 		t.Errorf("%d REST calls from approval to DONE, want at most %d", calls, limit)
 	}
 
+	// Merged once the hand-over is all done, as a person sees it (the
+	// label): a merge while its effects are still carried out is the
+	// run side's window, not this test's.
+	apptest.Eventually(t, forgeWait, "the label forge:done", func() bool {
+		got := w.gh.Labels(w.repo, pr.Number)
+		return len(got) == 1 && got[0] == "forge:done"
+	})
 	w.gh.MergePull(w.repo, pr.Number, "alice", "merge")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
 	w.status(t, "MERGED")

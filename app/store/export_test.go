@@ -8,11 +8,18 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// Queued reports how many deliveries sit in the queue the commit loop has
-// not taken yet, so tests can fill a batch before Start. It counts requests
-// sent, not Accept calls about to send (pending): a caller preempted between
-// the two under load would otherwise miss the batch its test fills.
-func (in *Ingester) Queued() int64 { return int64(len(in.reqs)) }
+// Queued reports how many Accept calls have submitted, or are about to
+// submit, a delivery that the commit loop has not taken yet, and how many
+// of those sit in its queue already: tests fill a batch before Start and
+// wait for both, since a caller preempted between counting itself and
+// sending (on a loaded machine) would otherwise miss the batch. The queue
+// holds at most its capacity; the others wait to send.
+func (in *Ingester) Queued() (pending, sent int64) {
+	return in.pending.Load(), int64(len(in.reqs))
+}
+
+// QueueCap is the queue's capacity.
+func (in *Ingester) QueueCap() int64 { return int64(cap(in.reqs)) }
 
 // IngestInOneTransaction records ds in order in a single ingest
 // transaction, as one batch of the Ingester would.

@@ -161,7 +161,7 @@ func mapKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)
 func submitBeforeStart(t *testing.T, in *store.Ingester, ds []store.Delivery) func() []result {
 	t.Helper()
 	results := make([]result, len(ds))
-	queued := in.Queued()
+	queued, _ := in.Queued()
 	var wg sync.WaitGroup
 	for i, d := range ds {
 		wg.Go(func() {
@@ -182,9 +182,13 @@ type result struct {
 func waitQueued(t *testing.T, in *store.Ingester, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for in.Queued() != n {
+	for {
+		pending, sent := in.Queued()
+		if pending == n && sent == min(n, in.QueueCap()) {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries queued, want %d", in.Queued(), n)
+			t.Fatalf("%d deliveries queued (%d sent), want %d", pending, sent, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
