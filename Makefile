@@ -17,7 +17,7 @@ BUILD_FLAGS = -trimpath -buildvcs=auto -ldflags '-s -w -X $(BUILDINFO).Version=$
 BIN ?= bin/forge
 RELEASE_PLATFORMS := linux/amd64 linux/arm64
 
-.PHONY: run build release image test test-layouts test-deploy test-chart lint bench tidy demo demo-screenshots
+.PHONY: run build release image test test-layouts test-deploy test-chart lint bench bench-smoke tidy demo demo-screenshots
 
 run:
 	$(GO) run ./cmd/forge serve $(if $(CONFIG),--config $(CONFIG),)
@@ -93,7 +93,9 @@ lint:
 	$(GO) vet -tags deploy ./deploy/
 
 # Benchmarks are not tests: long, and their figures need a quiet machine.
-# `make test` runs none of them (no -bench). BenchmarkIngest runs fixed
+# `make test` runs none of them (no -bench). Each checks its own work and
+# fails, reporting nothing, when a delivery was refused or replayed, a plan
+# did not finish or a working copy differs. BenchmarkIngest runs fixed
 # phases (~2 min) whatever b.N is; the store's benchmarks scale with b.N, and
 # the paced one sends b.N deliveries at 500/s. BenchmarkLoad runs
 # FORGE_LOAD_PLANS (100) forges to DONE on SQLite and on PostgreSQL with 1
@@ -108,3 +110,11 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkReadFileManyPacks$$' -benchtime 200x ./gitops/
 	$(GO) test -run '^$$' -bench '^BenchmarkLoad$$' -benchtime 1x -timeout 90m ./app/
 	$(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 30m ./app/
+
+# Every benchmark of every package that has one, once at a smoke test's size
+# (-short: phases of a second, two forges, a 600-file repository), so that a
+# benchmark a change broke fails CI that day; its figures mean nothing. About
+# 40 s on this 2-core machine once the test binaries are built.
+BENCH_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=node_modules --exclude-dir=.git '^func Benchmark' .)))
+bench-smoke:
+	$(GO) test -short -run '^$$' -bench . -benchtime 1x -timeout 10m $(BENCH_PKGS)

@@ -145,13 +145,26 @@ func newCluster(tb testing.TB, o clusterOptions) *cluster {
 	return c
 }
 
-// deliver sends a webhook through the balancer; it must be answered 202.
-// Safe from any goroutine.
+// deliver sends a webhook through the balancer; it must be answered 202
+// accepted. Safe from any goroutine.
 func (c *cluster) deliver(event string, payload []byte) {
-	res, _, err := c.gh.Deliver(c.front.URL+"/api/github/hook", event, payload)
-	if err != nil || res.StatusCode != http.StatusAccepted {
-		c.tb.Errorf("deliver %s through the balancer: %v %v", event, res, err)
+	if err := c.send(event, payload); err != nil {
+		c.tb.Error(err)
 	}
+}
+
+// send is deliver for a caller that counts the failures: it says why a
+// delivery was not answered 202 accepted.
+func (c *cluster) send(event string, payload []byte) error {
+	res, id, err := c.gh.Deliver(c.front.URL+"/api/github/hook", event, payload)
+	if err != nil {
+		return fmt.Errorf("deliver %s through the balancer: %w", event, err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	if said := strings.TrimSpace(string(body)); res.StatusCode != http.StatusAccepted || said != "accepted" {
+		return fmt.Errorf("deliver %s %s through the balancer: answered %s %q", event, id, res.Status, said)
+	}
+	return nil
 }
 
 // command posts alice's body on issue and returns the comment and its

@@ -61,9 +61,15 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // three behind a balancer). It reports plans per minute, the latency of a
 // command's first GitHub write (the 👀 reaction) after its delivery, the
 // time from /forge to DONE, GitHub REST calls per plan and the largest
-// peak RSS of a replica.
+// peak RSS of a replica. It fails, and reports nothing, unless every
+// command was accepted, got Forge's 👀 and its plan reached DONE.
+// -short sends two forges over two repositories (make bench-smoke).
 func BenchmarkLoad(b *testing.B) {
-	plans, repos := envInt("FORGE_LOAD_PLANS", 100), envInt("FORGE_LOAD_REPOS", 20)
+	plans, repos := 100, 20
+	if testing.Short() {
+		plans, repos = 2, 2
+	}
+	plans, repos = envInt("FORGE_LOAD_PLANS", plans), envInt("FORGE_LOAD_REPOS", repos)
 	for _, c := range []struct {
 		name     string
 		postgres bool
@@ -89,10 +95,11 @@ func runLoad(b *testing.B, dbURL string, replicas, plans, repos int) {
 		at      time.Time
 	}
 	var (
-		mu   sync.Mutex
-		cmds = map[string]sent{} // repo#issue → its command
-		wg   sync.WaitGroup
-		gate = make(chan struct{}, 16)
+		mu     sync.Mutex
+		cmds   = map[string]sent{} // repo#issue → its command
+		failed []error
+		wg     sync.WaitGroup
+		gate   = make(chan struct{}, 16)
 	)
 	start := time.Now()
 	n := 0
@@ -109,14 +116,21 @@ func runLoad(b *testing.B, dbURL string, replicas, plans, repos int) {
 			go func() {
 				defer func() { <-gate; wg.Done() }()
 				at := time.Now()
-				c.deliver("issue_comment", payload)
+				err := c.send("issue_comment", payload)
 				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failed = append(failed, err)
+					return
+				}
 				cmds[fmt.Sprintf("%s#%d", r.repo, issue)] = sent{repo: r.repo, comment: id, at: at}
-				mu.Unlock()
 			}()
 		}
 	}
 	wg.Wait()
+	if len(failed) > 0 {
+		b.Fatalf("%d of %d commands not accepted, the first: %v", len(failed), plans, failed[0])
+	}
 
 	// When each plan is DONE, seen by polling the database.
 	done := map[string]time.Time{}
@@ -130,11 +144,16 @@ func runLoad(b *testing.B, dbURL string, replicas, plans, repos int) {
 		for rows.Next() {
 			var repo string
 			var issue int
-			rows.Scan(&repo, &issue)
+			if err := rows.Scan(&repo, &issue); err != nil {
+				b.Fatalf("read the plans: %v", err)
+			}
 			key := fmt.Sprintf("%s#%d", repo, issue)
 			if _, ok := done[key]; !ok {
 				done[key] = now
 			}
+		}
+		if err := rows.Err(); err != nil {
+			b.Fatalf("read the plans: %v", err)
 		}
 		rows.Close()
 		time.Sleep(100 * time.Millisecond)
@@ -144,19 +163,36 @@ func runLoad(b *testing.B, dbURL string, replicas, plans, repos int) {
 		b.Fatalf("%d of %d plans DONE after %s: %v", len(done), plans, elapsed.Round(time.Second), c.statuses())
 	}
 	var firstWrite, toDone []time.Duration
+	var unseen []string
 	for key, s := range cmds {
+		at, ok := done[key]
+		if !ok {
+			b.Fatalf("the plan of %s's command is not DONE (%d plans DONE: %v)", key, len(done), c.statuses())
+		}
+		toDone = append(toDone, at.Sub(s.at))
+		eyes := 0
 		for _, r := range c.gh.Reactions(s.repo, s.comment) {
 			if r.User == c.gh.BotLogin() && r.Content == "eyes" {
 				// GitHub's times, and so the double's, are whole seconds: a
 				// figure may be up to a second short, never negative.
 				firstWrite = append(firstWrite, max(0, r.CreatedAt.Sub(s.at)))
+				eyes++
 			}
 		}
-		toDone = append(toDone, done[key].Sub(s.at))
+		if eyes != 1 {
+			unseen = append(unseen, fmt.Sprintf("%s: %d", key, eyes))
+		}
+	}
+	if len(unseen) > 0 {
+		b.Fatalf("%d of %d commands without exactly one 👀 of Forge's, e.g. %s", len(unseen), plans, strings.Join(unseen[:min(5, len(unseen))], "; "))
 	}
 	var peakRSS int64
 	for _, p := range c.replicas {
-		peakRSS = max(peakRSS, procStatus(p.cmd.Process.Pid, "VmHWM"))
+		rss := procStatus(p.cmd.Process.Pid, "VmHWM")
+		if rss <= 0 {
+			b.Fatalf("no peak RSS of replica %d", p.cmd.Process.Pid)
+		}
+		peakRSS = max(peakRSS, rss)
 	}
 	calls := float64(c.gh.TotalCalls(true)) / float64(plans)
 	b.ReportMetric(float64(plans)/elapsed.Minutes(), "plans/min")
@@ -191,18 +227,26 @@ func runLoad(b *testing.B, dbURL string, replicas, plans, repos int) {
 	}
 }
 
+// soakFinish is how long the plans the soak sent have to finish after it.
+const soakFinish = 2 * time.Minute
+
 // BenchmarkSoak: one forge serve on SQLite takes a /forge every
 // FORGE_SOAK_EVERY (10s) for FORGE_SOAK (10m), over 5 repositories. Its RSS
 // and open file descriptors, sampled every second, must peak less than 10%
-// higher in the last minute than in the minute after the first.
+// higher in the last minute than in the minute after the first. It fails,
+// and reports nothing, unless every command was accepted, every sample
+// read and every plan sent DONE within soakFinish of the end. -short soaks
+// for 6 seconds, a forge every 2 (make bench-smoke).
 func BenchmarkSoak(b *testing.B) {
-	soak, err := time.ParseDuration(os.Getenv("FORGE_SOAK"))
-	if err != nil || soak <= 0 {
-		soak = 10 * time.Minute
+	soak, every := 10*time.Minute, 10*time.Second
+	if testing.Short() {
+		soak, every = 6*time.Second, 2*time.Second
 	}
-	every, err := time.ParseDuration(os.Getenv("FORGE_SOAK_EVERY"))
-	if err != nil || every <= 0 {
-		every = 10 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("FORGE_SOAK")); err == nil && d > 0 {
+		soak = d
+	}
+	if d, err := time.ParseDuration(os.Getenv("FORGE_SOAK_EVERY")); err == nil && d > 0 {
+		every = d
 	}
 	c := newCluster(b, clusterOptions{replicas: 1, repos: 5, perRepo: 0,
 		forgeYML: loadForgeYML, agents: loadAgents(b), grace: 10 * time.Second, logLevel: "info", allowAutoImplement: true})
@@ -214,6 +258,7 @@ func BenchmarkSoak(b *testing.B) {
 	// The Go heap in use and the goroutines (from /metrics) tell a leak of
 	// Go's from growth outside its heap.
 	type minute struct {
+		samples             int
 		rss, fdsMin, fdsMax int64
 		heap, goroutines    float64
 		cache               float64
@@ -222,7 +267,12 @@ func BenchmarkSoak(b *testing.B) {
 	for i := range minutes {
 		minutes[i].fdsMin = 1 << 30
 	}
-	sent := 0
+	var (
+		sent    int
+		sending sync.WaitGroup
+		mu      sync.Mutex
+		failed  []error
+	)
 	start := time.Now()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -234,16 +284,52 @@ func BenchmarkSoak(b *testing.B) {
 			r := c.repos[sent%len(c.repos)]
 			issue := c.gh.AddIssue(r.repo, ghdouble.IssueSpec{Title: fmt.Sprintf("Feature %d", sent), Author: "alice"})
 			_, payload := c.command(r, issue, "/forge add feature "+strconv.Itoa(sent))
-			go c.deliver("issue_comment", payload)
+			sending.Go(func() {
+				if err := c.send("issue_comment", payload); err != nil {
+					mu.Lock()
+					failed = append(failed, err)
+					mu.Unlock()
+				}
+			})
 			sent++
 		case <-sample.C:
 			i := min(int(time.Since(start)/time.Minute), len(minutes)-1)
-			rss, fds := procStatus(pid, "VmRSS"), int64(openFDs(pid))
-			heap, goroutines, cache := goMetrics(b, c.replicas[0].url)
+			rss, fds := procStatus(pid, "VmRSS"), openFDs(pid)
+			heap, goroutines, cache, err := goMetrics(c.replicas[0].url)
+			if rss <= 0 || fds <= 0 || err != nil {
+				b.Fatalf("sample forge serve (pid %d) at %s: RSS %d kB, %d open files, /metrics: %v", pid, time.Since(start).Round(time.Second), rss, fds, err)
+			}
 			m := &minutes[i]
+			m.samples++
 			m.cache = max(m.cache, cache)
-			m.rss, m.fdsMin, m.fdsMax = max(m.rss, rss), min(m.fdsMin, fds), max(m.fdsMax, fds)
+			m.rss, m.fdsMin, m.fdsMax = max(m.rss, rss), min(m.fdsMin, int64(fds)), max(m.fdsMax, int64(fds))
 			m.heap, m.goroutines = max(m.heap, heap), max(m.goroutines, goroutines)
+		}
+	}
+	sending.Wait()
+	if sent == 0 {
+		b.Fatalf("no forge sent in %s, one every %s", soak, every)
+	}
+	if len(failed) > 0 {
+		b.Fatalf("%d of %d commands not accepted, the first: %v", len(failed), sent, failed[0])
+	}
+	for i, m := range minutes {
+		if m.samples == 0 {
+			b.Fatalf("no sample in minute %d of the soak", i+1)
+		}
+	}
+	// Each plan sent must finish: a soak whose forges pile up unfinished
+	// measures a backlog, not a steady state.
+	finished := func() int {
+		var n int
+		if err := c.db.QueryRow(`SELECT count(*) FROM plans WHERE status = 'DONE' AND run = 'idle'`).Scan(&n); err != nil {
+			b.Fatalf("count the plans DONE: %v", err)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(soakFinish); finished() < sent; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d forges sent DONE %s after the soak: %v", finished(), sent, soakFinish, c.statuses())
 		}
 	}
 	early, late := minutes[min(1, len(minutes)-1)], minutes[len(minutes)-1]
@@ -271,13 +357,16 @@ func BenchmarkSoak(b *testing.B) {
 // goMetrics reads the Go heap in use, the goroutines (the Prometheus Go
 // collector's) and the GitHub response cache's bytes from a replica's
 // /metrics.
-func goMetrics(tb testing.TB, url string) (heap, goroutines, cache float64) {
+func goMetrics(url string) (heap, goroutines, cache float64, err error) {
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
-		tb.Logf("read /metrics: %v", err)
-		return 0, 0, 0
+		return 0, 0, 0, fmt.Errorf("read /metrics: %w", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, 0, fmt.Errorf("read /metrics: %s", resp.Status)
+	}
+	found := 0
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
@@ -292,7 +381,16 @@ func goMetrics(tb testing.TB, url string) (heap, goroutines, cache float64) {
 			goroutines = v
 		case "forge_github_response_cache_bytes":
 			cache = v
+		default:
+			continue
 		}
+		found++
 	}
-	return heap, goroutines, cache
+	if err := sc.Err(); err != nil {
+		return 0, 0, 0, fmt.Errorf("read /metrics: %w", err)
+	}
+	if found != 3 {
+		return 0, 0, 0, fmt.Errorf("/metrics has %d of the heap in use, the goroutines and the response cache", found)
+	}
+	return heap, goroutines, cache, nil
 }

@@ -37,6 +37,9 @@ func BenchmarkCheckout(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+		if len(wc.files) != len(files) {
+			b.Fatalf("the working copy has %d files, want %d", len(wc.files), len(files))
+		}
 		if err := wc.Remove(); err != nil {
 			b.Fatal(err)
 		}
@@ -66,6 +69,7 @@ func BenchmarkReadFileManyPacks(b *testing.B) {
 		b.Fatalf("%d packs, want 40", len(packs))
 	}
 	h := plumbing.NewHash(head)
+	want := strings.Repeat("x", 100*39)
 	for _, fs := range []struct {
 		name string
 		fs   func() billy.Filesystem
@@ -74,6 +78,12 @@ func BenchmarkReadFileManyPacks(b *testing.B) {
 		{"go-git", func() billy.Filesystem { return osfs.New(mirror) }},
 	} {
 		b.Run(fs.name, func(b *testing.B) {
+			// The read the loop times, once with the file's content checked.
+			s := filesystem.NewStorageWithOptions(fs.fs(), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{KeepDescriptors: true})
+			if got, err := readContent(s, h, "f39"); err != nil || got != want {
+				b.Fatalf("f39 read through %s: %d bytes, %v; want %d bytes of x", fs.name, len(got), err, len(want))
+			}
+			s.Close()
 			for b.Loop() {
 				s := filesystem.NewStorageWithOptions(fs.fs(), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{KeepDescriptors: true})
 				commit, err := object.GetCommit(s, h)
@@ -87,4 +97,16 @@ func BenchmarkReadFileManyPacks(b *testing.B) {
 			}
 		})
 	}
+}
+
+func readContent(s *filesystem.Storage, commit plumbing.Hash, name string) (string, error) {
+	c, err := object.GetCommit(s, commit)
+	if err != nil {
+		return "", err
+	}
+	f, err := c.File(name)
+	if err != nil {
+		return "", err
+	}
+	return f.Contents()
 }

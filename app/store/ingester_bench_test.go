@@ -22,6 +22,9 @@ import (
 // delivery per 2 ms, so -benchtime=2000x runs four seconds):
 //
 //	go test -run '^$' -bench BenchmarkAcceptPaced -benchtime=2000x ./app/store/
+//
+// Each fails, and reports nothing, unless every one of its b.N deliveries
+// was accepted and is in the database with its job.
 func BenchmarkAccept(b *testing.B) {
 	forEachBenchBackend(b, func(b *testing.B, s *store.Store) {
 		in := benchIngester(b, s)
@@ -35,14 +38,12 @@ func BenchmarkAccept(b *testing.B) {
 			for pb.Next() {
 				d := event(fmt.Sprintf("bench-%d", seq.Add(1)), 7)
 				start := time.Now()
-				if _, err := in.Accept(context.Background(), d); err != nil {
-					b.Error(err)
-					return
-				}
-				lats.add(time.Since(start))
+				outcome, err := in.Accept(context.Background(), d)
+				lats.add(time.Since(start), d.ID, outcome, err)
 			}
 		})
 		b.StopTimer()
+		checkAccepted(b, s, &lats)
 		report(b, in, &lats)
 	})
 }
@@ -61,18 +62,38 @@ func BenchmarkAcceptPaced(b *testing.B) {
 		for i := range b.N {
 			<-tick.C
 			wg.Go(func() {
+				d := event(fmt.Sprintf("paced-%d", i), 7)
 				start := time.Now()
-				if _, err := in.Accept(context.Background(), event(fmt.Sprintf("paced-%d", i), 7)); err != nil {
-					b.Error(err)
-					return
-				}
-				lats.add(time.Since(start))
+				outcome, err := in.Accept(context.Background(), d)
+				lats.add(time.Since(start), d.ID, outcome, err)
 			})
 		}
 		wg.Wait()
 		b.StopTimer()
+		checkAccepted(b, s, &lats)
 		report(b, in, &lats)
 	})
+}
+
+// checkAccepted fails the benchmark unless each of its b.N deliveries was
+// accepted, and is recorded so with its one job.
+func checkAccepted(b *testing.B, s *store.Store, l *latencies) {
+	b.Helper()
+	if l.failed > 0 {
+		b.Fatalf("%d of %d deliveries not accepted, the first: %v", l.failed, b.N, l.firstErr)
+	}
+	if len(l.accepted) != b.N {
+		b.Fatalf("%d deliveries accepted, want %d", len(l.accepted), b.N)
+	}
+	rows, jobs := deliveryRows(b, s), jobDeliveries(b, s)
+	if len(rows) != b.N || len(jobs) != b.N {
+		b.Fatalf("%d deliveries recorded with %d jobs, want %d of each", len(rows), len(jobs), b.N)
+	}
+	for _, id := range l.accepted {
+		if rows[id].outcome != string(store.Accepted) {
+			b.Fatalf("delivery %s accepted, recorded %q", id, rows[id].outcome)
+		}
+	}
 }
 
 func forEachBenchBackend(b *testing.B, fn func(b *testing.B, s *store.Store)) {
@@ -96,15 +117,31 @@ func benchIngester(b *testing.B, s *store.Store) *store.Ingester {
 	return in
 }
 
+// latencies are the answers' times, and what the answers were.
 type latencies struct {
-	mu  sync.Mutex
-	all []time.Duration
+	mu       sync.Mutex
+	all      []time.Duration
+	accepted []string // delivery ids
+	failed   int
+	firstErr error
 }
 
-func (l *latencies) add(d time.Duration) {
+// add records an answer: a delivery answered other than accepted is a
+// failure, its time not counted.
+func (l *latencies) add(d time.Duration, id string, outcome store.Outcome, err error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && outcome != store.Accepted {
+		err = fmt.Errorf("delivery %s: %s", id, outcome)
+	}
+	if err != nil {
+		if l.failed++; l.firstErr == nil {
+			l.firstErr = err
+		}
+		return
+	}
 	l.all = append(l.all, d)
-	l.mu.Unlock()
+	l.accepted = append(l.accepted, id)
 }
 
 func (l *latencies) quantile(q float64) time.Duration {

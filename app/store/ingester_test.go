@@ -103,7 +103,7 @@ type deliveryRow struct {
 	installation sql.NullInt64
 }
 
-func deliveryRows(t *testing.T, s *store.Store) map[string]deliveryRow {
+func deliveryRows(t testing.TB, s *store.Store) map[string]deliveryRow {
 	t.Helper()
 	rows, err := s.DB().QueryContext(context.Background(), `SELECT delivery_id, outcome, installation_id FROM deliveries`)
 	if err != nil {
@@ -127,7 +127,7 @@ func deliveryRows(t *testing.T, s *store.Store) map[string]deliveryRow {
 
 // jobDeliveries lists, sorted, the delivery named by each deliveryArgs job
 // in River's table: a delivery enqueued twice shows twice.
-func jobDeliveries(t *testing.T, s *store.Store) []string {
+func jobDeliveries(t testing.TB, s *store.Store) []string {
 	t.Helper()
 	rows, err := s.DB().QueryContext(context.Background(), `SELECT args FROM river_job WHERE kind = $1`, deliveryArgs{}.Kind())
 	if err != nil {

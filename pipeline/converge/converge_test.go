@@ -226,7 +226,9 @@ func TestStagnationOfALongRoundIsQuick(t *testing.T) {
 func BenchmarkStagnation(b *testing.B) {
 	rounds := longRounds(500)
 	for b.Loop() {
-		Judge(rounds, defaults, false)
+		if d := Judge(rounds, defaults, false); d.Outcome != Done || d.Guard != Stagnation {
+			b.Fatalf("500 rotating findings: %+v, want a plateau", d)
+		}
 	}
 }
 
