@@ -52,6 +52,30 @@ func TestEarlyApprovalLapses(t *testing.T) {
 	w.status(t, "REVIEW")
 }
 
+// TestEarlyApprovalWithdrawnByChangeRequest: a person who approved while
+// the plan was audited, then requested changes before the loop ended, has
+// withdrawn the approval: Forge says so at once, and at the gate the plan
+// is not approved on it (the change request is taken as a revision).
+func TestEarlyApprovalWithdrawnByChangeRequest(t *testing.T) {
+	w, g := pauseWorld(t, "auditor", forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	w.command(t, "alice", "/forge add rate limiting")
+	g.waitBegun(t)
+	pr := w.pulls(t)[0]
+	w.commandOn(t, pr.Number, "alice", "/forge approve")
+	w.waitReply(t, pr.Number, "Approval noted from @alice")
+	id := w.gh.AddReview(w.repo, pr.Number, "alice", "CHANGES_REQUESTED", "use a token bucket", nil)
+	w.deliverPR(t, "pull_request_review", "pull_request_review/submitted", pr.Number, w.gh.ReviewEdit(w.repo, id), w.gh.SenderEdit("alice"))
+	w.waitReply(t, pr.Number, "The approval noted from @alice is withdrawn: a later review of theirs requests changes.")
+	g.open(t)
+	w.waitIdle(t)
+	w.status(t, "REVIEW")
+	for _, c := range w.botComments(t, pr.Number) {
+		if strings.Contains(c.Body, "approved for implementation") {
+			t.Errorf("the withdrawn approval approved the plan:\n%s", c.Body)
+		}
+	}
+}
+
 // waitCount waits for n bot comments on number containing text.
 func waitCount(t *testing.T, w *world, number int, text string, n int) {
 	t.Helper()

@@ -131,8 +131,16 @@ func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
 		return f.tryApprove(ctx, gh, p, approval{by: a.Author}, cause)
 	case "changes_requested":
 		if p.State.Status() != plan.Review || p.State.Run() != plan.Idle {
-			// A running run takes the pending change requests when it ends.
-			return nil
+			// A running run takes the pending change requests when it
+			// ends. The person's approval noted earlier no longer holds:
+			// withdrawn, and said so (the column is outside the table's
+			// state, as the noting is).
+			withdrawn, err := f.Plans.WithdrawApproval(ctx, p.ID, a.Author)
+			if err != nil || !withdrawn {
+				return err
+			}
+			return f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "approval", cause.Trigger), PlanID(p.Number),
+				&templates.Approval{Withdrawn: true, Approvers: []string{a.Author}})
 		}
 		notes, last, err := f.pendingChangeRequests(ctx, gh, p)
 		if err != nil || notes == "" {

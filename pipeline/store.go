@@ -251,6 +251,9 @@ type PlanStore interface {
 	// in a column of its own that the job's saves never overwrite; a
 	// save that leaves the plan idle outside REVIEW drops what was noted.
 	NoteApproval(ctx context.Context, id int64, by string) error
+	// WithdrawApproval drops by's noted approval, reporting whether there
+	// was one: their later change request supersedes it.
+	WithdrawApproval(ctx context.Context, id int64, by string) (bool, error)
 	// TakeApprovals returns the approvals noted and drops them.
 	TakeApprovals(ctx context.Context, id int64) ([]string, error)
 	// TakeChoice drops the phase's choice the job applied; a choice made

@@ -147,8 +147,9 @@ type (
 		// Noted: an approval given while the plan is drafted or audited,
 		// kept for when the loop reaches the gate. Lapsed: the approvals
 		// noted did not approve the plan when the loop reached the gate,
-		// for the reasons Missing says.
-		Noted, Lapsed bool
+		// for the reasons Missing says. Withdrawn: a noted approval its
+		// person's later change request withdrew.
+		Noted, Lapsed, Withdrawn bool
 		Missing       []Reason
 		// NotPhaseable refuses /forge run on a plan in Status.
 		NotPhaseable bool

@@ -273,41 +273,34 @@ func (ps planStore) TakeChoice(ctx context.Context, id int64, c pipeline.Choice)
 // a job drafts or audits it (the column's compare and swap keeps two
 // approvals given at once).
 func (ps planStore) NoteApproval(ctx context.Context, id int64, by string) error {
-	for range 10 {
-		var was string
-		err := ps.s.db.QueryRowContext(ctx, `SELECT approvals FROM plans WHERE id = $1`, id).Scan(&was)
-		if errors.Is(err, sql.ErrNoRows) {
-			return pipeline.ErrPlanNotFound
-		}
-		if err != nil {
-			return fmt.Errorf("read the approvals of plan %d: %w", id, err)
-		}
-		var who []string
-		if err := json.Unmarshal([]byte(was), &who); err != nil {
-			return fmt.Errorf("decode the approvals of plan %d: %w", id, err)
-		}
+	_, err := ps.editApprovals(ctx, id, "note the approval", func(who []string) []string {
 		if slices.ContainsFunc(who, func(w string) bool { return strings.EqualFold(w, by) }) {
-			return nil
+			return who
 		}
-		now, err := json.Marshal(append(who, by))
-		if err != nil {
-			return err
-		}
-		res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET approvals = $2, updated_ms = $3 WHERE id = $1 AND approvals = $4`,
-			id, string(now), nowMS(time.Now()), was)
-		if err != nil {
-			return fmt.Errorf("note the approval of plan %d: %w", id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
-		}
-	}
-	return fmt.Errorf("note the approval of plan %d: the column kept changing", id)
+		return append(who, by)
+	})
+	return err
+}
+
+// WithdrawApproval drops a person from the plan's approvals column,
+// reporting whether they were in it.
+func (ps planStore) WithdrawApproval(ctx context.Context, id int64, by string) (bool, error) {
+	was, err := ps.editApprovals(ctx, id, "withdraw the approval", func(who []string) []string {
+		return slices.DeleteFunc(slices.Clone(who), func(w string) bool { return strings.EqualFold(w, by) })
+	})
+	return slices.ContainsFunc(was, func(w string) bool { return strings.EqualFold(w, by) }), err
 }
 
 // TakeApprovals returns the plan's approvals column and empties it, unless
 // an approval was added between the read and the write (then again).
 func (ps planStore) TakeApprovals(ctx context.Context, id int64) ([]string, error) {
+	return ps.editApprovals(ctx, id, "take the approvals", func([]string) []string { return nil })
+}
+
+// editApprovals changes the plan's approvals column by edit, retried while
+// another writer changed it between the read and the write; it returns
+// the column as it was.
+func (ps planStore) editApprovals(ctx context.Context, id int64, what string, edit func([]string) []string) ([]string, error) {
 	for range 10 {
 		var was string
 		err := ps.s.db.QueryRowContext(ctx, `SELECT approvals FROM plans WHERE id = $1`, id).Scan(&was)
@@ -315,25 +308,33 @@ func (ps planStore) TakeApprovals(ctx context.Context, id int64) ([]string, erro
 			return nil, pipeline.ErrPlanNotFound
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read the approvals of plan %d: %w", id, err)
+			return nil, fmt.Errorf("%s of plan %d: %w", what, id, err)
 		}
 		var who []string
 		if err := json.Unmarshal([]byte(was), &who); err != nil {
 			return nil, fmt.Errorf("decode the approvals of plan %d: %w", id, err)
 		}
-		if len(who) == 0 {
-			return nil, nil
+		next := edit(who)
+		if slices.Equal(next, who) {
+			return who, nil
 		}
-		res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET approvals = '[]', updated_ms = $2 WHERE id = $1 AND approvals = $3`,
-			id, nowMS(time.Now()), was)
+		if next == nil {
+			next = []string{}
+		}
+		now, err := json.Marshal(next)
 		if err != nil {
-			return nil, fmt.Errorf("take the approvals of plan %d: %w", id, err)
+			return nil, err
+		}
+		res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET approvals = $2, updated_ms = $3 WHERE id = $1 AND approvals = $4`,
+			id, string(now), nowMS(time.Now()), was)
+		if err != nil {
+			return nil, fmt.Errorf("%s of plan %d: %w", what, id, err)
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			return who, nil
 		}
 	}
-	return nil, fmt.Errorf("take the approvals of plan %d: the column kept changing", id)
+	return nil, fmt.Errorf("%s of plan %d: the column kept changing", what, id)
 }
 
 // editChoices changes the plan's choices column by edit, retried while

@@ -251,6 +251,18 @@ func (s *Plans) NoteApproval(_ context.Context, id int64, by string) error {
 	return nil
 }
 
+func (s *Plans) WithdrawApproval(_ context.Context, id int64, by string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rows[id]
+	if r == nil {
+		return false, pipeline.ErrPlanNotFound
+	}
+	n := len(r.approvals)
+	r.approvals = slices.DeleteFunc(r.approvals, func(w string) bool { return strings.EqualFold(w, by) })
+	return len(r.approvals) < n, nil
+}
+
 func (s *Plans) TakeApprovals(_ context.Context, id int64) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
