@@ -1008,8 +1008,7 @@ func TestFullLifecycle(t *testing.T) {
 	}
 
 	// Merged once the hand-over is all done, as a person sees it (the
-	// label): a merge while its effects are still carried out is the
-	// run side's window, not this test's.
+	// label).
 	apptest.Eventually(t, forgeWait, "the label forge:done", func() bool {
 		got := w.gh.Labels(w.repo, pr.Number)
 		return len(got) == 1 && got[0] == "forge:done"

@@ -259,9 +259,16 @@ func (g *githubAPI) FindIssue(ctx context.Context, repo pipeline.Repo, marker st
 	return 0, nil
 }
 
-func (g *githubAPI) AddLabels(ctx context.Context, repo pipeline.Repo, issue int, labels ...string) error {
-	_, _, err := g.c.Issues.AddLabelsToIssue(ctx, repo.Owner, repo.Name, issue, labels)
-	return issueError(err)
+func (g *githubAPI) AddLabels(ctx context.Context, repo pipeline.Repo, issue int, labels ...string) ([]string, error) {
+	got, _, err := g.c.Issues.AddLabelsToIssue(ctx, repo.Owner, repo.Name, issue, labels)
+	if err != nil {
+		return nil, issueError(err)
+	}
+	names := make([]string, 0, len(got))
+	for _, l := range got {
+		names = append(names, l.GetName())
+	}
+	return names, nil
 }
 
 func (g *githubAPI) RemoveLabel(ctx context.Context, repo pipeline.Repo, issue int, label string) error {

@@ -111,9 +111,9 @@ func (g fencedGitHub) UpdateComment(ctx context.Context, repo Repo, commentID in
 	return g.GitHub.UpdateComment(ctx, repo, commentID, body)
 }
 
-func (g fencedGitHub) AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) error {
+func (g fencedGitHub) AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) ([]string, error) {
 	if err := g.fence(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	return g.GitHub.AddLabels(ctx, repo, issue, labels...)
 }

@@ -49,7 +49,9 @@ type GitHub interface {
 	CreateComment(ctx context.Context, repo Repo, issue int, body string) (int64, error)
 	UpdateComment(ctx context.Context, repo Repo, commentID int64, body string) error
 	ListComments(ctx context.Context, repo Repo, issue int) ([]Comment, error)
-	AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) error
+	// AddLabels adds labels to an issue or pull request and returns every
+	// label it carries then, as GitHub answers.
+	AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) ([]string, error)
 	RemoveLabel(ctx context.Context, repo Repo, issue int, label string) error
 	// CreateIssue opens an issue as Forge's bot, its title clipped to what
 	// GitHub accepts, and returns its number: ErrIssuesDisabled when the

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/forge-dev/forge/pipeline/command"
@@ -26,16 +27,39 @@ func (f *Forge) syncLabel(ctx context.Context, gh GitHub, p *Plan) error {
 	if p.PR == 0 || p.Label == want {
 		return nil
 	}
-	if err := gh.AddLabels(ctx, p.Repo, p.PR, want); err != nil {
+	have, err := gh.AddLabels(ctx, p.Repo, p.PR, want)
+	if err != nil {
 		return err
 	}
-	if p.Label != "" {
-		if err := gh.RemoveLabel(ctx, p.Repo, p.PR, p.Label); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
+	// Every other state label goes, not only the one recorded: a label
+	// another actor added from a stale copy of the plan (a merge handled
+	// just as the run's hand-over labelled it DONE) is not left beside
+	// the plan's.
+	for _, l := range have {
+		if !strings.EqualFold(l, want) && stateLabel(l) {
+			if err := gh.RemoveLabel(ctx, p.Repo, p.PR, l); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
 		}
 	}
 	p.Label = want
 	return nil
+}
+
+// stateLabel reports whether l is one of the labels syncLabel sets: a
+// plan's status (forge:review) or the way it is halted (forge:paused).
+// Forge's other labels (the trigger, forge:pipeline/<name>) are not.
+func stateLabel(l string) bool {
+	name, ok := strings.CutPrefix(strings.ToLower(l), "forge:")
+	if !ok {
+		return false
+	}
+	for _, st := range plan.Statuses {
+		if name == strings.ToLower(string(st)) {
+			return true
+		}
+	}
+	return slices.Contains([]string{"paused", "escalated", "acceptance", "decision", "halted"}, name)
 }
 
 // label is syncLabel for a run, saving the plan.

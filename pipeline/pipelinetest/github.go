@@ -266,18 +266,18 @@ func (g *GitHub) ListComments(_ context.Context, _ pipeline.Repo, issue int) ([]
 	return slices.Clone(g.Comments[issue]), nil
 }
 
-func (g *GitHub) AddLabels(_ context.Context, _ pipeline.Repo, issue int, labels ...string) error {
+func (g *GitHub) AddLabels(_ context.Context, _ pipeline.Repo, issue int, labels ...string) ([]string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.call("AddLabels"); err != nil {
-		return err
+		return nil, err
 	}
 	for _, l := range labels {
 		if !slices.Contains(g.Labels[issue], l) {
 			g.Labels[issue] = append(g.Labels[issue], l)
 		}
 	}
-	return nil
+	return slices.Clone(g.Labels[issue]), nil
 }
 
 func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, label string) error {

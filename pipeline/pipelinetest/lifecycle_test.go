@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,6 +140,23 @@ func TestApprovalRetriedAfterAFailedReply(t *testing.T) {
 
 // TestCloseIsOneRule: /forge close and the Cancel button close an idle
 // plan alike; the PR closed afterwards changes nothing and says nothing.
+// TestStaleStateLabelCleared: a state label another actor left on the pull
+// request from a stale copy of the plan (the run's hand-over labelling it
+// DONE as a merge was handled) goes at the plan's next label change, while
+// people's labels and Forge's others stay.
+func TestStaleStateLabelCleared(t *testing.T) {
+	w, p := reviewWorld(t)
+	w.GitHub.Labels[p.PR] = append(w.GitHub.Labels[p.PR], "forge:done", "bug", "forge:pipeline/strict")
+	if err := w.Forge.HandleCommand(context.Background(), command(w, p.PR, true, "/forge close")); err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Clone(w.GitHub.Labels[p.PR])
+	slices.Sort(got)
+	if want := []string{"bug", "forge:closed", "forge:pipeline/strict"}; !slices.Equal(got, want) {
+		t.Errorf("labels: %v, want %v", got, want)
+	}
+}
+
 func TestCloseIsOneRule(t *testing.T) {
 	for _, how := range []string{"command", "button"} {
 		t.Run(how, func(t *testing.T) {
