@@ -392,7 +392,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 		if err != nil {
 			return err
 		}
-		return f.refuseOnce(ctx, gh, a.Repo, p.PR, a.Author, need)
+		return f.refuseOnce(ctx, gh, a.Repo, p.PR, &templates.Refusal{User: a.Author, Need: need, Button: true})
 	}
 	head, err := gh.BranchHead(ctx, p.Repo, p.Branch)
 	if err != nil {

@@ -56,6 +56,11 @@ type GitHub interface {
 	// repository's issues are turned off, ErrRejected when GitHub refuses
 	// the issue itself.
 	CreateIssue(ctx context.Context, repo Repo, n NewIssue) (int, error)
+	// LabelEvents are the labeled and unlabeled events of issue (or pull
+	// request) number, oldest first: who added or removed which label. A
+	// webhook names who added one label, never who added those an issue
+	// already has.
+	LabelEvents(ctx context.Context, repo Repo, number int) ([]LabelEvent, error)
 	// FindIssue is the number of the issue Forge's bot opened whose body
 	// carries marker (HasMarker), among the repository's 100 newest issues
 	// and pull requests; 0 if none.
@@ -174,6 +179,15 @@ type Comment struct {
 	// marker in it Forge's: anyone, another App's bot included, can write
 	// the same text.
 	ByForge bool
+}
+
+// LabelEvent is a label added to (Added) or removed from an issue or pull
+// request by Actor.
+type LabelEvent struct {
+	Label    string
+	Added    bool
+	Actor    string
+	ActorBot bool
 }
 
 type Commit struct {

@@ -3,7 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/command"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -51,6 +55,64 @@ func (r *run) label(ctx context.Context) error {
 // pipeline: forge:pipeline/strict.
 const PipelineLabelPrefix = "forge:pipeline/"
 
+// isPipelineLabel reports whether a label is a pipeline label,
+// forge:pipeline/<name>.
+func isPipelineLabel(l string) bool {
+	return len(l) > len(PipelineLabelPrefix) && strings.EqualFold(l[:len(PipelineLabelPrefix)], PipelineLabelPrefix)
+}
+
+// labelledBy is who added each label still on an issue, by its name in
+// lower case: the actor of its last labeled event, unless an unlabeled one
+// followed.
+func labelledBy(events []LabelEvent) map[string]LabelEvent {
+	out := map[string]LabelEvent{}
+	for _, ev := range events {
+		name := strings.ToLower(ev.Label)
+		if ev.Added {
+			out[name] = ev
+		} else {
+			delete(out, name)
+		}
+	}
+	return out
+}
+
+// steeringLabels are the issue's labels a new plan may read: a pipeline
+// label chooses the plan's pipeline, and with it its gates and roles, so
+// it counts only when the person who added it (the issue's events say
+// who) may steer plans; any other label is kept as it is. The events are
+// read only when the issue has a pipeline label.
+func (c *commandCtx) steeringLabels(ctx context.Context, cfg repoconfig.Config) ([]string, error) {
+	if !slices.ContainsFunc(c.a.Labels, isPipelineLabel) {
+		return c.a.Labels, nil
+	}
+	events, err := c.gh.LabelEvents(ctx, c.a.Repo, c.a.IssueNumber)
+	if err != nil {
+		return nil, fmt.Errorf("read who labelled #%d: %w", c.a.IssueNumber, err)
+	}
+	by := labelledBy(events)
+	var out []string
+	for _, l := range c.a.Labels {
+		if !isPipelineLabel(l) {
+			out = append(out, l)
+			continue
+		}
+		ev, ok := by[strings.ToLower(l)]
+		if !ok || ev.Actor == "" || ev.ActorBot {
+			zerolog.Ctx(ctx).Info().Str("label", l).Str("by", ev.Actor).Msg("pipeline label added by nobody who may steer plans: it chooses nothing")
+			continue
+		}
+		steers, err := c.f.steers(ctx, c.gh, c.a.InstallationID, c.a.Repo, ev.Actor, cfg.Approval.Permission(), "pipeline label "+l)
+		if err != nil {
+			return nil, err
+		}
+		if steers {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
 // choosePipeline is the pipeline a new plan runs: the one
 // /forge --pipeline names, else the one the issue's label
 // forge:pipeline/<name> names, else the repository's default
@@ -66,7 +128,7 @@ func choosePipeline(cmd command.Command, labels []string, cfg repoconfig.Config)
 	if name == "" {
 		var named []string
 		for _, l := range labels {
-			if len(l) > len(PipelineLabelPrefix) && strings.EqualFold(l[:len(PipelineLabelPrefix)], PipelineLabelPrefix) {
+			if isPipelineLabel(l) {
 				named = append(named, l)
 			}
 		}

@@ -652,6 +652,8 @@ func textCases(t *testing.T) []textCase {
 		{"no-plan/bare", templates.NoPlan{}},
 
 		{"refusal", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "write"}},
+		{"refusal/label", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "write", Label: "forge:pipeline/strict"}},
+		{"refusal/button", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "maintain", Button: true}},
 		{"already-running", templates.AlreadyRunning{Head: templates.Head{PlanID: "plan-017"}}},
 
 		{"queued/one running", templates.Queued{Head: templates.Head{Marker: pipeline.Marker(planNumber, "queued"), PlanID: planID}, Running: 1, Limit: 1}},

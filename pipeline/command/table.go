@@ -107,7 +107,8 @@ var Table = []Spec{
 			"On an issue whose plan is still open (not DONE, CLOSED or CANCELLED) Forge answers with that plan and starts nothing; " +
 			"`/forge new <description>` starts one more all the same. Adding the trigger label (`labels.trigger`) to an issue " +
 			"does the same with the issue's title as the description. " +
-			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names, " +
+			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names " +
+			"(a label counts only when the person who added it, as the issue's events say, has `approval.min_permission`), " +
 			"else the repository's `pipelines.default`, else the built-in one (`builtin` always names it); the plan keeps it. " +
 			"A name the repository does not define is refused with the list of those it does, and nothing starts. " +
 			"A first word that is a command misspelt (`/forge aprove`, `/forge stauts`: one edit away for a word of 4 letters or more, " +

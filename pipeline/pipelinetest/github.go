@@ -54,6 +54,9 @@ type GitHub struct {
 	Statuses  map[string][]pipeline.CommitStatus
 	// Issues are the issues Forge opened, by number.
 	Issues map[int]pipeline.NewIssue
+	// LabelLog is who added and removed each issue's labels: Forge's
+	// AddLabels and RemoveLabel as its bot, people's through Label.
+	LabelLog map[int][]pipeline.LabelEvent
 	// Calls counts each method's calls, failed ones included.
 	Calls map[string]int
 }
@@ -67,7 +70,7 @@ type Commit struct {
 // NewGitHub is a repository whose default branch main holds files.
 func NewGitHub(files map[string]string) *GitHub {
 	g := &GitHub{next: 1000, failures: map[string][]error{}, after: map[string][]func(){}, Perms: map[string]string{}, Comments: map[int][]pipeline.Comment{},
-		Labels: map[int][]string{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
+		Labels: map[int][]string{}, LabelLog: map[int][]pipeline.LabelEvent{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
 		Reviews: map[int][]pipeline.Review{}, Inline: map[int64][]pipeline.ReviewComment{},
 		Minimized: map[string]bool{}, Resolved: map[string]bool{}, Suites: map[string][]pipeline.CheckSuite{},
 		Statuses: map[string][]pipeline.CommitStatus{}, Issues: map[int]pipeline.NewIssue{}, Calls: map[string]int{}}
@@ -272,12 +275,38 @@ func (g *GitHub) AddLabels(_ context.Context, _ pipeline.Repo, issue int, labels
 	if err := g.call("AddLabels"); err != nil {
 		return err
 	}
+	g.addLabels(issue, pipeline.LabelEvent{Actor: BotLogin, ActorBot: true}, labels...)
+	return nil
+}
+
+// BotLogin is Forge's bot as the in-memory GitHub names it.
+const BotLogin = "forge[bot]"
+
+// Label adds labels to issue as user does on GitHub's page.
+func (g *GitHub) Label(issue int, user string, labels ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.addLabels(issue, pipeline.LabelEvent{Actor: user}, labels...)
+}
+
+func (g *GitHub) addLabels(issue int, by pipeline.LabelEvent, labels ...string) {
 	for _, l := range labels {
 		if !slices.Contains(g.Labels[issue], l) {
 			g.Labels[issue] = append(g.Labels[issue], l)
+			ev := by
+			ev.Label, ev.Added = l, true
+			g.LabelLog[issue] = append(g.LabelLog[issue], ev)
 		}
 	}
-	return nil
+}
+
+func (g *GitHub) LabelEvents(_ context.Context, _ pipeline.Repo, number int) ([]pipeline.LabelEvent, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("LabelEvents"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.LabelLog[number]), nil
 }
 
 func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, label string) error {
@@ -291,6 +320,7 @@ func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, labe
 		return pipeline.ErrNotFound
 	}
 	g.Labels[issue] = slices.Delete(g.Labels[issue], i, i+1)
+	g.LabelLog[issue] = append(g.LabelLog[issue], pipeline.LabelEvent{Label: label, Actor: BotLogin, ActorBot: true})
 	return nil
 }
 
