@@ -143,8 +143,8 @@ type issueEvent struct {
 	} `json:"label"`
 }
 
-func (g *githubAPI) LabelEvents(ctx context.Context, repo pipeline.Repo, number int) ([]pipeline.LabelEvent, error) {
-	var out []pipeline.LabelEvent
+func (g *githubAPI) IssueEvents(ctx context.Context, repo pipeline.Repo, number int) ([]pipeline.IssueEvent, error) {
+	var out []pipeline.IssueEvent
 	for page := 1; page != 0; {
 		req, err := g.c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/issues/%d/events?per_page=100&page=%d", repo.Owner, repo.Name, number, page), nil)
 		if err != nil {
@@ -156,10 +156,17 @@ func (g *githubAPI) LabelEvents(ctx context.Context, repo pipeline.Repo, number 
 			return nil, issueError(err)
 		}
 		for _, ev := range evs {
-			if (ev.Event != "labeled" && ev.Event != "unlabeled") || ev.Label == nil {
+			le := pipeline.IssueEvent{Event: ev.Event}
+			switch ev.Event {
+			case "labeled", "unlabeled":
+				if ev.Label == nil {
+					continue
+				}
+				le.Label = ev.Label.Name
+			case "closed", "reopened":
+			default:
 				continue
 			}
-			le := pipeline.LabelEvent{Label: ev.Label.Name, Added: ev.Event == "labeled"}
 			// A deleted account's events have no actor: nobody's
 			// permission can be weighed.
 			if ev.Actor != nil {

@@ -56,11 +56,11 @@ type GitHub interface {
 	// repository's issues are turned off, ErrRejected when GitHub refuses
 	// the issue itself.
 	CreateIssue(ctx context.Context, repo Repo, n NewIssue) (int, error)
-	// LabelEvents are the labeled and unlabeled events of issue (or pull
-	// request) number, oldest first: who added or removed which label. A
-	// webhook names who added one label, never who added those an issue
-	// already has.
-	LabelEvents(ctx context.Context, repo Repo, number int) ([]LabelEvent, error)
+	// IssueEvents are the events of issue (or pull request) number that
+	// say who did what, oldest first: who added or removed which label,
+	// who closed or reopened it. A webhook names who added one label,
+	// never who added those an issue already has.
+	IssueEvents(ctx context.Context, repo Repo, number int) ([]IssueEvent, error)
 	// FindIssue is the number of the issue Forge's bot opened whose body
 	// carries marker (HasMarker), among the repository's 100 newest issues
 	// and pull requests; 0 if none.
@@ -181,11 +181,11 @@ type Comment struct {
 	ByForge bool
 }
 
-// LabelEvent is a label added to (Added) or removed from an issue or pull
-// request by Actor.
-type LabelEvent struct {
+// IssueEvent is one event of an issue or a pull request: Event labeled or
+// unlabeled (Label), closed or reopened, by Actor.
+type IssueEvent struct {
+	Event    string
 	Label    string
-	Added    bool
 	Actor    string
 	ActorBot bool
 }

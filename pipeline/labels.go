@@ -64,13 +64,14 @@ func isPipelineLabel(l string) bool {
 // labelledBy is who added each label still on an issue, by its name in
 // lower case: the actor of its last labeled event, unless an unlabeled one
 // followed.
-func labelledBy(events []LabelEvent) map[string]LabelEvent {
-	out := map[string]LabelEvent{}
+func labelledBy(events []IssueEvent) map[string]IssueEvent {
+	out := map[string]IssueEvent{}
 	for _, ev := range events {
 		name := strings.ToLower(ev.Label)
-		if ev.Added {
+		switch ev.Event {
+		case "labeled":
 			out[name] = ev
-		} else {
+		case "unlabeled":
 			delete(out, name)
 		}
 	}
@@ -86,7 +87,7 @@ func (c *commandCtx) steeringLabels(ctx context.Context, cfg repoconfig.Config) 
 	if !slices.ContainsFunc(c.a.Labels, isPipelineLabel) {
 		return c.a.Labels, nil
 	}
-	events, err := c.gh.LabelEvents(ctx, c.a.Repo, c.a.IssueNumber)
+	events, err := c.gh.IssueEvents(ctx, c.a.Repo, c.a.IssueNumber)
 	if err != nil {
 		return nil, fmt.Errorf("read who labelled #%d: %w", c.a.IssueNumber, err)
 	}

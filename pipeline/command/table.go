@@ -332,8 +332,10 @@ var Table = []Spec{
 		Brief: "end the plan for good (CLOSED), whatever it is doing: running, halted, paused or awaiting approval",
 		Does: "Ends the plan for good (CLOSED), in any state: a running job is stopped first; a halted, escalated, paused or " +
 			"decision-waiting plan, or one that waits on its acceptance criteria, ends where it stopped. Closing the pull request, " +
-			"or the *Close* button of the `forge` check run, does the same (a pull request closed by someone below " +
-			"`approval.min_permission`, or closed on a halted plan, can be reopened: the plan then halts again where it stopped). " +
+			"or the *Close* button of the `forge` check run, does the same (a pull request closed on a halted plan can be reopened: " +
+			"the plan then halts again where it stopped). Closing or reopening the pull request is steering too: done by someone " +
+			"below `approval.min_permission` (GitHub lets triage do it), it changes nothing in the plan, and Forge says so on the " +
+			"pull request; the pull request stays as they left it. " +
 			"Older words: `/forge terminate` ends a halted plan the same way, and `/forge cancel` stops what runs on the plan " +
 			"without ending it (a running forge leaves it CANCELLED, a phase run leaves its phase failed): `/forge pause` is the " +
 			"way to stop a run and go on later.",
