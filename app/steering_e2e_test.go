@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -78,5 +80,47 @@ pipelines:
 	}
 	if n := len(w.botComments(t, w.issue)); n != 2 {
 		t.Errorf("%d answers on the issue, want the refusal and the forge's progress", n)
+	}
+}
+
+// TestReplayedLabelAndButtonDoNothing: the trigger label's issues event and
+// a press of the Approve & run button, each sent again under a new
+// X-GitHub-Delivery, are answered 200 "replayed" and start nothing: one
+// label job, one button job, one plan, one approval. As for a comment and a
+// review, the replay leaves no delivery behind.
+func TestReplayedLabelAndButtonDoNothing(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
+	replayed := func(event string, payload []byte) {
+		t.Helper()
+		res, id := w.deliver(t, event, payload)
+		answer, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || strings.TrimSpace(string(answer)) != "replayed" {
+			t.Errorf("the %s delivery sent again: %d %q, want 200 replayed", event, res.StatusCode, answer)
+		}
+		if _, ok := w.deliveries(t)[id]; ok {
+			t.Errorf("the replayed %s delivery %s was recorded", event, id)
+		}
+	}
+	label := w.label(t, w.issue, "alice", "forge")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
+	replayed("issues", label)
+
+	pr := w.pulls(t)[0]
+	run := w.liveForgeRun(pr)
+	press := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "check_run/requested_action"), w.gh.InstallationEdit(w.inst),
+		w.gh.RepositoryEdit(w.repo), w.gh.RequestedActionEdit(w.repo, run.ID, "approve"), w.gh.SenderEdit("alice"))
+	w.deliver(t, "check_run", press)
+	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @alice.")
+	replayed("check_run", press)
+	w.waitIdle(t)
+	if n, m := w.jobs(t, "command"), w.jobs(t, "check_action"); n != 1 || m != 1 {
+		t.Errorf("%d label jobs and %d button jobs, want one each", n, m)
+	}
+	if n := len(w.pulls(t)); n != 1 {
+		t.Errorf("%d pull requests, want 1", n)
+	}
+	if n := strings.Count(strings.Join(w.botBodies(pr.Number), "\n"), "approved for implementation by @alice"); n != 1 {
+		t.Errorf("approved %d times, want once", n)
 	}
 }

@@ -42,6 +42,7 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 			Author:          e.Sender.Login,
 			DeliveryID:      deliveryID,
 		}))
+		d.Subject = bodySubject("label", payload)
 	}
 	return h.accept(ctx, d)
 }
