@@ -836,6 +836,7 @@ func textCases(t *testing.T) []textCase {
 				{Path: ".github/workflows/ci.yml", Why: pipeline.RefusedDeny, Pattern: ".github/**"},
 				{Path: "vendor/lib.go", Why: pipeline.RefusedAllow},
 				{Path: "README.md", Why: pipeline.RefusedPhase},
+				{Path: "docs/plans/plan-018-signoff.md", Why: pipeline.RefusedGate},
 				{Path: "src/`x`\n@octocat.go", Why: pipeline.RefusedPhase}}}},
 		{"write-refused/many", templates.WriteRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "write-refused", 3, 0), PlanID: planID},
 			Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-4"}, Branch: branch, Retry: "/forge run", Phases: true, PhaseID: "phase-4", Status: string(plan.Auditing)},
