@@ -141,6 +141,9 @@ type issueEvent struct {
 	Label *struct {
 		Name string `json:"name"`
 	} `json:"label"`
+	Via *struct {
+		ID int64 `json:"id"`
+	} `json:"performed_via_github_app"`
 }
 
 func (g *githubAPI) IssueEvents(ctx context.Context, repo pipeline.Repo, number int) ([]pipeline.IssueEvent, error) {
@@ -171,6 +174,13 @@ func (g *githubAPI) IssueEvents(ctx context.Context, repo pipeline.Repo, number 
 			// permission can be weighed.
 			if ev.Actor != nil {
 				le.Actor, le.ActorBot = ev.Actor.Login, ev.Actor.Type == "Bot"
+				via := int64(0)
+				if ev.Via != nil {
+					via = ev.Via.ID
+				}
+				if le.ByForge, err = g.self.wrote(ctx, ev.Actor.Login, ev.Actor.Type, via); err != nil {
+					return nil, err
+				}
 			}
 			out = append(out, le)
 		}

@@ -188,6 +188,8 @@ type IssueEvent struct {
 	Label    string
 	Actor    string
 	ActorBot bool
+	// ByForge: done by Forge's own App (see Comment.ByForge).
+	ByForge bool
 }
 
 type Commit struct {

@@ -80,38 +80,45 @@ func labelledBy(events []IssueEvent) map[string]IssueEvent {
 
 // steeringLabels are the issue's labels a new plan may read: a pipeline
 // label chooses the plan's pipeline, and with it its gates and roles, so
-// it counts only when the person who added it (the issue's events say
-// who) may steer plans; any other label is kept as it is. The events are
-// read only when the issue has a pipeline label.
+// it counts only when the person who added it may steer plans
+// (weighLabels); any other label is kept as it is.
 func (c *commandCtx) steeringLabels(ctx context.Context, cfg repoconfig.Config) ([]string, error) {
-	if !slices.ContainsFunc(c.a.Labels, isPipelineLabel) {
-		return c.a.Labels, nil
+	counted, _, err := c.f.weighLabels(ctx, c.gh, c.a.InstallationID, c.a.Repo, c.a.IssueNumber, c.a.Labels, cfg.Approval.Permission(), isPipelineLabel)
+	return counted, err
+}
+
+// weighLabels splits the labels of issue or pull request number that
+// weighed says steer something into those added by a person with the
+// permission need, or by Forge itself, and the others: the issue's events
+// say who added each (a webhook names only the label it is about). Labels
+// weighed says nothing of are counted as they are; the events are read
+// only when a label is to be weighed.
+func (f *Forge) weighLabels(ctx context.Context, gh GitHub, installationID int64, repo Repo, number int, labels []string, need string,
+	weighed func(string) bool) (counted, not []string, err error) {
+	if !slices.ContainsFunc(labels, weighed) {
+		return labels, nil, nil
 	}
-	events, err := c.gh.IssueEvents(ctx, c.a.Repo, c.a.IssueNumber)
+	events, err := gh.IssueEvents(ctx, repo, number)
 	if err != nil {
-		return nil, fmt.Errorf("read who labelled #%d: %w", c.a.IssueNumber, err)
+		return nil, nil, fmt.Errorf("read who labelled #%d: %w", number, err)
 	}
 	by := labelledBy(events)
-	var out []string
-	for _, l := range c.a.Labels {
-		if !isPipelineLabel(l) {
-			out = append(out, l)
+	for _, l := range labels {
+		ev := by[strings.ToLower(l)]
+		ok := !weighed(l) || ev.ByForge
+		if !ok && ev.Actor != "" && !ev.ActorBot {
+			if ok, err = f.steers(ctx, gh, installationID, repo, ev.Actor, need, "label "+l); err != nil {
+				return nil, nil, err
+			}
+		}
+		if ok {
+			counted = append(counted, l)
 			continue
 		}
-		ev, ok := by[strings.ToLower(l)]
-		if !ok || ev.Actor == "" || ev.ActorBot {
-			zerolog.Ctx(ctx).Info().Str("label", l).Str("by", ev.Actor).Msg("pipeline label added by nobody who may steer plans: it chooses nothing")
-			continue
-		}
-		steers, err := c.f.steers(ctx, c.gh, c.a.InstallationID, c.a.Repo, ev.Actor, cfg.Approval.Permission(), "pipeline label "+l)
-		if err != nil {
-			return nil, err
-		}
-		if steers {
-			out = append(out, l)
-		}
+		zerolog.Ctx(ctx).Info().Str("label", l).Str("by", ev.Actor).Msg("label added by nobody who may steer plans: it does not count")
+		not = append(not, l)
 	}
-	return out, nil
+	return counted, not, nil
 }
 
 // choosePipeline is the pipeline a new plan runs: the one

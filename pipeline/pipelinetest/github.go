@@ -276,7 +276,7 @@ func (g *GitHub) AddLabels(_ context.Context, _ pipeline.Repo, issue int, labels
 	if err := g.call("AddLabels"); err != nil {
 		return err
 	}
-	g.addLabels(issue, pipeline.IssueEvent{Actor: BotLogin, ActorBot: true}, labels...)
+	g.addLabels(issue, pipeline.IssueEvent{Actor: BotLogin, ActorBot: true, ByForge: true}, labels...)
 	return nil
 }
 
@@ -329,7 +329,7 @@ func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, labe
 		return pipeline.ErrNotFound
 	}
 	g.Labels[issue] = slices.Delete(g.Labels[issue], i, i+1)
-	g.Events[issue] = append(g.Events[issue], pipeline.IssueEvent{Event: "unlabeled", Label: label, Actor: BotLogin, ActorBot: true})
+	g.Events[issue] = append(g.Events[issue], pipeline.IssueEvent{Event: "unlabeled", Label: label, Actor: BotLogin, ActorBot: true, ByForge: true})
 	return nil
 }
 
