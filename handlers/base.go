@@ -141,6 +141,7 @@ type envelope struct {
 }
 
 type repository struct {
+	ID            int64  `json:"id"`
 	FullName      string `json:"full_name"`
 	Name          string `json:"name"`
 	DefaultBranch string `json:"default_branch"`

@@ -495,7 +495,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 
 	forge := cmd.Kind != command.Plan
 	p := &Plan{
-		InstallationID: a.InstallationID, Repo: a.Repo, Title: title,
+		InstallationID: a.InstallationID, Repo: a.Repo, RepoID: a.RepoID, Title: title,
 		Description: cmd.Description, Context: cmd.Context, Issue: a.IssueNumber,
 		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge, DefaultBranch: a.DefaultBranch,
 		Slug: Slug(title), Pipeline: pipe.Name, Evolution: evo,
