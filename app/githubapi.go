@@ -131,6 +131,64 @@ func repositoryRole(roleName, permission string, flags map[string]bool) string {
 	return permission
 }
 
+// issueEvent is what Forge reads of an issue's event.
+type issueEvent struct {
+	Event string `json:"event"`
+	Actor *struct {
+		Login string `json:"login"`
+		Type  string `json:"type"`
+	} `json:"actor"`
+	Label *struct {
+		Name string `json:"name"`
+	} `json:"label"`
+	Via *struct {
+		ID int64 `json:"id"`
+	} `json:"performed_via_github_app"`
+}
+
+func (g *githubAPI) IssueEvents(ctx context.Context, repo pipeline.Repo, number int) ([]pipeline.IssueEvent, error) {
+	var out []pipeline.IssueEvent
+	for page := 1; page != 0; {
+		req, err := g.c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/issues/%d/events?per_page=100&page=%d", repo.Owner, repo.Name, number, page), nil)
+		if err != nil {
+			return nil, err
+		}
+		var evs []issueEvent
+		res, err := g.c.Do(ctx, req, &evs)
+		if err != nil {
+			return nil, issueError(err)
+		}
+		for _, ev := range evs {
+			le := pipeline.IssueEvent{Event: ev.Event}
+			switch ev.Event {
+			case "labeled", "unlabeled":
+				if ev.Label == nil {
+					continue
+				}
+				le.Label = ev.Label.Name
+			case "closed", "reopened":
+			default:
+				continue
+			}
+			// A deleted account's events have no actor: nobody's
+			// permission can be weighed.
+			if ev.Actor != nil {
+				le.Actor, le.ActorBot = ev.Actor.Login, ev.Actor.Type == "Bot"
+				via := int64(0)
+				if ev.Via != nil {
+					via = ev.Via.ID
+				}
+				if le.ByForge, err = g.self.wrote(ctx, ev.Actor.Login, ev.Actor.Type, via); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, le)
+		}
+		page = res.NextPage
+	}
+	return out, nil
+}
+
 func (g *githubAPI) CreateComment(ctx context.Context, repo pipeline.Repo, issue int, body string) (int64, error) {
 	body = g.fitChars(body, maxBodyChars)
 	c, _, err := g.c.Issues.CreateComment(ctx, repo.Owner, repo.Name, issue, &github.IssueComment{Body: &body})

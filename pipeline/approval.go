@@ -400,7 +400,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 		if err != nil {
 			return err
 		}
-		return f.refuseOnce(ctx, gh, a.Repo, p.PR, a.Author, need)
+		return f.refuseOnce(ctx, gh, a.Repo, p.PR, &templates.Refusal{User: a.Author, Need: need, Button: true})
 	}
 	head, err := gh.BranchHead(ctx, p.Repo, p.Branch)
 	if err != nil {
@@ -525,18 +525,10 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 	if !a.Merged {
 		ev = plan.Close{Cause: cause, Quiet: true}
 	}
-	if h := p.State.Halt(); h != nil && !a.Merged && a.Sender != "" {
-		// GitHub lets anyone with triage close a pull request, and the plan
-		// follows its pull request as every close does; someone who may
-		// not decide on the halt is told so, and that reopening the pull
-		// request brings the plan back where it stopped.
-		need, ok, err := f.maySteer(ctx, gh, a.InstallationID, a.Repo, p.DefaultBranch, a.Sender, "closing a halted plan's pull request")
-		if err != nil {
+	if !a.Merged && !p.State.Status().Ended() {
+		ok, err := f.steersByPR(ctx, gh, p, a)
+		if err != nil || !ok {
 			return err
-		}
-		if !ok {
-			ev = plan.Close{Cause: cause, Quiet: true, Reply: &plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("closed-by:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
-				Data: haltNotice("closed-by", a.Sender, *h, need)}}
 		}
 	}
 	err = f.apply(ctx, gh, p, ev)
@@ -566,6 +558,9 @@ func (f *Forge) reopened(ctx context.Context, gh GitHub, p *Plan, a PullRequestA
 		return nil
 	}
 	h := k.Halt
+	if ok, err := f.steersByPR(ctx, gh, p, a); err != nil || !ok {
+		return err
+	}
 	ev := plan.Reopen{Cause: plan.Cause{Trigger: "pr-reopened:" + strconv.Itoa(a.PR), On: a.PR}, Check: haltCheck(h),
 		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("reopened:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
 			Data: haltNotice("reopened", a.Sender, h, "")}}
@@ -577,9 +572,38 @@ func (f *Forge) reopened(ctx context.Context, gh GitHub, p *Plan, a PullRequestA
 	return err
 }
 
-// haltNotice tells people on the pull request what became of a halted
-// plan: event closed-by (By, below the Need permission, closed it) or
-// reopened (By reopened it).
+// steersByPR reports whether the person who closed or reopened a plan's
+// pull request may steer the plan. Closing it ends the plan and reopening
+// it brings back one a close ended: steering, which GitHub lets anyone
+// with triage do to the pull request. Someone below the minimum changes
+// nothing in the plan and is told so on the pull request, once for the
+// plan as it is; the pull request's state stays GitHub's. A close nobody
+// is named for (a webhook Forge missed and the events do not
+// tell) is followed.
+func (f *Forge) steersByPR(ctx context.Context, gh GitHub, p *Plan, a PullRequestArgs) (bool, error) {
+	if a.Sender == "" {
+		return true, nil
+	}
+	need, ok, err := f.maySteer(ctx, gh, a.InstallationID, a.Repo, p.DefaultBranch, a.Sender, a.Action+" the plan's pull request")
+	if err != nil || ok {
+		return ok, err
+	}
+	event, h := "closed-by", plan.Halt{}
+	if a.Action == "reopened" {
+		event, h = "reopened-by", p.State.Reopenable().Halt
+	} else if held := p.State.Halt(); held != nil {
+		h = *held
+	}
+	v := haltNotice(event, a.Sender, h, need)
+	v.Status, v.Running, v.Queued = string(p.State.Status()), p.State.Run() == plan.Running, p.State.Run() == plan.Queued
+	key := fmt.Sprintf("%s:%s:%s:%s:%s:%d", event, strings.ToLower(a.Sender), p.State.Status(), p.State.Run(), h.Phase, h.Round)
+	return false, f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "steer", key), PlanID(p.Number), v)
+}
+
+// haltNotice tells people on the pull request what became of a plan whose
+// pull request was closed or reopened: event closed-by or reopened-by
+// (By, below the Need permission, did it and changed nothing) or
+// reopened (By reopened it, and a halted plan is halted again).
 func haltNotice(event, by string, h plan.Halt, need string) *templates.Halt {
 	return &templates.Halt{Event: event, By: by, Need: need, Guard: h.Reason, Round: h.Round, PhaseID: h.Phase, Step: h.Step,
 		Overridable: h.Overridable()}

@@ -14,7 +14,7 @@ import (
 // only if it is listed here.
 func TestEveryGitHubWriteIsFenced(t *testing.T) {
 	reads := []string{"Permission", "ListComments", "BranchHead", "Commit", "FindPullRequest", "PullRequest", "Compare",
-		"ListReviews", "ReviewComments", "FindCheckRun", "CheckSuites", "CheckRuns", "CommitStatuses", "FindIssue"}
+		"ListReviews", "ReviewComments", "FindCheckRun", "CheckSuites", "CheckRuns", "CommitStatuses", "FindIssue", "IssueEvents"}
 	// The GitHub behind the fence has no methods: a call that reaches it
 	// panics, which is how the test sees it reached.
 	fenced := fencedGitHub{GitHub: struct{ GitHub }{}, fence: func(context.Context) error { return errLeaseLost }}

@@ -58,6 +58,11 @@ type GitHub interface {
 	// repository's issues are turned off, ErrRejected when GitHub refuses
 	// the issue itself.
 	CreateIssue(ctx context.Context, repo Repo, n NewIssue) (int, error)
+	// IssueEvents are the events of issue (or pull request) number that
+	// say who did what, oldest first: who added or removed which label,
+	// who closed or reopened it. A webhook names who added one label,
+	// never who added those an issue already has.
+	IssueEvents(ctx context.Context, repo Repo, number int) ([]IssueEvent, error)
 	// FindIssue is the number of the issue Forge's bot opened whose body
 	// carries marker (HasMarker), among the repository's 100 newest issues
 	// and pull requests; 0 if none.
@@ -175,6 +180,17 @@ type Comment struct {
 	// ByForge: written by Forge's own App, its bot user. Only then is a
 	// marker in it Forge's: anyone, another App's bot included, can write
 	// the same text.
+	ByForge bool
+}
+
+// IssueEvent is one event of an issue or a pull request: Event labeled or
+// unlabeled (Label), closed or reopened, by Actor.
+type IssueEvent struct {
+	Event    string
+	Label    string
+	Actor    string
+	ActorBot bool
+	// ByForge: done by Forge's own App (see Comment.ByForge).
 	ByForge bool
 }
 

@@ -3,8 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/rs/zerolog"
 
 	"github.com/forge-dev/forge/pipeline/command"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -75,6 +78,72 @@ func (r *run) label(ctx context.Context) error {
 // pipeline: forge:pipeline/strict.
 const PipelineLabelPrefix = "forge:pipeline/"
 
+// isPipelineLabel reports whether a label is a pipeline label,
+// forge:pipeline/<name>.
+func isPipelineLabel(l string) bool {
+	return len(l) > len(PipelineLabelPrefix) && strings.EqualFold(l[:len(PipelineLabelPrefix)], PipelineLabelPrefix)
+}
+
+// labelledBy is who added each label still on an issue, by its name in
+// lower case: the actor of its last labeled event, unless an unlabeled one
+// followed.
+func labelledBy(events []IssueEvent) map[string]IssueEvent {
+	out := map[string]IssueEvent{}
+	for _, ev := range events {
+		name := strings.ToLower(ev.Label)
+		switch ev.Event {
+		case "labeled":
+			out[name] = ev
+		case "unlabeled":
+			delete(out, name)
+		}
+	}
+	return out
+}
+
+// steeringLabels are the issue's labels a new plan may read: a pipeline
+// label chooses the plan's pipeline, and with it its gates and roles, so
+// it counts only when the person who added it may steer plans
+// (weighLabels); any other label is kept as it is.
+func (c *commandCtx) steeringLabels(ctx context.Context, cfg repoconfig.Config) ([]string, error) {
+	counted, _, err := c.f.weighLabels(ctx, c.gh, c.a.InstallationID, c.a.Repo, c.a.IssueNumber, c.a.Labels, cfg.Approval.Permission(), isPipelineLabel)
+	return counted, err
+}
+
+// weighLabels splits the labels of issue or pull request number that
+// weighed says steer something into those added by a person with the
+// permission need, or by Forge itself, and the others: the issue's events
+// say who added each (a webhook names only the label it is about). Labels
+// weighed says nothing of are counted as they are; the events are read
+// only when a label is to be weighed.
+func (f *Forge) weighLabels(ctx context.Context, gh GitHub, installationID int64, repo Repo, number int, labels []string, need string,
+	weighed func(string) bool) (counted, not []string, err error) {
+	if !slices.ContainsFunc(labels, weighed) {
+		return labels, nil, nil
+	}
+	events, err := gh.IssueEvents(ctx, repo, number)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read who labelled #%d: %w", number, err)
+	}
+	by := labelledBy(events)
+	for _, l := range labels {
+		ev := by[strings.ToLower(l)]
+		ok := !weighed(l) || ev.ByForge
+		if !ok && ev.Actor != "" && !ev.ActorBot {
+			if ok, err = f.steers(ctx, gh, installationID, repo, ev.Actor, need, "label "+l); err != nil {
+				return nil, nil, err
+			}
+		}
+		if ok {
+			counted = append(counted, l)
+			continue
+		}
+		zerolog.Ctx(ctx).Info().Str("label", l).Str("by", ev.Actor).Msg("label added by nobody who may steer plans: it does not count")
+		not = append(not, l)
+	}
+	return counted, not, nil
+}
+
 // choosePipeline is the pipeline a new plan runs: the one
 // /forge --pipeline names, else the one the issue's label
 // forge:pipeline/<name> names, else the repository's default
@@ -90,7 +159,7 @@ func choosePipeline(cmd command.Command, labels []string, cfg repoconfig.Config)
 	if name == "" {
 		var named []string
 		for _, l := range labels {
-			if len(l) > len(PipelineLabelPrefix) && strings.EqualFold(l[:len(PipelineLabelPrefix)], PipelineLabelPrefix) {
+			if isPipelineLabel(l) {
 				named = append(named, l)
 			}
 		}

@@ -19,9 +19,13 @@ type Plan struct {
 	ID             int64
 	InstallationID int64
 	Repo           Repo
-	Number         int // the NNN of plan-NNN
-	Slug           string
-	Title          string
+	// RepoID is the repository's id on GitHub, which a rename keeps and a
+	// new repository under the old name does not have: the dashboard
+	// finds a person's plans by it. 0 for plans made before it was kept.
+	RepoID int64 `json:",omitempty"`
+	Number int   // the NNN of plan-NNN
+	Slug   string
+	Title  string
 	// Description is the request as written (command or issue), and
 	// Context any further lines; both reach agents only as quoted data.
 	Description string

@@ -839,11 +839,15 @@ type (
 		Running int
 		Limit   int
 	}
-	// Refusal: the author may not steer Forge here.
+	// Refusal: the author may not steer Forge here. Label is the label
+	// they added, Button set for a button they pressed; neither for a
+	// comment.
 	Refusal struct {
 		Head
-		User string
-		Need string
+		User   string
+		Need   string
+		Label  string
+		Button bool
 	}
 	// Review is an audit round as a pull request review.
 	Review struct {

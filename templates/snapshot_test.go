@@ -574,6 +574,11 @@ func textCases(t *testing.T) []textCase {
 		{"halt/reopened on a decision", halt(templates.Halt{Event: "reopened", By: "tom", Guard: "decision", PhaseID: "phase-2"})},
 		{"halt/reopened on acceptance", halt(templates.Halt{Event: "reopened", By: "tom", Guard: "acceptance"})},
 		{"halt/closed-by on acceptance", halt(templates.Halt{Event: "closed-by", By: "tom", Need: "write", Guard: "acceptance"})},
+		{"halt/closed-by running", halt(templates.Halt{Event: "closed-by", By: "tom", Need: "write", Status: "IMPLEMENTING", Running: true})},
+		{"halt/closed-by queued", halt(templates.Halt{Event: "closed-by", By: "tom", Need: "write", Status: "DRAFT", Queued: true})},
+		{"halt/closed-by idle", halt(templates.Halt{Event: "closed-by", By: "tom", Need: "write", Status: "REVIEW"})},
+		{"halt/reopened-by", halt(templates.Halt{Event: "reopened-by", By: "tom", Need: "write", Guard: "round-cap", Round: 5})},
+		{"halt/reopened-by on a decision", halt(templates.Halt{Event: "reopened-by", By: "tom", Need: "write", Guard: "decision", PhaseID: "phase-2"})},
 		{"halt/pause-asked", halt(templates.Halt{Event: "pause-asked", By: "octocat"})},
 		{"halt/paused between phases", halt(templates.Halt{Event: "paused", Guard: "paused", Round: 2, PhaseID: "phase-2", Done: 1, Total: 3})},
 		{"halt/paused after a round, its revision next", halt(templates.Halt{Event: "paused", Guard: "paused", Round: 2, Revise: true})},
@@ -655,6 +660,8 @@ func textCases(t *testing.T) []textCase {
 		{"no-plan/bare", templates.NoPlan{}},
 
 		{"refusal", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "write"}},
+		{"refusal/label", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "write", Label: "forge:pipeline/strict"}},
+		{"refusal/button", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "maintain", Button: true}},
 		{"already-running", templates.AlreadyRunning{Head: templates.Head{PlanID: "plan-017"}}},
 
 		{"queued/one running", templates.Queued{Head: templates.Head{Marker: pipeline.Marker(planNumber, "queued"), PlanID: planID}, Running: 1, Limit: 1}},
@@ -834,6 +841,7 @@ func textCases(t *testing.T) []textCase {
 				{Path: ".github/workflows/ci.yml", Why: pipeline.RefusedDeny, Pattern: ".github/**"},
 				{Path: "vendor/lib.go", Why: pipeline.RefusedAllow},
 				{Path: "README.md", Why: pipeline.RefusedPhase},
+				{Path: "docs/plans/plan-018-signoff.md", Why: pipeline.RefusedGate},
 				{Path: "src/`x`\n@octocat.go", Why: pipeline.RefusedPhase}}}},
 		{"write-refused/many", templates.WriteRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "write-refused", 3, 0), PlanID: planID},
 			Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-4"}, Branch: branch, Retry: "/forge run", Phases: true, PhaseID: "phase-4", Status: string(plan.Auditing)},

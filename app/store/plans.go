@@ -131,10 +131,10 @@ func (ps planStore) CreatePlan(ctx context.Context, p *pipeline.Plan) (bool, err
 		// A new plan has no stop request: the stop column keeps its default.
 		cols := p.State.Columns()
 		err = tx.QueryRowContext(ctx, `INSERT INTO plans (installation_id, repository, number, issue, pr, trigger, run, status,
-			generation, data, created_at, updated_ms)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			generation, data, created_at, updated_ms, repository_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
 			p.InstallationID, repo, number, p.Issue, p.PR, p.Trigger, string(cols.Run), string(cols.Status),
-			p.Generation, data, now, nowMS(now)).Scan(&p.ID)
+			p.Generation, data, now, nowMS(now), p.RepoID).Scan(&p.ID)
 		if err != nil {
 			if isUniqueViolation(err) {
 				return pipeline.ErrForgeRunning

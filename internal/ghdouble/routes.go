@@ -59,6 +59,7 @@ func (s *Server) apiRoutes() []Route {
 		s.commentRoutes(),
 		s.reactionRoutes(),
 		s.labelRoutes(),
+		s.eventRoutes(),
 		s.collaboratorRoutes(),
 		s.contentsRoutes(),
 		s.gitDataRoutes(),

@@ -107,7 +107,8 @@ var Table = []Spec{
 			"On an issue whose plan is still open (not DONE, CLOSED or CANCELLED) Forge answers with that plan and starts nothing; " +
 			"`/forge new <description>` starts one more all the same. Adding the trigger label (`labels.trigger`) to an issue " +
 			"does the same with the issue's title as the description. " +
-			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names, " +
+			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names " +
+			"(a label counts only when the person who added it, as the issue's events say, has `approval.min_permission`), " +
 			"else the repository's `pipelines.default`, else the built-in one (`builtin` always names it); the plan keeps it. " +
 			"A name the repository does not define is refused with the list of those it does, and nothing starts. " +
 			"A first word that is a command misspelt (`/forge aprove`, `/forge stauts`: one edit away for a word of 4 letters or more, " +
@@ -331,8 +332,10 @@ var Table = []Spec{
 		Brief: "end the plan for good (CLOSED), whatever it is doing: running, halted, paused or awaiting approval",
 		Does: "Ends the plan for good (CLOSED), in any state: a running job is stopped first; a halted, escalated, paused or " +
 			"decision-waiting plan, or one that waits on its acceptance criteria, ends where it stopped. Closing the pull request, " +
-			"or the *Close* button of the `forge` check run, does the same (a pull request closed by someone below " +
-			"`approval.min_permission`, or closed on a halted plan, can be reopened: the plan then halts again where it stopped). " +
+			"or the *Close* button of the `forge` check run, does the same (a pull request closed on a halted plan can be reopened: " +
+			"the plan then halts again where it stopped). Closing or reopening the pull request is steering too: done by someone " +
+			"below `approval.min_permission` (GitHub lets triage do it), it changes nothing in the plan, and Forge says so on the " +
+			"pull request; the pull request stays as they left it. " +
 			"Older words: `/forge terminate` ends a halted plan the same way, and `/forge cancel` stops what runs on the plan " +
 			"without ending it (a running forge leaves it CANCELLED, a phase run leaves its phase failed): `/forge pause` is the " +
 			"way to stop a run and go on later.",

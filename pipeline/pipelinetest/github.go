@@ -54,6 +54,10 @@ type GitHub struct {
 	Statuses  map[string][]pipeline.CommitStatus
 	// Issues are the issues Forge opened, by number.
 	Issues map[int]pipeline.NewIssue
+	// Events are who added and removed each issue's labels (Forge's
+	// AddLabels and RemoveLabel as its bot, people's through Label) and
+	// who closed or reopened it (Event).
+	Events map[int][]pipeline.IssueEvent
 	// Calls counts each method's calls, failed ones included.
 	Calls map[string]int
 }
@@ -67,7 +71,7 @@ type Commit struct {
 // NewGitHub is a repository whose default branch main holds files.
 func NewGitHub(files map[string]string) *GitHub {
 	g := &GitHub{next: 1000, failures: map[string][]error{}, after: map[string][]func(){}, Perms: map[string]string{}, Comments: map[int][]pipeline.Comment{},
-		Labels: map[int][]string{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
+		Labels: map[int][]string{}, Events: map[int][]pipeline.IssueEvent{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
 		Reviews: map[int][]pipeline.Review{}, Inline: map[int64][]pipeline.ReviewComment{},
 		Minimized: map[string]bool{}, Resolved: map[string]bool{}, Suites: map[string][]pipeline.CheckSuite{},
 		Statuses: map[string][]pipeline.CommitStatus{}, Issues: map[int]pipeline.NewIssue{}, Calls: map[string]int{}}
@@ -272,12 +276,46 @@ func (g *GitHub) AddLabels(_ context.Context, _ pipeline.Repo, issue int, labels
 	if err := g.call("AddLabels"); err != nil {
 		return nil, err
 	}
+	g.addLabels(issue, pipeline.IssueEvent{Actor: BotLogin, ActorBot: true, ByForge: true}, labels...)
+	return slices.Clone(g.Labels[issue]), nil
+}
+
+// BotLogin is Forge's bot as the in-memory GitHub names it.
+const BotLogin = "forge[bot]"
+
+// Label adds labels to issue as user does on GitHub's page.
+func (g *GitHub) Label(issue int, user string, labels ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.addLabels(issue, pipeline.IssueEvent{Actor: user}, labels...)
+}
+
+func (g *GitHub) addLabels(issue int, by pipeline.IssueEvent, labels ...string) {
 	for _, l := range labels {
 		if !slices.Contains(g.Labels[issue], l) {
 			g.Labels[issue] = append(g.Labels[issue], l)
+			ev := by
+			ev.Event, ev.Label = "labeled", l
+			g.Events[issue] = append(g.Events[issue], ev)
 		}
 	}
-	return slices.Clone(g.Labels[issue]), nil
+}
+
+// Event records that user closed or reopened issue (or pull request)
+// number.
+func (g *GitHub) Event(number int, event, user string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.Events[number] = append(g.Events[number], pipeline.IssueEvent{Event: event, Actor: user})
+}
+
+func (g *GitHub) IssueEvents(_ context.Context, _ pipeline.Repo, number int) ([]pipeline.IssueEvent, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("IssueEvents"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.Events[number]), nil
 }
 
 func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, label string) error {
@@ -291,6 +329,7 @@ func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, labe
 		return pipeline.ErrNotFound
 	}
 	g.Labels[issue] = slices.Delete(g.Labels[issue], i, i+1)
+	g.Events[issue] = append(g.Events[issue], pipeline.IssueEvent{Event: "unlabeled", Label: label, Actor: BotLogin, ActorBot: true, ByForge: true})
 	return nil
 }
 

@@ -64,12 +64,9 @@ type (
 	Cancel struct{ Cause }
 	// Close closes the plan: /forge close, the Close button, or its pull
 	// request closed (Quiet: nobody asked, nothing is answered) or merged.
-	// Reply, when set, is said all the same: a halted plan's pull request
-	// closed by someone who could not decide on the halt.
 	Close struct {
 		Cause
 		Quiet, Merged bool
-		Reply         *Reply
 	}
 	// Merge is the plan's pull request merged: the plan is MERGED.
 	Merge struct{ Cause }

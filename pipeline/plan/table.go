@@ -375,15 +375,9 @@ var table = []Row{
 			return out
 		}},
 	{Event: "close", From: notClosed, Run: halted, Guard: "its pull request closed, not merged", To: Closed, RunTo: Idle, keepsHalt: true,
-		when: func(_ State, ev Event) bool { c := ev.(Close); return c.Quiet && !c.Merged },
-		Does: "keep the halt for the pull request's reopening; buttons off, plan file status, check run neutral, label, PR body, say who closed it when they may not decide on the halt",
-		apply: func(s *State, ev Event) []Effect {
-			out := closing(s, ev)
-			if r := ev.(Close).Reply; r != nil {
-				out = append(out, *r)
-			}
-			return out
-		}},
+		when:  func(_ State, ev Event) bool { c := ev.(Close); return c.Quiet && !c.Merged },
+		Does:  "keep the halt for the pull request's reopening; buttons off, plan file status, check run neutral, label, PR body",
+		apply: closing},
 	{Event: "reopen", From: []Status{Closed}, Run: idle, Guard: "closed by its pull request while halted", RunTo: Halted,
 		when: func(s State, _ Event) bool { return s.reopen != nil },
 		Does: "back to the status it had, halted again where it stopped (the revision due as it was): plan file status, label, check run action required with the halt's buttons, PR body, answer",

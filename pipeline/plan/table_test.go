@@ -206,8 +206,8 @@ var rowCases = []struct {
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
 	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
 		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed"},
-	{"a halted plan's pull request closed", haltedAt(Auditing, ModePhases), Close{Cause: by, Quiet: true, Reply: &answer}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:job-failed"},
+	{"a halted plan's pull request closed", haltedAt(Auditing, ModePhases), Close{Cause: by, Quiet: true}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
 	{"its pull request reopened", reopenable(), Reopen{Cause: by, Reply: answer, Check: Check{Status: "completed", Conclusion: "action_required"}}, Draft, Halted,
 		"status-line label check:completed/action_required pr:false reply:job-failed"},
 }
