@@ -607,7 +607,7 @@ func textCases(t *testing.T) []textCase {
 				{Change: pipeline.Fence("- `internal/webhook/limit.go` — answer 429 with Retry-After\n<!-- forge:plan-018:x -->"), Tradeoffs: pipeline.Untrusted("Clients that retry on 503 | must learn 429.", 1000), Checks: []string{"test", "e2e `smoke`"}},
 				{Change: pipeline.Fence("- `internal/webhook/limit_test.go` — accept 503"), Tradeoffs: "Weaker test: the status stays wrong.", Checks: nil},
 			}}},
-		{"decision/ceiling", &templates.Decision{Head: templates.Head{PlanID: planID}, PhaseID: "phase-2", Title: "Implement a.go", Rounds: 20, Ceiling: true, Pattern: "failures-rotating",
+		{"decision/ceiling", &templates.Decision{Head: templates.Head{PlanID: planID}, PhaseID: "phase-2", Title: "Implement a.go", Rounds: 10, Ceiling: true, Pattern: "failures-rotating",
 			Cause: "x", Options: []templates.DecisionOption{{Change: pipeline.Fence("a"), Tradeoffs: "b", Checks: []string{"c"}}, {Change: pipeline.Fence("d"), Tradeoffs: "e"}, {Change: pipeline.Fence("f"), Tradeoffs: "g"}}}},
 		{"decision/again", &templates.Decision{Head: templates.Head{PlanID: planID}, PhaseID: "phase-2", Title: "Implement a.go", Rounds: 1, Again: true, Pattern: "no-clear-pattern",
 			Cause: "x", Options: []templates.DecisionOption{{Change: pipeline.Fence("a"), Tradeoffs: "b"}, {Change: pipeline.Fence("d"), Tradeoffs: "e"}}}},

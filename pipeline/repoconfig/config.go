@@ -1,6 +1,8 @@
 package repoconfig
 
 import (
+	"github.com/forge-dev/forge/pipeline/stall"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -119,8 +121,11 @@ type Phases struct {
 	WaitForChecks bool `yaml:"wait_for_checks" doc:"After each phase's commit, wait for the check suites of other Apps and the commit statuses on it; a failing one fails the phase."`
 	// FixRounds turns a failing phase's checks into another round of the
 	// phase (issue 15, seed 001's adaptive retry).
-	FixRounds   bool          `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 20 rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. In a DAG the phases that do not depend on a phase waiting on a decision go on meanwhile (its attempt undone); a batch whose checks fail runs each of its phases again alone, no round counted. The audit phase's fix rounds are such a loop too, on its review's blocking findings (no fewer than the audit before is no progress), in place of 'audit_fix_max'. Needs 'wait_for_checks' for checks; a checks wait that timed out fails as before. 'false' stops the run on a phase whose checks fail (Retry and Skip on its check run) and the audit phase after 'audit_fix_max'."`
-	ChecksGrace time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
+	FixRounds bool `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 'max_fix_rounds' rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. In a DAG the phases that do not depend on a phase waiting on a decision go on meanwhile (its attempt undone); a batch whose checks fail runs each of its phases again alone, no round counted. The audit phase's fix rounds are such a loop too, on its review's blocking findings (no fewer than the audit before is no progress), in place of 'audit_fix_max'. Needs 'wait_for_checks' for checks; a checks wait that timed out fails as before. 'false' stops the run on a phase whose checks fail (Retry and Skip on its check run) and the audit phase after 'audit_fix_max'."`
+	// MaxFixRounds is the round loop's ceiling: rounds of one phase before
+	// a decision request, progress or not.
+	MaxFixRounds int           `yaml:"max_fix_rounds" doc:"With 'fix_rounds': the most rounds one phase runs (1 to 20) before Forge asks a person to choose how it goes on (label 'forge:decision'), even while each round makes progress. The default, 10, is the cap on a phase's fix rounds of the systems Forge follows; their hard ceiling, 20, is the most a repository may set, and the operator's policy may set less ('policy[].max_fix_rounds')."`
+	ChecksGrace  time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
 	// ChecksTimeout ends a phase's wait for its checks: CI that never
 	// finishes fails the phase instead of holding the run for good.
 	ChecksTimeout time.Duration `yaml:"checks_timeout" doc:"How long a phase waits for its checks before it fails with what is still pending; longer than 'checks_grace'."`
@@ -189,6 +194,7 @@ func Default() Config {
 			MaxConcurrent:   3,
 			WaitForChecks:   true,
 			FixRounds:       true,
+			MaxFixRounds:    stall.DefaultCeiling,
 			ChecksGrace:     2 * time.Minute,
 			ChecksTimeout:   2 * time.Hour,
 		},
