@@ -8,7 +8,9 @@ import (
 )
 
 // observe observes a round under the hard ceiling.
-func observe(r *stall.Record, o stall.Observation) stall.Action { return r.Observe(o, stall.HardCeiling) }
+func observe(r *stall.Record, o stall.Observation) stall.Action {
+	return r.Observe(o, stall.HardCeiling)
+}
 
 func fail(n int, sig string) stall.Observation {
 	var names []string
