@@ -94,6 +94,10 @@ func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error
 		}
 		return r.stopped(ctx, stop, nil)
 	}
+	if e.Reason == plan.ReasonBudget {
+		// Not a failure: a decision on the spend.
+		return r.askBudget(ctx, phaseID)
+	}
 	r.log.Warn().Err(e).Str("reason", e.Reason).Str("phase", phaseID).Msg("escalated to people")
 	h := plan.Halt{Reason: e.Reason, Round: e.Round, Phase: phaseID, Step: e.Step}
 	if cur, ok := r.reviewStep(); ok && phaseID == "" && !r.phaseRun && cur.Name == e.Step && h.Overridable() {

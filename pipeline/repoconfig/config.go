@@ -105,9 +105,9 @@ type Approval struct {
 // Limits bounds what one repository may run at once.
 type Limits struct {
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs" doc:"Forges that may run at once in the repository's installation (1 to 100); one started beyond it waits in a queue."`
-	// MaxTokensPerPlan stops a plan whose agents have used more tokens
-	// (input and output, all roles); 0 means no limit.
-	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"Tokens (input and output, every role) a plan's agents may use before Forge stops it; 0 means no limit. Phases that run at once start only as the tokens left hold each at the largest phase's use so far."`
+	// MaxTokensPerPlan is a plan's token budget (input and output, all
+	// roles); 0 means none.
+	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"A plan's token budget: the tokens (input and output, every role) its agents may use; 0 means no limit, where the operator's policy allows it. Before each agent call Forge checks that what is left holds one more call as large as the largest so far; when it does not, the plan stops before the call and asks a person to decide (label 'forge:decision', '/forge choose <n>'), saying what its agents spent (the tokens, and the cost where the runtime reports it or 'agents.prices' prices it): raise the budget by this value again (more if the largest call needs it, never past the policy's 'max_tokens_per_plan') and go on, or stop there, keeping what is committed. A call may still use more than any before it. Phases that run at once start only as the tokens left hold each at the largest phase's use so far. The default, 10000000, is 50 agent calls (a run of the 50 phases 'phases.max_run' allows, or fewer phases with their audit and fix rounds) at 200000 tokens each, the context window of the models the systems Forge follows run on; a plan that needs more is worth a person's look."`
 }
 
 // Phases configures phase runs (DESIGN §6).
@@ -185,7 +185,7 @@ func Default() Config {
 		PlansDir:         "docs/plans",
 		Labels:           Labels{Trigger: "forge"},
 		Approval:         Approval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
-		Limits:           Limits{MaxConcurrentRuns: 3},
+		Limits:           Limits{MaxConcurrentRuns: DefaultMaxConcurrentRuns, MaxTokensPerPlan: DefaultMaxTokensPerPlan},
 		Phases: Phases{
 			Timeout:         30 * time.Minute,
 			MaxContextFiles: 5,

@@ -21,7 +21,7 @@ func TestDefault(t *testing.T) {
 		PlansDir:         "docs/plans",
 		Labels:           Labels{Trigger: "forge"},
 		Approval:         Approval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
-		Limits:           Limits{MaxConcurrentRuns: 3},
+		Limits:           Limits{MaxConcurrentRuns: 3, MaxTokensPerPlan: 10_000_000},
 		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, MaxConcurrent: 3, WaitForChecks: true, FixRounds: true, MaxFixRounds: 10, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
 		Agents:           Agents{Timeout: 30 * time.Minute},
 		Paths:            Paths{Allow: []string{"**"}, Deny: []string{".github/**"}},

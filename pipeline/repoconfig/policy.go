@@ -38,7 +38,7 @@ type Rule struct {
 	RequiredApprovals *Floor           `yaml:"required_approvals" doc:"The fewest approvals a repository may ask for ('approval.required_approvals')."`
 	MinPermission     *PermissionFloor `yaml:"min_permission" doc:"The lowest permission whose approvals a repository may count ('approval.min_permission')."`
 	MaxConcurrentRuns *Ceiling         `yaml:"max_concurrent_runs" doc:"The most forges a repository may run at once ('limits.max_concurrent_runs')."`
-	MaxTokensPerPlan  *Ceiling         `yaml:"max_tokens_per_plan" doc:"The most tokens a repository may let a plan use ('limits.max_tokens_per_plan'; a repository's 0, no limit, becomes the ceiling)."`
+	MaxTokensPerPlan  *Ceiling         `yaml:"max_tokens_per_plan" doc:"The most tokens a repository may let a plan use ('limits.max_tokens_per_plan'; a repository's 0, no limit, and a default above it become the ceiling), and the most a person's decision at a plan's budget may raise it to."`
 	MaxFixRounds      *Ceiling         `yaml:"max_fix_rounds" doc:"The most rounds one phase may run before a person decides ('phases.max_fix_rounds', 1 to 20); a repository that sets none gets this when it is below the default."`
 	// AutoImplement says whether a repository may turn auto_implement on.
 	AutoImplement *bool `yaml:"auto_implement" doc:"Whether a repository may turn 'auto_implement' on."`
