@@ -152,7 +152,8 @@ func (r *run) askDecision(ctx context.Context, ph *phases.Phase, rec *stall.Reco
 	}
 	goesOn := r.othersGoOn()
 	reply := &templates.Decision{PhaseID: ph.ID, Title: Untrusted(ph.Title, 300), Rounds: rec.Rounds, Ceiling: rec.Rounds >= stall.Ceiling(r.cfg.Phases.MaxFixRounds),
-		Again: dec.Again, Pattern: dec.Pattern, Cause: Untrusted(dec.Cause, stall.MaxCause), GoesOn: goesOn, Findings: findings}
+		Again: dec.Again, Pattern: dec.Pattern, Cause: Untrusted(dec.Cause, stall.MaxCause), GoesOn: goesOn, Findings: findings,
+		Spend: spend(r.p, r.tokenLimit())}
 	for _, o := range dec.Options {
 		opt := templates.DecisionOption{Change: FenceUntrusted(o.Change), Tradeoffs: Untrusted(o.Tradeoffs, stall.MaxTradeoffs)}
 		for _, c := range o.Checks {

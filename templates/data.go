@@ -151,6 +151,8 @@ type (
 		// Findings holds when its rounds failed on their review's blocking
 		// findings (an audit phase), not on checks.
 		Findings bool
+		// Spend is what the plan's agents have used so far.
+		Spend Spend
 	}
 	// DecisionOption is one of a decision's options: the Change, fenced,
 	// its Tradeoffs and the Checks it affects, escaped.
