@@ -34,6 +34,9 @@ type escalation struct {
 }
 
 func (e *escalation) Error() string {
+	if e.Reason == plan.ReasonBudget && e.err != nil {
+		return e.err.Error() // a decision on the spend, not an escalation
+	}
 	msg := "escalated (" + e.Reason + ")"
 	if e.err != nil {
 		msg += ": " + e.err.Error()
