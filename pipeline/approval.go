@@ -561,7 +561,11 @@ func (f *Forge) reopened(ctx context.Context, gh GitHub, p *Plan, a PullRequestA
 	if ok, err := f.steersByPR(ctx, gh, p, a); err != nil || !ok {
 		return err
 	}
-	ev := plan.Reopen{Cause: plan.Cause{Trigger: "pr-reopened:" + strconv.Itoa(a.PR), On: a.PR}, Check: haltCheck(h),
+	check := haltCheck(h)
+	if h.Reason == plan.ReasonBudget && p.Budget != nil {
+		check = budgetCheck(p.Budget)
+	}
+	ev := plan.Reopen{Cause: plan.Cause{Trigger: "pr-reopened:" + strconv.Itoa(a.PR), On: a.PR}, Check: check,
 		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("reopened:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
 			Data: haltNotice("reopened", a.Sender, h, "")}}
 	err := f.apply(ctx, gh, p, ev)

@@ -552,10 +552,11 @@ var checkButtons = map[string]CheckAction{
 	"merge-anyway": {Label: "Merge anyway", Description: "Mark ready with criteria uncovered", Identifier: "merge-anyway"},
 	"continue":     {Label: "Continue", Description: "Add a phase per uncovered criterion", Identifier: "continue"},
 	"replan":       {Label: "Replan", Description: "Revise the plan for the criteria", Identifier: "replan"},
-	// The buttons of a stalled phase's decision request, one per option.
-	"choose-1": {Label: "Option 1", Description: "Apply the diagnosis's option 1", Identifier: "choose-1"},
-	"choose-2": {Label: "Option 2", Description: "Apply the diagnosis's option 2", Identifier: "choose-2"},
-	"choose-3": {Label: "Option 3", Description: "Apply the diagnosis's option 3", Identifier: "choose-3"},
+	// The buttons of a decision request (a stalled phase's, the plan's
+	// at its token budget), one per option.
+	"choose-1": {Label: "Option 1", Description: "Choose option 1 of the decision", Identifier: "choose-1"},
+	"choose-2": {Label: "Option 2", Description: "Choose option 2 of the decision", Identifier: "choose-2"},
+	"choose-3": {Label: "Option 3", Description: "Choose option 3 of the decision", Identifier: "choose-3"},
 }
 
 // setCheck brings the plan's forge check run to c, on the plan's head: a

@@ -121,7 +121,8 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 // findingsRound observes an audit of phase ph that left blocking
 // findings (phases.fix_rounds): progress is fewer of them than the audit
 // before. 3 audits without it re-draft the fixes' approach (the next fix
-// round's), 3 more, or the ceiling, end the phase with *decisionDue.
+// round's), 3 more, or the ceiling (phases.max_fix_rounds), end the phase
+// with *decisionDue.
 func (r *run) findingsRound(ph *phases.Phase, done audit.Round) error {
 	rec := r.p.roundRecord(ph.ID)
 	var blocking, lines []string
@@ -132,7 +133,7 @@ func (r *run) findingsRound(ph *phases.Phase, done audit.Round) error {
 		}
 	}
 	obs := stall.Observation{Findings: converge.Of(done).Critical, FindingsSignature: stall.Signature(blocking), Summary: strings.Join(lines, "\n")}
-	switch rec.Observe(obs) {
+	switch rec.Observe(obs, r.cfg.Phases.MaxFixRounds) {
 	case stall.Replan:
 		rec.ReplanDue = true
 	case stall.Decide:

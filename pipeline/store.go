@@ -196,6 +196,13 @@ type Plan struct {
 	Usage      int64
 	// Cost is the priced part of Usage, in the price table's currency.
 	Cost float64
+	// LargestCall is the most tokens one agent call of the plan used: the
+	// next call may use as many (checkTokens). TokenGrant is what people
+	// added to the plan's token budget at its decisions (option 1), and
+	// Budget the budget decision the plan waits on, or last waited on.
+	LargestCall int64           `json:",omitempty"`
+	TokenGrant  int64           `json:",omitempty"`
+	Budget      *BudgetDecision `json:",omitempty"`
 	// QuotaPause is the model's quota the plan's job waits out, while it
 	// holds; nil when none does. QuotaPauses counts the pauses in a row
 	// without a reset given, for the next one's backoff.

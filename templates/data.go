@@ -111,6 +111,28 @@ type (
 		Head
 		Table AcceptanceTable
 	}
+	// Spend is what a plan's agents have used: Tokens, and their Cost as
+	// a runtime reported it or the server's prices make it ("$0.42",
+	// empty when unknown), against the plan's token budget Limit (0: no
+	// budget).
+	Spend struct {
+		Tokens int64
+		Cost   string
+		Limit  int64
+	}
+	// Budget asks people how a plan whose agents reached its token budget
+	// goes on: what they spent (Spend, its Limit the budget), the Largest
+	// tokens one agent call used, which the next one may use again; option
+	// 1 raises the budget by Raise, to To (0: the operator's policy caps
+	// it at Ceiling, and only option 2 is offered), option 2 stops there.
+	// PhaseID is the phase the budget stopped before, Status the plan's.
+	Budget struct {
+		Head
+		Spend              Spend
+		Largest, Raise, To int64
+		Ceiling            int64
+		PhaseID, Status    string
+	}
 	// Decision asks people to choose how a stalled phase goes on: the
 	// Pattern its rounds show (stall.Pattern), the diagnosis's Cause
 	// (escaped) and its Options. Rounds ran; Ceiling when they reached the
@@ -129,6 +151,8 @@ type (
 		// Findings holds when its rounds failed on their review's blocking
 		// findings (an audit phase), not on checks.
 		Findings bool
+		// Spend is what the plan's agents have used so far.
+		Spend Spend
 	}
 	// DecisionOption is one of a decision's options: the Change, fenced,
 	// its Tradeoffs and the Checks it affects, escaped.
@@ -384,6 +408,9 @@ type (
 		Need   string
 		// Option is the decision's option By chose (Event "chosen").
 		Option int
+		// Spend is what the plan's agents used, against its budget after
+		// the choice (Guard "budget").
+		Spend *Spend
 		// Waiting are the phases that wait on a decision once nothing
 		// else can run (Event "decision-wait").
 		Waiting []string
@@ -973,6 +1000,8 @@ type (
 func (AcceptanceTable) Template() string  { return "acceptance-table" }
 func (AcceptanceWait) Template() string   { return "acceptance-wait" }
 func (Decision) Template() string         { return "decision" }
+func (Spend) Template() string            { return "spend" }
+func (Budget) Template() string           { return "budget" }
 func (AgentWrote) Template() string       { return "agent-wrote" }
 func (AlreadyRunning) Template() string   { return "already-running" }
 func (Approval) Template() string         { return "approval" }

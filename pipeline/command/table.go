@@ -319,10 +319,13 @@ var Table = []Spec{
 		Reply: &templates.Forgot{ID: 2, Found: true, Fact: templates.FactItem{ID: 2, Category: "gotcha", Confidence: "0.9",
 			Text: "docs/hello.md quotes the README's greeting verbatim: change both together.", Plan: exPlan}}},
 	{Kind: Choose, Words: []string{"choose"}, Usage: "/forge choose [phase-K] <n>", On: OnPR,
-		Brief: "answer a stalled phase's decision request with option n",
+		Brief: "answer a decision request with option n: a stalled phase's, or the plan's at its token budget",
 		Does: "Answers the decision request of a phase whose round loop stalled (`phases.fix_rounds`, label `forge:decision`): " +
 			"the phase's next round runs with option n's change as its change spec, and the run goes on; a failing round " +
-			"then starts a new diagnosis. The buttons of the phase's check run do the same. In a DAG the other phases go on " +
+			"then starts a new diagnosis. The buttons of the phase's check run do the same. At the plan's token budget " +
+			"(`limits.max_tokens_per_plan`, label `forge:decision` too), `/forge choose 1` raises the budget and the run " +
+			"goes on from where it stopped, `/forge choose 2` stops there with what is committed; the buttons of the " +
+			"`forge` check run do the same. In a DAG the other phases go on " +
 			"while a phase waits: a choice made meanwhile is taken between two phases, and `phase-K` names the phase when " +
 			"several wait. `/forge resume` runs the phase again as it is, `/forge close` ends the plan. Like every " +
 			"decision on a halted plan, it takes `approval.min_permission`.",

@@ -123,13 +123,18 @@ type (
 		Cause
 		By string
 	}
-	// Choose answers a decision request (ReasonDecision): By chose
-	// Option (1-based) of the stalled phase's diagnosis, which its next
-	// round runs with.
+	// Choose answers a decision request: a stalled phase's
+	// (ReasonDecision), By choosing Option (1-based) of its diagnosis,
+	// which its next round runs with; or the plan's at its token budget
+	// (ReasonBudget, Budget set), option 1 raising the budget and going
+	// on, option 2 stopping there.
 	Choose struct {
 		Cause
 		By     string
 		Option int
+		// Budget is the plan's spend and its budget after the choice, for
+		// a budget decision; nil for a phase's.
+		Budget *templates.Spend
 		// Phase is the phase chosen for, Seq the decision request it
 		// answers, whose buttons are on check run Buttons; Pending holds
 		// when the phase waits on that decision and the option is one it

@@ -161,6 +161,24 @@ func waitsOnDecision(s State, _ Event) bool {
 	return s.halt != nil && s.halt.Reason == ReasonDecision
 }
 
+// waitsOnBudget holds for a plan halted at its token budget.
+func waitsOnBudget(s State, _ Event) bool {
+	return s.halt != nil && s.halt.Reason == ReasonBudget
+}
+
+// budgetChoice holds for a choice of option n of the plan's budget
+// decision, on a plan that waits on it.
+func budgetChoice(n int) func(State, Event) bool {
+	return func(s State, ev Event) bool {
+		c := ev.(Choose)
+		return waitsOnBudget(s, ev) && c.Budget != nil && c.Pending && c.Option == n
+	}
+}
+
+// phaseChoice holds for a choice of a stalled phase's option the phase
+// waits on.
+func phaseChoice(_ State, ev Event) bool { c := ev.(Choose); return c.Pending && c.Budget == nil }
+
 // waitsOnAcceptance holds for a plan halted below its acceptance threshold.
 func waitsOnAcceptance(s State, _ Event) bool {
 	return s.halt != nil && s.halt.Reason == ReasonAcceptance
@@ -594,8 +612,24 @@ var table = []Row{
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}, UpdatePR{},
 				haltReply(s, "overridden", ev.(Override).By), StartJob{}}
 		}},
+	{Event: "choose", From: active, Run: halted, Guard: "it waits on its token budget; option 1: raise it", RunTo: Running,
+		when: budgetChoice(1),
+		Does: "the budget raised by the decision's amount (within the operator's policy): label, check run in progress, answer with the budget now, start the job: it goes on with the step the budget stopped before",
+		apply: func(s *State, ev Event) []Effect {
+			c := ev.(Choose)
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
+				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonBudget, Option: 1, Spend: c.Budget}), StartJob{}}
+		}},
+	{Event: "choose", From: active, Run: halted, Guard: "it waits on its token budget; option 2: stop there", RunTo: Idle,
+		when: budgetChoice(2),
+		Does: "stop with what is committed: label, check run neutral, PR body, answer with the spend and how to go on (a run asks again at the budget)",
+		apply: func(s *State, ev Event) []Effect {
+			c := ev.(Choose)
+			return []Effect{SyncLabel{}, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "budget-stopped"}}},
+				UpdatePR{}, reply(OnCause, &templates.Halt{Event: "stopped", By: c.By, Guard: ReasonBudget, Option: 2, Spend: c.Budget, Status: string(s.status)})}
+		}},
 	{Event: "choose", From: phaseable, Run: halted, Guard: "a stalled phase waits on a decision", RunTo: Running,
-		when: func(s State, ev Event) bool { return waitsOnDecision(s, ev) && ev.(Choose).Pending },
+		when: func(s State, ev Event) bool { return waitsOnDecision(s, ev) && phaseChoice(s, ev) },
 		Does: "buttons off the phase's check run, label, check run in progress, answer with the option chosen, start the job: the stalled phase's next round runs with the option's change as its spec",
 		apply: func(s *State, ev Event) []Effect {
 			c := ev.(Choose)
@@ -603,7 +637,7 @@ var table = []Row{
 				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option}), StartJob{}}
 		}},
 	{Event: "choose", From: phaseable, Run: running, Guard: "a phase of a DAG waits on a decision while the others run",
-		when: func(_ State, ev Event) bool { return ev.(Choose).Pending },
+		when: phaseChoice,
 		Does: "hand the choice to the job (its own column, as a stop request), answer: between two phases the job makes the option the phase's change spec and runs its next round",
 		apply: func(_ *State, ev Event) []Effect {
 			c := ev.(Choose)
@@ -611,7 +645,7 @@ var table = []Row{
 				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option})}
 		}},
 	{Event: "choose", From: phaseable, Run: append(slices.Clone(idle), Halted), Guard: "a phase waits on a decision, the plan idle or halted otherwise",
-		when: func(_ State, ev Event) bool { return ev.(Choose).Pending },
+		when: phaseChoice,
 		Does: "the option becomes the phase's change spec; label, answer: its next round runs when the phases run again",
 		apply: func(_ *State, ev Event) []Effect {
 			c := ev.(Choose)

@@ -1,6 +1,8 @@
 package repoconfig
 
 import (
+	"github.com/forge-dev/forge/pipeline/stall"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -103,9 +105,9 @@ type Approval struct {
 // Limits bounds what one repository may run at once.
 type Limits struct {
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs" doc:"Forges that may run at once in the repository's installation (1 to 100); one started beyond it waits in a queue."`
-	// MaxTokensPerPlan stops a plan whose agents have used more tokens
-	// (input and output, all roles); 0 means no limit.
-	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"Tokens (input and output, every role) a plan's agents may use before Forge stops it; 0 means no limit. Phases that run at once start only as the tokens left hold each at the largest phase's use so far."`
+	// MaxTokensPerPlan is a plan's token budget (input and output, all
+	// roles); 0 means none.
+	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"A plan's token budget: the tokens (input and output, every role) its agents may use; 0 means no limit, where the operator's policy allows it. Before each agent call Forge checks that what is left holds one more call as large as the largest so far; when it does not, the plan stops before the call and asks a person to decide (label 'forge:decision', '/forge choose <n>'), saying what its agents spent (the tokens, and the cost where the runtime reports it or 'agents.prices' prices it): raise the budget by this value again (more if the largest call needs it, never past the policy's 'max_tokens_per_plan') and go on, or stop there, keeping what is committed. A call may still use more than any before it. Phases that run at once start only as the tokens left hold each at the largest phase's use so far. The default, 10000000, is 50 agent calls (a run of the 50 phases 'phases.max_run' allows, or fewer phases with their audit and fix rounds) at 200000 tokens each, a full context window of Claude's models: a plan that needs more is worth a person's look."`
 }
 
 // Phases configures phase runs (DESIGN §6).
@@ -119,8 +121,11 @@ type Phases struct {
 	WaitForChecks bool `yaml:"wait_for_checks" doc:"After each phase's commit, wait for the check suites of other Apps and the commit statuses on it; a failing one fails the phase."`
 	// FixRounds turns a failing phase's checks into another round of the
 	// phase (issue 15, seed 001's adaptive retry).
-	FixRounds   bool          `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 20 rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. In a DAG the phases that do not depend on a phase waiting on a decision go on meanwhile (its attempt undone); a batch whose checks fail runs each of its phases again alone, no round counted. The audit phase's fix rounds are such a loop too, on its review's blocking findings (no fewer than the audit before is no progress), in place of 'audit_fix_max'. Needs 'wait_for_checks' for checks; a checks wait that timed out fails as before. 'false' stops the run on a phase whose checks fail (Retry and Skip on its check run) and the audit phase after 'audit_fix_max'."`
-	ChecksGrace time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
+	FixRounds bool `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 'max_fix_rounds' rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. In a DAG the phases that do not depend on a phase waiting on a decision go on meanwhile (its attempt undone); a batch whose checks fail runs each of its phases again alone, no round counted. The audit phase's fix rounds are such a loop too, on its review's blocking findings (no fewer than the audit before is no progress), in place of 'audit_fix_max'. Needs 'wait_for_checks' for checks; a checks wait that timed out fails as before. 'false' stops the run on a phase whose checks fail (Retry and Skip on its check run) and the audit phase after 'audit_fix_max'."`
+	// MaxFixRounds is the round loop's ceiling: rounds of one phase before
+	// a decision request, progress or not.
+	MaxFixRounds int           `yaml:"max_fix_rounds" doc:"With 'fix_rounds': the most rounds one phase runs (1 to 20) before Forge asks a person to choose how it goes on (label 'forge:decision'), even while each round makes progress; the request says what the plan's agents have spent so far. The default, 10, lets a phase that keeps failing fewer checks fix itself for a while before a person looks (a round is an implementer call or more); 20 is the most a repository may set, and the operator's policy may set less ('policy[].max_fix_rounds')."`
+	ChecksGrace  time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
 	// ChecksTimeout ends a phase's wait for its checks: CI that never
 	// finishes fails the phase instead of holding the run for good.
 	ChecksTimeout time.Duration `yaml:"checks_timeout" doc:"How long a phase waits for its checks before it fails with what is still pending; longer than 'checks_grace'."`
@@ -180,7 +185,7 @@ func Default() Config {
 		PlansDir:         "docs/plans",
 		Labels:           Labels{Trigger: "forge"},
 		Approval:         Approval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
-		Limits:           Limits{MaxConcurrentRuns: 3},
+		Limits:           Limits{MaxConcurrentRuns: DefaultMaxConcurrentRuns, MaxTokensPerPlan: DefaultMaxTokensPerPlan},
 		Phases: Phases{
 			Timeout:         30 * time.Minute,
 			MaxContextFiles: 5,
@@ -189,6 +194,7 @@ func Default() Config {
 			MaxConcurrent:   3,
 			WaitForChecks:   true,
 			FixRounds:       true,
+			MaxFixRounds:    stall.DefaultCeiling,
 			ChecksGrace:     2 * time.Minute,
 			ChecksTimeout:   2 * time.Hour,
 		},

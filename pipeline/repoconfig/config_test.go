@@ -21,8 +21,8 @@ func TestDefault(t *testing.T) {
 		PlansDir:         "docs/plans",
 		Labels:           Labels{Trigger: "forge"},
 		Approval:         Approval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
-		Limits:           Limits{MaxConcurrentRuns: 3},
-		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, MaxConcurrent: 3, WaitForChecks: true, FixRounds: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
+		Limits:           Limits{MaxConcurrentRuns: 3, MaxTokensPerPlan: 10_000_000},
+		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, MaxConcurrent: 3, WaitForChecks: true, FixRounds: true, MaxFixRounds: 10, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
 		Agents:           Agents{Timeout: 30 * time.Minute},
 		Paths:            Paths{Allow: []string{"**"}, Deny: []string{".github/**"}},
 		// Seed 001's acceptance threshold.
@@ -68,7 +68,7 @@ func TestParse(t *testing.T) {
 					Labels:           Labels{Trigger: "forge-me"},
 					Approval:         Approval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
 					Limits:           Limits{MaxConcurrentRuns: 1, MaxTokensPerPlan: 100000},
-					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, MaxConcurrent: 2, WaitForChecks: false, FixRounds: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
+					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, MaxConcurrent: 2, WaitForChecks: false, FixRounds: false, MaxFixRounds: 4, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
 					Agents: Agents{
 						Timeout:      20 * time.Minute,
 						Drafter:      Agent{Runtime: "claude", Model: "opus"},
@@ -79,9 +79,9 @@ func TestParse(t *testing.T) {
 					},
 					Paths: Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
 					Pipelines: map[string]Pipeline{"default": {Name: "default", Steps: []Step{
-						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 47},
-						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 48,
-							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 51, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
+						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 48},
+						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 49,
+							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 52, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
 					}}},
 					AcceptanceThreshold: 60,
 				}
@@ -173,7 +173,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
 				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
-				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, fix_rounds, max_concurrent, max_context_files, max_run, timeout, wait_for_checks)",
+				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, fix_rounds, max_concurrent, max_context_files, max_fix_rounds, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, escalation_model, implementer, memory, phase_auditor, reviser, timeout)",
 			},
 		},

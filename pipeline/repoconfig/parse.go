@@ -1,6 +1,8 @@
 package repoconfig
 
 import (
+	"github.com/forge-dev/forge/pipeline/stall"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -233,8 +235,10 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"max_concurrent":  d.intField(&cfg.Phases.MaxConcurrent, 1, 10),
 				"wait_for_checks": d.boolField(&cfg.Phases.WaitForChecks),
 				"fix_rounds":      d.boolField(&cfg.Phases.FixRounds),
-				"checks_grace":    d.durationField(&cfg.Phases.ChecksGrace),
-				"checks_timeout":  d.durationField(&cfg.Phases.ChecksTimeout),
+				// 20 is seed 001's hard ceiling.
+				"max_fix_rounds": d.intField(&cfg.Phases.MaxFixRounds, 1, stall.HardCeiling),
+				"checks_grace":   d.durationField(&cfg.Phases.ChecksGrace),
+				"checks_timeout": d.durationField(&cfg.Phases.ChecksTimeout),
 			}, nil)
 			if cfg.Phases.ChecksTimeout <= cfg.Phases.ChecksGrace {
 				// A suite whose App never starts is ignored only after the
