@@ -832,6 +832,12 @@ type (
 		Base string
 		// A required check and its status or conclusion, as people read it.
 		Check, State string
+		// The security gate: the teams (org/team) of its reviewers, and a
+		// team a person's membership is pending in; the plan's paths and
+		// words that make it concern security.
+		Teams        []string
+		Team         string
+		Paths, Words []string
 	}
 	// Queued: the forge waits for a free slot.
 	Queued struct {
