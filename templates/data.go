@@ -150,7 +150,7 @@ type (
 		// for the reasons Missing says. Withdrawn: a noted approval its
 		// person's later change request withdrew.
 		Noted, Lapsed, Withdrawn bool
-		Missing       []Reason
+		Missing                  []Reason
 		// NotPhaseable refuses /forge run on a plan in Status.
 		NotPhaseable bool
 		Status       string
