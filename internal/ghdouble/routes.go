@@ -60,6 +60,7 @@ func (s *Server) apiRoutes() []Route {
 		s.reactionRoutes(),
 		s.labelRoutes(),
 		s.collaboratorRoutes(),
+		s.teamRoutes(),
 		s.contentsRoutes(),
 		s.gitDataRoutes(),
 		s.compareRoutes(),
