@@ -552,6 +552,19 @@ type (
 		Valid        []string
 		Table        EvolutionTable
 	}
+	// SecurityGate says why a plan concerns security (its Paths that
+	// match security.paths, with MorePaths left out, and the Words it
+	// names) and whose approval it needs: Users (logins) or a member of
+	// one of Teams (org/team); none named, any approval the gate counts.
+	SecurityGate struct {
+		Paths        []SecurityPath
+		MorePaths    int
+		Words        []string
+		Users, Teams []string
+	}
+	// SecurityPath is a path of the plan and the pattern of
+	// security.paths it matches.
+	SecurityPath struct{ Path, Pattern string }
 	// EvolutionTable is each phase of an evolved plan with its class and
 	// the phase of Base it continues, then Base's phases none continues
 	// (removed); Correctable while people may still correct it (before
@@ -721,6 +734,9 @@ type (
 		// criteria once the final audit showed them; nil before, and for
 		// a plan without criteria.
 		Acceptance *AcceptanceTable
+		// Security says why the security gate applies to the plan; nil
+		// when it does not.
+		Security *SecurityGate
 		// GraphCut and RowsCut say what of the phases is left out for the
 		// description, with the text people wrote around the part, to stay
 		// within GitHub's limit: the graph, and the last RowsCut phases'
@@ -1011,6 +1027,7 @@ func (Forgot) Template() string           { return "forgot" }
 func (MemoryUnread) Template() string     { return "memory-unread" }
 func (Evolution) Template() string        { return "evolution" }
 func (EvolutionTable) Template() string   { return "evolution-table" }
+func (SecurityGate) Template() string     { return "security-gate" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
 func (PhaseError) Template() string       { return "phase-error" }
 func (PhaseGraph) Template() string       { return "phase-graph" }
@@ -1075,7 +1092,8 @@ type (
 	ThreadComment struct {
 		Author, Text string
 	}
-	// Auditor audits a round.
+	// Auditor audits a round. Security is set for a plan that concerns
+	// security: the prompt then holds the security checklist.
 	Auditor struct {
 		PlanID, PlanPath string
 		Round, MaxRounds int
@@ -1083,6 +1101,7 @@ type (
 		Memory           string
 		Previous         string
 		Plan             string
+		Security         *SecurityGate
 	}
 	// Reviewer is a review step a repository's pipeline names itself:
 	// Instructions are its .forge/prompts/<role>.md (at PromptPath),
@@ -1124,6 +1143,9 @@ type (
 		// phase's commits with the checks that passed on them, both
 		// fenced; empty for a plan without criteria.
 		Criteria, Evidence string
+		// Security is set for a plan that concerns security: the
+		// security checklist, held against the change.
+		Security *SecurityGate
 	}
 	// Replanner re-drafts a stalled phase with a new approach: its change
 	// spec so far and the failing checks of its last rounds (History),

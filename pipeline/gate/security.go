@@ -73,15 +73,17 @@ func (c Concern) Applies() bool { return len(c.Paths) > 0 || c.MorePaths > 0 || 
 // section and the globs its phases write (phases.Touches), as written,
 // matched against rules.Paths, case-insensitive; and the SecurityWords
 // its text names outside the sections Forge and the implementer write
-// (audit.IsForgeSection). Characters that show nothing (zero-width
-// spaces, joiners) are dropped before the words are looked for, so they
-// cannot hide one. Nothing in the plan can make the answer smaller than
-// its text warrants: there is no marker that turns the gate off.
-func SecurityConcern(plan string, rules repoconfig.Security) Concern {
+// (audit.IsForgeSection). changed are paths a change made (the final
+// audit's diff), matched as the plan's are. Characters that show nothing
+// (zero-width spaces, joiners) are dropped before the words are looked
+// for, so they cannot hide one. Nothing in the plan can make the answer
+// smaller than its text warrants: there is no marker that turns the gate
+// off.
+func SecurityConcern(plan string, rules repoconfig.Security, changed ...string) Concern {
 	c := Concern{Reviewers: slices.Clone(rules.Reviewers)}
 	files, writes := phases.Touches(plan)
 	seen := map[string]bool{}
-	for _, p := range append(files, writes...) {
+	for _, p := range slices.Concat(files, writes, changed) {
 		key := strings.ToLower(p)
 		if seen[key] {
 			continue
@@ -212,11 +214,11 @@ func (s *Security) missing(approvers []string) []templates.Reason {
 			notes = append(notes, templates.Reason{Event: "team-unreadable", Team: team})
 		}
 	}
-	return append([]templates.Reason{{Event: "security", Users: logins, Teams: teams, Paths: s.Concern.pathList(3), Words: s.Concern.Words}}, notes...)
+	return append([]templates.Reason{{Event: "security", Users: logins, Teams: teams, Paths: s.Concern.PathList(3), Words: s.Concern.Words}}, notes...)
 }
 
-// pathList is at most n of the concern's paths, for a reason's one line.
-func (c Concern) pathList(n int) []string {
+// PathList is at most n of the concern's paths, for a reason's one line.
+func (c Concern) PathList(n int) []string {
 	var out []string
 	for _, p := range c.Paths {
 		if len(out) == n {
