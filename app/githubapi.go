@@ -111,6 +111,18 @@ func (g *githubAPI) Permission(ctx context.Context, repo pipeline.Repo, user str
 	return repositoryRole(p.GetRoleName(), p.GetPermission(), p.GetUser().GetPermissions()), nil
 }
 
+func (g *githubAPI) TeamMembership(ctx context.Context, org, team, user string) (string, error) {
+	m, _, err := g.c.Teams.GetTeamMembershipBySlug(ctx, org, team, user)
+	var ge *github.ErrorResponse
+	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusForbidden && rateLimitError(err, time.Now()) == nil {
+		return "", fmt.Errorf("%w: read the members of %s/%s: %s", pipeline.ErrForbidden, org, team, errorMessage(ge))
+	}
+	if err != nil {
+		return "", apiError(err)
+	}
+	return m.GetState(), nil
+}
+
 // repositoryRole is the role a person holds in GitHub's words. role_name
 // tells triage and maintain apart, which the legacy permission maps to read
 // and write; a custom role's name means nothing to Forge, so it counts as

@@ -257,7 +257,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, a approval, 
 	if a.command {
 		commanded = append(commanded, a.by)
 	}
-	res, err := f.weigh(ctx, gh, p, cfg, head, p.State.Status(), commanded)
+	res, err := f.weigh(ctx, gh, ws, p, cfg, head, p.State.Status(), commanded)
 	if err != nil {
 		return err
 	}
@@ -280,14 +280,27 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, a approval, 
 
 // weigh evaluates the approval gate on head for a plan in status: the
 // reviews on the pull request, approvers (a command's, the approvals
-// noted early) counted on the head, the required checks.
-func (f *Forge) weigh(ctx context.Context, gh GitHub, p *Plan, cfg repoconfig.Config, head string, status plan.Status, approvers []string) (gate.Result, error) {
+// noted early) counted on the head, the required checks, and the
+// security gate for the plan file at head.
+func (f *Forge) weigh(ctx context.Context, gh GitHub, ws Workspace, p *Plan, cfg repoconfig.Config, head string, status plan.Status, approvers []string) (gate.Result, error) {
 	reviews, err := gh.ListReviews(ctx, p.Repo, p.PR)
 	if err != nil {
 		return gate.Result{}, err
 	}
 	in := gate.Input{Status: status, HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Rules: cfg.Approval}
+	// The people whose approval may count, for the security gate's teams.
+	candidates, seen := []string{}, map[string]bool{}
+	for _, u := range approvers {
+		if !seen[strings.ToLower(u)] {
+			seen[strings.ToLower(u)] = true
+			candidates = append(candidates, u)
+		}
+	}
 	for _, rv := range reviews {
+		if !rv.AuthorBot && rv.State == "APPROVED" && !seen[strings.ToLower(rv.Author)] {
+			seen[strings.ToLower(rv.Author)] = true
+			candidates = append(candidates, rv.Author)
+		}
 		in.Reviews = append(in.Reviews, gate.Review{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
 		if _, ok := in.Permissions[rv.Author]; !ok && !rv.AuthorBot && (rv.State == "APPROVED" || rv.State == "CHANGES_REQUESTED") {
 			perm, err := f.permission(ctx, gh, p.InstallationID, p.Repo, rv.Author)
@@ -298,6 +311,9 @@ func (f *Forge) weigh(ctx context.Context, gh GitHub, p *Plan, cfg repoconfig.Co
 		}
 	}
 	in.CommandApprovals = approvers
+	if in.Security, err = f.securityGate(ctx, gh, ws, p, cfg.Security, head, candidates); err != nil {
+		return gate.Result{}, err
+	}
 	if len(cfg.Approval.RequiredChecks) > 0 {
 		runs, err := gh.CheckRuns(ctx, p.Repo, head)
 		if err != nil {

@@ -619,6 +619,12 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 		// Then the phases' status table, as the PR body shows it.
 		summary += "\n\n" + table
 	}
+	if note := securityNote(p.Security); note != nil {
+		// Why the security gate applies, while people may approve.
+		if text, err := templates.Text(*note); err == nil {
+			summary += "\n\n" + strings.TrimSpace(text)
+		}
+	}
 	if a := acceptanceTable(p); a != nil {
 		// And the traceability table of its acceptance criteria, unless
 		// the run's last words (a wait on them) showed it already.

@@ -26,6 +26,10 @@ var (
 	ErrNotFastForward = errors.New("update is not a fast forward")
 	// ErrRejected is any other request GitHub refused as invalid (422).
 	ErrRejected = errors.New("rejected by GitHub")
+	// ErrForbidden is GitHub's 403 to a request the App's permissions do
+	// not cover (TeamMembership without Members: read); a rate limit is
+	// no such refusal.
+	ErrForbidden = errors.New("forbidden by GitHub: the App lacks a permission")
 	// ErrIssuesDisabled is GitHub's 410 to opening an issue, or to
 	// commenting on or labelling one, on a repository whose issues are
 	// turned off; a pull request's conversation is unaffected.
@@ -42,6 +46,11 @@ type GitHub interface {
 	// Permission is a user's permission on the repository: admin,
 	// maintain, write, triage, read or none.
 	Permission(ctx context.Context, repo Repo, user string) (string, error)
+	// TeamMembership is user's membership of the team org/team: "active"
+	// or "pending" (invited, not accepted); ErrNotFound when user is no
+	// member or the App cannot see the team, ErrForbidden when the App
+	// lacks the organization permission Members.
+	TeamMembership(ctx context.Context, org, team, user string) (string, error)
 
 	// CreateComment, ListComments, AddLabels and RemoveLabel fail with
 	// ErrIssuesDisabled on an issue (not a pull request) of a repository

@@ -11,6 +11,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/converge"
+	"github.com/forge-dev/forge/pipeline/gate"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
@@ -258,9 +259,11 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.R
 	}
 	var text strings.Builder
 	right := map[string]map[int]bool{}
+	var changed []string
 	for _, f := range diff {
 		fmt.Fprintf(&text, "--- %s (%s)\n%s\n", f.Path, f.Status, f.Patch)
 		right[f.Path] = rightLines(f.Patch)
+		changed = append(changed, f.Path)
 	}
 	wc, plan, err := r.checkout(ctx)
 	if err != nil {
@@ -271,8 +274,12 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.R
 	if err != nil {
 		return audit.Round{}, err
 	}
+	// The security checklist when the plan, or what its phases changed,
+	// concerns security.
+	concern := gate.SecurityConcern(plan, r.cfg.Security, changed...)
+	security := securityNote(&concern)
 	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph,
-		&templates.PhaseAuditor{Plan: Fence(plan), Diff: Fence(text.String()), Criteria: criteria, Evidence: evidence})
+		&templates.PhaseAuditor{Plan: Fence(plan), Diff: Fence(text.String()), Criteria: criteria, Evidence: evidence, Security: security})
 	if err != nil {
 		return audit.Round{}, err
 	}

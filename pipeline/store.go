@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/gate"
 	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -62,6 +63,11 @@ type Plan struct {
 	// Approvers are the people whose approval counted when the plan was
 	// approved (none when Forge approved it itself), for the gates.
 	Approvers []string `json:",omitempty"`
+	// Security is why the plan concerns security, as its last audit round
+	// read it (gate.SecurityConcern), for the pull request, the check run
+	// and auto-implement; nil when it does not. The approval gate reads
+	// the plan at the head again.
+	Security *gate.Concern `json:",omitempty"`
 	// State is the plan's place in its lifecycle; only plan's table
 	// changes it (see apply).
 	State plan.State `json:"state"`

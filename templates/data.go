@@ -579,6 +579,19 @@ type (
 		Valid        []string
 		Table        EvolutionTable
 	}
+	// SecurityGate says why a plan concerns security (its Paths that
+	// match security.paths, with MorePaths left out, and the Words it
+	// names) and whose approval it needs: Users (logins) or a member of
+	// one of Teams (org/team); none named, any approval the gate counts.
+	SecurityGate struct {
+		Paths        []SecurityPath
+		MorePaths    int
+		Words        []string
+		Users, Teams []string
+	}
+	// SecurityPath is a path of the plan and the pattern of
+	// security.paths it matches.
+	SecurityPath struct{ Path, Pattern string }
 	// EvolutionTable is each phase of an evolved plan with its class and
 	// the phase of Base it continues, then Base's phases none continues
 	// (removed); Correctable while people may still correct it (before
@@ -748,6 +761,9 @@ type (
 		// criteria once the final audit showed them; nil before, and for
 		// a plan without criteria.
 		Acceptance *AcceptanceTable
+		// Security says why the security gate applies to the plan; nil
+		// when it does not.
+		Security *SecurityGate
 		// GraphCut and RowsCut say what of the phases is left out for the
 		// description, with the text people wrote around the part, to stay
 		// within GitHub's limit: the graph, and the last RowsCut phases'
@@ -859,6 +875,12 @@ type (
 		Base string
 		// A required check and its status or conclusion, as people read it.
 		Check, State string
+		// The security gate: the teams (org/team) of its reviewers, and a
+		// team a person's membership is pending in; the plan's paths and
+		// words that make it concern security.
+		Teams        []string
+		Team         string
+		Paths, Words []string
 	}
 	// Queued: the forge waits for a free slot.
 	Queued struct {
@@ -1038,6 +1060,7 @@ func (Forgot) Template() string           { return "forgot" }
 func (MemoryUnread) Template() string     { return "memory-unread" }
 func (Evolution) Template() string        { return "evolution" }
 func (EvolutionTable) Template() string   { return "evolution-table" }
+func (SecurityGate) Template() string     { return "security-gate" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
 func (PhaseError) Template() string       { return "phase-error" }
 func (PhaseGraph) Template() string       { return "phase-graph" }
@@ -1102,7 +1125,8 @@ type (
 	ThreadComment struct {
 		Author, Text string
 	}
-	// Auditor audits a round.
+	// Auditor audits a round. Security is set for a plan that concerns
+	// security: the prompt then holds the security checklist.
 	Auditor struct {
 		PlanID, PlanPath string
 		Round, MaxRounds int
@@ -1110,6 +1134,7 @@ type (
 		Memory           string
 		Previous         string
 		Plan             string
+		Security         *SecurityGate
 	}
 	// Reviewer is a review step a repository's pipeline names itself:
 	// Instructions are its .forge/prompts/<role>.md (at PromptPath),
@@ -1151,6 +1176,9 @@ type (
 		// phase's commits with the checks that passed on them, both
 		// fenced; empty for a plan without criteria.
 		Criteria, Evidence string
+		// Security is set for a plan that concerns security: the
+		// security checklist, held against the change.
+		Security *SecurityGate
 	}
 	// Replanner re-drafts a stalled phase with a new approach: its change
 	// spec so far and the failing checks of its last rounds (History),

@@ -61,6 +61,7 @@ func (s *Server) apiRoutes() []Route {
 		s.labelRoutes(),
 		s.eventRoutes(),
 		s.collaboratorRoutes(),
+		s.teamRoutes(),
 		s.contentsRoutes(),
 		s.gitDataRoutes(),
 		s.compareRoutes(),

@@ -33,7 +33,9 @@ type GitHub struct {
 	failures map[string][]error
 	after    map[string][]func()
 
-	Perms    map[string]string // user → permission
+	Perms map[string]string // user → permission
+	// Teams are team memberships: "org/team" → user → active or pending.
+	Teams    map[string]map[string]string
 	Comments map[int][]pipeline.Comment
 	// Written is every comment body Forge wrote, edits included, in order:
 	// an edited comment shows only its last body.
@@ -228,6 +230,18 @@ func (g *GitHub) Permission(_ context.Context, _ pipeline.Repo, user string) (st
 		return p, nil
 	}
 	return "none", nil
+}
+
+func (g *GitHub) TeamMembership(_ context.Context, org, team, user string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("TeamMembership"); err != nil {
+		return "", err
+	}
+	if st, ok := g.Teams[org+"/"+team][user]; ok {
+		return st, nil
+	}
+	return "", pipeline.ErrNotFound
 }
 
 func (g *GitHub) CreateComment(_ context.Context, _ pipeline.Repo, issue int, body string) (int64, error) {

@@ -40,6 +40,29 @@ type Config struct {
 	// Pipelines are the repository's pipelines by name; nil when it
 	// defines none (Pipeline then selects the built-in one).
 	Pipelines map[string]Pipeline `yaml:"pipelines" key:"name" type:"map: name → list of steps" doc:"The repository's pipelines: each an ordered list of steps, the drafter first, that a plan runs instead of the built-in one (the drafter; the auditor, whose revisions the reviser makes; the implementer; the phase_auditor). A plan runs the pipeline '/forge --pipeline <name>' or the issue's label 'forge:pipeline/<name>' names (a label counts only when the person who added it has 'approval.min_permission'), else 'default' if defined, else the built-in one ('builtin' always names it); the name is kept with the plan. Names are '[a-z0-9][a-z0-9-]', up to 30 characters."`
+	Security  Security            `yaml:"security" doc:"The security gate. A plan concerns security when a file its '## Changes' section names, or a glob its '## Phases' section says a phase writes (as written: 'src/**' names no file under 'src/auth/'), matches one of 'paths' (case-insensitive), or when its text (its Audit Log and Implementation Notes aside, which Forge and the implementer write) names one of these words, whole and case-insensitive: acl, api key, auth, authenticate, authentication, authn, authorisation, authorise, authorization, authorize, authz, certificate, certificates, cipher, credential, credentials, crypto, cryptographic, cryptography, csrf, cve, decrypt, decryption, encrypt, encryption, exploit, hmac, oauth, openid, passphrase, password, passwords, permission, permissions, private key, privilege, privileges, rbac, saml, secret, secrets, signing key, sso, tls, vulnerability, vulnerabilities, xss. Nothing in a plan turns the gate off. Such a plan's audit prompts carry a security checklist, and its pull request and 'forge' check run say why the gate applies; when 'reviewers' names anyone, one of them must be among its approvers (the gate's answer names them until one approves), and Forge does not approve it itself ('auto_implement')."`
+}
+
+// Security is the security gate: the paths that make a plan concern
+// security, and who must approve such a plan.
+type Security struct {
+	Paths []string `yaml:"paths" doc:"Globs of the paths that make a plan concern security: authentication, cryptography, secrets and permissions code, the repository's GitHub settings and workflows, container files, and the lockfiles whose integrity hashes say what code a build downloads. A list given replaces the default; '[]' leaves the words alone to decide."`
+	// Reviewers are logins and org/team names, without a leading @.
+	Reviewers []string `yaml:"reviewers" doc:"Who must be among the approvers of a plan that concerns security: logins ('alice') and teams ('acme/security', an active member of it; a pending invitation does not count), a leading '@' allowed. One of them approving suffices; their approval counts as any other (on the head, with 'approval.min_permission'). Empty: the gate asks no one in particular. A team needs the App's organization permission Members (read)."`
+}
+
+// DefaultSecurityPaths are security.paths' default: directories and files
+// named for authentication, cryptography, secrets and permissions, the
+// repository's GitHub settings, container files, and the lockfiles that
+// hold integrity hashes.
+var DefaultSecurityPaths = []string{
+	"**/{auth,authn,authz,oauth,crypto,secret,secrets,permission,permissions}/**",
+	"**/{auth,authn,authz,oauth,crypto,secret,secrets,permission,permissions}.*",
+	".github/**",
+	"**/{Dockerfile,Containerfile}",
+	"**/{Dockerfile,Containerfile}.*",
+	"**/*.Dockerfile",
+	"**/{go.sum,package-lock.json,npm-shrinkwrap.json,yarn.lock,pnpm-lock.yaml,bun.lock,Cargo.lock,poetry.lock,Pipfile.lock,uv.lock,composer.lock,Gemfile.lock,flake.lock}",
 }
 
 // Paths bounds the files the implementer may change (a phase that names
@@ -200,6 +223,9 @@ func Default() Config {
 		},
 		Agents: Agents{Timeout: 30 * time.Minute},
 		Paths:  Paths{Allow: []string{"**"}, Deny: []string{GitHubDirGlob}},
+		// Seed 002's security gate, asking no one until a repository
+		// names its reviewers.
+		Security: Security{Paths: slices.Clone(DefaultSecurityPaths), Reviewers: []string{}},
 		// Seed 001's.
 		AcceptanceThreshold: 80,
 	}

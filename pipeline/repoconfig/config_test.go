@@ -25,6 +25,7 @@ func TestDefault(t *testing.T) {
 		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, MaxConcurrent: 3, WaitForChecks: true, FixRounds: true, MaxFixRounds: 10, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
 		Agents:           Agents{Timeout: 30 * time.Minute},
 		Paths:            Paths{Allow: []string{"**"}, Deny: []string{".github/**"}},
+		Security:         Security{Paths: DefaultSecurityPaths, Reviewers: []string{}},
 		// Seed 001's acceptance threshold.
 		AcceptanceThreshold: 80,
 	}
@@ -84,6 +85,7 @@ func TestParse(t *testing.T) {
 							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 52, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
 					}}},
 					AcceptanceThreshold: 60,
+					Security:            Security{Paths: []string{"src/login/**", "**/*.pem"}, Reviewers: []string{"alice", "acme/security"}},
 				}
 			},
 		},
@@ -139,6 +141,13 @@ func TestParse(t *testing.T) {
 				c.Paths = Paths{Allow: []string{"src/**", "*.{md,txt}"}, Deny: []string{}}
 			},
 		},
+		{
+			name: "security reviewers as people write them",
+			yaml: "security:\n  reviewers: [\"@alice\", \"Acme/Security-Team\", \"ALICE\", bob-2]\n  paths: []\n",
+			want: func(c *Config) {
+				c.Security = Security{Paths: []string{}, Reviewers: []string{"alice", "Acme/Security-Team", "bob-2"}}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,7 +181,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "unknown keys at each level",
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
-				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
+				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, security, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, fix_rounds, max_concurrent, max_context_files, max_fix_rounds, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, escalation_model, implementer, memory, phase_auditor, reviser, timeout)",
 			},
@@ -375,6 +384,25 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "tab indentation",
 			yaml: "phases:\n\ttimeout: 1m\n",
 			want: []string{"line 2: found character that cannot start any token"},
+		},
+		{
+			name: "security reviewers",
+			yaml: "security:\n  reviewers: [\"al ice\", \"acme/\", \"-bob\", \"a/b/c\", [x]]\n",
+			want: []string{
+				`line 2: security.reviewers[0]: "al ice" is not a GitHub login (letters, digits and hyphens, up to 39 characters) or a team (org/team-slug)`,
+				`line 2: security.reviewers[1]: "acme/" is not a team: write it as org/team-slug`,
+				`line 2: security.reviewers[2]: "-bob" is not a GitHub login (letters, digits and hyphens, up to 39 characters) or a team (org/team-slug)`,
+				`line 2: security.reviewers[3]: "a/b/c" is not a team: write it as org/team-slug`,
+				`line 2: security.reviewers[4]: must be a single value, not a list`,
+			},
+		},
+		{
+			name: "security paths and unknown key",
+			yaml: "security:\n  paths: [\"/etc/**\"]\n  enabled: false\n",
+			want: []string{
+				`line 2: security.paths[0]: "/etc/**" must be relative to the repository root, without a leading '/', './' or '../'`,
+				`line 3: security.enabled: unknown key (known keys here: paths, reviewers)`,
+			},
 		},
 		{
 			name: "two documents",

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -268,6 +269,12 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 			}, nil)
 		},
 		"pipelines": func(at string, v *yaml.Node) { d.pipelines(at, v, cfg) },
+		"security": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"paths":     d.globsField(&cfg.Security.Paths),
+				"reviewers": d.reviewersField(&cfg.Security.Reviewers),
+			}, nil)
+		},
 	}, nil)
 	// agents may come after pipelines in the file.
 	fillPipelines(cfg)
@@ -301,6 +308,44 @@ func (d *cfgDecoder) globsField(dst *[]string) cfgField {
 		}
 		// A problem above fails the whole file: the list is used only whole.
 		*dst = globs
+	}
+}
+
+var (
+	// cfgLoginRe is a GitHub login: letters, digits and hyphens, up to 39
+	// characters, neither starting nor ending with a hyphen.
+	cfgLoginRe = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$`)
+	// cfgTeamSlugRe is a team's slug, as GitHub makes it of the name.
+	cfgTeamSlugRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
+)
+
+// reviewersField decodes security.reviewers: logins and org/team names,
+// a leading "@" taken off, each once.
+func (d *cfgDecoder) reviewersField(dst *[]string) cfgField {
+	return func(at string, v *yaml.Node) {
+		if v.Kind != yaml.SequenceNode {
+			d.fail(v, at, "must be a list of logins and teams (e.g. [\"alice\", \"acme/security\"])")
+			return
+		}
+		out := []string{}
+		for i, item := range v.Content {
+			key := fmt.Sprintf("%s[%d]", at, i)
+			var s string
+			if !d.str(key, item, &s) {
+				continue
+			}
+			name := strings.TrimPrefix(strings.TrimSpace(s), "@")
+			org, team, isTeam := strings.Cut(name, "/")
+			switch {
+			case isTeam && (!cfgLoginRe.MatchString(org) || !cfgTeamSlugRe.MatchString(team)):
+				d.fail(item, key, "%q is not a team: write it as org/team-slug", s)
+			case !isTeam && !cfgLoginRe.MatchString(name):
+				d.fail(item, key, "%q is not a GitHub login (letters, digits and hyphens, up to 39 characters) or a team (org/team-slug)", s)
+			case !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, name) }):
+				out = append(out, name)
+			}
+		}
+		*dst = out
 	}
 }
 
