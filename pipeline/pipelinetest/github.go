@@ -214,7 +214,11 @@ func (g *GitHub) EditPRBody(pr int, body string) {
 func (g *GitHub) File(branch, path string) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b, ok := g.Commits[g.Branches[branch]].Files[path]
+	c := g.Commits[g.Branches[branch]]
+	if c == nil {
+		return "", false // no such branch
+	}
+	b, ok := c.Files[path]
 	return string(b), ok
 }
 
