@@ -565,7 +565,7 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 func (f *Forge) reopened(ctx context.Context, gh GitHub, p *Plan, a PullRequestArgs) error {
 	k := p.State.Reopenable()
 	if k == nil {
-		if st := p.State.Status(); p.State.Run() != plan.Idle || (st != plan.Closed && st != plan.Cancelled) {
+		if p.State.Run() != plan.Idle || !p.State.Status().Ended() {
 			return nil
 		}
 		return f.answer(ctx, gh, p.Repo, a.PR, Marker(p.Number, "refused", "pr-reopened", strings.ToLower(a.Sender)), PlanID(p.Number),
