@@ -280,6 +280,11 @@ func TestForgeHappyPath(t *testing.T) {
 func forgeChecks(w *world, pr ghdouble.Pull) []ghdouble.CheckRun {
 	var out []ghdouble.CheckRun
 	head := w.gh.Repo(w.repo).Head(pr.Head)
+	if head == "" {
+		// A plan people ended: its branch is deleted, its closed pull
+		// request keeps the last head.
+		head = w.gh.Pull(w.repo, pr.Number).HeadSHA
+	}
 	for _, c := range w.gh.CheckRuns(w.repo, head) {
 		if c.Name == "forge" {
 			out = append(out, c)

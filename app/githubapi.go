@@ -669,6 +669,13 @@ func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, n
 	return apiError(err)
 }
 
+// ClosePullRequest closes a pull request unmerged (REST: state closed); a
+// closed one is left closed.
+func (g *githubAPI) ClosePullRequest(ctx context.Context, repo pipeline.Repo, number int) error {
+	_, _, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, &github.PullRequest{State: github.String("closed")})
+	return apiError(err)
+}
+
 // mutate runs a GraphQL mutation, named for the plan's timeline.
 func (g *githubAPI) mutate(ctx context.Context, name string, m any, in githubv4.Input) error {
 	return g.v4.Mutate(withMutation(ctx, name), m, in, nil)
@@ -714,6 +721,30 @@ func (g *githubAPI) Compare(ctx context.Context, repo pipeline.Repo, base, head 
 		out = append(out, pipeline.DiffFile{Path: f.GetFilename(), Status: f.GetStatus(), Patch: f.GetPatch()})
 	}
 	return out, nil
+}
+
+// BranchCommits reads GitHub's comparison base...head without
+// pagination: its first 250 commits, oldest first, each with the account
+// GitHub links its author to (none for an address it knows no account
+// for, which is never Forge's).
+func (g *githubAPI) BranchCommits(ctx context.Context, repo pipeline.Repo, base, head string) ([]pipeline.AuthoredCommit, bool, error) {
+	c, _, err := g.c.Repositories.CompareCommits(ctx, repo.Owner, repo.Name, base, head, nil)
+	if err != nil {
+		return nil, false, apiError(err)
+	}
+	out := make([]pipeline.AuthoredCommit, 0, len(c.Commits))
+	for _, rc := range c.Commits {
+		a := pipeline.AuthoredCommit{SHA: rc.GetSHA(), Author: rc.GetAuthor().GetLogin(), Name: rc.GetCommit().GetAuthor().GetName()}
+		if a.Author != "" {
+			mine, err := g.self.wrote(ctx, a.Author, rc.GetAuthor().GetType(), 0)
+			if err != nil {
+				return nil, false, err
+			}
+			a.ByForge = mine
+		}
+		out = append(out, a)
+	}
+	return out, c.GetTotalCommits() > len(c.Commits), nil
 }
 
 func (g *githubAPI) ListReviews(ctx context.Context, repo pipeline.Repo, pr int) ([]pipeline.Review, error) {

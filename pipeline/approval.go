@@ -454,7 +454,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	case "revise":
 		return f.press(ctx, gh, p, a.Identifier, plan.Revise{Cause: cause})
 	case "cancel":
-		return f.press(ctx, gh, p, a.Identifier, plan.Close{Cause: cause})
+		return f.press(ctx, gh, p, a.Identifier, plan.Close{Cause: cause, By: a.Author})
 	case "resume", "override", "terminate":
 		return f.press(ctx, gh, p, a.Identifier, haltDecision(p, a.Identifier, a.Author, cause))
 	case "merge-anyway", "continue", "replan":
@@ -532,6 +532,12 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 	if err := f.settleFacts(ctx, p, settled, a.MergeSHA); err != nil {
 		return err
 	}
+	if !a.Merged && p.Cleanup != nil {
+		// Forge closed it, cleaning up after the plan a person ended: the
+		// plan is over already, as it ended (a cancelled forge stays
+		// CANCELLED).
+		return nil
+	}
 	cause := plan.Cause{Trigger: "pr-closed:" + strconv.Itoa(a.PR), On: a.PR}
 	if a.Merged && p.MergedFrom == "" {
 		// What it was merged as: a plan merged DONE can be evolved.
@@ -567,11 +573,19 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 
 // reopened takes in the reopening of a plan's pull request: a plan its
 // closing ended while halted is halted again where it stopped. Any other
-// plan stays as it is: a closed plan has ended.
+// plan stays as it is: a closed plan has ended, and an ended plan nothing
+// runs on says so, with how to start again. That is also the answer on a
+// plan a person abandoned: its branch, deleted then, was restored for
+// the pull request to reopen (GitHub reopens none whose head branch is
+// gone), and it is the person's now; Forge writes nothing to it.
 func (f *Forge) reopened(ctx context.Context, gh GitHub, p *Plan, a PullRequestArgs) error {
 	k := p.State.Reopenable()
 	if k == nil {
-		return nil
+		if p.State.Run() != plan.Idle || !p.State.Status().Ended() {
+			return nil
+		}
+		return f.answer(ctx, gh, p.Repo, a.PR, Marker(p.Number, "refused", "pr-reopened", strings.ToLower(a.Sender)), PlanID(p.Number),
+			&templates.Closed{Refused: true, Reopened: true, Status: string(p.State.Status())})
 	}
 	h := k.Halt
 	if ok, err := f.steersByPR(ctx, gh, p, a); err != nil || !ok {

@@ -736,7 +736,7 @@ func (c *commandCtx) cancel(ctx context.Context, cmd command.Command) error {
 	if p == nil || p.State.Run() == plan.Idle {
 		return c.reply(ctx, &templates.NoPlan{})
 	}
-	return c.apply(ctx, p, plan.Cancel{Cause: c.cause()})
+	return c.apply(ctx, p, plan.Cancel{Cause: c.cause(), By: c.a.Author})
 }
 
 func (c *commandCtx) close(ctx context.Context, cmd command.Command) error {
@@ -747,7 +747,7 @@ func (c *commandCtx) close(ctx context.Context, cmd command.Command) error {
 	if p == nil {
 		return c.noPlan(ctx, cmd)
 	}
-	return c.apply(ctx, p, plan.Close{Cause: c.cause()})
+	return c.apply(ctx, p, plan.Close{Cause: c.cause(), By: c.a.Author})
 }
 
 // rerun starts a revision or a standalone audit on an idle plan.

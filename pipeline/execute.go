@@ -41,6 +41,9 @@ type effect struct {
 	Ready  bool        `json:"ready,omitempty"`
 	Status plan.Status `json:"status,omitempty"`
 	Gen    int         `json:"gen,omitempty"`
+	// Event and By are a cleanup's: how the plan ended, and who ended it.
+	Event string `json:"event,omitempty"`
+	By    string `json:"by,omitempty"`
 	// Comment is the comment an edit writes Body to.
 	Comment int64 `json:"comment,omitempty"`
 	// Tried is set, and saved, before the effect is first carried out: a
@@ -60,6 +63,9 @@ const (
 	// effectIssueProgress edits the issue's Forge comment (Comment, or
 	// the one its marker finds) to Body.
 	effectIssueProgress = "issue-progress"
+	// effectCleanup closes an abandoned plan's pull request and deletes
+	// its branch unless kept (cleanup.go).
+	effectCleanup = "cleanup"
 	// effectEndProgress writes a phase run's last progress: after the
 	// table's effects, so that people who read it find the plan idle.
 	effectEndProgress = "end-progress"
@@ -181,7 +187,7 @@ func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) erro
 func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error {
 	switch e := e.(type) {
 	case plan.RequestStop:
-		if err := x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop); err != nil {
+		if err := x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop, e.By); err != nil {
 			return err
 		}
 		if q := x.p.QuotaPause; q != nil && e.Stop != plan.StopNone {
@@ -228,7 +234,7 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 		out = effect{Kind: effectStartJob, Gen: p.Generation}
 	case plan.RequestStop:
 		// A stop request lives in its own column: written at once.
-		return x.f.Plans.RequestStop(ctx, p.ID, e.Stop)
+		return x.f.Plans.RequestStop(ctx, p.ID, e.Stop, e.By)
 	case plan.RequestChoice:
 		// So does a choice for the job (a parked one takes it when woken).
 		return x.f.Plans.RequestChoice(ctx, p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
@@ -249,6 +255,8 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 		out = effect{Kind: effectUpdatePR, Ready: e.Ready}
 	case plan.StatusLine:
 		out = effect{Kind: effectStatusLine, Status: p.State.Status()}
+	case plan.Cleanup:
+		out = effect{Kind: effectCleanup, Event: e.Event, By: e.By}
 	case plan.IssueProgress:
 		body, ok, err := issueProgressBody(p, e.By)
 		if err != nil || !ok {
@@ -421,6 +429,8 @@ func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 		return x.statusLine(ctx, e.Status)
 	case effectIssueProgress:
 		return f.issueProgress(ctx, gh, p, e)
+	case effectCleanup:
+		return x.cleanup(ctx, e)
 	case effectEndProgress:
 		err := gh.UpdateComment(ctx, p.Repo, e.Comment, e.Body)
 		if errors.Is(err, ErrNotFound) {

@@ -153,6 +153,13 @@ func (g fencedGitHub) CommitFiles(ctx context.Context, repo Repo, branch, parent
 	return g.GitHub.CommitFiles(ctx, repo, branch, parent, message, files)
 }
 
+func (g fencedGitHub) ClosePullRequest(ctx context.Context, repo Repo, number int) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.ClosePullRequest(ctx, repo, number)
+}
+
 func (g fencedGitHub) CreatePullRequest(ctx context.Context, repo Repo, pr NewPullRequest) (PullRequest, error) {
 	if err := g.fence(ctx); err != nil {
 		return PullRequest{}, err

@@ -102,8 +102,15 @@ type GitHub interface {
 	// MarkReadyForReview takes the PR out of draft (GraphQL: REST ignores
 	// draft).
 	MarkReadyForReview(ctx context.Context, repo Repo, nodeID string) error
+	// ClosePullRequest closes a pull request unmerged; one closed already
+	// stays as it is.
+	ClosePullRequest(ctx context.Context, repo Repo, number int) error
 	// Compare is the diff of head against base, file by file.
 	Compare(ctx context.Context, repo Repo, base, head string) ([]DiffFile, error)
+	// BranchCommits are the commits head has that base has not (GitHub's
+	// comparison base...head), with who wrote each: at most the first 250,
+	// More set when there are others.
+	BranchCommits(ctx context.Context, repo Repo, base, head string) (commits []AuthoredCommit, more bool, err error)
 	ListReviews(ctx context.Context, repo Repo, pr int) ([]Review, error)
 	CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error)
 	// MinimizeComment hides a comment as outdated (GraphQL).
@@ -207,6 +214,18 @@ type Commit struct {
 	SHA     string
 	Message string
 	Parents []string
+}
+
+// AuthoredCommit is a commit and who GitHub says wrote it.
+type AuthoredCommit struct {
+	SHA string
+	// Author is the login of the account GitHub links the commit's author
+	// to, empty when it links none; Name is the author's name in the
+	// commit.
+	Author, Name string
+	// ByForge: written by Forge's own App (its bot user), as every commit
+	// Forge makes through the API is.
+	ByForge bool
 }
 
 // FileChange is one file of a commit; Content nil with Deleted removes it.

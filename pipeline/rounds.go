@@ -692,7 +692,17 @@ func (r *run) stopped(ctx context.Context, stop plan.Stop, reply *plan.Reply) er
 	p := r.p
 	r.doing = templates.Step{Event: "stopping"}
 	p.Pending = nil
-	if err := r.apply(ctx, plan.Stopped{Stop: stop, Reply: reply}); err != nil {
+	// Who asked is in the store beside the request: a close by a person
+	// cleans up after the plan, one that follows its pull request does not.
+	fresh, err := r.f.Plans.Plan(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	by := ""
+	if fresh.State.Stop() == stop {
+		by = fresh.StopBy
+	}
+	if err := r.apply(ctx, plan.Stopped{Stop: stop, By: by, Reply: reply}); err != nil {
 		return err
 	}
 	if p.State.Mode() == plan.ModePhases {

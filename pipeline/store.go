@@ -132,6 +132,9 @@ type Plan struct {
 	// phase id: kept in a column of their own (PlanStore.RequestChoice),
 	// never in the plan's data, until the job takes them.
 	Choices map[string]Choice `json:"-"`
+	// StopBy is who asked the running job to stop (State.Stop), empty
+	// when nobody did by name: a column of its own, as the stop's.
+	StopBy string `json:"-"`
 	// EarlyApprovals are the people who approved the plan while a job
 	// drafted or audited it: a column of their own (PlanStore.NoteApproval)
 	// until the loop reaches the gate.
@@ -176,6 +179,9 @@ type Plan struct {
 	// /forge followup opened for them.
 	FinalAudit *FinalAudit `json:",omitempty"`
 	FollowUps  []FollowUp  `json:",omitempty"`
+	// Cleanup is what became of the pull request and branch once a person
+	// abandoned the plan; nil until then.
+	Cleanup *Cleanup `json:",omitempty"`
 	// PhaseCommits are the commits Forge made for each phase of the
 	// current phases (full SHAs by phase id: an implement phase's, an
 	// audit phase's fix rounds'), which an auditor's acceptance claims
@@ -253,10 +259,11 @@ type PlanStore interface {
 	// a cancel or close.
 	SavePlan(ctx context.Context, p *Plan) error
 	// RequestStop records what a person asks of the plan's running job
-	// (cancel, close, skip its phase), in a column of its own that the
-	// job's saves never overwrite; StopNone withdraws the request. A plan
-	// no job runs takes no request.
-	RequestStop(ctx context.Context, id int64, s plan.Stop) error
+	// (cancel, close, skip its phase), and who asked (by, empty for a stop
+	// nobody asked by name: the pull request closed or merged), in columns
+	// of their own that the job's saves never overwrite; StopNone
+	// withdraws the request. A plan no job runs takes no request.
+	RequestStop(ctx context.Context, id int64, s plan.Stop, by string) error
 	// RequestChoice records a person's choice among the options of a
 	// phase's decision request for the plan's running job, in a column
 	// of its own that the job's saves never overwrite (it replaces an

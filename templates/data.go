@@ -268,12 +268,33 @@ type (
 		Cost      string
 		Audits    []audit.Round
 	}
-	// Closed answers a close, or refuses one.
+	// Closed answers a close, or refuses one. Reopened: the refusal is
+	// the answer to the reopening of an ended plan's pull request.
 	Closed struct {
 		Head
-		Closing bool
-		Refused bool
-		Status  string
+		Closing  bool
+		Refused  bool
+		Reopened bool
+		Status   string
+	}
+	// Abandoned says on the pull request of a plan a person ended (issue
+	// 33) why Forge closed it and what became of its branch.
+	Abandoned struct {
+		Head
+		// Event is how the plan ended (closed, terminated, cancelled), By
+		// the person who ended it.
+		Event, By string
+		Branch    string
+		// Kept says why the branch stays: keep-branches, pushed, refused,
+		// config-error or unchecked; empty when it is deleted.
+		Kept string
+		// People wrote the commits that keep it ("@login", or the
+		// author's name made inert where GitHub links no account);
+		// Refusal is GitHub's answer to the delete it refused.
+		People  []string
+		Refusal string
+		// Issue is where a new plan starts, 0 if none.
+		Issue int
 	}
 	// Complete ends a forge run: its outcome and what comes next.
 	Complete struct {
@@ -1039,6 +1060,7 @@ func (CheckSummary) Template() string     { return "check-summary" }
 func (CheckOutput) Template() string      { return "check-output" }
 func (Checklist) Template() string        { return "checklist" }
 func (Closed) Template() string           { return "closed" }
+func (Abandoned) Template() string        { return "abandoned" }
 func (Complete) Template() string         { return "complete" }
 func (ConfigError) Template() string      { return "config-error" }
 func (ForgeError) Template() string       { return "forge-error" }

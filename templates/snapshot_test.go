@@ -733,6 +733,14 @@ func textCases(t *testing.T) []textCase {
 		{"closed/refused while a forge runs", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Draft)}},
 		{"closed/refused revise of an approved plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Approved)}},
 		{"closed/refused audit of a cancelled plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Cancelled)}},
+		{"closed/its pull request reopened", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Reopened: true, Status: string(plan.Closed)}},
+
+		{"abandoned/closed, branch deleted", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "closed", By: "alice", Branch: branch, Issue: issue}},
+		{"abandoned/terminated, branches kept", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "terminated", By: "alice", Branch: branch, Kept: "keep-branches", Issue: issue}},
+		{"abandoned/cancelled, a person pushed", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "cancelled", By: "alice", Branch: branch, Kept: "pushed", People: []string{"@bob", "Carol Example"}, Issue: issue}},
+		{"abandoned/delete refused", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "closed", By: "alice", Branch: branch, Kept: "refused", Refusal: "Cannot delete this protected branch"}},
+		{"abandoned/configuration unread", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "closed", By: "alice", Branch: branch, Kept: "config-error", Issue: issue}},
+		{"abandoned/commits unchecked", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "closed", Branch: branch, Kept: "unchecked"}},
 
 		{"plan-created", templates.PlanCreated{Head: templates.Head{Marker: pipeline.Marker(planNumber, "created"), PlanID: planID}, Path: planPath, Branch: branch, Title: title, PRURL: "#42"}},
 

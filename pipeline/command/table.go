@@ -172,8 +172,9 @@ var Table = []Spec{
 			Objective: "Greet new users.", Round: 1, LastVerdict: "minor", Phases: exPhases(1, "in-progress")}},
 	{Kind: Cancel, Words: []string{"cancel"}, Usage: "/forge cancel [plan-NNN]", On: Anywhere, Alias: Close,
 		Brief: "cancel the running forge",
-		Does: "Stops what runs on the plan: a running forge or revision leaves the plan CANCELLED, a queued one is " +
-			"cancelled at once, a phase run stops and leaves its phase failed.",
+		Does: "Stops what runs on the plan: a running forge, revision or audit leaves the plan CANCELLED, which ends it and " +
+			"cleans up as `/forge close` does (its pull request closed, its branch deleted unless kept); a queued one is " +
+			"cancelled at once; a phase run stops and leaves its phase failed, and the plan, its pull request and its branch stay.",
 		Example: "/forge cancel",
 		Reply:   &templates.Cancel{Head: templates.Head{PlanID: exPlan}}},
 	{Kind: Approve, Words: []string{"approve"}, Usage: "/forge approve [plan-NNN]", On: OnPR,
@@ -279,7 +280,8 @@ var Table = []Spec{
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "overridden", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere, Alias: Close,
 		Brief: "end a halted plan for good",
-		Does: "Ends a halted, escalated, paused or decision-waiting plan, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again. " +
+		Does: "Ends a halted, escalated, paused or decision-waiting plan, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again; " +
+			"its pull request is closed and its branch deleted unless kept, as `/forge close` does. " +
 			"The *Terminate* button does the same. Closing the plan's pull request closes the halted plan too (GitHub lets " +
 			"anyone with triage close it; Forge then says who closed it when they lack `approval.min_permission`), " +
 			"but not for good: reopening the pull request halts the plan again where it stopped.",
@@ -339,9 +341,16 @@ var Table = []Spec{
 			"the plan then halts again where it stopped). Closing or reopening the pull request is steering too: done by someone " +
 			"below `approval.min_permission` (GitHub lets triage do it), it changes nothing in the plan, and Forge says so on the " +
 			"pull request; the pull request stays as they left it. " +
+			"A close by command or button also cleans up after the plan: Forge closes its pull request, deletes its branch " +
+			"`plan-NNN/…`, and says on the pull request who closed the plan and what became of the branch. The branch is kept " +
+			"when the repository says `cleanup.keep_branches: true`, and when it has a commit that Forge's App did not write " +
+			"(someone pushed to it): the comment then names who. A deleted branch comes back with the closed pull request's " +
+			"*Restore branch* button; reopening the pull request of a plan that has ended is answered that it has ended, and " +
+			"`/forge new <description>` on its issue starts another plan. A pull request closed on GitHub keeps its branch, as " +
+			"GitHub does. " +
 			"Older words: `/forge terminate` ends a halted plan the same way, and `/forge cancel` stops what runs on the plan " +
-			"without ending it (a running forge leaves it CANCELLED, a phase run leaves its phase failed): `/forge pause` is the " +
-			"way to stop a run and go on later.",
+			"(a running forge, revision or audit leaves it CANCELLED and cleaned up as a close does; a phase run leaves its " +
+			"phase failed and the plan as it was): `/forge pause` is the way to stop a run and go on later.",
 		Example: "/forge close",
 		Reply:   &templates.Closed{Head: templates.Head{PlanID: exPlan}}},
 }

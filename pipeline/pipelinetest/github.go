@@ -64,10 +64,12 @@ type GitHub struct {
 	Calls map[string]int
 }
 
-// Commit is a commit: its parent, message and whole tree.
+// Commit is a commit: its parent, message and whole tree, and its
+// author's login: empty for Forge's own.
 type Commit struct {
 	SHA, Parent, Message string
 	Files                map[string][]byte
+	Author               string
 }
 
 // NewGitHub is a repository whose default branch main holds files.
@@ -144,6 +146,27 @@ func (g *GitHub) commit(parent, message string, files map[string][]byte) string 
 	return sha
 }
 
+// PushAs is a person's commit of files (path → content) on top of
+// branch, as a push over git would make it; it returns the commit.
+func (g *GitHub) PushAs(author, branch, message string, files map[string]string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	parent := g.Branches[branch]
+	tree := maps.Clone(g.Commits[parent].Files)
+	for k, v := range files {
+		tree[k] = []byte(v)
+	}
+	sha := g.commit(parent, message, tree)
+	g.Commits[sha].Author = author
+	g.Branches[branch] = sha
+	for _, pr := range g.Pulls {
+		if pr.HeadRef == branch {
+			pr.HeadSHA = sha
+		}
+	}
+	return sha
+}
+
 // AddIssue is issue or pull request number n's conversation, empty.
 func (g *GitHub) AddComment(issue int, author string, bot bool, body string) int64 {
 	g.mu.Lock()
@@ -193,7 +216,11 @@ func (g *GitHub) EditPRBody(pr int, body string) {
 func (g *GitHub) File(branch, path string) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b, ok := g.Commits[g.Branches[branch]].Files[path]
+	c := g.Commits[g.Branches[branch]]
+	if c == nil {
+		return "", false // no such branch
+	}
+	b, ok := c.Files[path]
 	return string(b), ok
 }
 
@@ -611,6 +638,57 @@ func patch(was, now []byte) string {
 		b.WriteString("+" + l + "\n")
 	}
 	return b.String()
+}
+
+// ClosePullRequest closes pull request number, unmerged.
+func (g *GitHub) ClosePullRequest(_ context.Context, _ pipeline.Repo, number int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("ClosePullRequest"); err != nil {
+		return err
+	}
+	pr := g.Pulls[number]
+	if pr == nil {
+		return pipeline.ErrNotFound
+	}
+	if !pr.Merged {
+		pr.State = "closed"
+	}
+	return nil
+}
+
+// BranchCommits walks head's first parents down to a commit base's first
+// parents hold, oldest first.
+func (g *GitHub) BranchCommits(_ context.Context, _ pipeline.Repo, base, head string) ([]pipeline.AuthoredCommit, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("BranchCommits"); err != nil {
+		return nil, false, err
+	}
+	if sha, ok := g.Branches[base]; ok {
+		base = sha
+	}
+	if sha, ok := g.Branches[head]; ok {
+		head = sha
+	}
+	onBase := map[string]bool{}
+	for sha := base; sha != ""; sha = g.Commits[sha].Parent {
+		onBase[sha] = true
+	}
+	var out []pipeline.AuthoredCommit
+	for sha := head; sha != "" && !onBase[sha]; sha = g.Commits[sha].Parent {
+		c := g.Commits[sha]
+		if c == nil {
+			return nil, false, pipeline.ErrNotFound
+		}
+		a := pipeline.AuthoredCommit{SHA: sha, Author: c.Author, Name: c.Author, ByForge: c.Author == ""}
+		if a.ByForge {
+			a.Author, a.Name = "forge[bot]", "forge[bot]"
+		}
+		out = append(out, a)
+	}
+	slices.Reverse(out)
+	return out, false, nil
 }
 
 func (g *GitHub) ListReviews(_ context.Context, _ pipeline.Repo, pr int) ([]pipeline.Review, error) {

@@ -60,13 +60,18 @@ type (
 		Cause
 		PhaseID, Title, Was string
 	}
-	// Cancel stops what runs or waits in the queue.
-	Cancel struct{ Cause }
-	// Close closes the plan: /forge close, the Close button, or its pull
-	// request closed (Quiet: nobody asked, nothing is answered) or merged.
+	// Cancel stops what runs or waits in the queue; By is who asked.
+	Cancel struct {
+		Cause
+		By string
+	}
+	// Close closes the plan: /forge close or the Close button (By is who
+	// asked), or its pull request closed (Quiet: nobody asked Forge,
+	// nothing is answered) or merged.
 	Close struct {
 		Cause
 		Quiet, Merged bool
+		By            string
 	}
 	// Merge is the plan's pull request merged: the plan is MERGED.
 	Merge struct{ Cause }
@@ -179,9 +184,12 @@ type (
 	}
 	// Stopped is the running job stopping at a person's request: Stop is
 	// the request it read (the job's own copy of the state may predate
-	// it). Reply, when set, tells where the run stopped.
+	// it), By who asked (empty for a close nobody asked by name: the pull
+	// request closed or merged). Reply, when set, tells where the run
+	// stopped.
 	Stopped struct {
 		Stop  Stop
+		By    string
 		Reply *Reply
 	}
 	// PhaseSkipped is the running job having skipped its phase on request.

@@ -220,6 +220,31 @@ func closing(s *State, ev Event) []Effect {
 	return out
 }
 
+// abandoned is the cleanup after a plan a person ended: /forge close or
+// the Close button, /forge terminate, /forge cancel of a forge, at once
+// or when the job they stopped ends. A plan that followed its pull
+// request, closed or merged on GitHub, has none: people ended it there,
+// and GitHub keeps the branch of a closed pull request.
+func abandoned(ev Event) []Effect {
+	switch e := ev.(type) {
+	case Close:
+		if !e.Quiet && !e.Merged {
+			return []Effect{Cleanup{Event: "closed", By: e.By}}
+		}
+	case Terminate:
+		return []Effect{Cleanup{Event: "terminated", By: e.By}}
+	case Stopped:
+		if e.By == "" {
+			return nil
+		}
+		if e.Stop == StopCancel {
+			return []Effect{Cleanup{Event: "cancelled", By: e.By}}
+		}
+		return []Effect{Cleanup{Event: "closed", By: e.By}}
+	}
+	return nil
+}
+
 // merged is what a plan's merge does on GitHub: the forge check run a
 // success that says merged, the label, the issue's comment. The plan file
 // and PR body are history now: nothing is committed on a merged branch.
@@ -319,7 +344,7 @@ var table = []Row{
 	{Event: "skip", From: phaseable, Run: running, Guard: "a phase runs or waits",
 		Does: "ask the job to skip its phase (a parked job is woken), answer",
 		apply: func(s *State, _ Event) []Effect {
-			out := []Effect{RequestStop{StopSkip}, reply(OnCause, &templates.PhaseSkipped{Requested: true})}
+			out := []Effect{RequestStop{Stop: StopSkip}, reply(OnCause, &templates.PhaseSkipped{Requested: true})}
 			if s.parked {
 				s.parked = false
 				out = append(out, StartJob{})
@@ -353,8 +378,8 @@ var table = []Row{
 			return []Effect{SyncLabel{}, reply(OnCause, &templates.Cancel{Queued: true})}
 		}},
 	{Event: "cancel", Run: running, Does: "ask the job to stop (a parked job is woken to stop), answer",
-		apply: func(s *State, _ Event) []Effect {
-			out := []Effect{RequestStop{StopCancel}, reply(OnCause, &templates.Cancel{})}
+		apply: func(s *State, ev Event) []Effect {
+			out := []Effect{RequestStop{Stop: StopCancel, By: ev.(Cancel).By}, reply(OnCause, &templates.Cancel{})}
 			if s.parked {
 				s.parked = false
 				out = append(out, StartJob{})
@@ -373,16 +398,16 @@ var table = []Row{
 	{Event: "merge", From: notClosed, Run: running, Guard: "a pull request GitHub would not open as a draft",
 		Does: "ask the job to stop and close (a parked job is woken): GitHub merges no draft, and Forge's pull request is one while a job runs",
 		apply: func(s *State, _ Event) []Effect {
-			out := []Effect{RequestStop{StopClose}}
+			out := []Effect{RequestStop{Stop: StopClose}}
 			if s.parked {
 				s.parked = false
 				out = append(out, StartJob{})
 			}
 			return out
 		}},
-	{Event: "close", From: notClosed, Run: running, Does: "ask the job to stop and close (a parked job is woken), answer",
+	{Event: "close", From: notClosed, Run: running, Does: "ask the job to stop and close (a parked job is woken), answer; a person's close is theirs to the end: the job's stop cleans up as a close of an idle plan does",
 		apply: func(s *State, ev Event) []Effect {
-			out := []Effect{RequestStop{StopClose}}
+			out := []Effect{RequestStop{Stop: StopClose, By: ev.(Close).By}}
 			if !ev.(Close).Quiet {
 				out = append(out, reply(OnCause, &templates.Closed{Closing: true}))
 			}
@@ -405,8 +430,8 @@ var table = []Row{
 			return []Effect{StatusLine{}, SyncLabel{}, SetCheck{r.Check}, UpdatePR{}, r.Reply}
 		}},
 	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued, Halted}, To: Closed, RunTo: Idle,
-		Does:  "buttons off, plan file status (unless merged), check run neutral, label, PR body (unless merged), answer (unless the PR was closed)",
-		apply: closing},
+		Does:  "buttons off, plan file status (unless merged), check run neutral, label, PR body (unless merged), answer (unless the PR was closed); a person's close (/forge close, the Close button) also cleans up: the pull request closed with a comment saying who closed the plan and what became of its branch, deleted unless `cleanup.keep_branches` keeps it or it has commits by someone else than Forge's App",
+		apply: func(s *State, ev Event) []Effect { return append(closing(s, ev), abandoned(ev)...) }},
 
 	// The job's own progress.
 	{Event: "adopt", Run: running, Does: "start the job again (its worker died)",
@@ -453,10 +478,11 @@ var table = []Row{
 			return []Effect{f.Reply, SetCheck{f.Check}, UpdatePR{}}
 		}},
 	{Event: "stopped", From: forgeable, Run: running, Guard: "asked to cancel a forge", To: Cancelled, RunTo: Idle,
-		Does: "check run neutral, label, say where the run stopped",
+		Does: "check run neutral, label, say where the run stopped; clean up as a person's close does (the forge is abandoned)",
 		when: func(s State, ev Event) bool { return ev.(Stopped).Stop == StopCancel && forgeMode(s, ev) },
 		apply: func(_ *State, ev Event) []Effect {
-			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "cancelled"}}}, SyncLabel{}}, stopReply(ev)...)
+			out := append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "cancelled"}}}, SyncLabel{}}, stopReply(ev)...)
+			return append(out, abandoned(ev)...)
 		}},
 	{Event: "stopped", From: phaseable, Run: running, Guard: "asked to cancel a phase run", RunTo: Idle,
 		Does: "check run neutral, PR body, say where the run stopped",
@@ -465,12 +491,12 @@ var table = []Row{
 			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phase-run-cancelled"}}}, UpdatePR{}}, stopReply(ev)...)
 		}},
 	{Event: "stopped", From: []Status{Draft, Review, Approved, Implementing, Auditing}, Run: running, Guard: "asked to close",
-		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label, PR body",
-		when: stopIs(StopClose), apply: closing},
+		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label, PR body; clean up when a person asked (not when the pull request was closed or merged)",
+		when: stopIs(StopClose), apply: func(s *State, ev Event) []Effect { return append(closing(s, ev), abandoned(ev)...) }},
 	{Event: "phase_skipped", From: phaseable, Run: running, Does: "withdraw the request, answer",
 		apply: func(s *State, ev Event) []Effect {
 			s.stop, s.await, s.parked = StopNone, nil, false
-			return []Effect{RequestStop{StopNone}, ev.(PhaseSkipped).Reply}
+			return []Effect{RequestStop{Stop: StopNone}, ev.(PhaseSkipped).Reply}
 		}},
 
 	// A phase run.
@@ -545,7 +571,7 @@ var table = []Row{
 		Does: "ask the job to pause at its next boundary: between two phases (a phase that runs or waits for its checks ends first, a parked job is not woken) or at the end of an audit round; answer",
 		when: pausable,
 		apply: func(_ *State, ev Event) []Effect {
-			return []Effect{RequestStop{StopPause}, reply(OnCause, &templates.Halt{Event: "pause-asked", By: ev.(Pause).By})}
+			return []Effect{RequestStop{Stop: StopPause, By: ev.(Pause).By}, reply(OnCause, &templates.Halt{Event: "pause-asked", By: ev.(Pause).By})}
 		}},
 	{Event: "halted", From: active, Run: running, Guard: "asked to pause", RunTo: Halted,
 		Does: "label forge:paused, check run action required with Resume alone, PR body, say where the run paused and the command that resumes it (what was due stays due: the next phase, or the revision of the round it paused after)",
@@ -652,8 +678,8 @@ var table = []Row{
 			return []Effect{ButtonsOff{Run: c.Buttons}, SyncLabel{}, reply(OnCause, &templates.Halt{Event: "chosen-later", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option})}
 		}},
 	{Event: "terminate", From: active, Run: halted, To: Closed, RunTo: Idle,
-		Does: "end the plan for good: buttons off, plan file status, check run neutral, label, PR body, answer",
+		Does: "end the plan for good: buttons off, plan file status, check run neutral, label, PR body, answer, clean up as a person's close does",
 		apply: func(s *State, ev Event) []Effect {
-			return append(closing(s, ev), haltReply(s, "terminated", ev.(Terminate).By))
+			return append(closing(s, ev), haltReply(s, "terminated", ev.(Terminate).By), abandoned(ev)[0])
 		}},
 }

@@ -44,6 +44,8 @@ func describe(es []Effect) string {
 			out = append(out, "status-line")
 		case IssueProgress:
 			out = append(out, "issue")
+		case Cleanup:
+			out = append(out, "cleanup:"+e.Event+"/"+e.By)
 		default:
 			out = append(out, fmt.Sprintf("%T", e))
 		}
@@ -143,8 +145,12 @@ var rowCases = []struct {
 		"stop:cancel reply:cancel start"},
 	{"close a closed plan", st(Closed, Idle, ""), Close{Cause: by}, Closed, Idle, "reply:closed"},
 	{"close a running plan", st(Implementing, Running, ModePhases), Close{Cause: by}, Implementing, Running, "stop:close reply:closed"},
-	{"close an idle plan", st(Review, Idle, ""), Close{Cause: by}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed"},
+	{"close an idle plan", st(Review, Idle, ""), Close{Cause: by, By: "alice"}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed cleanup:closed/alice"},
+	{"its pull request closed", st(Review, Idle, ""), Close{Cause: by, Quiet: true}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
+	{"a cancelled plan's pull request closed", st(Cancelled, Idle, ModeForge), Close{Cause: by, Quiet: true}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
 	{"its pull request merged", st(Done, Idle, ModePhases), Merge{Cause: by}, Merged, Idle,
 		"buttons-off:true check:completed/success label issue"},
 	{"its pull request merged while a job runs", st(Done, Running, ModePhases), Merge{Cause: by}, Done, Running, "stop:close"},
@@ -160,10 +166,12 @@ var rowCases = []struct {
 		"reply:job-failed check:completed/failure label"},
 	{"phase run failed", st(Implementing, Running, ModePhases), Failed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}}, Implementing, Idle,
 		"reply:job-failed check:completed/failure pr:false"},
-	{"forge cancelled", st(Draft, Running, ModeForge), Stopped{Stop: StopCancel}, Cancelled, Idle, "check:completed/neutral label"},
-	{"phase run cancelled", st(Implementing, Running, ModePhases), Stopped{Stop: StopCancel, Reply: &answer}, Implementing, Idle,
+	{"forge cancelled", st(Draft, Running, ModeForge), Stopped{Stop: StopCancel, By: "alice"}, Cancelled, Idle, "check:completed/neutral label cleanup:cancelled/alice"},
+	{"phase run cancelled", st(Implementing, Running, ModePhases), Stopped{Stop: StopCancel, By: "alice", Reply: &answer}, Implementing, Idle,
 		"check:completed/neutral pr:false reply:job-failed"},
-	{"run stopped to close", st(Review, Running, ModeAudit), Stopped{Stop: StopClose}, Closed, Idle,
+	{"run stopped to close", st(Review, Running, ModeAudit), Stopped{Stop: StopClose, By: "alice"}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue cleanup:closed/alice"},
+	{"run stopped as its pull request closed", st(Review, Running, ModeAudit), Stopped{Stop: StopClose}, Closed, Idle,
 		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
 	{"phase skipped", waiting(st(Implementing, Running, ModePhases)), PhaseSkipped{Reply: answer}, Implementing, Running, "stop: reply:job-failed"},
 	{"phases started", st(Approved, Running, ModePhases), PhasesStarted{}, Implementing, Running, "label status-line check:in_progress/"},
@@ -202,7 +210,7 @@ var rowCases = []struct {
 	{"override the change", haltedAt(Auditing, ModePhases), Override{Cause: by, By: "alice"}, Auditing, Running,
 		"label check:in_progress/ pr:false reply:halt start"},
 	{"terminate", haltedAt(Draft, ModeForge), Terminate{Cause: by, By: "alice"}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:halt"},
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:halt cleanup:terminated/alice"},
 	{"merge anyway", waitsAt(Auditing), Override{Cause: by, By: "alice"}, Done, Idle,
 		"status-line pr:true check:completed/success label reply:halt issue"},
 	{"replan", waitsAt(Auditing), Revise{Cause: by, Notes: "n"}, Draft, Running,
@@ -219,8 +227,8 @@ var rowCases = []struct {
 	{"stop at the budget", budgetAt(Draft, ModeForge), Choose{Cause: by, By: "alice", Option: 2, Seq: 3, Pending: true, Budget: spent},
 		Draft, Idle, "label check:completed/neutral pr:false reply:halt"},
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
-	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed"},
+	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by, By: "alice"}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed cleanup:closed/alice"},
 	{"a halted plan's pull request closed", haltedAt(Auditing, ModePhases), Close{Cause: by, Quiet: true}, Closed, Idle,
 		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
 	{"its pull request reopened", reopenable(), Reopen{Cause: by, Reply: answer, Check: Check{Status: "completed", Conclusion: "action_required"}}, Draft, Halted,

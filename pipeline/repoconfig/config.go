@@ -36,6 +36,7 @@ type Config struct {
 	Limits   Limits   `yaml:"limits" doc:"What a repository's plans may use."`
 	Phases   Phases   `yaml:"phases" doc:"Phase runs: one commit per phase, each waiting for the repository's checks."`
 	Agents   Agents   `yaml:"agents" doc:"Which of the server's runtimes and which model each role uses; a role left out uses the server's 'agents.roles'. A repository chooses runtimes by name, it never defines one."`
+	Cleanup  Cleanup  `yaml:"cleanup" doc:"What Forge does with a plan people abandon ('/forge close', '/forge terminate', or '/forge cancel' of a forge): it closes the plan's pull request with a comment saying why, who and what became of the branch, and deletes the plan branch unless this keeps it."`
 	Paths    Paths    `yaml:"paths" doc:"The files the implementer may change. Each path it changed is checked after every call: one that matches no 'allow' pattern, or any 'deny' pattern, fails the phase with the list, and nothing of it is committed. Patterns are globs over the path from the repository root: '*' stays within a directory, '**' crosses directories."`
 	// Pipelines are the repository's pipelines by name; nil when it
 	// defines none (Pipeline then selects the built-in one).
@@ -63,6 +64,12 @@ var DefaultSecurityPaths = []string{
 	"**/{Dockerfile,Containerfile}.*",
 	"**/*.Dockerfile",
 	"**/{go.sum,package-lock.json,npm-shrinkwrap.json,yarn.lock,pnpm-lock.yaml,bun.lock,Cargo.lock,poetry.lock,Pipfile.lock,uv.lock,composer.lock,Gemfile.lock,flake.lock}",
+}
+
+// Cleanup is what becomes of an abandoned plan's branch (issue 33, seed
+// 001's --cleanup).
+type Cleanup struct {
+	KeepBranches bool `yaml:"keep_branches" doc:"Keep the branch of every abandoned plan. Left false, the branch is deleted, unless it has a commit that Forge's App did not write (a person pushed to it): that branch is always kept, and the comment names who wrote those commits."`
 }
 
 // Paths bounds the files the implementer may change (a phase that names

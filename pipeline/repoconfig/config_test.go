@@ -78,7 +78,8 @@ func TestParse(t *testing.T) {
 						Implementer:  Agent{Model: "sonnet"},
 						PhaseAuditor: Agent{Runtime: "local"},
 					},
-					Paths: Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
+					Cleanup: Cleanup{KeepBranches: true},
+					Paths:   Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
 					Pipelines: map[string]Pipeline{"default": {Name: "default", Steps: []Step{
 						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 48},
 						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 49,
@@ -107,6 +108,11 @@ func TestParse(t *testing.T) {
 			name: "yaml 1.1 booleans",
 			yaml: "auto_implement: yes\nphases:\n  wait_for_checks: off\n",
 			want: func(c *Config) { c.AutoImplement = true; c.Phases.WaitForChecks = false },
+		},
+		{
+			name: "keep abandoned plans' branches",
+			yaml: "cleanup:\n  keep_branches: true\n",
+			want: func(c *Config) { c.Cleanup.KeepBranches = true },
 		},
 		{
 			name: "anchors and aliases",
@@ -181,7 +187,7 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "unknown keys at each level",
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
-				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, security, version)",
+				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, cleanup, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, security, version)",
 				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, fix_rounds, max_concurrent, max_context_files, max_fix_rounds, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, escalation_model, implementer, memory, phase_auditor, reviser, timeout)",
 			},

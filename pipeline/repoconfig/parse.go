@@ -262,6 +262,11 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"roles":    "set a role's runtime as agents.<role>.runtime (roles: drafter, auditor, reviser, implementer, phase_auditor, memory)",
 			})
 		},
+		"cleanup": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"keep_branches": d.boolField(&cfg.Cleanup.KeepBranches),
+			}, nil)
+		},
 		"paths": func(at string, v *yaml.Node) {
 			d.mapping(v, at, map[string]cfgField{
 				"allow": d.globsField(&cfg.Paths.Allow),
