@@ -99,15 +99,17 @@ func TestReadyWaitsForFinalChecks(t *testing.T) {
 }
 
 // TestFailedFinalChecksKeepDraft: checks that fail on the final head
-// never let the pull request be ready: the run stops on its last phase,
-// saying which check failed and the commands that go on.
+// never let the pull request be ready: the run stops with every phase
+// done, saying which check failed and how to go on. Once the check passes
+// (re-run on GitHub), /forge run runs no agent: it judges the head again
+// and marks the pull request ready.
 func TestFailedFinalChecksKeepDraft(t *testing.T) {
 	w, jenkins, pr, final := readyWorld(t)
 	st := jenkins.CreateStatus(w.repo, final, ghdouble.StatusSpec{State: "failure", Context: "ci/jenkins",
 		Description: "Build #9 failed", TargetURL: "https://ci.example/job/9"})
 	w.deliver(t, "status", ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "status"), w.gh.StatusEdits(w.repo, st)...))
 	stopped := w.waitReply(t, pr.Number, "stays a draft")
-	for _, want := range []string{final[:7], "ci/jenkins (failure): Build #9 failed https://ci.example/job/9", "`/forge run`", "`/forge skip`"} {
+	for _, want := range []string{final[:7], "ci/jenkins (failure): Build #9 failed https://ci.example/job/9", "`/forge run`: Forge runs no agent"} {
 		if !strings.Contains(stopped, want) {
 			t.Errorf("the stop report lacks %q:\n%s", want, stopped)
 		}
@@ -120,5 +122,51 @@ func TestFailedFinalChecksKeepDraft(t *testing.T) {
 		if strings.Contains(b, "Plan run complete") {
 			t.Errorf("the run said complete though its final head's checks failed:\n%s", b)
 		}
+	}
+
+	// The flaky check run again on GitHub, then /forge run: no agent, the
+	// same head judged again, the pull request ready.
+	jenkins.CreateStatus(w.repo, final, ghdouble.StatusSpec{State: "success", Context: "ci/jenkins"})
+	w.commandOn(t, pr.Number, "alice", "/forge run")
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	apptest.Eventually(t, forgeWait, "the pull request to be ready", func() bool { return !w.draft(t, pr.Number) })
+	w.status(t, "DONE")
+	// The scripted implementer writes a file each time it runs: a head
+	// unmoved is a run that called none.
+	if head := w.gh.Repo(w.repo).Head(pr.Head); head != final {
+		t.Errorf("the run committed again: head %s, not %s", head[:7], final[:7])
+	}
+}
+
+// TestPushDuringFinalWait: a person who pushes while the run waits on its
+// final head's checks has pushed what must pass: the pull request is not
+// ready on the final commit's checks alone, but once the checks of their
+// head pass.
+func TestPushDuringFinalWait(t *testing.T) {
+	w, jenkins, pr, final := readyWorld(t)
+	w.gh.SetPermission(w.repo, "bob", "write")
+	pushed := w.gh.PushAs(t, w.repo, "bob", pr.Head, map[string]string{"NOTES.md": "Bob's notes\n"}, "Bob's notes")
+	w.deliverPR(t, "pull_request", "pull_request/synchronize", pr.Number, w.gh.SenderEdit("bob"), ghdouble.Set("after", pushed))
+	st := jenkins.CreateStatus(w.repo, final, ghdouble.StatusSpec{State: "success", Context: "ci/jenkins"})
+	w.deliver(t, "status", ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "status"), w.gh.StatusEdits(w.repo, st)...))
+	waiting := "waiting for CI on " + pushed[:7]
+	apptest.Eventually(t, forgeWait, "the run to wait on bob's head", func() bool {
+		for _, b := range w.botBodies(pr.Number) {
+			if strings.Contains(b, waiting) {
+				return true
+			}
+		}
+		return false
+	})
+	w.waitIdle(t)
+	if !w.draft(t, pr.Number) {
+		t.Fatalf("the pull request was marked ready on the final commit's checks while bob's head %s was unchecked", pushed[:7])
+	}
+	st = jenkins.CreateStatus(w.repo, pushed, ghdouble.StatusSpec{State: "success", Context: "ci/jenkins"})
+	w.deliver(t, "status", ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "status"), w.gh.StatusEdits(w.repo, st)...))
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	apptest.Eventually(t, forgeWait, "the pull request to be ready", func() bool { return !w.draft(t, pr.Number) })
+	if head := w.gh.Repo(w.repo).Head(pr.Head); head != pushed {
+		t.Errorf("the head after the hand-over: %s, want bob's %s", head[:7], pushed[:7])
 	}
 }

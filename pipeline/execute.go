@@ -284,8 +284,10 @@ func (p *Plan) startRun(e plan.StartRun) {
 	}
 	if e.Mode != plan.ModePhases {
 		// The plan is drafted or revised again: what its phases showed
-		// is history, and their next run traces it anew.
+		// is history, and their next run traces it anew, and ends with a
+		// final commit and checks of its own.
 		p.Acceptance = nil
+		p.FinalHead, p.ReadyHead, p.Learned = "", "", nil
 	}
 	p.keepPhaseTimes()
 	p.RunProgress = RunProgress{Gen: p.Generation}

@@ -224,25 +224,22 @@ func (r *run) awaitChecks(ctx context.Context) (string, error) {
 	return checksPassed, r.apply(ctx, plan.ChecksPassed{})
 }
 
-// readyFailed fails the run's last phase: the checks of the head that
-// ends the run failed (or did not finish within phases.checks_timeout), so
-// the pull request stays a draft. The reply says which checks and the
-// commands that go on: a retry runs the phase again and judges the new
-// head, a skip ends the run on it.
+// readyFailed stops the run: the checks of the head that ends it failed
+// (or did not finish within phases.checks_timeout), so the pull request
+// stays a draft. Every phase stays done: no phase is to blame for what a
+// fix pushed to the branch or a check run again can mend. The reply says
+// which checks and how to go on: /forge run judges the branch's head
+// again (done), running no agent.
 func (r *run) readyFailed(ctx context.Context, w *plan.Await, ph *phases.Phase, why, pending []string, timedOut bool, since time.Time) error {
 	p := r.p
 	data := &templates.PhaseStopped{PhaseID: ph.ID, Total: len(p.Phases.Phases), Final: true, SHA: shortSHA(w.SHA), Failed: why}
-	ph.Error = templates.Line(templates.PhaseError{Event: "checks-failed", Failed: why})
 	if timedOut {
 		waited := elapsed(r.f.now().Sub(since))
-		ph.Error = templates.Line(templates.PhaseError{Event: "checks-timeout", Waited: waited, Timeout: r.cfg.Phases.ChecksTimeout.String(), Pending: pending, Failed: why})
 		data.ChecksTimeout, data.Waited, data.Timeout = true, waited, r.cfg.Phases.ChecksTimeout.String()
 		for _, s := range pending {
 			data.Pending = append(data.Pending, strings.ReplaceAll(oneLine(s), "`", "'"))
 		}
 	}
-	ph.Status = phases.Failed
-	data.Error = ph.Error
 	data.Done = len(p.Phases.Phases) - phases.Remaining(*p.Phases)
 	return r.apply(ctx, plan.PhaseFailed{Reply: r.prReply("ready-checks:"+shortSHA(w.SHA), data),
 		Check: plan.Check{Status: "completed", Conclusion: "failure", Title: templates.CheckTitle{Event: "ready-checks-failed"}}})

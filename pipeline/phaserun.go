@@ -48,7 +48,10 @@ func (r *run) runPhases(ctx context.Context) error {
 		if err := r.sayClassified(ctx); err != nil {
 			return err
 		}
-	} else if p.State.PhasesStale() || phases.Stale(*p.Phases, string(text)) {
+	} else if (p.State.PhasesStale() || phases.Stale(*p.Phases, string(text))) && !(p.FinalHead != "" && phases.AllDone(*p.Phases)) {
+		// Every phase done and the final commit made, the run only hands
+		// over: a person's push since (a fix for the final checks) leaves
+		// nothing to regenerate.
 		return r.apply(ctx, plan.PhasesStaleStop{Reply: r.prReply("stale", &templates.PhaseStopped{Stale: true})})
 	}
 	if p.Acceptance != nil && p.Acceptance.Continue {
@@ -777,27 +780,48 @@ func (r *run) readPhase(ctx context.Context, ph *phases.Phase) error {
 
 // done hands the finished plan to people: what it taught written down
 // (learn), then one final commit (the phases file complete, the plan's
-// status DONE), then, once that head's checks pass, DONE, the PR ready for
-// review with Closes #N, the forge check a success. A pull request is
-// ready only when it is mergeable: until its final head's checks pass it
-// stays a draft and the run waits on them as on a phase commit's, parked;
-// a failure fails the last phase (Retry, Skip). With
-// phases.wait_for_checks off it is ready at once.
+// status DONE), then, once the checks of the branch's head pass, DONE, the
+// PR ready for review with Closes #N, the forge check a success. A pull
+// request is ready only when it is mergeable: until its head's checks pass
+// it stays a draft and the run waits on them as on a phase commit's,
+// parked; a failure stops the run with the phases done, and /forge run
+// judges the head again. The head judged is the branch's, read before the
+// wait and after it: a person's push meanwhile (a fix, or anything) is
+// what must pass. With phases.wait_for_checks off it is ready at once.
 func (r *run) done(ctx context.Context) error {
 	p := r.p
-	learned, err := r.learn(ctx)
-	if err != nil {
-		return err
-	}
-	r.doing = templates.Step{Event: "handing-over"}
 	if p.FinalHead == "" || p.FinalHead != p.HeadSHA {
+		// Learned once, before the final commit (its facts go in
+		// DECISIONS.md on the branch); a run resumed after the wait
+		// hands over with what it recorded.
+		learned, err := r.learn(ctx)
+		if err != nil {
+			return err
+		}
+		p.Learned = learned
+		r.doing = templates.Step{Event: "handing-over"}
 		if err := r.commitFinal(ctx); err != nil {
 			return err
 		}
 	}
-	if r.cfg.Phases.WaitForChecks && p.ReadyHead != p.HeadSHA {
-		// phases.wait_for_checks off: no commit of the run waits on CI.
+	r.doing = templates.Step{Event: "handing-over"}
+	for r.cfg.Phases.WaitForChecks {
 		if p.State.Await() == nil {
+			head, err := r.gh.BranchHead(ctx, p.Repo, p.Branch)
+			if err != nil {
+				return fmt.Errorf("read the head of %s: %w", p.Branch, err)
+			}
+			if head != p.HeadSHA {
+				// A person pushed after the final commit: their head's
+				// checks decide (the final commit is in its history).
+				p.HeadSHA, p.FinalHead = head, head
+				if err := r.save(ctx); err != nil {
+					return err
+				}
+			}
+			if p.ReadyHead == p.HeadSHA {
+				break
+			}
 			last := p.Phases.Phases[len(p.Phases.Phases)-1]
 			now := r.f.now()
 			w := plan.Await{SHA: p.HeadSHA, PhaseID: last.ID, Final: true, Since: now, Deadline: now.Add(r.cfg.Phases.ChecksGrace)}
@@ -810,7 +834,7 @@ func (r *run) done(ctx context.Context) error {
 		}
 	}
 	return r.handOver(ctx, plan.PhasesDone{Reply: r.prReply("done", &templates.PhaseRunDone{Complete: true,
-		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases), Open: openFindingsList(OpenFindings(p), true), Learned: learned})})
+		Ran: p.PhasesRun, Elapsed: r.runElapsed(), Phases: checklist(*p.Phases), Open: openFindingsList(OpenFindings(p), true), Learned: p.Learned})})
 }
 
 // finalMessage is the message of the commit that ends a phase run.

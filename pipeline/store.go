@@ -11,6 +11,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/stall"
+	"github.com/forge-dev/forge/templates"
 )
 
 // Plan is a plan as Forge records it. GitHub holds the plan's text; the
@@ -119,6 +120,9 @@ type Plan struct {
 	// marked ready for review.
 	FinalHead string `json:",omitempty"`
 	ReadyHead string `json:",omitempty"`
+	// Learned is what the memory agent recorded as the run ended, for
+	// the hand-over's reply after the final checks' wait.
+	Learned *templates.Learned `json:",omitempty"`
 	// Stalls are the round loops of the phases whose checks failed
 	// (phases.fix_rounds), by phase id: rounds, progress, replans.
 	Stalls map[string]*stall.Record `json:",omitempty"`

@@ -132,15 +132,24 @@ func predicate(d repoconfig.Directive, f Facts) (holds bool, seen string, err er
 			return !in, seen, nil
 		}
 	case repoconfig.FactLabels:
-		seen = "the pull request has no labels"
-		if len(f.Labels) > 0 {
-			seen = "the pull request's labels are " + strings.Join(f.Labels, ", ")
+		// A label opens a gate only from someone who may steer the plan,
+		// but holds it shut from anyone: where the directive wants a label
+		// present (require ==, forbid !=) only the counted ones count;
+		// where it wants one absent, every label on the pull request does.
+		labels := f.Labels
+		wantsPresent := (d.Kind == repoconfig.GateRequire) == (d.Op != repoconfig.OpNotEqual)
+		if !wantsPresent {
+			labels = append(slices.Clone(f.Labels), f.NotCounted...)
 		}
-		if len(f.NotCounted) > 0 {
+		seen = "the pull request has no labels"
+		if len(labels) > 0 {
+			seen = "the pull request's labels are " + strings.Join(labels, ", ")
+		}
+		if wantsPresent && len(f.NotCounted) > 0 {
 			seen += " (not counting " + strings.Join(f.NotCounted, ", ") + ": added by nobody with the approval permission)"
 		}
 		has := slices.ContainsFunc(d.Values, func(v string) bool {
-			return slices.ContainsFunc(f.Labels, func(l string) bool { return strings.EqualFold(l, v) })
+			return slices.ContainsFunc(labels, func(l string) bool { return strings.EqualFold(l, v) })
 		})
 		switch d.Op {
 		case repoconfig.OpEqual, repoconfig.OpIn:

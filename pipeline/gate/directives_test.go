@@ -52,12 +52,17 @@ func TestCheckDirectives(t *testing.T) {
 		{"require labels == blocked", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
 		{"require labels == approved-by-qa", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
 		{"require labels != blocked", ""},
-		{"require labels != docs", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
+		{"require labels != docs", "the pull request's labels are Security, docs, approved-by-qa"},
 		{"require labels in [blocked, docs]", ""},
 		{"require labels in [blocked, wip]", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
 		{"forbid labels == blocked", ""},
-		{"forbid labels == docs", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
-		{"forbid labels in [wip, SECURITY]", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
+		{"forbid labels == docs", "the pull request's labels are Security, docs, approved-by-qa"},
+		{"forbid labels in [wip, SECURITY]", "the pull request's labels are Security, docs, approved-by-qa"},
+		// A label added by someone who may not steer opens nothing but
+		// holds a gate shut: a bot's "blocked" blocks.
+		{"forbid labels == approved-by-qa", "the pull request's labels are Security, docs, approved-by-qa"},
+		{"require labels != approved-by-qa", "the pull request's labels are Security, docs, approved-by-qa"},
+		{"forbid labels != approved-by-qa", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
 
 		{"require approvals == 2", ""},
 		{"require approvals == 3", "2 approvals"},
