@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -135,12 +136,18 @@ func (f *Forge) HandleReview(ctx context.Context, a ReviewArgs) error {
 			// ends. The person's approval noted earlier no longer holds:
 			// withdrawn, and said so (the column is outside the table's
 			// state, as the noting is).
-			withdrawn, err := f.Plans.WithdrawApproval(ctx, p.ID, a.Author)
-			if err != nil || !withdrawn {
+			// Said before the column is edited: a job retried after the
+			// answer finds it by its marker, one retried after the edit
+			// still finds the approval gone.
+			if !slices.ContainsFunc(p.EarlyApprovals, func(w string) bool { return strings.EqualFold(w, a.Author) }) {
+				return nil
+			}
+			if err := f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "approval", cause.Trigger), PlanID(p.Number),
+				&templates.Approval{Withdrawn: true, Approvers: []string{a.Author}}); err != nil {
 				return err
 			}
-			return f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "approval", cause.Trigger), PlanID(p.Number),
-				&templates.Approval{Withdrawn: true, Approvers: []string{a.Author}})
+			_, err := f.Plans.WithdrawApproval(ctx, p.ID, a.Author)
+			return err
 		}
 		notes, last, err := f.pendingChangeRequests(ctx, gh, p)
 		if err != nil || notes == "" {
