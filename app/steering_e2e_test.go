@@ -73,13 +73,18 @@ pipelines:
 
 	w.label(t, w.issue, "tom", "forge:pipeline/strict")
 	w.waitReply(t, w.issue, "@tom, Forge only takes commands from people with at least write permission on this repository, so it did not act on the label `forge:pipeline/strict` you added.")
+	// The writer's trigger then: the triager's pipeline label chooses
+	// nothing, and no plan starts on another pipeline in silence.
 	w.label(t, w.issue, "alice", "forge")
-	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
-	if name, ok := w.pipelineOf(t, 1); !ok || name != "builtin" {
-		t.Errorf("plan-001's pipeline: %q (%v), want builtin: the triager's label chose it", name, ok)
+	w.waitReply(t, w.issue, "This issue's pipeline label `forge:pipeline/strict` was added by nobody with the approval permission")
+	if _, ok := w.pipelineOf(t, 1); ok {
+		t.Errorf("plan-001 started on the triager's pipeline label")
 	}
-	if n := len(w.botComments(t, w.issue)); n != 2 {
-		t.Errorf("%d answers on the issue, want the refusal and the forge's progress", n)
+	// Named by someone who may steer, the pipeline is chosen.
+	w.command(t, "alice", "/forge --pipeline strict add a greeting page")
+	w.waitProgress(t, "the forge to finish", func(b string) bool { return strings.Contains(b, "Forge audited") })
+	if name, ok := w.pipelineOf(t, 1); !ok || name != "strict" {
+		t.Errorf("plan-001's pipeline: %q (%v), want strict", name, ok)
 	}
 }
 

@@ -466,11 +466,11 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 	if title == "" {
 		return c.reply(ctx, &templates.UsageError{Problem: templates.UsageProblem{Event: "no-description"}, Usage: cmd.Kind.Usage()})
 	}
-	labels, err := c.steeringLabels(ctx, cfg)
+	labels, notCounted, err := c.steeringLabels(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	pipe, refused := choosePipeline(cmd, labels, cfg)
+	pipe, refused := choosePipeline(cmd, labels, notCounted, cfg)
 	if refused != nil {
 		return c.reply(ctx, refused)
 	}

@@ -105,9 +105,8 @@ func labelledBy(events []IssueEvent) map[string]IssueEvent {
 // label chooses the plan's pipeline, and with it its gates and roles, so
 // it counts only when the person who added it may steer plans
 // (weighLabels); any other label is kept as it is.
-func (c *commandCtx) steeringLabels(ctx context.Context, cfg repoconfig.Config) ([]string, error) {
-	counted, _, err := c.f.weighLabels(ctx, c.gh, c.a.InstallationID, c.a.Repo, c.a.IssueNumber, c.a.Labels, cfg.Approval.Permission(), isPipelineLabel)
-	return counted, err
+func (c *commandCtx) steeringLabels(ctx context.Context, cfg repoconfig.Config) (counted, not []string, err error) {
+	return c.f.weighLabels(ctx, c.gh, c.a.InstallationID, c.a.Repo, c.a.IssueNumber, c.a.Labels, cfg.Approval.Permission(), isPipelineLabel)
 }
 
 // weighLabels splits the labels of issue or pull request number that
@@ -150,12 +149,23 @@ func (f *Forge) weighLabels(ctx context.Context, gh GitHub, installationID int64
 // (repoconfig.Config.Pipeline). When none can be chosen (a name the
 // repository does not define, two pipeline labels) it returns the answer
 // that says so instead.
-func choosePipeline(cmd command.Command, labels []string, cfg repoconfig.Config) (repoconfig.Pipeline, *templates.PipelineRefused) {
+func choosePipeline(cmd command.Command, labels, notCounted []string, cfg repoconfig.Config) (repoconfig.Pipeline, *templates.PipelineRefused) {
 	refused := &templates.PipelineRefused{Event: "unknown", Defined: cfg.PipelineNames(), Command: "/forge"}
 	if cmd.Kind == command.Plan {
 		refused.Command = "/plan"
 	}
 	name := cmd.Pipeline
+	if name == "" && !slices.ContainsFunc(labels, isPipelineLabel) && slices.ContainsFunc(notCounted, isPipelineLabel) {
+		// The label asks for a pipeline nobody who may steer chose: no
+		// plan on another one in silence.
+		refused.Event = "not-counted"
+		for _, l := range notCounted {
+			if isPipelineLabel(l) {
+				refused.Labels = append(refused.Labels, l)
+			}
+		}
+		return repoconfig.Pipeline{}, refused
+	}
 	if name == "" {
 		var named []string
 		for _, l := range labels {

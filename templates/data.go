@@ -706,7 +706,8 @@ type (
 	// PipelineRefused: a new plan named a pipeline the repository does
 	// not define (Event "unknown"; Label when the issue's label named it,
 	// not --pipeline), or the issue has more than one pipeline label
-	// (Event "labels", Labels): no plan was created. Defined are the names
+	// (Event "labels", Labels), or its pipeline label was added by nobody
+	// who may steer (Event "not-counted", Labels): no plan was created. Defined are the names
 	// the repository's pipelines go by, "builtin" last; Command is
 	// "/forge" or "/plan".
 	PipelineRefused struct {

@@ -354,6 +354,7 @@ func textCases(t *testing.T) []textCase {
 		{"pipeline-refused/unknown", templates.PipelineRefused{Event: "unknown", Name: "strict", Defined: []string{"default", "two-audits", "builtin"}, Command: "/forge"}},
 		{"pipeline-refused/unknown from the label", templates.PipelineRefused{Event: "unknown", Name: "stric`t", Label: true, Defined: []string{"builtin"}, Command: "/forge"}},
 		{"pipeline-refused/labels", templates.PipelineRefused{Event: "labels", Labels: []string{"forge:pipeline/strict", "forge:pipeline/**lax**"}, Defined: []string{"strict", "builtin"}, Command: "/plan"}},
+		{"pipeline-refused/not counted", templates.PipelineRefused{Event: "not-counted", Labels: []string{"forge:pipeline/strict"}, Defined: []string{"strict", "builtin"}, Command: "/forge"}},
 		{"open-plan/plan without a pull request yet", templates.OpenPlan{Head: templates.Head{PlanID: planID}, Title: title, Status: string(plan.Draft), PRURL: "", Command: "/plan"}},
 		{"plan-list/every plan", templates.PlanList{Total: 3, Most: 30, Plans: []templates.PlanListItem{
 			{PlanID: planID, Title: title, Status: string(plan.Implementing), Running: true, Queued: false, Issue: issue, PR: pr, Activity: "2025-03-14 09:30 UTC"},

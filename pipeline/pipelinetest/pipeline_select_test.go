@@ -46,9 +46,15 @@ func TestNewPlanChoosesItsPipeline(t *testing.T) {
 			reply: []string{"This repository defines no pipeline `fast` (the issue's label `forge:pipeline/fast`), so Forge started no plan."}},
 		{name: "two labels", yml: pipelines, body: "/forge add caching", labels: []string{"forge:pipeline/strict", "forge:pipeline/lax"},
 			reply: []string{"This issue has more than one pipeline label (`forge:pipeline/strict`, `forge:pipeline/lax`), so Forge started no plan"}},
-		{name: "a triager's label", yml: withDefault, body: "/forge add caching", labels: []string{"forge:pipeline/strict"}, by: "tom", want: "default"},
-		{name: "a triager's label with the trigger label", yml: pipelines, labels: []string{"forge", "forge:pipeline/lax"}, by: "tom", want: "builtin"},
-		{name: "a reader's unknown label", yml: pipelines, body: "/forge add caching", labels: []string{"forge:pipeline/fast"}, by: "rita", want: "builtin"},
+		// A pipeline label from someone who may not steer chooses nothing,
+		// and no plan starts on another pipeline in silence.
+		{name: "a triager's label", yml: withDefault, body: "/forge add caching", labels: []string{"forge:pipeline/strict"}, by: "tom",
+			reply: []string{"This issue's pipeline label `forge:pipeline/strict` was added by nobody with the approval permission", "`/forge --pipeline <name> <description>`"}},
+		{name: "a triager's label with the trigger label", yml: pipelines, labels: []string{"forge", "forge:pipeline/lax"}, by: "tom",
+			reply: []string{"`forge:pipeline/lax` was added by nobody with the approval permission"}},
+		{name: "a reader's unknown label", yml: pipelines, body: "/forge add caching", labels: []string{"forge:pipeline/fast"}, by: "rita",
+			reply: []string{"`forge:pipeline/fast` was added by nobody with the approval permission"}},
+		{name: "a triager's label, the flag chooses", yml: pipelines, body: "/forge --pipeline lax add caching", labels: []string{"forge:pipeline/strict"}, by: "tom", want: "lax"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
