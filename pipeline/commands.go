@@ -231,10 +231,13 @@ func (c *commandCtx) retry(ctx context.Context, cmd command.Command) error {
 		return err
 	}
 	ev := plan.RunPhases{Cause: c.cause(), Limit: phases.MaxPerRun, Words: c.words(cmd, cmd.Phase)}
-	if _, ok := plan.Lookup(p.State, ev); !ok || p.State.Applied(ev.Trigger) || p.Phases == nil {
+	if _, ok := plan.Lookup(p.State, ev); !ok || p.State.Applied(ev.Trigger) {
 		// Refused (and answered), or this very command again: nothing is
 		// prepared twice.
 		return c.apply(ctx, p, ev)
+	}
+	if p.Phases == nil {
+		return c.reply(ctx, withPlan(&templates.UsageError{Problem: templates.UsageProblem{Event: "no-such-phase", Arg: cmd.Phase}, Usage: cmd.Kind.Usage()}, p))
 	}
 	was, problem, err := c.f.prepareRetry(ctx, c.gh, p, cmd.Phase)
 	if err != nil {

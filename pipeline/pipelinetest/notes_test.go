@@ -19,7 +19,7 @@ func spyOn(w *pipelinetest.World, role agent.Role) map[string][]string {
 	w.Agents[role] = func(req agent.Request) (agent.Result, error) {
 		prompts[req.PhaseID] = append(prompts[req.PhaseID], req.Prompt)
 		if real == nil {
-			return agent.Result{Output: "ok"}, nil
+			return agent.Result{Output: "Nothing to report.\n\n**Verdict:** Approved"}, nil
 		}
 		return real(req)
 	}
@@ -202,4 +202,58 @@ func TestNotesWithSkipResumeOverrideChoose(t *testing.T) {
 		}
 		wantNotes(t, prompts["phase-2"][0], "/forge choose phase-2 2", "one row a greeting")
 	})
+}
+
+// TestNotesHandedToARunningJob: /forge skip with notes on a plan whose
+// phase run a job owns (its job queued, not parked) hands them to the job
+// through the store; the job skips the failed phase and gives them to the
+// phase it runs next.
+func TestNotesHandedToARunningJob(t *testing.T) {
+	w := docWorld(t, "failed")
+	prompts := spyOn(w, agent.PhaseAuditor)
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, 2, true, "/forge run")); err != nil {
+		t.Fatal(err)
+	}
+	if p := planOf(t, w); p.State.Run() != plan.Running || p.State.Parked() {
+		t.Fatalf("the plan is not held by a job: %s", p.State)
+	}
+	if err := w.Forge.HandleCommand(ctx, command(w, 2, true, "/forge skip the README is fine")); err != nil {
+		t.Fatal(err)
+	}
+	if p := planOf(t, w); len(p.Said) != 0 || len(p.Choices) != 1 {
+		t.Fatalf("the notes are not waiting for the job: said %+v, choices %+v", p.Said, p.Choices)
+	}
+	runJobs(t, w)
+	if len(prompts["phase-3"]) == 0 {
+		t.Fatal("the audit phase did not run")
+	}
+	wantNotes(t, prompts["phase-3"][0], "/forge skip", "the README is fine")
+	if p := planOf(t, w); len(p.Choices) != 0 || p.State.Status() != plan.Done {
+		t.Errorf("after the run: %s, choices %+v", p.State, p.Choices)
+	}
+}
+
+// TestRetryRefused: /forge retry of a phase the plan lacks, or of one that
+// has not run, is answered with why, and nothing runs.
+func TestRetryRefused(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"/forge retry phase-9", "the plan has no phase `phase-9`"},
+		{"/forge retry phase-3 soon", "phase-3 is pending: only a phase that failed, or the last one done, runs again"},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			w := docWorld(t, "failed")
+			jobs := len(w.Queue.Of("forge"))
+			if err := w.Forge.HandleCommand(context.Background(), command(w, 2, true, tc.body)); err != nil {
+				t.Fatal(err)
+			}
+			got := w.GitHub.BotComments(2)
+			if !strings.Contains(got[len(got)-1], tc.want) {
+				t.Errorf("answer %q, want %q", got[len(got)-1], tc.want)
+			}
+			if len(w.Queue.Of("forge")) != jobs || planOf(t, w).State.Run() != plan.Idle {
+				t.Error("the refused retry started a run")
+			}
+		})
+	}
 }
