@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,20 +99,67 @@ func TestForgeOnClaudeCode(t *testing.T) {
 	}
 }
 
-// TestTokenLimitOnClaudeCode: limits.max_tokens_per_plan counts the tokens
-// Claude Code reports, and stops the plan once its draft went past them.
-func TestTokenLimitOnClaudeCode(t *testing.T) {
+// TestTokenBudgetAsksADecision: limits.max_tokens_per_plan counts the
+// tokens Claude Code reports, and a plan whose agents reach it asks for a
+// decision with the spend before its next agent call, never failing and
+// never starting a call past it. The draft (1505 tokens, $0.0125) spends
+// the budget of 1000: the auditor does not run, the pull request gets the
+// request (tokens and cost, option 1 raising the budget to hold one more
+// call as large as the draft, option 2 stopping), label forge:decision and
+// the forge check run's buttons. /forge choose 1 raises it to 4000 and the
+// forge goes on: the audit, the revision (3162 tokens, $0.019 in all);
+// the next round would pass the budget and asks again. /forge choose 2
+// stops there, the plan in DRAFT with its revision committed.
+func TestTokenBudgetAsksADecision(t *testing.T) {
 	w, state, _ := newClaudeWorld(t, "limits:\n  max_tokens_per_plan: 1000\n")
 	w.command(t, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to stop", func(b string) bool { return strings.Contains(b, "Forge failed") })
-	report := w.waitReply(t, w.issue, "max_tokens_per_plan")
-	if !strings.Contains(report, "1505 tokens") || !strings.Contains(report, "1000") {
-		t.Errorf("report:\n%s", report)
+	pr := w.planPR(t)
+	asked := w.waitReply(t, pr.Number, "**plan-001** needs a decision: its agents have used")
+	for _, want := range []string{"1505 tokens ($0.01) of its budget of 1000 tokens", "the largest so far (1505 tokens)",
+		"Raise the plan's budget by 3000 tokens, to 4000", "Stop here: the plan stays DRAFT", "/forge choose <n>"} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("the budget's decision request lacks %q:\n%s", want, asked)
+		}
 	}
+	apptest.Eventually(t, forgeWait, "the forge:decision label", func() bool {
+		return slices.Equal(w.gh.Labels(w.repo, pr.Number), []string{"forge:decision"})
+	})
+	if run := w.liveForgeRun(pr); run.Conclusion != "action_required" || !slices.Equal(identifiers(run.Actions), []string{"choose-1", "choose-2"}) {
+		t.Errorf("the forge check run: %s %q %v", run.Conclusion, run.Output.Title, identifiers(run.Actions))
+	}
+	w.waitProgress(t, "the issue's comment", func(b string) bool { return strings.Contains(b, "Forge stopped plan-001 at its token budget") })
 	if calls := claudeCalls(t, state); len(calls) != 1 {
-		t.Errorf("agents ran past the limit:\n%s", strings.Join(calls, "\n"))
+		t.Errorf("agents ran past the budget:\n%s", strings.Join(calls, "\n"))
 	}
-	if n := len(w.gh.Reviews(w.repo, w.pulls(t)[0].Number)); n != 0 {
-		t.Errorf("the auditor ran past the limit: %d reviews", n)
+	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 0 {
+		t.Errorf("the auditor ran past the budget: %d reviews", n)
+	}
+
+	w.commandOn(t, pr.Number, "alice", "/forge choose 1")
+	w.waitReply(t, pr.Number, "Option 1 chosen by @alice: the budget of **plan-001** is raised to 4000 tokens (1505 used so far, $0.01)")
+	again := w.waitReply(t, pr.Number, "3162 tokens ($0.02) of its budget of 4000 tokens")
+	if !strings.Contains(again, "the largest so far (1657 tokens)") || !strings.Contains(again, "Raise the plan's budget by 1000 tokens, to 5000") {
+		t.Errorf("the second request:\n%s", again)
+	}
+	if calls := claudeCalls(t, state); len(calls) != 2 {
+		t.Errorf("Claude Code calls after the raise, want the draft and the revision:\n%s", strings.Join(calls, "\n"))
+	}
+	if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 1 {
+		t.Errorf("%d audit rounds after the raise, want 1 (the second would pass the budget)", n)
+	}
+
+	w.commandOn(t, pr.Number, "alice", "/forge choose 2")
+	w.waitReply(t, pr.Number, "Option 2 chosen by @alice: **plan-001** stops at its token budget, its agents having used 3162 tokens ($0.02) of its budget of 4000")
+	w.status(t, "DRAFT")
+	apptest.Eventually(t, forgeWait, "the forge check run stopped", func() bool {
+		run := w.liveForgeRun(pr)
+		return run.Conclusion == "neutral" && strings.Contains(run.Output.Title, "stopped at its token budget") && len(run.Actions) == 0
+	})
+	plan, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-add-rate-limiting.md")
+	if !strings.Contains(plan, "(answers audit round 1)") {
+		t.Errorf("the revision paid for is not kept:\n%s", plan)
+	}
+	if calls := claudeCalls(t, state); len(calls) != 2 || len(w.gh.Reviews(w.repo, pr.Number)) != 1 {
+		t.Errorf("agents ran after the stop:\n%s", strings.Join(calls, "\n"))
 	}
 }

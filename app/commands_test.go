@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -354,7 +355,7 @@ func TestChangesRequestedAndButtons(t *testing.T) {
 
 	// The check run's Approve & run button: refused for a reader; for
 	// alice it is her latest word, over her own change request.
-	click := func(user string) {
+	click := func(user string) string {
 		head := w.gh.Repo(w.repo).Head(pr.Head)
 		var run int64
 		for _, c := range w.gh.CheckRuns(w.repo, head) {
@@ -362,14 +363,23 @@ func TestChangesRequestedAndButtons(t *testing.T) {
 				run = c.ID
 			}
 		}
-		w.deliverPR(t, "check_run", "check_run/requested_action", pr.Number, w.gh.CheckRunEdit(w.repo, run),
+		// GitHub's check_run events carry no pull request of their own.
+		p := ghdouble.EditPayload(t, ghdouble.LoadPayload(t, "check_run/requested_action"), w.gh.InstallationEdit(w.inst), w.gh.RepositoryEdit(w.repo),
+			w.gh.CheckRunEdit(w.repo, run),
 			w.gh.SenderEdit(user), ghdouble.Set("requested_action", map[string]any{"identifier": "approve"}))
+		res, _ := w.deliver(t, "check_run", p)
+		answer, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return strings.TrimSpace(string(answer))
 	}
 	click("rita")
 	w.waitReply(t, pr.Number, "@rita, Forge only takes commands")
-	// Pressing again is refused once only: a stranger makes no more noise.
-	click("rita")
-	w.waitDone(t, "check_action", 2)
+	// Pressing again on the check run as it was is the same signed body: a
+	// replay, which does nothing.
+	if got := click("rita"); got != "replayed" {
+		t.Errorf("rita's second press of the unchanged check run: %q, want replayed", got)
+	}
+	w.waitDone(t, "check_action", 1)
 	click("alice")
 	w.waitReply(t, pr.Number, "Plan **plan-001** approved for implementation by @alice.")
 	refusals := 0

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -283,11 +282,12 @@ func TestDAGBatchMateRevertedAfterALaterFailure(t *testing.T) {
 }
 
 // TestDAGBatchKeepsToTheTokenBudget: each implementer run reports 1000
-// tokens and the plan may use 2500. phase-1 runs alone (1000); the batch of
-// phase-2, phase-3 and phase-4 starts one phase at a time, as the budget
-// left holds one more run of the largest phase's use: phase-2 (2000), then
-// phase-3 (3000, the limit met as by a phase alone), and phase-4 fails on
-// the token limit without its agent running.
+// tokens and the plan may use 2500. phase-1 runs alone (1000); of the
+// batch of phase-2, phase-3 and phase-4, the budget left holds one more
+// run of the largest phase's use: phase-2 runs (2000), and phase-3 and
+// phase-4 wait, never started, for the budget's decision, which says the
+// spend. /forge choose 1 raises the budget by 2500: they run together and
+// the plan is DONE.
 func TestDAGBatchKeepsToTheTokenBudget(t *testing.T) {
 	impl, dir := gatedImplementer(t)
 	if err := os.WriteFile(filepath.Join(dir, "tokens"), []byte("1000"), 0o644); err != nil {
@@ -303,14 +303,24 @@ func TestDAGBatchKeepsToTheTokenBudget(t *testing.T) {
 		},
 	})
 	w.commandOn(t, pr.Number, "alice", "/forge approve")
-	stopped := w.waitReply(t, pr.Number, "max_tokens_per_plan")
-	w.waitIdle(t)
-	got := runCounts(t, dir)
-	if got["phase-1"] != 1 || got["phase-2"]+got["phase-3"]+got["phase-4"] != 2 {
-		t.Errorf("implementer runs %v, want phase-1 and two of the batch: the budget held no more", got)
+	asked := w.waitReply(t, pr.Number, "**plan-001** needs a decision: its agents have used 2000 tokens of its budget of 2500 tokens")
+	if !strings.Contains(asked, "at phase-3") || !strings.Contains(asked, "Raise the plan's budget by 2500 tokens, to 5000") {
+		t.Errorf("the budget's decision request:\n%s", asked)
 	}
-	if !strings.Contains(stopped, fmt.Sprint(3000)+" tokens") {
-		t.Errorf("the stop report:\n%s", stopped)
+	w.waitIdle(t)
+	if got := runCounts(t, dir); got["phase-1"] != 1 || got["phase-2"] != 1 || got["phase-3"]+got["phase-4"] != 0 {
+		t.Errorf("implementer runs %v, want phase-1 and phase-2: the budget held no more", got)
+	}
+	progress := w.waitReply(t, pr.Number, "[x] phase-2")
+	if !strings.Contains(progress, "[ ] phase-3") || !strings.Contains(progress, "[ ] phase-4") {
+		t.Errorf("the phases the budget did not hold are not pending:\n%s", progress)
+	}
+
+	w.commandOn(t, pr.Number, "alice", "/forge choose 1")
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	w.status(t, "DONE")
+	if got := runCounts(t, dir); got["phase-3"] != 1 || got["phase-4"] != 1 {
+		t.Errorf("implementer runs %v after the raise, want phase-3 and phase-4 once each", got)
 	}
 }
 

@@ -120,7 +120,7 @@ func (d *dashboard) plans(w http.ResponseWriter, r *http.Request) {
 		plans, data.More = plans[:dashboardPlans], true
 	}
 	for _, p := range plans {
-		data.Plans = append(data.Plans, d.row(p))
+		data.Plans = append(data.Plans, d.row(p, sess.Repos))
 	}
 	d.render(w, r, "dashboard", "dashboard_live", &data, &data.Session)
 }
@@ -132,13 +132,16 @@ func (d *dashboard) plan(w http.ResponseWriter, r *http.Request) {
 	if sess == nil {
 		return
 	}
-	repo := pipeline.Repo{Owner: r.PathValue("owner"), Name: r.PathValue("repo")}
+	// The name is the repository's as GitHub says it now: its id finds
+	// the plans, whatever name they were made under.
+	name := r.PathValue("owner") + "/" + r.PathValue("repo")
 	n, ok := plan.ParseID(r.PathValue("plan"))
-	if !ok || !slices.ContainsFunc(sess.Repos, func(s string) bool { return strings.EqualFold(s, repo.String()) }) {
+	i := slices.IndexFunc(sess.Repos, func(s store.DashboardRepo) bool { return strings.EqualFold(s.Name, name) })
+	if !ok || i < 0 {
 		d.notFound(w, r)
 		return
 	}
-	p, err := d.app.store.Plans().PlanByNumber(r.Context(), repo, n)
+	p, err := d.app.store.PlanOf(r.Context(), sess.Repos[i], n)
 	if errors.Is(err, pipeline.ErrPlanNotFound) {
 		d.notFound(w, r)
 		return
@@ -152,7 +155,7 @@ func (d *dashboard) plan(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
-	data := templates.PlanPage{Session: page, Plan: d.row(p), More: more, Most: timelineEvents}
+	data := templates.PlanPage{Session: page, Plan: d.row(p, sess.Repos), More: more, Most: timelineEvents}
 	for _, e := range events {
 		data.Events = append(data.Events, eventRow(e))
 	}
@@ -200,13 +203,20 @@ func (d *dashboard) fail(w http.ResponseWriter, err error) {
 	http.Error(w, "the dashboard could not read Forge's database", http.StatusInternalServerError)
 }
 
-// row is a plan as the dashboard shows it. Title and error are the
-// plan's as written (hostile text): the templates escape them.
-func (d *dashboard) row(p *pipeline.Plan) templates.PlanRow {
+// row is a plan as the dashboard shows it, under its repository's name
+// as GitHub says it now (repos): a renamed repository's plans show under
+// its new name. Title and error are the plan's as written (hostile text):
+// the templates escape them.
+func (d *dashboard) row(p *pipeline.Plan, repos []store.DashboardRepo) templates.PlanRow {
 	id := pipeline.PlanID(p.Number)
+	repo := p.Repo
+	if i := slices.IndexFunc(repos, func(r store.DashboardRepo) bool { return p.RepoID != 0 && r.ID == p.RepoID }); i >= 0 {
+		owner, name, _ := strings.Cut(repos[i].Name, "/")
+		repo = pipeline.Repo{Owner: owner, Name: name}
+	}
 	row := templates.PlanRow{
-		Repo: p.Repo.String(), PlanID: id, Title: printable(p.Title, 200),
-		Link:   "/ui/plans/" + url.PathEscape(p.Repo.Owner) + "/" + url.PathEscape(p.Repo.Name) + "/" + id,
+		Repo: repo.String(), PlanID: id, Title: printable(p.Title, 200),
+		Link:   "/ui/plans/" + url.PathEscape(repo.Owner) + "/" + url.PathEscape(repo.Name) + "/" + id,
 		Status: string(p.State.Status()), Rounds: len(p.Audits), Tokens: p.Usage, PR: p.PR,
 		Updated: p.UpdatedAt.UTC().Format("2006-01-02 15:04:05"),
 		Error:   d.planError(p),
@@ -243,7 +253,7 @@ func (d *dashboard) row(p *pipeline.Plan) templates.PlanRow {
 	}
 	if gs := d.app.github.Load(); gs != nil && p.PR != 0 {
 		row.PRURL = fmt.Sprintf("%s/%s/%s/pull/%d", strings.TrimSuffix(gs.cfg.Github.WebURL, "/"),
-			url.PathEscape(p.Repo.Owner), url.PathEscape(p.Repo.Name), p.PR)
+			url.PathEscape(repo.Owner), url.PathEscape(repo.Name), p.PR)
 	}
 	return row
 }

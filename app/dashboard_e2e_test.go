@@ -551,3 +551,37 @@ func TestDashboardSignInStaysWithinUI(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardFollowsARenamedRepository: octo/hello, where rita may read,
+// has plan-001; it is renamed octo/hello-world, and a new repository takes
+// the name octo/hello, where mallory writes. rita sees plan-001 under the
+// new name, and its page; mallory, who can read a repository named
+// octo/hello, sees no plan, and plan-001's page under that name is not
+// found for her: the dashboard knows repositories by their id.
+func TestDashboardFollowsARenamedRepository(t *testing.T) {
+	w := newSignInWorld(t)
+	w.commandOn(t, w.issue, "alice", "/plan add rate limiting")
+	w.waitReply(t, w.issue, "Plan created: **plan-001**")
+	w.gh.RenameRepo("octo/hello", "hello-world")
+	w.gh.AddRepo(w.inst, "octo/hello", ghdouble.RepoPrivate()).Seed(map[string]string{"README.md": "# new\n"}, "initial commit")
+	w.gh.SetPermission("octo/hello", "mallory", "write")
+
+	rita := newBrowser(t)
+	if _, page := rita.signIn(w.forge.URL, "rita"); !strings.Contains(page, `data-plan="octo/hello-world/plan-001"`) || strings.Contains(page, `data-plan="octo/hello/`) {
+		t.Errorf("rita's dashboard after the rename:\n%s", page)
+	}
+	if res, page := rita.open(w.forge.URL + "/ui/plans/octo/hello-world/plan-001"); res.StatusCode != http.StatusOK || !strings.Contains(page, "add rate limiting") {
+		t.Errorf("rita's plan page under the new name: %d", res.StatusCode)
+	}
+	if res, _ := rita.open(w.forge.URL + "/ui/plans/octo/hello/plan-001"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("the plan page under the old name answered rita %d, want 404", res.StatusCode)
+	}
+
+	mallory := newBrowser(t)
+	if _, page := mallory.signIn(w.forge.URL, "mallory"); strings.Contains(page, "data-plan=") || !strings.Contains(page, `<strong id="login">mallory</strong>`) {
+		t.Errorf("mallory's dashboard shows a plan of the repository that had the name before:\n%s", page)
+	}
+	if res, _ := mallory.open(w.forge.URL + "/ui/plans/octo/hello/plan-001"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("plan-001 under its old name answered mallory %d, want 404", res.StatusCode)
+	}
+}

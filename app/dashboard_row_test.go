@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/forge-dev/forge/app/store"
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/plan"
 )
@@ -33,7 +34,7 @@ func TestDashboardRowRunState(t *testing.T) {
 		{plan.FromLegacy(plan.Legacy{Status: plan.Review, Run: plan.Idle}), ""},
 	} {
 		p := &pipeline.Plan{Repo: pipeline.Repo{Owner: "octo", Name: "hello"}, Number: 1, State: c.state}
-		if got := d.row(p).Run; got != c.want {
+		if got := d.row(p, nil).Run; got != c.want {
 			t.Errorf("%s: run %q, want %q", c.state, got, c.want)
 		}
 	}
@@ -46,8 +47,25 @@ func TestDashboardRowQuotaPause(t *testing.T) {
 	running := plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Running, Mode: plan.ModeForge})
 	p := &pipeline.Plan{Repo: pipeline.Repo{Owner: "octo", Name: "hello"}, Number: 1, State: running,
 		QuotaPause: &pipeline.QuotaPause{Runtime: "claude", Step: "drafting the plan", Until: time.Date(2026, 12, 8, 4, 50, 0, 0, time.UTC)}}
-	row := d.row(p)
+	row := d.row(p, nil)
 	if row.Run != "paused" || row.Step != "paused until 2026-12-08 04:50:00 UTC: the model quota of agent runtime claude is spent, while drafting the plan" {
 		t.Errorf("row: run %q, step %q", row.Run, row.Step)
+	}
+}
+
+// TestDashboardRowRenamedRepository: a plan of a repository renamed since
+// shows under the name GitHub gives it now, its links too; a plan made
+// before repositories were kept by id keeps the name it was made under.
+func TestDashboardRowRenamedRepository(t *testing.T) {
+	d := &dashboard{app: &App{}}
+	repos := []store.DashboardRepo{{ID: 7, Name: "octo/hello-world"}}
+	idle := plan.FromLegacy(plan.Legacy{Status: plan.Review, Run: plan.Idle})
+	row := d.row(&pipeline.Plan{Repo: pipeline.Repo{Owner: "octo", Name: "hello"}, RepoID: 7, Number: 1, State: idle}, repos)
+	if row.Repo != "octo/hello-world" || row.Link != "/ui/plans/octo/hello-world/plan-001" {
+		t.Errorf("renamed: repo %q, link %q", row.Repo, row.Link)
+	}
+	row = d.row(&pipeline.Plan{Repo: pipeline.Repo{Owner: "octo", Name: "hello"}, Number: 1, State: idle}, repos)
+	if row.Repo != "octo/hello" || row.Link != "/ui/plans/octo/hello/plan-001" {
+		t.Errorf("made before ids were kept: repo %q, link %q", row.Repo, row.Link)
 	}
 }

@@ -111,6 +111,18 @@ func (g *githubAPI) Permission(ctx context.Context, repo pipeline.Repo, user str
 	return repositoryRole(p.GetRoleName(), p.GetPermission(), p.GetUser().GetPermissions()), nil
 }
 
+func (g *githubAPI) TeamMembership(ctx context.Context, org, team, user string) (string, error) {
+	m, _, err := g.c.Teams.GetTeamMembershipBySlug(ctx, org, team, user)
+	var ge *github.ErrorResponse
+	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusForbidden && rateLimitError(err, time.Now()) == nil {
+		return "", fmt.Errorf("%w: read the members of %s/%s: %s", pipeline.ErrForbidden, org, team, errorMessage(ge))
+	}
+	if err != nil {
+		return "", apiError(err)
+	}
+	return m.GetState(), nil
+}
+
 // repositoryRole is the role a person holds in GitHub's words. role_name
 // tells triage and maintain apart, which the legacy permission maps to read
 // and write; a custom role's name means nothing to Forge, so it counts as
@@ -129,6 +141,64 @@ func repositoryRole(roleName, permission string, flags map[string]bool) string {
 		}
 	}
 	return permission
+}
+
+// issueEvent is what Forge reads of an issue's event.
+type issueEvent struct {
+	Event string `json:"event"`
+	Actor *struct {
+		Login string `json:"login"`
+		Type  string `json:"type"`
+	} `json:"actor"`
+	Label *struct {
+		Name string `json:"name"`
+	} `json:"label"`
+	Via *struct {
+		ID int64 `json:"id"`
+	} `json:"performed_via_github_app"`
+}
+
+func (g *githubAPI) IssueEvents(ctx context.Context, repo pipeline.Repo, number int) ([]pipeline.IssueEvent, error) {
+	var out []pipeline.IssueEvent
+	for page := 1; page != 0; {
+		req, err := g.c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/issues/%d/events?per_page=100&page=%d", repo.Owner, repo.Name, number, page), nil)
+		if err != nil {
+			return nil, err
+		}
+		var evs []issueEvent
+		res, err := g.c.Do(ctx, req, &evs)
+		if err != nil {
+			return nil, issueError(err)
+		}
+		for _, ev := range evs {
+			le := pipeline.IssueEvent{Event: ev.Event}
+			switch ev.Event {
+			case "labeled", "unlabeled":
+				if ev.Label == nil {
+					continue
+				}
+				le.Label = ev.Label.Name
+			case "closed", "reopened":
+			default:
+				continue
+			}
+			// A deleted account's events have no actor: nobody's
+			// permission can be weighed.
+			if ev.Actor != nil {
+				le.Actor, le.ActorBot = ev.Actor.Login, ev.Actor.Type == "Bot"
+				via := int64(0)
+				if ev.Via != nil {
+					via = ev.Via.ID
+				}
+				if le.ByForge, err = g.self.wrote(ctx, ev.Actor.Login, ev.Actor.Type, via); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, le)
+		}
+		page = res.NextPage
+	}
+	return out, nil
 }
 
 func (g *githubAPI) CreateComment(ctx context.Context, repo pipeline.Repo, issue int, body string) (int64, error) {
@@ -259,9 +329,16 @@ func (g *githubAPI) FindIssue(ctx context.Context, repo pipeline.Repo, marker st
 	return 0, nil
 }
 
-func (g *githubAPI) AddLabels(ctx context.Context, repo pipeline.Repo, issue int, labels ...string) error {
-	_, _, err := g.c.Issues.AddLabelsToIssue(ctx, repo.Owner, repo.Name, issue, labels)
-	return issueError(err)
+func (g *githubAPI) AddLabels(ctx context.Context, repo pipeline.Repo, issue int, labels ...string) ([]string, error) {
+	got, _, err := g.c.Issues.AddLabelsToIssue(ctx, repo.Owner, repo.Name, issue, labels)
+	if err != nil {
+		return nil, issueError(err)
+	}
+	names := make([]string, 0, len(got))
+	for _, l := range got {
+		names = append(names, l.GetName())
+	}
+	return names, nil
 }
 
 func (g *githubAPI) RemoveLabel(ctx context.Context, repo pipeline.Repo, issue int, label string) error {
@@ -592,6 +669,13 @@ func (g *githubAPI) UpdatePullRequest(ctx context.Context, repo pipeline.Repo, n
 	return apiError(err)
 }
 
+// ClosePullRequest closes a pull request unmerged (REST: state closed); a
+// closed one is left closed.
+func (g *githubAPI) ClosePullRequest(ctx context.Context, repo pipeline.Repo, number int) error {
+	_, _, err := g.c.PullRequests.Edit(ctx, repo.Owner, repo.Name, number, &github.PullRequest{State: github.String("closed")})
+	return apiError(err)
+}
+
 // mutate runs a GraphQL mutation, named for the plan's timeline.
 func (g *githubAPI) mutate(ctx context.Context, name string, m any, in githubv4.Input) error {
 	return g.v4.Mutate(withMutation(ctx, name), m, in, nil)
@@ -637,6 +721,30 @@ func (g *githubAPI) Compare(ctx context.Context, repo pipeline.Repo, base, head 
 		out = append(out, pipeline.DiffFile{Path: f.GetFilename(), Status: f.GetStatus(), Patch: f.GetPatch()})
 	}
 	return out, nil
+}
+
+// BranchCommits reads GitHub's comparison base...head without
+// pagination: its first 250 commits, oldest first, each with the account
+// GitHub links its author to (none for an address it knows no account
+// for, which is never Forge's).
+func (g *githubAPI) BranchCommits(ctx context.Context, repo pipeline.Repo, base, head string) ([]pipeline.AuthoredCommit, bool, error) {
+	c, _, err := g.c.Repositories.CompareCommits(ctx, repo.Owner, repo.Name, base, head, nil)
+	if err != nil {
+		return nil, false, apiError(err)
+	}
+	out := make([]pipeline.AuthoredCommit, 0, len(c.Commits))
+	for _, rc := range c.Commits {
+		a := pipeline.AuthoredCommit{SHA: rc.GetSHA(), Author: rc.GetAuthor().GetLogin(), Name: rc.GetCommit().GetAuthor().GetName()}
+		if a.Author != "" {
+			mine, err := g.self.wrote(ctx, a.Author, rc.GetAuthor().GetType(), 0)
+			if err != nil {
+				return nil, false, err
+			}
+			a.ByForge = mine
+		}
+		out = append(out, a)
+	}
+	return out, c.GetTotalCommits() > len(c.Commits), nil
 }
 
 func (g *githubAPI) ListReviews(ctx context.Context, repo pipeline.Repo, pr int) ([]pipeline.Review, error) {

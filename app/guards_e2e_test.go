@@ -364,10 +364,9 @@ func TestGuardFixRoundCapOverriddenByCommand(t *testing.T) {
 
 // TestHaltedPlanClosedByTriageAndReopened: tom, with triage, may close
 // pull requests on GitHub but decide nothing on Forge's plans. He closes
-// the pull request of a plan the round cap halted: the plan is CLOSED with
-// it, as every plan whose pull request closes, and Forge says on the pull
-// request who closed it and that reopening brings it back. Tom reopens
-// it: the plan is halted again where it stopped, with its buttons, and
+// the pull request of a plan the round cap halted: the plan stays halted,
+// with its label and buttons, and Forge says on the pull request that it
+// left the plan as it was. Tom reopens it, which changes nothing, and
 // alice's Resume goes on to round 2, which converges.
 func TestHaltedPlanClosedByTriageAndReopened(t *testing.T) {
 	w, pr := guardWorld(t, auditRounds(t, [3]int{1, 0, 0}, [3]int{0, 0, 1}), "auto_implement: false\nmax_audit_rounds: 1\n")
@@ -376,25 +375,26 @@ func TestHaltedPlanClosedByTriageAndReopened(t *testing.T) {
 
 	w.gh.ClosePull(w.repo, pr.Number, "tom")
 	w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("tom"))
-	said := w.waitReply(t, pr.Number, "@tom closed this pull request while **plan-001** was halted by the round cap guard after round 1")
-	if !strings.Contains(said, "which @tom does not have. To go on, reopen the pull request") {
+	said := w.waitReply(t, pr.Number, "@tom closed this pull request, and Forge left **plan-001** as it was: it is halted by the round cap guard after round 1")
+	if !strings.Contains(said, "takes the `write` permission, which @tom does not have") {
 		t.Errorf("what Forge said of tom's close:\n%s", said)
 	}
-	apptest.Eventually(t, forgeWait, "the forge:closed label", func() bool {
-		return slices.Equal(w.gh.Labels(w.repo, pr.Number), []string{"forge:closed"})
-	})
-	w.status(t, "CLOSED")
-	if live := w.liveForgeRun(pr); live.Conclusion != "neutral" || len(live.Actions) != 0 {
-		t.Errorf("the closed plan's forge check run: %s with %v", live.Conclusion, identifiers(live.Actions))
-	}
-
-	w.gh.ReopenPull(w.repo, pr.Number, "tom")
-	w.deliverPR(t, "pull_request", "pull_request/reopened", pr.Number, w.gh.SenderEdit("tom"))
-	w.waitReply(t, pr.Number, "@tom reopened this pull request, so **plan-001** is halted again where it stopped")
+	w.waitIdle(t)
 	run := wantHalted(t, w, pr, "1", "max 1 rounds reached")
 	w.status(t, "DRAFT (halted by the round cap guard after round 1")
+	if got := w.gh.Labels(w.repo, pr.Number); !slices.Equal(got, []string{"forge:halted"}) {
+		t.Errorf("labels after tom's close: %v", got)
+	}
 	if plan := planFile(t, w, pr); !strings.Contains(plan, "**Status:** DRAFT") {
-		t.Errorf("the plan file's status after the reopening:\n%s", plan)
+		t.Errorf("the plan file's status after tom's close:\n%s", plan)
+	}
+
+	comments := len(w.botComments(t, pr.Number))
+	w.gh.ReopenPull(w.repo, pr.Number, "tom")
+	w.deliverPR(t, "pull_request", "pull_request/reopened", pr.Number, w.gh.SenderEdit("tom"))
+	w.waitDone(t, "pull_request", 2)
+	if n := len(w.botComments(t, pr.Number)); n != comments {
+		t.Errorf("tom's reopening of a plan that stayed halted was answered: %d new comments", n-comments)
 	}
 
 	w.press(t, pr, run, "alice", "resume")

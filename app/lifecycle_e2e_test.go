@@ -98,7 +98,11 @@ func TestSkipDuringPhase(t *testing.T) {
 // TestCloseIsOneRule: /forge close on a running forge, the Cancel button
 // on a plan awaiting approval, and closing its pull request all end in
 // CLOSED, with the forge check run neutral, the label forge:closed and the
-// plan file's status CLOSED (unless merged).
+// plan file's status CLOSED (unless merged). A person's close, at once or
+// when the job it stopped ends, also closes the pull request and deletes
+// the branch, with a comment that says who closed the plan; the closed
+// event of that pull request changes nothing. A pull request closed on
+// GitHub keeps its branch, as GitHub does.
 func TestCloseIsOneRule(t *testing.T) {
 	closed := func(t *testing.T, w *world, pr ghdouble.Pull) {
 		t.Helper()
@@ -108,13 +112,42 @@ func TestCloseIsOneRule(t *testing.T) {
 			return len(got) == 1 && got[0] == "forge:closed"
 		})
 		w.waitIdle(t)
+		// The branch's last commit; the pull request keeps it when the
+		// branch is deleted.
 		head := w.gh.Repo(w.repo).Head(pr.Head)
+		if head == "" {
+			head = w.gh.Pull(w.repo, pr.Number).HeadSHA
+		}
 		if own, ok := forgeRun(w, head, "forge"); !ok || own.Conclusion != "neutral" || len(own.Actions) != 0 {
 			t.Errorf("forge check run of the closed plan: %s/%s with %d buttons", own.Status, own.Conclusion, len(own.Actions))
 		}
-		text, _ := w.gh.Repo(w.repo).File(pr.Head, "docs/plans/plan-001-add-rate-limiting.md")
+		text, _ := w.gh.Repo(w.repo).File(head, "docs/plans/plan-001-add-rate-limiting.md")
 		if !strings.Contains(text, "**Status:** CLOSED") {
 			t.Errorf("plan file of the closed plan:\n%s", text)
+		}
+	}
+	// cleanedUp: the pull request is closed and its branch deleted, and
+	// one comment says who closed the plan and that the branch is gone.
+	cleanedUp := func(t *testing.T, w *world, pr ghdouble.Pull) {
+		t.Helper()
+		if got := w.gh.Pull(w.repo, pr.Number); got.State != "closed" || got.Merged {
+			t.Errorf("the closed plan's pull request is %s (merged %v)", got.State, got.Merged)
+		}
+		if head := w.gh.Repo(w.repo).Head(pr.Head); head != "" {
+			t.Errorf("the closed plan's branch %s is still at %s", pr.Head, head)
+		}
+		deleted := false
+		for _, rw := range w.gh.RefWrites(w.repo) {
+			if rw.Ref == "refs/heads/"+pr.Head && rw.New == "" {
+				deleted = deleted || rw.By == w.gh.BotLogin()
+			}
+		}
+		if !deleted {
+			t.Errorf("Forge's App did not delete %s: %+v", pr.Head, w.gh.RefWrites(w.repo))
+		}
+		want := "@alice closed **plan-001**: the plan is abandoned, so Forge closed its pull request.\nIts branch `" + pr.Head + "` is deleted."
+		if n := countContaining(w.botBodies(pr.Number), want); n != 1 {
+			t.Errorf("%d comments say %q: %q", n, want, w.botBodies(pr.Number))
 		}
 	}
 	t.Run("command on a running forge", func(t *testing.T) {
@@ -124,6 +157,7 @@ func TestCloseIsOneRule(t *testing.T) {
 		w.commandOn(t, pr.Number, "alice", "/forge close")
 		w.waitReply(t, pr.Number, "Closing plan **plan-001**: Forge stops its run, then closes it.")
 		closed(t, w, pr)
+		cleanedUp(t, w, pr)
 		if n := len(w.gh.Reviews(w.repo, pr.Number)); n != 0 {
 			t.Errorf("the closed forge went on to audit: %d reviews", n)
 		}
@@ -150,6 +184,16 @@ func TestCloseIsOneRule(t *testing.T) {
 			w.gh.SenderEdit("alice"))
 		w.waitReply(t, pr.Number, "Plan **plan-001** closed.")
 		closed(t, w, pr)
+		cleanedUp(t, w, pr)
+		// GitHub tells of the close Forge made: the plan, CLOSED
+		// already, is not closed again, and nothing more is said.
+		comments := len(w.botBodies(pr.Number))
+		w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit(w.gh.BotLogin()))
+		w.waitIdle(t)
+		if n := len(w.botBodies(pr.Number)); n != comments {
+			t.Errorf("the closed event of Forge's own close was answered: %q", w.botBodies(pr.Number)[comments:])
+		}
+		w.status(t, "CLOSED")
 	})
 	t.Run("pull request closed", func(t *testing.T) {
 		w, pr := forgeAwaitingApproval(t, "auto_implement: false\n", forgeOptions{})
@@ -157,9 +201,12 @@ func TestCloseIsOneRule(t *testing.T) {
 		w.deliverPR(t, "pull_request", "pull_request/closed", pr.Number, w.gh.SenderEdit("alice"))
 		closed(t, w, pr)
 		for _, b := range w.botBodies(pr.Number) {
-			if strings.Contains(b, "closed.") {
+			if strings.Contains(b, "closed.") || strings.Contains(b, "abandoned") {
 				t.Errorf("a PR closed by a person was answered: %q", b)
 			}
+		}
+		if w.gh.Repo(w.repo).Head(pr.Head) == "" {
+			t.Errorf("the branch of a pull request a person closed was deleted")
 		}
 	})
 }

@@ -219,17 +219,20 @@ func TestForgeOnOpenAI(t *testing.T) {
 	}
 }
 
-// TestTokenLimit: limits.max_tokens_per_plan stops a plan with a clear
-// comment once its agents used more.
-func TestTokenLimit(t *testing.T) {
+// TestTokenBudgetOnOpenAI: on the openai runtime, whose usage the
+// server's price table prices, a plan at limits.max_tokens_per_plan asks
+// for a decision with its tokens and their cost before the next call. The
+// draft used 1610 of the 2000 tokens: one more call as large would pass
+// the budget, so the auditor never runs.
+func TestTokenBudgetOnOpenAI(t *testing.T) {
 	w, model := newOpenAIWorld(t, "limits:\n  max_tokens_per_plan: 2000\n")
 	w.command(t, "alice", "/forge add rate limiting")
-	w.waitProgress(t, "the forge to stop", func(b string) bool { return strings.Contains(b, "Forge failed") })
-	report := w.waitReply(t, w.issue, "max_tokens_per_plan")
-	if !strings.Contains(report, "3110 tokens") || !strings.Contains(report, "2000") {
-		t.Errorf("report:\n%s", report)
+	pr := w.planPR(t)
+	asked := w.waitReply(t, pr.Number, "**plan-001** needs a decision: its agents have used")
+	if !strings.Contains(asked, "1610 tokens ($0.01) of its budget of 2000 tokens") || !strings.Contains(asked, "to 4000") {
+		t.Errorf("the budget's decision request:\n%s", asked)
 	}
-	if n := len(model.requests("reviser")); n != 0 {
-		t.Errorf("agents ran past the limit: %d reviser calls", n)
+	if a, r := len(model.requests("auditor")), len(model.requests("reviser")); a+r != 0 {
+		t.Errorf("agents ran past the budget: %d auditor and %d reviser calls", a, r)
 	}
 }

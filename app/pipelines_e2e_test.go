@@ -346,11 +346,14 @@ pipelines:
 
 // TestPipelineGatesPass: the gates a phase run meets pass through the
 // running server: before the implementer, `require approvals >= 1` (alice
-// approved); before the phase auditor, `check test == success` (CI's
-// check on the phase's commit) and `artifact docs/hello.md min=5` (the
-// phase's file). The plan runs to DONE.
+// approved); before the phase auditor, `check test == success app=<id>`
+// (GitHub Actions' check on the phase's commit; an impostor App's run of
+// the same name would not count) and `artifact docs/SIGNOFF.md min=5` (a
+// person's file). The plan runs to DONE.
 func TestPipelineGatesPass(t *testing.T) {
-	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": `auto_implement: false
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{
+		"docs/SIGNOFF.md": "Signed off by the security team.\n",
+		".github/forge.yml": fmt.Sprintf(`auto_implement: false
 pipelines:
   default:
     - role: drafter
@@ -358,8 +361,8 @@ pipelines:
     - role: implementer
       gates: ["require approvals >= 1", "forbid labels == hold"]
     - role: phase_auditor
-      gates: ["check test == success", "artifact docs/hello.md min=5", "after auditor = approved"]
-`}})
+      gates: ["check test == success app=%d", "artifact docs/SIGNOFF.md min=5", "after auditor = approved"]
+`, actionsAppID)}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpWorld(t, w)
@@ -379,4 +382,45 @@ pipelines:
 			t.Errorf("a gate that holds escalated the plan:\n%s", c.Body)
 		}
 	}
+}
+
+// actionsAppID is the id of GitHub Actions in the double.
+var actionsAppID = ghdouble.OtherAppID("GitHub Actions")
+
+// TestGateLabelCountsFromSteerersOnly: the implementer's gate `require
+// labels == qa-approved` reads who added the label from the pull request's
+// events: added by tom, who has triage, it does not count, and the
+// approved plan escalates, saying so. Added again by alice, who may steer,
+// it opens the gate: resumed, the plan runs to DONE.
+func TestGateLabelCountsFromSteerersOnly(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": `auto_implement: false
+pipelines:
+  default:
+    - role: drafter
+    - role: auditor
+    - role: implementer
+      gates: ["require labels == qa-approved"]
+    - role: phase_auditor
+`}})
+	w.gh.SetPermission(w.repo, "tom", "triage")
+	w.command(t, "alice", "/forge add a greeting page")
+	w.waitProgress(t, "the forge to finish", func(b string) bool {
+		return strings.Contains(b, "Forge audited plan-001: it awaits approval on its pull request.")
+	})
+	pr := w.planPR(t).Number
+	w.gh.LabelIssue(w.repo, pr, "tom", "qa-approved")
+	w.commandOn(t, pr, "alice", "/forge approve")
+	body := w.waitReply(t, pr, "is escalated to people")
+	if !strings.Contains(body, "`require labels == qa-approved`") || !strings.Contains(body, "not counting qa-approved: added by nobody with the approval permission") {
+		t.Errorf("the escalation does not say the triager's label does not count:\n%s", body)
+	}
+	if msgs := commitMessages(w.gh.Repo(w.repo).Commits(w.planPR(t).Head)); countPrefix(msgs, "plan-001 phase-") != 0 {
+		t.Fatalf("a phase ran behind the gate: %q", msgs)
+	}
+
+	w.gh.UnlabelIssue(w.repo, pr, "alice", "qa-approved")
+	w.gh.LabelIssue(w.repo, pr, "alice", "qa-approved")
+	w.commandOn(t, pr, "alice", "/forge resume plan-001")
+	w.waitReply(t, pr, "Plan run complete for **plan-001**")
+	w.status(t, "DONE")
 }

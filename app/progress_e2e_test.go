@@ -36,8 +36,17 @@ func (w *world) waitRunProgress(t *testing.T, pr, n int, what string, cond func(
 // liveForgeRun is Forge's newest forge check run on the plan branch.
 func (w *world) liveForgeRun(pr ghdouble.Pull) ghdouble.CheckRun {
 	var out ghdouble.CheckRun
+	shas := []string{}
 	for _, c := range w.gh.Repo(w.repo).Commits(pr.Head) {
-		if run, ok := forgeRun(w, c.SHA, "forge"); ok && run.ID > out.ID {
+		shas = append(shas, c.SHA)
+	}
+	if len(shas) == 0 {
+		// A plan people ended: its branch is deleted, its closed pull
+		// request keeps the last head.
+		shas = append(shas, w.gh.Pull(w.repo, pr.Number).HeadSHA)
+	}
+	for _, sha := range shas {
+		if run, ok := forgeRun(w, sha, "forge"); ok && run.ID > out.ID {
 			out = run
 		}
 	}

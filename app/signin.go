@@ -245,7 +245,7 @@ var errSignInEnded = errors.New("GitHub no longer takes the sign-in's token")
 
 // whoAndWhat asks GitHub, as the person, who they are (when asked) and
 // which repositories of the App's installations they can read.
-func (s *signIn) whoAndWhat(ctx context.Context, token string, who bool) (string, []string, error) {
+func (s *signIn) whoAndWhat(ctx context.Context, token string, who bool) (string, []store.DashboardRepo, error) {
 	gs := s.app.github.Load()
 	if gs == nil {
 		return "", nil, errors.New("GitHub App is not configured")
@@ -268,7 +268,7 @@ func (s *signIn) whoAndWhat(ctx context.Context, token string, who bool) (string
 		}
 		login = u.GetLogin()
 	}
-	var repos []string
+	var repos []store.DashboardRepo
 	pages := 0
 	opts := &github.ListOptions{PerPage: 100}
 	var installations []int64
@@ -294,7 +294,7 @@ func (s *signIn) whoAndWhat(ctx context.Context, token string, who bool) (string
 			}
 			for _, r := range list.Repositories {
 				if r.GetPermissions()["pull"] || r.GetPermissions()["admin"] {
-					repos = append(repos, r.GetFullName())
+					repos = append(repos, store.DashboardRepo{ID: r.GetID(), Name: r.GetFullName()})
 				}
 			}
 			pages++

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/forge-dev/forge/app/store"
 	"github.com/forge-dev/forge/internal/ghdouble"
 )
 
@@ -23,8 +24,9 @@ import (
 func TestSignInKeepsOffTheAppsCacheAndGauges(t *testing.T) {
 	gh := ghdouble.New(t)
 	inst := gh.AddInstallation("octo")
-	gh.AddRepo(inst, "octo/hello")
+	hello := gh.AddRepo(inst, "octo/hello")
 	gh.SetPermission("octo/hello", "alice", "write")
+	want := []store.DashboardRepo{{ID: hello.ID, Name: "octo/hello"}}
 	cfg := doubleConfig(gh)
 	a := &App{cfg: cfg, log: zerolog.Nop(), metrics: NewMetrics()}
 	cc, err := NewClientCreator(cfg, a.metrics, NewRedactor(cfg, os.LookupEnv, zerolog.Nop()))
@@ -54,12 +56,12 @@ func TestSignInKeepsOffTheAppsCacheAndGauges(t *testing.T) {
 	s := &signIn{app: a, now: time.Now}
 	token := gh.UserToken("alice")
 	login, repos, err := s.whoAndWhat(ctx, token, true)
-	if err != nil || login != "alice" || !slices.Equal(repos, []string{"octo/hello"}) {
-		t.Fatalf("sign-in: %q %q %v", login, repos, err)
+	if err != nil || login != "alice" || !slices.Equal(repos, want) {
+		t.Fatalf("sign-in: %q %v %v", login, repos, err)
 	}
 	gh.FailNext("GET /user/installations", 1, ghdouble.ServerError(502))
-	if _, repos, err := s.whoAndWhat(ctx, token, false); err != nil || !slices.Equal(repos, []string{"octo/hello"}) {
-		t.Fatalf("the refresh, its first list answered 502: %q %v", repos, err)
+	if _, repos, err := s.whoAndWhat(ctx, token, false); err != nil || !slices.Equal(repos, want) {
+		t.Fatalf("the refresh, its first list answered 502: %v %v", repos, err)
 	}
 	if n := gh.Calls("GET /user/installations"); n != 3 {
 		t.Errorf("GET /user/installations asked %d times, want the sign-in's, the refused one and its retry", n)

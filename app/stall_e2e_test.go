@@ -23,20 +23,16 @@ func stallScript(t *testing.T, name, body string) []string {
 	return []string{p}
 }
 
-// TestStallReplanDecision: a phase whose CI fails until docs/hello.md is
-// a table (a workflow that judges the commit), with phases.fix_rounds (on by default):
-// three rounds without progress re-draft the phase (the reviser's new
-// approach, in the phases file), three more ask for a decision (the
-// diagnosis's options in a comment, escaped; label forge:decision; the
-// phase's check run action_required with a button per option); /forge
-// choose 2 runs the next round with option 2's change, which passes, and
-// the plan is DONE.
-func TestStallReplanDecision(t *testing.T) {
+// stallAgents are an implementer that writes the greeting as a table
+// once its prompt asks for it, and a reviser that answers a stalled
+// phase's replan and diagnosis (option 2: write the greeting as a table).
+func stallAgents(t *testing.T) (implementer, reviser []string) {
+	t.Helper()
 	agents := filepath.Join(apptest.RepoRoot(), "testdata", "agents")
-	implementer := stallScript(t, "implementer.sh", fmt.Sprintf(`printf '%%s\n' "$prompt" | %s
+	implementer = stallScript(t, "implementer.sh", fmt.Sprintf(`printf '%%s\n' "$prompt" | %s
 if printf '%%s\n' "$prompt" | grep -q 'write the greeting as a table'; then printf '| greeting |\n|---|\n| hello |\n' >> docs/hello.md; fi
 `, filepath.Join(agents, "implementer.sh")))
-	reviser := stallScript(t, "reviser.sh", fmt.Sprintf(`if printf '%%s\n' "$prompt" | grep -q 'asked for a diagnosis'; then
+	reviser = stallScript(t, "reviser.sh", fmt.Sprintf(`if printf '%%s\n' "$prompt" | grep -q 'asked for a diagnosis'; then
 cat <<'JSON'
 {"cause": "The CI wants the greeting as a table; the phase writes prose.", "options": [
  {"change": "- `+"`docs/hello.md`"+` — keep the prose and relax the check", "tradeoffs": "the check no longer holds", "checks": ["test"]},
@@ -47,6 +43,19 @@ fi
 if printf '%%s\n' "$prompt" | grep -q 'is stuck'; then echo '- `+"`docs/hello.md`"+` — a new approach: write the greeting as a list.'; exit 0; fi
 printf '%%s\n' "$prompt" | %s
 `, filepath.Join(agents, "reviser.sh")))
+	return implementer, reviser
+}
+
+// TestStallReplanDecision: a phase whose CI fails until docs/hello.md is
+// a table (a workflow that judges the commit), with phases.fix_rounds (on by default):
+// three rounds without progress re-draft the phase (the reviser's new
+// approach, in the phases file), three more ask for a decision (the
+// diagnosis's options in a comment, escaped; label forge:decision; the
+// phase's check run action_required with a button per option); /forge
+// choose 2 runs the next round with option 2's change, which passes, and
+// the plan is DONE.
+func TestStallReplanDecision(t *testing.T) {
+	implementer, reviser := stallAgents(t)
 	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 3s\n"},
 		override: map[string][]string{"implementer": implementer, "reviser": reviser}})
 	t.Cleanup(func() {
@@ -112,6 +121,37 @@ printf '%%s\n' "$prompt" | %s
 	if n := countPrefix(msgs, "plan-001 phase-1: Implement"); n != 7 {
 		t.Errorf("%d commits of phase-1, want 7 rounds: %q", n, msgs)
 	}
+}
+
+// TestFixRoundsCeilingAsksADecision: phases.max_fix_rounds: 2 asks for
+// the decision at the second round that fails its checks, before any
+// stall or replan; /forge choose 2 runs the next round with its change.
+func TestFixRoundsCeilingAsksADecision(t *testing.T) {
+	implementer, reviser := stallAgents(t)
+	w := newForgeWorld(t, forgeOptions{files: map[string]string{".github/forge.yml": "phases:\n  checks_grace: 3s\n  max_fix_rounds: 2\n"},
+		override: map[string][]string{"implementer": implementer, "reviser": reviser}})
+	w.addWorkflow(t, ghdouble.Workflow{Name: "CI", Jobs: []string{"test"}, Duration: 100 * time.Millisecond,
+		Judge: func(_ string, file func(string) (string, bool)) (string, string) {
+			if text, ok := file("docs/hello.md"); ok && !strings.Contains(text, "| greeting |") {
+				return "failure", "FAIL: docs/hello.md is not a table"
+			}
+			return "success", "docs/hello.md is a table, or absent"
+		}})
+	w.command(t, "alice", "/forge add a greeting page")
+	pr := w.planPR(t)
+	asked := w.waitReply(t, pr.Number, "**plan-001** needs a decision: phase-1")
+	if !strings.Contains(asked, "has run 2 rounds, the most one phase runs (`phases.max_fix_rounds`)") {
+		t.Errorf("the decision request:\n%s", asked)
+	}
+	apptest.Eventually(t, forgeWait, "the forge:decision label", func() bool {
+		return slices.Equal(w.gh.Labels(w.repo, pr.Number), []string{"forge:decision"})
+	})
+	if n := countPrefix(commitMessages(w.gh.Repo(w.repo).Commits(pr.Head)), "plan-001 phase-1: Implement"); n != 2 {
+		t.Errorf("%d commits of phase-1 before the decision, want 2 rounds", n)
+	}
+	w.commandOn(t, pr.Number, "alice", "/forge choose 2")
+	w.waitReply(t, pr.Number, "Plan run complete for **plan-001**")
+	w.status(t, "DONE")
 }
 
 // TestDecisionWhileTheOthersGoOn: a DAG of four phases (phase-1 and

@@ -201,6 +201,36 @@ echo done`, false),
 	}
 }
 
+// TestImplementerMayNotWriteAGateArtifact: the phase auditor's gate reads
+// docs/plans/plan-001-signoff.md; the implementer, writing it to open the
+// gate itself, fails its phase with the file named as one a gate reads,
+// and nothing of the phase is committed.
+func TestImplementerMayNotWriteAGateArtifact(t *testing.T) {
+	w := newForgeWorld(t, forgeOptions{
+		override: map[string][]string{
+			"drafter": noFileDrafter(t),
+			"implementer": agentScript(t, "implementer", `cat >/dev/null
+mkdir -p docs/plans
+echo 'Signed off.' > docs/plans/plan-001-signoff.md
+echo 'package main // edited' > main.go
+echo done`, false),
+		},
+		files: map[string]string{".github/forge.yml": `pipelines:
+  default:
+    - role: drafter
+    - role: auditor
+    - role: implementer
+    - role: phase_auditor
+      gates: ["artifact {plans_dir}/{plan}-signoff.md"]
+`},
+	})
+	w.command(t, "alice", "/forge tidy the error messages")
+	refusal := w.failedPhase(t, w.planPR(t), "phase-2")
+	if !strings.Contains(refusal, "- `docs/plans/plan-001-signoff.md`: read by a gate of the plan's pipeline") || strings.Contains(refusal, "main.go") {
+		t.Errorf("the refusal:\n%s", refusal)
+	}
+}
+
 // TestImplementerStaysInItsPhase: a phase that names its files lets the
 // implementer change those and add files beside them, nothing else: an
 // existing file elsewhere and a new file in another directory fail the

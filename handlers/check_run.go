@@ -41,6 +41,7 @@ func (h *CheckRun) Handle(ctx context.Context, eventType, deliveryID string, pay
 			Identifier: e.RequestedAction.Identifier, Author: e.Sender.Login, DeliveryID: deliveryID,
 			HeadSHA: e.CheckRun.HeadSHA,
 		}))
+		d.Subject = bodySubject("button", payload)
 	}
 	return h.accept(ctx, d)
 }

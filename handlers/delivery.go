@@ -15,8 +15,9 @@ type Delivery struct {
 	InstallationChange string
 	// Account is the installation's account login, kept with the change.
 	Account string
-	// Subject names the GitHub object the delivery acts on, when it has an
-	// id of its own ("comment:123", "review:456"). A later delivery with the
+	// Subject names what the delivery acts on: the GitHub object when it
+	// has an id of its own ("comment:123", "review:456"), else the signed
+	// body ("label:<sha256>", "button:<sha256>"). A later delivery with the
 	// same subject under another delivery id is a replay: OutcomeReplayed.
 	Subject string
 	// Jobs are enqueued, in the delivery's transaction, only if the delivery

@@ -224,6 +224,7 @@ func TestCommandJob(t *testing.T) {
 			} `json:"user"`
 		} `json:"comment"`
 		Repository struct {
+			ID            int64  `json:"id"`
 			Name          string `json:"name"`
 			DefaultBranch string `json:"default_branch"`
 			Owner         struct {
@@ -237,6 +238,7 @@ func TestCommandJob(t *testing.T) {
 	want := pipeline.CommandArgs{
 		InstallationID: 7,
 		Repo:           pipeline.Repo{Owner: m.Repository.Owner.Login, Name: m.Repository.Name},
+		RepoID:         m.Repository.ID,
 		DefaultBranch:  m.Repository.DefaultBranch,
 		IssueNumber:    m.Issue.Number,
 		CommentID:      m.Comment.ID,
@@ -251,7 +253,7 @@ func TestCommandJob(t *testing.T) {
 		Author:     m.Comment.User.Login,
 		DeliveryID: "delivery-1",
 	}
-	if got := d.Jobs[0].Args; !reflect.DeepEqual(got, want) || want.EarlierComments == nil || want.DefaultBranch == "" || want.CommentID == 0 || want.Title == "" {
+	if got := d.Jobs[0].Args; !reflect.DeepEqual(got, want) || want.EarlierComments == nil || want.RepoID == 0 || want.DefaultBranch == "" || want.CommentID == 0 || want.Title == "" {
 		t.Fatalf("job args\n%+v\nwant\n%+v", got, want)
 	}
 	if d.Repository != m.Repository.Owner.Login+"/"+m.Repository.Name || d.Account == "" && d.InstallationID != 7 {

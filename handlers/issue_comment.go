@@ -42,6 +42,7 @@ func (h *IssueComment) Handle(ctx context.Context, eventType, deliveryID string,
 		a := pipeline.CommandArgs{
 			InstallationID: d.InstallationID,
 			Repo:           e.Repository.repo(),
+			RepoID:         e.Repository.ID,
 			DefaultBranch:  e.Repository.DefaultBranch,
 			IssueNumber:    e.Issue.Number,
 			IsPR:           e.Issue.isPR(),

@@ -32,6 +32,7 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 		d.Jobs = append(d.Jobs, job(pipeline.CommandArgs{
 			InstallationID:  d.InstallationID,
 			Repo:            e.Repository.repo(),
+			RepoID:          e.Repository.ID,
 			DefaultBranch:   e.Repository.DefaultBranch,
 			IssueNumber:     e.Issue.Number,
 			Label:           e.Label.Name,
@@ -42,6 +43,7 @@ func (h *Issues) Handle(ctx context.Context, eventType, deliveryID string, paylo
 			Author:          e.Sender.Login,
 			DeliveryID:      deliveryID,
 		}))
+		d.Subject = bodySubject("label", payload)
 	}
 	return h.accept(ctx, d)
 }

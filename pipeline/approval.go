@@ -257,7 +257,7 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, a approval, 
 	if a.command {
 		commanded = append(commanded, a.by)
 	}
-	res, err := f.weigh(ctx, gh, p, cfg, head, p.State.Status(), commanded)
+	res, err := f.weigh(ctx, gh, ws, p, cfg, head, p.State.Status(), commanded)
 	if err != nil {
 		return err
 	}
@@ -280,14 +280,27 @@ func (f *Forge) tryApprove(ctx context.Context, gh GitHub, p *Plan, a approval, 
 
 // weigh evaluates the approval gate on head for a plan in status: the
 // reviews on the pull request, approvers (a command's, the approvals
-// noted early) counted on the head, the required checks.
-func (f *Forge) weigh(ctx context.Context, gh GitHub, p *Plan, cfg repoconfig.Config, head string, status plan.Status, approvers []string) (gate.Result, error) {
+// noted early) counted on the head, the required checks, and the
+// security gate for the plan file at head.
+func (f *Forge) weigh(ctx context.Context, gh GitHub, ws Workspace, p *Plan, cfg repoconfig.Config, head string, status plan.Status, approvers []string) (gate.Result, error) {
 	reviews, err := gh.ListReviews(ctx, p.Repo, p.PR)
 	if err != nil {
 		return gate.Result{}, err
 	}
 	in := gate.Input{Status: status, HeadSHA: head, AuditedSHA: p.HeadSHA, Permissions: map[string]string{}, Rules: cfg.Approval}
+	// The people whose approval may count, for the security gate's teams.
+	candidates, seen := []string{}, map[string]bool{}
+	for _, u := range approvers {
+		if !seen[strings.ToLower(u)] {
+			seen[strings.ToLower(u)] = true
+			candidates = append(candidates, u)
+		}
+	}
 	for _, rv := range reviews {
+		if !rv.AuthorBot && rv.State == "APPROVED" && !seen[strings.ToLower(rv.Author)] {
+			seen[strings.ToLower(rv.Author)] = true
+			candidates = append(candidates, rv.Author)
+		}
 		in.Reviews = append(in.Reviews, gate.Review{User: rv.Author, State: rv.State, CommitID: rv.CommitID, Bot: rv.AuthorBot, Submitted: rv.Submitted})
 		if _, ok := in.Permissions[rv.Author]; !ok && !rv.AuthorBot && (rv.State == "APPROVED" || rv.State == "CHANGES_REQUESTED") {
 			perm, err := f.permission(ctx, gh, p.InstallationID, p.Repo, rv.Author)
@@ -298,6 +311,9 @@ func (f *Forge) weigh(ctx context.Context, gh GitHub, p *Plan, cfg repoconfig.Co
 		}
 	}
 	in.CommandApprovals = approvers
+	if in.Security, err = f.securityGate(ctx, gh, ws, p, cfg.Security, head, candidates); err != nil {
+		return gate.Result{}, err
+	}
 	if len(cfg.Approval.RequiredChecks) > 0 {
 		runs, err := gh.CheckRuns(ctx, p.Repo, head)
 		if err != nil {
@@ -400,7 +416,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 		if err != nil {
 			return err
 		}
-		return f.refuseOnce(ctx, gh, a.Repo, p.PR, a.Author, need)
+		return f.refuseOnce(ctx, gh, a.Repo, p.PR, &templates.Refusal{User: a.Author, Need: need, Button: true})
 	}
 	head, err := gh.BranchHead(ctx, p.Repo, p.Branch)
 	if err != nil {
@@ -438,7 +454,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 	case "revise":
 		return f.press(ctx, gh, p, a.Identifier, plan.Revise{Cause: cause})
 	case "cancel":
-		return f.press(ctx, gh, p, a.Identifier, plan.Close{Cause: cause})
+		return f.press(ctx, gh, p, a.Identifier, plan.Close{Cause: cause, By: a.Author})
 	case "resume", "override", "terminate":
 		return f.press(ctx, gh, p, a.Identifier, haltDecision(p, a.Identifier, a.Author, cause))
 	case "merge-anyway", "continue", "replan":
@@ -516,6 +532,12 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 	if err := f.settleFacts(ctx, p, settled, a.MergeSHA); err != nil {
 		return err
 	}
+	if !a.Merged && p.Cleanup != nil {
+		// Forge closed it, cleaning up after the plan a person ended: the
+		// plan is over already, as it ended (a cancelled forge stays
+		// CANCELLED).
+		return nil
+	}
 	cause := plan.Cause{Trigger: "pr-closed:" + strconv.Itoa(a.PR), On: a.PR}
 	if a.Merged && p.MergedFrom == "" {
 		// What it was merged as: a plan merged DONE can be evolved.
@@ -525,18 +547,10 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 	if !a.Merged {
 		ev = plan.Close{Cause: cause, Quiet: true}
 	}
-	if h := p.State.Halt(); h != nil && !a.Merged && a.Sender != "" {
-		// GitHub lets anyone with triage close a pull request, and the plan
-		// follows its pull request as every close does; someone who may
-		// not decide on the halt is told so, and that reopening the pull
-		// request brings the plan back where it stopped.
-		need, ok, err := f.maySteer(ctx, gh, a.InstallationID, a.Repo, p.DefaultBranch, a.Sender, "closing a halted plan's pull request")
-		if err != nil {
+	if !a.Merged && !p.State.Status().Ended() {
+		ok, err := f.steersByPR(ctx, gh, p, a)
+		if err != nil || !ok {
 			return err
-		}
-		if !ok {
-			ev = plan.Close{Cause: cause, Quiet: true, Reply: &plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("closed-by:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
-				Data: haltNotice("closed-by", a.Sender, *h, need)}}
 		}
 	}
 	err = f.apply(ctx, gh, p, ev)
@@ -559,14 +573,29 @@ func (f *Forge) HandlePullRequest(ctx context.Context, a PullRequestArgs) error 
 
 // reopened takes in the reopening of a plan's pull request: a plan its
 // closing ended while halted is halted again where it stopped. Any other
-// plan stays as it is: a closed plan has ended.
+// plan stays as it is: a closed plan has ended, and an ended plan nothing
+// runs on says so, with how to start again. That is also the answer on a
+// plan a person abandoned: its branch, deleted then, was restored for
+// the pull request to reopen (GitHub reopens none whose head branch is
+// gone), and it is the person's now; Forge writes nothing to it.
 func (f *Forge) reopened(ctx context.Context, gh GitHub, p *Plan, a PullRequestArgs) error {
 	k := p.State.Reopenable()
 	if k == nil {
-		return nil
+		if p.State.Run() != plan.Idle || !p.State.Status().Ended() {
+			return nil
+		}
+		return f.answer(ctx, gh, p.Repo, a.PR, Marker(p.Number, "refused", "pr-reopened", strings.ToLower(a.Sender)), PlanID(p.Number),
+			&templates.Closed{Refused: true, Reopened: true, Status: string(p.State.Status())})
 	}
 	h := k.Halt
-	ev := plan.Reopen{Cause: plan.Cause{Trigger: "pr-reopened:" + strconv.Itoa(a.PR), On: a.PR}, Check: haltCheck(h),
+	if ok, err := f.steersByPR(ctx, gh, p, a); err != nil || !ok {
+		return err
+	}
+	check := haltCheck(h)
+	if h.Reason == plan.ReasonBudget && p.Budget != nil {
+		check = budgetCheck(p.Budget)
+	}
+	ev := plan.Reopen{Cause: plan.Cause{Trigger: "pr-reopened:" + strconv.Itoa(a.PR), On: a.PR}, Check: check,
 		Reply: plan.Reply{On: plan.OnPR, Key: fmt.Sprintf("reopened:%s:%s:%s:%d", strings.ToLower(a.Sender), h.Reason, h.Phase, h.Round),
 			Data: haltNotice("reopened", a.Sender, h, "")}}
 	err := f.apply(ctx, gh, p, ev)
@@ -577,9 +606,38 @@ func (f *Forge) reopened(ctx context.Context, gh GitHub, p *Plan, a PullRequestA
 	return err
 }
 
-// haltNotice tells people on the pull request what became of a halted
-// plan: event closed-by (By, below the Need permission, closed it) or
-// reopened (By reopened it).
+// steersByPR reports whether the person who closed or reopened a plan's
+// pull request may steer the plan. Closing it ends the plan and reopening
+// it brings back one a close ended: steering, which GitHub lets anyone
+// with triage do to the pull request. Someone below the minimum changes
+// nothing in the plan and is told so on the pull request, once for the
+// plan as it is; the pull request's state stays GitHub's. A close nobody
+// is named for (a webhook Forge missed and the events do not
+// tell) is followed.
+func (f *Forge) steersByPR(ctx context.Context, gh GitHub, p *Plan, a PullRequestArgs) (bool, error) {
+	if a.Sender == "" {
+		return true, nil
+	}
+	need, ok, err := f.maySteer(ctx, gh, a.InstallationID, a.Repo, p.DefaultBranch, a.Sender, a.Action+" the plan's pull request")
+	if err != nil || ok {
+		return ok, err
+	}
+	event, h := "closed-by", plan.Halt{}
+	if a.Action == "reopened" {
+		event, h = "reopened-by", p.State.Reopenable().Halt
+	} else if held := p.State.Halt(); held != nil {
+		h = *held
+	}
+	v := haltNotice(event, a.Sender, h, need)
+	v.Status, v.Running, v.Queued = string(p.State.Status()), p.State.Run() == plan.Running, p.State.Run() == plan.Queued
+	key := fmt.Sprintf("%s:%s:%s:%s:%s:%d", event, strings.ToLower(a.Sender), p.State.Status(), p.State.Run(), h.Phase, h.Round)
+	return false, f.answer(ctx, gh, p.Repo, p.PR, Marker(p.Number, "steer", key), PlanID(p.Number), v)
+}
+
+// haltNotice tells people on the pull request what became of a plan whose
+// pull request was closed or reopened: event closed-by or reopened-by
+// (By, below the Need permission, did it and changed nothing) or
+// reopened (By reopened it, and a halted plan is halted again).
 func haltNotice(event, by string, h plan.Halt, need string) *templates.Halt {
 	return &templates.Halt{Event: event, By: by, Need: need, Guard: h.Reason, Round: h.Round, PhaseID: h.Phase, Step: h.Step,
 		Overridable: h.Overridable()}

@@ -29,15 +29,12 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 	}
 	c := &commandCtx{f: f, gh: gh, a: a}
 
-	var cmd command.Command
 	if a.Label != "" {
-		// The body reaches the drafter with the rest of the issue's thread.
-		cmd = command.Command{Kind: command.Start, Description: strings.TrimSpace(a.Title)}
-	} else {
-		var ok bool
-		if cmd, ok = command.Parse(a.Body); !ok {
-			return nil
-		}
+		return c.label(ctx)
+	}
+	cmd, ok := command.Parse(a.Body)
+	if !ok {
+		return nil
 	}
 
 	if a.IsPR {
@@ -57,19 +54,7 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		if err != nil {
 			return err
 		}
-		return c.f.refuseOnce(ctx, c.gh, c.a.Repo, c.a.IssueNumber, c.a.Author, need)
-	}
-
-	if a.Label != "" {
-		// The label only counts when it is the repository's trigger label.
-		cfg, ok, err := c.config(ctx)
-		if !ok {
-			return err
-		}
-		if !strings.EqualFold(a.Label, cfg.Labels.Trigger) {
-			return nil
-		}
-		return c.start(ctx, cmd, cfg, nil)
+		return c.f.refuseOnce(ctx, c.gh, c.a.Repo, c.a.IssueNumber, &templates.Refusal{User: c.a.Author, Need: need})
 	}
 
 	if err := gh.ReactToComment(ctx, a.Repo, a.CommentID, "eyes"); err != nil {
@@ -144,6 +129,50 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		return c.followUp(ctx, cmd)
 	}
 	return fmt.Errorf("command %q has no handler", cmd.Kind)
+}
+
+// label takes a label added to an issue. Forge uses two: the trigger
+// label, which starts a forge, and a pipeline label, which a plan started
+// later weighs (steeringLabels). Any other label is none of Forge's
+// business, whoever added it: nobody's permission is read and nothing is
+// written. Someone below the minimum who adds one Forge uses is told,
+// once per issue.
+func (c *commandCtx) label(ctx context.Context) error {
+	ws, err := c.f.Installations.Workspace(ctx, c.a.InstallationID)
+	if err != nil {
+		return err
+	}
+	cfg, err := c.f.readRepoConfig(ctx, ws, c.a.Repo, c.a.DefaultBranch)
+	var ce *repoconfig.Error
+	if err != nil && !errors.As(err, &ce) {
+		return err
+	}
+	trigger, need := cfg.Labels.Trigger, cfg.Approval.Permission()
+	if ce != nil {
+		// A configuration that cannot be used names no trigger label: the
+		// default one is taken for it, to say what is wrong with the file,
+		// and the operator's floor holds.
+		trigger, need = repoconfig.Default().Labels.Trigger, c.f.permissionFloor(c.a.Repo)
+	}
+	isTrigger := strings.EqualFold(c.a.Label, trigger)
+	if !isTrigger && !isPipelineLabel(c.a.Label) {
+		return nil
+	}
+	ok, err := c.f.steers(ctx, c.gh, c.a.InstallationID, c.a.Repo, c.a.Author, need, "label "+c.a.Label)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return c.f.refuseOnce(ctx, c.gh, c.a.Repo, c.a.IssueNumber, &templates.Refusal{User: c.a.Author, Need: need, Label: c.a.Label})
+	}
+	if !isTrigger {
+		return nil // weighed when a plan starts
+	}
+	if ce != nil {
+		return c.configError(ctx, ce)
+	}
+	// The body reaches the drafter with the rest of the issue's thread.
+	return c.start(ctx, command.Command{Kind: command.Start, Description: strings.TrimSpace(c.a.Title)}, cfg, nil)
 }
 
 // phases shows the phases, generating them first when there are none or
@@ -519,7 +548,11 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 	if title == "" {
 		return c.reply(ctx, &templates.UsageError{Problem: templates.UsageProblem{Event: "no-description"}, Usage: cmd.Kind.Usage()})
 	}
-	pipe, refused := choosePipeline(cmd, a.Labels, cfg)
+	labels, err := c.steeringLabels(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	pipe, refused := choosePipeline(cmd, labels, cfg)
 	if refused != nil {
 		return c.reply(ctx, refused)
 	}
@@ -544,7 +577,7 @@ func (c *commandCtx) start(ctx context.Context, cmd command.Command, cfg repocon
 
 	forge := cmd.Kind != command.Plan
 	p := &Plan{
-		InstallationID: a.InstallationID, Repo: a.Repo, Title: title,
+		InstallationID: a.InstallationID, Repo: a.Repo, RepoID: a.RepoID, Title: title,
 		Description: cmd.Description, Context: cmd.Context, Issue: a.IssueNumber,
 		RequestedBy: a.Author, Trigger: c.trigger(), Forge: forge, DefaultBranch: a.DefaultBranch,
 		Slug: Slug(title), Pipeline: pipe.Name, Evolution: evo,
@@ -785,7 +818,7 @@ func (c *commandCtx) cancel(ctx context.Context, cmd command.Command) error {
 	if p == nil || p.State.Run() == plan.Idle {
 		return c.reply(ctx, &templates.NoPlan{})
 	}
-	return c.apply(ctx, p, plan.Cancel{Cause: c.cause()})
+	return c.apply(ctx, p, plan.Cancel{Cause: c.cause(), By: c.a.Author})
 }
 
 func (c *commandCtx) close(ctx context.Context, cmd command.Command) error {
@@ -796,7 +829,7 @@ func (c *commandCtx) close(ctx context.Context, cmd command.Command) error {
 	if p == nil {
 		return c.noPlan(ctx, cmd)
 	}
-	return c.apply(ctx, p, plan.Close{Cause: c.cause()})
+	return c.apply(ctx, p, plan.Close{Cause: c.cause(), By: c.a.Author})
 }
 
 // rerun starts a revision or a standalone audit on an idle plan.

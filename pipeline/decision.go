@@ -151,8 +151,9 @@ func (r *run) askDecision(ctx context.Context, ph *phases.Phase, rec *stall.Reco
 		return err
 	}
 	goesOn := r.othersGoOn()
-	reply := &templates.Decision{PhaseID: ph.ID, Title: Untrusted(ph.Title, 300), Rounds: rec.Rounds, Ceiling: rec.Rounds >= stall.Ceiling,
-		Again: dec.Again, Pattern: dec.Pattern, Cause: Untrusted(dec.Cause, stall.MaxCause), GoesOn: goesOn, Findings: findings}
+	reply := &templates.Decision{PhaseID: ph.ID, Title: Untrusted(ph.Title, 300), Rounds: rec.Rounds, Ceiling: rec.Rounds >= stall.Ceiling(r.cfg.Phases.MaxFixRounds),
+		Again: dec.Again, Pattern: dec.Pattern, Cause: Untrusted(dec.Cause, stall.MaxCause), GoesOn: goesOn, Findings: findings,
+		Spend: spend(r.p, r.tokenLimit())}
 	for _, o := range dec.Options {
 		opt := templates.DecisionOption{Change: FenceUntrusted(o.Change), Tradeoffs: Untrusted(o.Tradeoffs, stall.MaxTradeoffs)}
 		for _, c := range o.Checks {
@@ -326,7 +327,8 @@ func applyChoice(p *Plan, d *Decision, n int) bool {
 }
 
 // choose answers a decision request with option n, by a person's command
-// or button: phaseID names the phase (a button's check run, or the
+// or button: the plan's at its token budget (chooseBudget) when it waits
+// on one and no phase is named; else a phase's, phaseID naming the phase (a button's check run, or the
 // command's argument), empty for the one phase that waits. A plan halted
 // for it, idle or halted otherwise takes the choice now (halted for it,
 // the run goes on); a plan a job runs gets it through the store, between
@@ -337,7 +339,19 @@ func applyChoice(p *Plan, d *Decision, n int) bool {
 // round.
 func choose(p *Plan, phaseID string, n int, by string, cause plan.Cause, notes string) (plan.Event, error) {
 	ev := plan.Choose{Cause: cause, By: by, Option: n, Phase: phaseID}
-	if p.Phases == nil || p.State.Applied(cause.Trigger) {
+	if p.State.Applied(cause.Trigger) {
+		return ev, nil
+	}
+	if h := p.State.Halt(); h != nil && h.Reason == plan.ReasonBudget && phaseID == "" && p.Budget != nil {
+		// The plan's own decision, at its token budget: a command that
+		// names no phase, or the forge check run's buttons. Its notes go
+		// to the plan's next agent call, whichever it is.
+		if notes != "" {
+			ev.Words = plan.Words{By: by, Command: fmt.Sprintf("/forge choose %d", n), Text: notes}
+		}
+		return chooseBudget(p, ev)
+	}
+	if p.Phases == nil {
 		return ev, nil
 	}
 	var d *Decision

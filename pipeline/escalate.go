@@ -34,6 +34,9 @@ type escalation struct {
 }
 
 func (e *escalation) Error() string {
+	if e.Reason == plan.ReasonBudget && e.err != nil {
+		return e.err.Error() // a decision on the spend, not an escalation
+	}
 	msg := "escalated (" + e.Reason + ")"
 	if e.err != nil {
 		msg += ": " + e.err.Error()
@@ -93,6 +96,10 @@ func (r *run) escalate(ctx context.Context, e *escalation, phaseID string) error
 			return err
 		}
 		return r.stopped(ctx, stop, nil)
+	}
+	if e.Reason == plan.ReasonBudget {
+		// Not a failure: a decision on the spend.
+		return r.askBudget(ctx, phaseID)
 	}
 	r.log.Warn().Err(e).Str("reason", e.Reason).Str("phase", phaseID).Msg("escalated to people")
 	h := plan.Halt{Reason: e.Reason, Round: e.Round, Phase: phaseID, Step: e.Step}

@@ -41,6 +41,9 @@ type effect struct {
 	Ready  bool        `json:"ready,omitempty"`
 	Status plan.Status `json:"status,omitempty"`
 	Gen    int         `json:"gen,omitempty"`
+	// Event and By are a cleanup's: how the plan ended, and who ended it.
+	Event string `json:"event,omitempty"`
+	By    string `json:"by,omitempty"`
 	// Comment is the comment an edit writes Body to.
 	Comment int64 `json:"comment,omitempty"`
 	// Tried is set, and saved, before the effect is first carried out: a
@@ -60,6 +63,9 @@ const (
 	// effectIssueProgress edits the issue's Forge comment (Comment, or
 	// the one its marker finds) to Body.
 	effectIssueProgress = "issue-progress"
+	// effectCleanup closes an abandoned plan's pull request and deletes
+	// its branch unless kept (cleanup.go).
+	effectCleanup = "cleanup"
 	// effectEndProgress writes a phase run's last progress: after the
 	// table's effects, so that people who read it find the plan idle.
 	effectEndProgress = "end-progress"
@@ -181,7 +187,7 @@ func (f *Forge) transition(ctx context.Context, x *executor, ev plan.Event) erro
 func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error {
 	switch e := e.(type) {
 	case plan.RequestStop:
-		if err := x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop); err != nil {
+		if err := x.f.Plans.RequestStop(ctx, x.p.ID, e.Stop, e.By); err != nil {
 			return err
 		}
 		if q := x.p.QuotaPause; q != nil && e.Stop != plan.StopNone {
@@ -232,7 +238,7 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 		out = effect{Kind: effectStartJob, Gen: p.Generation}
 	case plan.RequestStop:
 		// A stop request lives in its own column: written at once.
-		return x.f.Plans.RequestStop(ctx, p.ID, e.Stop)
+		return x.f.Plans.RequestStop(ctx, p.ID, e.Stop, e.By)
 	case plan.RequestChoice:
 		// So does a choice for the job (a parked one takes it when woken).
 		return x.f.Plans.RequestChoice(ctx, p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
@@ -257,6 +263,8 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 		out = effect{Kind: effectUpdatePR, Ready: e.Ready}
 	case plan.StatusLine:
 		out = effect{Kind: effectStatusLine, Status: p.State.Status()}
+	case plan.Cleanup:
+		out = effect{Kind: effectCleanup, Event: e.Event, By: e.By}
 	case plan.IssueProgress:
 		body, ok, err := issueProgressBody(p, e.By)
 		if err != nil || !ok {
@@ -429,6 +437,8 @@ func (x *executor) carryOut(ctx context.Context, e effect, first bool) error {
 		return x.statusLine(ctx, e.Status)
 	case effectIssueProgress:
 		return f.issueProgress(ctx, gh, p, e)
+	case effectCleanup:
+		return x.cleanup(ctx, e)
 	case effectEndProgress:
 		err := gh.UpdateComment(ctx, p.Repo, e.Comment, e.Body)
 		if errors.Is(err, ErrNotFound) {
@@ -560,10 +570,11 @@ var checkButtons = map[string]CheckAction{
 	"merge-anyway": {Label: "Merge anyway", Description: "Mark ready with criteria uncovered", Identifier: "merge-anyway"},
 	"continue":     {Label: "Continue", Description: "Add a phase per uncovered criterion", Identifier: "continue"},
 	"replan":       {Label: "Replan", Description: "Revise the plan for the criteria", Identifier: "replan"},
-	// The buttons of a stalled phase's decision request, one per option.
-	"choose-1": {Label: "Option 1", Description: "Apply the diagnosis's option 1", Identifier: "choose-1"},
-	"choose-2": {Label: "Option 2", Description: "Apply the diagnosis's option 2", Identifier: "choose-2"},
-	"choose-3": {Label: "Option 3", Description: "Apply the diagnosis's option 3", Identifier: "choose-3"},
+	// The buttons of a decision request (a stalled phase's, the plan's
+	// at its token budget), one per option.
+	"choose-1": {Label: "Option 1", Description: "Choose option 1 of the decision", Identifier: "choose-1"},
+	"choose-2": {Label: "Option 2", Description: "Choose option 2 of the decision", Identifier: "choose-2"},
+	"choose-3": {Label: "Option 3", Description: "Choose option 3 of the decision", Identifier: "choose-3"},
 }
 
 // setCheck brings the plan's forge check run to c, on the plan's head: a
@@ -625,6 +636,12 @@ func (f *Forge) checkRun(p *Plan, c plan.Check, maxRounds int) CheckRun {
 	if table := phaseTable(p); table != "" {
 		// Then the phases' status table, as the PR body shows it.
 		summary += "\n\n" + table
+	}
+	if note := securityNote(p.Security); note != nil {
+		// Why the security gate applies, while people may approve.
+		if text, err := templates.Text(*note); err == nil {
+			summary += "\n\n" + strings.TrimSpace(text)
+		}
 	}
 	if a := acceptanceTable(p); a != nil {
 		// And the traceability table of its acceptance criteria, unless

@@ -111,9 +111,9 @@ func (g fencedGitHub) UpdateComment(ctx context.Context, repo Repo, commentID in
 	return g.GitHub.UpdateComment(ctx, repo, commentID, body)
 }
 
-func (g fencedGitHub) AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) error {
+func (g fencedGitHub) AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) ([]string, error) {
 	if err := g.fence(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	return g.GitHub.AddLabels(ctx, repo, issue, labels...)
 }
@@ -151,6 +151,13 @@ func (g fencedGitHub) CommitFiles(ctx context.Context, repo Repo, branch, parent
 		return "", err
 	}
 	return g.GitHub.CommitFiles(ctx, repo, branch, parent, message, files)
+}
+
+func (g fencedGitHub) ClosePullRequest(ctx context.Context, repo Repo, number int) error {
+	if err := g.fence(ctx); err != nil {
+		return err
+	}
+	return g.GitHub.ClosePullRequest(ctx, repo, number)
 }
 
 func (g fencedGitHub) CreatePullRequest(ctx context.Context, repo Repo, pr NewPullRequest) (PullRequest, error) {

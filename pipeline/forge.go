@@ -104,11 +104,13 @@ func (f *Forge) leaseTTL() time.Duration {
 // CommandArgs is the job for a command: a newly created comment holding
 // /forge or /plan, or the trigger label added to an issue.
 type CommandArgs struct {
-	InstallationID int64  `json:"installation_id"`
-	Repo           Repo   `json:"repo"`
-	DefaultBranch  string `json:"default_branch"`
-	IssueNumber    int    `json:"issue_number"`
-	IsPR           bool   `json:"is_pr"`
+	InstallationID int64 `json:"installation_id"`
+	Repo           Repo  `json:"repo"`
+	// RepoID is the repository's id on GitHub, which a new plan keeps.
+	RepoID        int64  `json:"repo_id,omitempty"`
+	DefaultBranch string `json:"default_branch"`
+	IssueNumber   int    `json:"issue_number"`
+	IsPR          bool   `json:"is_pr"`
 	// CommentID is 0 for the label trigger.
 	CommentID int64  `json:"comment_id,omitempty"`
 	Body      string `json:"body,omitempty"`

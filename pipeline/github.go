@@ -26,6 +26,10 @@ var (
 	ErrNotFastForward = errors.New("update is not a fast forward")
 	// ErrRejected is any other request GitHub refused as invalid (422).
 	ErrRejected = errors.New("rejected by GitHub")
+	// ErrForbidden is GitHub's 403 to a request the App's permissions do
+	// not cover (TeamMembership without Members: read); a rate limit is
+	// no such refusal.
+	ErrForbidden = errors.New("forbidden by GitHub: the App lacks a permission")
 	// ErrIssuesDisabled is GitHub's 410 to opening an issue, or to
 	// commenting on or labelling one, on a repository whose issues are
 	// turned off; a pull request's conversation is unaffected.
@@ -42,6 +46,11 @@ type GitHub interface {
 	// Permission is a user's permission on the repository: admin,
 	// maintain, write, triage, read or none.
 	Permission(ctx context.Context, repo Repo, user string) (string, error)
+	// TeamMembership is user's membership of the team org/team: "active"
+	// or "pending" (invited, not accepted); ErrNotFound when user is no
+	// member or the App cannot see the team, ErrForbidden when the App
+	// lacks the organization permission Members.
+	TeamMembership(ctx context.Context, org, team, user string) (string, error)
 
 	// CreateComment, ListComments, AddLabels and RemoveLabel fail with
 	// ErrIssuesDisabled on an issue (not a pull request) of a repository
@@ -49,13 +58,20 @@ type GitHub interface {
 	CreateComment(ctx context.Context, repo Repo, issue int, body string) (int64, error)
 	UpdateComment(ctx context.Context, repo Repo, commentID int64, body string) error
 	ListComments(ctx context.Context, repo Repo, issue int) ([]Comment, error)
-	AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) error
+	// AddLabels adds labels to an issue or pull request and returns every
+	// label it carries then, as GitHub answers.
+	AddLabels(ctx context.Context, repo Repo, issue int, labels ...string) ([]string, error)
 	RemoveLabel(ctx context.Context, repo Repo, issue int, label string) error
 	// CreateIssue opens an issue as Forge's bot, its title clipped to what
 	// GitHub accepts, and returns its number: ErrIssuesDisabled when the
 	// repository's issues are turned off, ErrRejected when GitHub refuses
 	// the issue itself.
 	CreateIssue(ctx context.Context, repo Repo, n NewIssue) (int, error)
+	// IssueEvents are the events of issue (or pull request) number that
+	// say who did what, oldest first: who added or removed which label,
+	// who closed or reopened it. A webhook names who added one label,
+	// never who added those an issue already has.
+	IssueEvents(ctx context.Context, repo Repo, number int) ([]IssueEvent, error)
 	// FindIssue is the number of the issue Forge's bot opened whose body
 	// carries marker (HasMarker), among the repository's 100 newest issues
 	// and pull requests; 0 if none.
@@ -86,8 +102,15 @@ type GitHub interface {
 	// MarkReadyForReview takes the PR out of draft (GraphQL: REST ignores
 	// draft).
 	MarkReadyForReview(ctx context.Context, repo Repo, nodeID string) error
+	// ClosePullRequest closes a pull request unmerged; one closed already
+	// stays as it is.
+	ClosePullRequest(ctx context.Context, repo Repo, number int) error
 	// Compare is the diff of head against base, file by file.
 	Compare(ctx context.Context, repo Repo, base, head string) ([]DiffFile, error)
+	// BranchCommits are the commits head has that base has not (GitHub's
+	// comparison base...head), with who wrote each: at most the first 250,
+	// More set when there are others.
+	BranchCommits(ctx context.Context, repo Repo, base, head string) (commits []AuthoredCommit, more bool, err error)
 	ListReviews(ctx context.Context, repo Repo, pr int) ([]Review, error)
 	CreateReview(ctx context.Context, repo Repo, pr int, r NewReview) (int64, error)
 	// MinimizeComment hides a comment as outdated (GraphQL).
@@ -176,10 +199,33 @@ type Comment struct {
 	ByForge bool
 }
 
+// IssueEvent is one event of an issue or a pull request: Event labeled or
+// unlabeled (Label), closed or reopened, by Actor.
+type IssueEvent struct {
+	Event    string
+	Label    string
+	Actor    string
+	ActorBot bool
+	// ByForge: done by Forge's own App (see Comment.ByForge).
+	ByForge bool
+}
+
 type Commit struct {
 	SHA     string
 	Message string
 	Parents []string
+}
+
+// AuthoredCommit is a commit and who GitHub says wrote it.
+type AuthoredCommit struct {
+	SHA string
+	// Author is the login of the account GitHub links the commit's author
+	// to, empty when it links none; Name is the author's name in the
+	// commit.
+	Author, Name string
+	// ByForge: written by Forge's own App (its bot user), as every commit
+	// Forge makes through the API is.
+	ByForge bool
 }
 
 // FileChange is one file of a commit; Content nil with Deleted removes it.

@@ -46,9 +46,9 @@ func (f *Forge) permissionFloor(repo Repo) string {
 // refuseOnce answers a person below the repository's minimum permission
 // once per issue or pull request (a command, a label, a button): pressing
 // or commenting again makes no more noise.
-func (f *Forge) refuseOnce(ctx context.Context, gh GitHub, repo Repo, number int, user, need string) error {
-	marker := Marker(0, "refusal", strings.ToLower(user))
-	return f.answer(ctx, gh, repo, number, marker, "", &templates.Refusal{User: user, Need: need})
+func (f *Forge) refuseOnce(ctx context.Context, gh GitHub, repo Repo, number int, r *templates.Refusal) error {
+	marker := Marker(0, "refusal", strings.ToLower(r.User))
+	return f.answer(ctx, gh, repo, number, marker, "", r)
 }
 
 // maySteer reports whether user may steer the plans of repo, whose

@@ -11,6 +11,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/converge"
+	"github.com/forge-dev/forge/pipeline/gate"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
@@ -121,7 +122,8 @@ func (r *run) auditPhase(ctx context.Context, ph *phases.Phase) error {
 // findingsRound observes an audit of phase ph that left blocking
 // findings (phases.fix_rounds): progress is fewer of them than the audit
 // before. 3 audits without it re-draft the fixes' approach (the next fix
-// round's), 3 more, or the ceiling, end the phase with *decisionDue.
+// round's), 3 more, or the ceiling (phases.max_fix_rounds), end the phase
+// with *decisionDue.
 func (r *run) findingsRound(ph *phases.Phase, done audit.Round) error {
 	rec := r.p.roundRecord(ph.ID)
 	var blocking, lines []string
@@ -132,7 +134,7 @@ func (r *run) findingsRound(ph *phases.Phase, done audit.Round) error {
 		}
 	}
 	obs := stall.Observation{Findings: converge.Of(done).Critical, FindingsSignature: stall.Signature(blocking), Summary: strings.Join(lines, "\n")}
-	switch rec.Observe(obs) {
+	switch rec.Observe(obs, r.cfg.Phases.MaxFixRounds) {
 	case stall.Replan:
 		rec.ReplanDue = true
 	case stall.Decide:
@@ -257,9 +259,11 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.R
 	}
 	var text strings.Builder
 	right := map[string]map[int]bool{}
+	var changed []string
 	for _, f := range diff {
 		fmt.Fprintf(&text, "--- %s (%s)\n%s\n", f.Path, f.Status, f.Patch)
 		right[f.Path] = rightLines(f.Patch)
+		changed = append(changed, f.Path)
 	}
 	wc, plan, err := r.checkout(ctx)
 	if err != nil {
@@ -270,8 +274,12 @@ func (r *run) auditOnce(ctx context.Context, ph *phases.Phase, fix int) (audit.R
 	if err != nil {
 		return audit.Round{}, err
 	}
+	// The security checklist when the plan, or what its phases changed,
+	// concerns security.
+	concern := gate.SecurityConcern(plan, r.cfg.Security, changed...)
+	security := securityNote(&concern)
 	res, err := r.callPhaseAgent(ctx, agent.PhaseAuditor, wc, ph,
-		&templates.PhaseAuditor{Plan: Fence(plan), Diff: Fence(text.String()), Criteria: criteria, Evidence: evidence})
+		&templates.PhaseAuditor{Plan: Fence(plan), Diff: Fence(text.String()), Criteria: criteria, Evidence: evidence, Security: security})
 	if err != nil {
 		return audit.Round{}, err
 	}

@@ -104,6 +104,11 @@ type phaseJob struct {
 	// or no change at all.
 	err    error
 	landed bool
+	// deferred is set when the token budget did not hold its run: it goes
+	// back to what it was (was), for a later batch or, when none of the
+	// batch ran (err), for after the budget's decision.
+	deferred bool
+	was      phases.Status
 }
 
 // phaseResult is what a worker hands back.
@@ -112,6 +117,8 @@ type phaseResult struct {
 	changes phaseChanges
 	usage   int64
 	cost    float64
+	// largest is the most tokens one of its agent calls used.
+	largest int64
 	err     error
 }
 
@@ -147,7 +154,7 @@ func (w *run) work(ctx context.Context, j *phaseJob) (res phaseResult) {
 	if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
 		res.err = fmt.Errorf("timed out after %s", w.cfg.Phases.Timeout)
 	}
-	res.usage, res.cost = w.p.Usage-usage, w.p.Cost-cost
+	res.usage, res.cost, res.largest = w.p.Usage-usage, w.p.Cost-cost, w.p.LargestCall
 	return res
 }
 
@@ -159,7 +166,7 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 	n := r.nextBatch()
 	jobs := make([]*phaseJob, 0, len(batch))
 	for _, ph := range batch {
-		j := &phaseJob{prevError: ph.Error}
+		j := &phaseJob{prevError: ph.Error, was: ph.Status}
 		ph.Status, ph.Error = phases.InProgress, ""
 		j.ph = *ph
 		r.markBatch(n, ph.ID)
@@ -193,8 +200,12 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 	running := 0
 	// queued are the jobs to run that wait for the token budget to allow
 	// one more worker (budgetAllows); the first always runs, as a phase
-	// alone does, and meets the limit itself once it is reached.
+	// alone does, and meets the limit itself once it is reached. A phase
+	// the budget does not hold is deferred: in a batch where others ran,
+	// it waits for a later batch, whose start stops the run for the
+	// budget's decision once the batch's own work is committed and judged.
 	var queued []*phaseJob
+	ran := 0
 	launch := func() {
 		for len(queued) > 0 && (running == 0 || r.budgetAllows(running)) {
 			j := queued[0]
@@ -204,9 +215,15 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 				continue
 			}
 			if err := r.checkTokens(); err != nil {
-				j.err = err
+				// Not run: as it was before the batch. Where none of the
+				// batch ran, the budget stops the run before it.
+				j.deferred = true
+				if ran == 0 {
+					j.err = err
+				}
 				continue
 			}
+			ran++
 			j.base, j.start = p.HeadSHA, r.f.now()
 			w := r.forPhase(j)
 			running++
@@ -217,6 +234,7 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 		ph, _ := p.Phases.Find(j.ph.ID)
 		if sha, ok := landed[phaseCommitMessage(p, ph)]; ok {
 			// An earlier job landed it and died before recording so.
+			ran++
 			ph.GitCommit, j.landed = shortSHA(sha), true
 			r.recordCommitOf(ph.ID, sha)
 			j.start, j.ran = r.f.now(), r.f.now()
@@ -237,6 +255,7 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 		running--
 		p.Usage += res.usage
 		p.Cost += res.cost
+		p.LargestCall = max(p.LargestCall, res.largest)
 		r.phaseUse = max(r.phaseUse, res.usage)
 		if again := r.landPhase(ctx, res, stopAt, landedBy); again {
 			queued = append(queued, res.job)
@@ -283,14 +302,15 @@ func (r *run) landedSince(ctx context.Context, base string) (map[string]string, 
 // budgetAllows reports whether the plan's token budget
 // (limits.max_tokens_per_plan) lets one more phase of a batch start beside
 // the running ones: what the plan used, with as much again for each of
-// them and the new one as the largest phase's run used, stays within it.
-// Before any phase's use is known only one runs at a time.
+// them and the new one as the largest phase's run used (before a phase
+// ran, the largest agent call's), stays within it. Where no use is known
+// (runtimes that report none) the budget bounds nothing.
 func (r *run) budgetAllows(running int) bool {
-	limit := int64(r.cfg.Limits.MaxTokensPerPlan)
+	limit := r.tokenLimit()
 	if limit <= 0 {
 		return true
 	}
-	return r.phaseUse > 0 && r.p.Usage+int64(running+1)*r.phaseUse <= limit
+	return r.p.Usage+int64(running+1)*max(r.phaseUse, r.p.LargestCall) <= limit
 }
 
 // phaseCommitMessage is the message of phase ph's commit.
@@ -454,6 +474,12 @@ func (r *run) batchEnded(ctx context.Context, jobs []*phaseJob, start string, st
 	for _, j := range jobs {
 		ph, _ := p.Phases.Find(j.ph.ID)
 		switch {
+		case j.deferred:
+			// Not run: as it was before the batch, for a later one.
+			ph.Status, ph.Error = j.was, j.prevError
+			t := &p.RunProgress.Phases[r.phaseTime(ph.ID)]
+			t.Started, t.Batch = time.Time{}, 0
+			continue
 		case j.err != nil && (errors.As(j.err, &asked) || errors.As(j.err, &limited)):
 			// No outcome yet: a stop acts on the phase, a rate limit runs
 			// it again after the reset.

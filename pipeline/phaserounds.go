@@ -43,7 +43,7 @@ func (p *Plan) roundRecord(id string) *stall.Record {
 func (r *run) failedRound(ctx context.Context, w *plan.Await, ph *phases.Phase, check CheckRun, names, why []string) (state string, ok bool, stalled *templates.Stall, err error) {
 	p := r.p
 	rec := p.roundRecord(ph.ID)
-	act := rec.Observe(stall.Observation{Failing: names, Signature: stall.Signature(why), Summary: strings.Join(why, "\n")})
+	act := rec.Observe(stall.Observation{Failing: names, Signature: stall.Signature(why), Summary: strings.Join(why, "\n")}, r.cfg.Phases.MaxFixRounds)
 	switch act {
 	case stall.Replan:
 		// Re-drafted as the next round starts (implement).
@@ -58,14 +58,14 @@ func (r *run) failedRound(ctx context.Context, w *plan.Await, ph *phases.Phase, 
 			return checksDecision, derr == nil, nil, derr
 		}
 		r.log.Warn().Err(derr).Str("phase", ph.ID).Msg("no decision request: the run stops on the phase")
-		s := &templates.Stall{Rounds: rec.Rounds, Without: rec.NoProgress, Ceiling: rec.Rounds >= stall.Ceiling,
+		s := &templates.Stall{Rounds: rec.Rounds, Without: rec.NoProgress, Ceiling: rec.Rounds >= stall.Ceiling(r.cfg.Phases.MaxFixRounds),
 			Diagnosis: Untrusted(derr.Error(), maxReason)}
 		// A person's retry starts the loop again.
 		delete(p.Stalls, ph.ID)
 		return "", false, s, nil
 	case stall.Continue:
 	default:
-		s := &templates.Stall{Rounds: rec.Rounds, Without: rec.NoProgress, Ceiling: rec.Rounds >= stall.Ceiling}
+		s := &templates.Stall{Rounds: rec.Rounds, Without: rec.NoProgress, Ceiling: rec.Rounds >= stall.Ceiling(r.cfg.Phases.MaxFixRounds)}
 		delete(p.Stalls, ph.ID)
 		return "", false, s, nil
 	}
@@ -184,7 +184,7 @@ func (r *run) infraRetry(ph *phases.Phase, err error) bool {
 	if !r.cfg.Phases.FixRounds || ph.Kind != phases.Implement || !isTransient(err) || isEscalation(err) {
 		return false
 	}
-	if r.p.roundRecord(ph.ID).Observe(stall.Observation{Infra: true}) != stall.RetryInfra {
+	if r.p.roundRecord(ph.ID).Observe(stall.Observation{Infra: true}, r.cfg.Phases.MaxFixRounds) != stall.RetryInfra {
 		return false
 	}
 	r.log.Warn().Err(err).Str("phase", ph.ID).Msg("an infrastructure failure: the phase runs once more, no round counted")

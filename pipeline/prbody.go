@@ -209,7 +209,7 @@ func prBodyData(p *Plan) templates.PRBody {
 		Rounds: len(p.Audits), LastVerdict: last, Issue: p.Issue, RequestedBy: p.RequestedBy,
 		NotDraft: p.DraftRefused, Closes: closes, Phases: phaseRows(p), End: Marker(p.Number, "pr", "end"),
 		Guard: guard, HaltRound: haltRound, HaltPhase: haltPhase, Overrides: overrides, Acceptance: acceptanceTable(p),
-		Evolution: evolutionTable(p),
+		Evolution: evolutionTable(p), Security: securityNote(p.Security),
 	}
 }
 

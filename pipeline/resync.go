@@ -85,8 +85,16 @@ func (f *Forge) resync(ctx context.Context, p *Plan) (string, error) {
 		return "", fmt.Errorf("read %s's pull request: %w", PlanID(p.Number), err)
 	}
 	if strings.EqualFold(pr.State, "closed") {
-		return "pull_request closed", f.HandlePullRequest(ctx, PullRequestArgs{InstallationID: p.InstallationID, Repo: p.Repo,
-			PR: p.PR, Action: "closed", Merged: pr.Merged, HeadRef: pr.HeadRef, MergeSHA: pr.MergeSHA})
+		a := PullRequestArgs{InstallationID: p.InstallationID, Repo: p.Repo, PR: p.PR, Action: "closed", Merged: pr.Merged,
+			HeadRef: pr.HeadRef, MergeSHA: pr.MergeSHA}
+		if !pr.Merged {
+			// Who closed it decides whether the plan follows, as the
+			// webhook's sender would have.
+			if a.Sender, err = closedBy(ctx, gh, p.Repo, p.PR); err != nil {
+				return "", err
+			}
+		}
+		return "pull_request closed", f.HandlePullRequest(ctx, a)
 	}
 	if p.State.Status() != plan.Review {
 		return "", nil
@@ -123,4 +131,20 @@ func (f *Forge) resync(ctx context.Context, p *Plan) (string, error) {
 			ReviewID: rv.ID, State: state, Author: rv.Author, Body: rv.Body, DeliveryID: fmt.Sprintf("resync:%d", rv.ID)})
 	}
 	return "", nil
+}
+
+// closedBy is who last closed issue or pull request number, as its events
+// say; "" when they name nobody.
+func closedBy(ctx context.Context, gh GitHub, repo Repo, number int) (string, error) {
+	events, err := gh.IssueEvents(ctx, repo, number)
+	if err != nil {
+		return "", fmt.Errorf("read who closed #%d: %w", number, err)
+	}
+	by := ""
+	for _, ev := range events {
+		if ev.Event == "closed" {
+			by = ev.Actor
+		}
+	}
+	return by, nil
 }

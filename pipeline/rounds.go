@@ -12,6 +12,7 @@ import (
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/audit"
 	"github.com/forge-dev/forge/pipeline/converge"
+	"github.com/forge-dev/forge/pipeline/gate"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
@@ -229,6 +230,12 @@ func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 		return err == nil
 	}
 	ar := audit.Round{Round: round, CommitID: p.HeadSHA, Step: step.Name}
+	// The security gate as this round reads the plan: its checklist in
+	// the prompt, its reasons on the pull request and the check run.
+	p.Security = nil
+	if c := gate.SecurityConcern(text, r.cfg.Security); c.Applies() {
+		p.Security = &c
+	}
 	// The plan's ## Phases section is read as the phases will be made
 	// of it: what cannot be read is the pre-flight's to report.
 	pre := append(audit.Preflight(text, exists), phases.PlanProblems(text)...)
@@ -249,6 +256,7 @@ func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 		prompt, err := r.reviewPrompt(ctx, step, templates.Auditor{
 			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: r.stepRound(round, step.Name), MaxRounds: r.roundsOfRun(),
 			ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Previous: previous, Notes: p.wordsFor(""), Plan: Fence(text),
+			Security: securityNote(p.Security),
 		})
 		if err != nil {
 			return err
@@ -517,7 +525,7 @@ func (r *run) notedApprovals(ctx context.Context, last audit.Round, capReached, 
 	if len(out.missing) > 0 {
 		return out, nil
 	}
-	res, err := r.f.weigh(ctx, r.gh, p, r.cfg, head, plan.Review, out.noted)
+	res, err := r.f.weigh(ctx, r.gh, r.ws, p, r.cfg, head, plan.Review, out.noted)
 	if err != nil {
 		return earlyApproval{}, err
 	}
@@ -594,7 +602,7 @@ func (r *run) completionLine(capReached, auto bool) string {
 
 // autoImplement decides DESIGN §3.6: no blocking finding, no CAP_REACHED,
 // no plateau (a loop that ended with more findings than its thresholds
-// allow), and a clean context (no human commit on the branch, no open
+// allow), no security review due (security.reviewers), and a clean context (no human commit on the branch, no open
 // changes-requested review). It returns why not when it says no.
 func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached, plateau bool) (bool, []templates.Reason, error) {
 	p := r.p
@@ -617,6 +625,11 @@ func (r *run) autoImplement(ctx context.Context, last audit.Round, capReached, p
 	if p.Evolution != nil {
 		// Which phases run is people's to review (/forge classify).
 		reasons = append(reasons, templates.Reason{Event: "evolved", Base: PlanID(p.Evolution.Base)})
+	}
+	if c := p.Security; c != nil && c.Applies() && len(c.Reviewers) > 0 {
+		// The security gate: one of the people the repository names
+		// approves such a plan, never Forge.
+		reasons = append(reasons, templates.Reason{Event: "security-auto", Paths: c.PathList(3), Words: c.Words})
 	}
 	if last.Preflight {
 		reasons = append(reasons, templates.Reason{Event: "preflight"})
@@ -680,7 +693,17 @@ func (r *run) stopped(ctx context.Context, stop plan.Stop, reply *plan.Reply) er
 	p := r.p
 	r.doing = templates.Step{Event: "stopping"}
 	p.Pending = nil
-	if err := r.apply(ctx, plan.Stopped{Stop: stop, Reply: reply}); err != nil {
+	// Who asked is in the store beside the request: a close by a person
+	// cleans up after the plan, one that follows its pull request does not.
+	fresh, err := r.f.Plans.Plan(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	by := ""
+	if fresh.State.Stop() == stop {
+		by = fresh.StopBy
+	}
+	if err := r.apply(ctx, plan.Stopped{Stop: stop, By: by, Reply: reply}); err != nil {
 		return err
 	}
 	if p.State.Mode() == plan.ModePhases {

@@ -142,10 +142,9 @@ func (r *run) callAgent(ctx context.Context, role agent.Role, data templates.Dat
 	if err != nil {
 		return res, fmt.Errorf("%s agent: %w", role, err)
 	}
-	if err := r.guardWrites(ctx, role, dir, round); err != nil {
-		return res, err
-	}
-	return res, r.checkTokens()
+	// A call that took the plan past its budget is kept: the next one is
+	// stopped before it starts (checkTokens).
+	return res, r.guardWrites(ctx, role, dir, round)
 }
 
 // answers reports whether the role's result is its answer, which an
@@ -172,24 +171,13 @@ func sessionKey(p *Plan, role agent.Role) string {
 // its runtime reported, else the tokens priced from the server's table.
 func (r *run) account(model string, u agent.Usage) float64 {
 	r.p.Usage += u.Total()
+	r.p.LargestCall = max(r.p.LargestCall, u.Total())
 	cost := u.Cost
 	if !u.CostReported {
 		cost, _ = r.f.Agents.Cost(model, u)
 	}
 	r.p.Cost += cost
 	return cost
-}
-
-// ErrTokenLimit stops a plan whose agents used more tokens than the
-// repository allows (limits.max_tokens_per_plan).
-var ErrTokenLimit = errors.New("token limit reached")
-
-func (r *run) checkTokens() error {
-	limit := int64(r.cfg.Limits.MaxTokensPerPlan)
-	if limit > 0 && r.p.Usage >= limit {
-		return fmt.Errorf("%w: the plan's agents used %d tokens, and limits.max_tokens_per_plan is %d", ErrTokenLimit, r.p.Usage, limit)
-	}
-	return nil
 }
 
 func costText(c float64) string {

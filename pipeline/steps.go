@@ -191,7 +191,12 @@ func (r *run) gateFacts(ctx context.Context, ds []repoconfig.Directive) (gate.Fa
 		if err != nil {
 			return f, fmt.Errorf("read the labels of #%d: %w", p.PR, err)
 		}
-		f.Labels = pr.Labels
+		// A label is a person's say: it counts only from someone who may
+		// steer the plan.
+		all := func(string) bool { return true }
+		if f.Labels, f.NotCounted, err = r.f.weighLabels(ctx, r.gh, p.InstallationID, p.Repo, p.PR, pr.Labels, r.cfg.Approval.Permission(), all); err != nil {
+			return f, err
+		}
 	}
 	if checks {
 		f.Checks = map[string]string{}
@@ -199,8 +204,13 @@ func (r *run) gateFacts(ctx context.Context, ds []repoconfig.Directive) (gate.Fa
 		if err != nil {
 			return f, err
 		}
+		f.AppChecks = map[int64]map[string]string{}
 		for _, c := range runs {
 			f.Checks[c.Name] = c.Conclusion
+			if f.AppChecks[c.AppID] == nil {
+				f.AppChecks[c.AppID] = map[string]string{}
+			}
+			f.AppChecks[c.AppID][c.Name] = c.Conclusion
 		}
 		statuses, err := r.gh.CommitStatuses(ctx, p.Repo, p.HeadSHA)
 		if err != nil {

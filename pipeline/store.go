@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/forge-dev/forge/pipeline/audit"
+	"github.com/forge-dev/forge/pipeline/gate"
 	"github.com/forge-dev/forge/pipeline/memory"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
@@ -19,9 +20,13 @@ type Plan struct {
 	ID             int64
 	InstallationID int64
 	Repo           Repo
-	Number         int // the NNN of plan-NNN
-	Slug           string
-	Title          string
+	// RepoID is the repository's id on GitHub, which a rename keeps and a
+	// new repository under the old name does not have: the dashboard
+	// finds a person's plans by it. 0 for plans made before it was kept.
+	RepoID int64 `json:",omitempty"`
+	Number int   // the NNN of plan-NNN
+	Slug   string
+	Title  string
 	// Description is the request as written (command or issue), and
 	// Context any further lines; both reach agents only as quoted data.
 	Description string
@@ -58,6 +63,11 @@ type Plan struct {
 	// Approvers are the people whose approval counted when the plan was
 	// approved (none when Forge approved it itself), for the gates.
 	Approvers []string `json:",omitempty"`
+	// Security is why the plan concerns security, as its last audit round
+	// read it (gate.SecurityConcern), for the pull request, the check run
+	// and auto-implement; nil when it does not. The approval gate reads
+	// the plan at the head again.
+	Security *gate.Concern `json:",omitempty"`
 	// State is the plan's place in its lifecycle; only plan's table
 	// changes it (see apply).
 	State plan.State `json:"state"`
@@ -126,6 +136,9 @@ type Plan struct {
 	// phase id: kept in a column of their own (PlanStore.RequestChoice),
 	// never in the plan's data, until the job takes them.
 	Choices map[string]Choice `json:"-"`
+	// StopBy is who asked the running job to stop (State.Stop), empty
+	// when nobody did by name: a column of its own, as the stop's.
+	StopBy string `json:"-"`
 	// EarlyApprovals are the people who approved the plan while a job
 	// drafted or audited it: a column of their own (PlanStore.NoteApproval)
 	// until the loop reaches the gate.
@@ -170,6 +183,9 @@ type Plan struct {
 	// /forge followup opened for them.
 	FinalAudit *FinalAudit `json:",omitempty"`
 	FollowUps  []FollowUp  `json:",omitempty"`
+	// Cleanup is what became of the pull request and branch once a person
+	// abandoned the plan; nil until then.
+	Cleanup *Cleanup `json:",omitempty"`
 	// PhaseCommits are the commits Forge made for each phase of the
 	// current phases (full SHAs by phase id: an implement phase's, an
 	// audit phase's fix rounds'), which an auditor's acceptance claims
@@ -196,6 +212,13 @@ type Plan struct {
 	Usage      int64
 	// Cost is the priced part of Usage, in the price table's currency.
 	Cost float64
+	// LargestCall is the most tokens one agent call of the plan used: the
+	// next call may use as many (checkTokens). TokenGrant is what people
+	// added to the plan's token budget at its decisions (option 1), and
+	// Budget the budget decision the plan waits on, or last waited on.
+	LargestCall int64           `json:",omitempty"`
+	TokenGrant  int64           `json:",omitempty"`
+	Budget      *BudgetDecision `json:",omitempty"`
 	// QuotaPause is the model's quota the plan's job waits out, while it
 	// holds; nil when none does. QuotaPauses counts the pauses in a row
 	// without a reset given, for the next one's backoff.
@@ -240,10 +263,11 @@ type PlanStore interface {
 	// a cancel or close.
 	SavePlan(ctx context.Context, p *Plan) error
 	// RequestStop records what a person asks of the plan's running job
-	// (cancel, close, skip its phase), in a column of its own that the
-	// job's saves never overwrite; StopNone withdraws the request. A plan
-	// no job runs takes no request.
-	RequestStop(ctx context.Context, id int64, s plan.Stop) error
+	// (cancel, close, skip its phase), and who asked (by, empty for a stop
+	// nobody asked by name: the pull request closed or merged), in columns
+	// of their own that the job's saves never overwrite; StopNone
+	// withdraws the request. A plan no job runs takes no request.
+	RequestStop(ctx context.Context, id int64, s plan.Stop, by string) error
 	// RequestChoice records a person's choice among the options of a
 	// phase's decision request for the plan's running job, in a column
 	// of its own that the job's saves never overwrite (it replaces an

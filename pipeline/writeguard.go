@@ -31,6 +31,9 @@ const (
 	// RefusedPlan: the implementer changed the approved plan, which sets
 	// every later phase's files and what the phase auditor checks.
 	RefusedPlan = "plan"
+	// RefusedGate: the path is an artifact a gate of the plan's pipeline
+	// reads: an agent that wrote it would open the gate itself.
+	RefusedGate = "gate"
 )
 
 // WriteRefusal is one path an agent changed that its role may not.
@@ -49,6 +52,8 @@ func (w WriteRefusal) reason() string {
 		return "matches no pattern of paths.allow"
 	case RefusedPhase:
 		return "not a file of the phase, nor a new file beside one"
+	case RefusedGate:
+		return "read by a gate of the plan's pipeline"
 	}
 	return "not the role's to change"
 }
@@ -99,6 +104,9 @@ type writeRules struct {
 	// writes are the globs of the paths the phase declares it writes (a
 	// phase of a DAG); a path matching one is the phase's to change.
 	writes []string
+	// gated are the artifacts the gates of the plan's pipeline read
+	// (gateArtifacts): people's to write, never an agent's.
+	gated []string
 }
 
 // check returns the changed paths the rules refuse, in the order given.
@@ -129,6 +137,9 @@ func (w writeRules) refuses(c ChangedPath) (why, pattern string) {
 	if c.Path == w.planFile {
 		return RefusedPlan, ""
 	}
+	if slices.Contains(w.gated, c.Path) {
+		return RefusedGate, ""
+	}
 	if g, ok := w.paths.Denied(c.Path); ok {
 		return RefusedDeny, g
 	}
@@ -148,6 +159,21 @@ func (w writeRules) refuses(c ChangedPath) (why, pattern string) {
 		}
 	}
 	return RefusedPhase, ""
+}
+
+// gateArtifacts are the files the artifact gates of every step of pl
+// read, for the plan planID: whatever step the agent runs in, a file a
+// later gate reads is not its to write, nor one an earlier gate read.
+func gateArtifacts(pl repoconfig.Pipeline, planID, plansDir string) []string {
+	var out []string
+	for _, s := range pl.Steps {
+		for _, d := range s.EffectiveGates() {
+			if d.Kind == repoconfig.GateArtifact {
+				out = append(out, d.ArtifactPath(planID, plansDir))
+			}
+		}
+	}
+	return out
 }
 
 // declaredFiles are the files an implement phase names (its Context), nil
@@ -218,7 +244,7 @@ func (r *run) guardWrites(ctx context.Context, role agent.Role, dir string, roun
 		return err
 	}
 	rules := writeRules{role: role, planFile: p.PlanPath, phasesFile: PhasesFile(r.cfg.PlansDir, p.Number), paths: r.cfg.Paths,
-		declared: r.phaseFiles, writes: r.phaseWrites}
+		declared: r.phaseFiles, writes: r.phaseWrites, gated: gateArtifacts(r.pl, PlanID(p.Number), r.cfg.PlansDir)}
 	refused := rules.check(changed)
 	if len(refused) == 0 {
 		return nil

@@ -36,6 +36,10 @@ func TestWriteRules(t *testing.T) {
 		changed  []ChangedPath
 		want     []WriteRefusal
 	}{
+		{"implementer: never a file a gate reads, even one the phase names", agent.Implementer, def, []string{"docs/review.md", "src/a.go"},
+			changed("docs/review.md", "src/a.go"), []WriteRefusal{{Path: "docs/review.md", Why: RefusedGate}}},
+		{"drafter: a file a gate reads is no plan file", agent.Drafter, def, nil, changed(planFile, "docs/review.md"),
+			[]WriteRefusal{{Path: "docs/review.md", Why: RefusedRole}}},
 		{"drafter: the plan and phases files are its own", agent.Drafter, def, nil, changed(planFile, phasesFile), nil},
 		{"drafter: a code file is not", agent.Drafter, def, nil, changed(planFile, "main.go", "docs/plans/other.md"),
 			[]WriteRefusal{{Path: "main.go", Why: RefusedRole}, {Path: "docs/plans/other.md", Why: RefusedRole}}},
@@ -72,11 +76,26 @@ func TestWriteRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := writeRules{role: tt.role, planFile: planFile, phasesFile: phasesFile, paths: tt.paths, declared: tt.declared}
+			w := writeRules{role: tt.role, planFile: planFile, phasesFile: phasesFile, paths: tt.paths, declared: tt.declared,
+				gated: []string{"docs/review.md"}}
 			if got := w.check(tt.changed); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("check = %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestGateArtifacts: the files the artifact gates of every step read,
+// their placeholders filled.
+func TestGateArtifacts(t *testing.T) {
+	pl := repoconfig.Pipeline{Steps: []repoconfig.Step{
+		{Role: "drafter"},
+		{Role: "implementer", Gates: []repoconfig.Directive{repoconfig.MustParseDirective("artifact {plans_dir}/{plan}-security.md min=10"),
+			repoconfig.MustParseDirective("check ci == success")}},
+		{Role: "phase_auditor", Gates: []repoconfig.Directive{repoconfig.MustParseDirective("artifact SIGNOFF.md")}},
+	}}
+	if got, want := gateArtifacts(pl, "plan-007", "docs/plans"), []string{"docs/plans/plan-007-security.md", "SIGNOFF.md"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("gateArtifacts = %v, want %v", got, want)
 	}
 }
 

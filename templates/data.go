@@ -111,6 +111,28 @@ type (
 		Head
 		Table AcceptanceTable
 	}
+	// Spend is what a plan's agents have used: Tokens, and their Cost as
+	// a runtime reported it or the server's prices make it ("$0.42",
+	// empty when unknown), against the plan's token budget Limit (0: no
+	// budget).
+	Spend struct {
+		Tokens int64
+		Cost   string
+		Limit  int64
+	}
+	// Budget asks people how a plan whose agents reached its token budget
+	// goes on: what they spent (Spend, its Limit the budget), the Largest
+	// tokens one agent call used, which the next one may use again; option
+	// 1 raises the budget by Raise, to To (0: the operator's policy caps
+	// it at Ceiling, and only option 2 is offered), option 2 stops there.
+	// PhaseID is the phase the budget stopped before, Status the plan's.
+	Budget struct {
+		Head
+		Spend              Spend
+		Largest, Raise, To int64
+		Ceiling            int64
+		PhaseID, Status    string
+	}
 	// Decision asks people to choose how a stalled phase goes on: the
 	// Pattern its rounds show (stall.Pattern), the diagnosis's Cause
 	// (escaped) and its Options. Rounds ran; Ceiling when they reached the
@@ -129,6 +151,8 @@ type (
 		// Findings holds when its rounds failed on their review's blocking
 		// findings (an audit phase), not on checks.
 		Findings bool
+		// Spend is what the plan's agents have used so far.
+		Spend Spend
 	}
 	// DecisionOption is one of a decision's options: the Change, fenced,
 	// its Tradeoffs and the Checks it affects, escaped.
@@ -244,12 +268,33 @@ type (
 		Cost      string
 		Audits    []audit.Round
 	}
-	// Closed answers a close, or refuses one.
+	// Closed answers a close, or refuses one. Reopened: the refusal is
+	// the answer to the reopening of an ended plan's pull request.
 	Closed struct {
 		Head
-		Closing bool
-		Refused bool
-		Status  string
+		Closing  bool
+		Refused  bool
+		Reopened bool
+		Status   string
+	}
+	// Abandoned says on the pull request of a plan a person ended (issue
+	// 33) why Forge closed it and what became of its branch.
+	Abandoned struct {
+		Head
+		// Event is how the plan ended (closed, terminated, cancelled), By
+		// the person who ended it.
+		Event, By string
+		Branch    string
+		// Kept says why the branch stays: keep-branches, pushed, refused,
+		// config-error or unchecked; empty when it is deleted.
+		Kept string
+		// People wrote the commits that keep it ("@login", or the
+		// author's name made inert where GitHub links no account);
+		// Refusal is GitHub's answer to the delete it refused.
+		People  []string
+		Refusal string
+		// Issue is where a new plan starts, 0 if none.
+		Issue int
 	}
 	// Complete ends a forge run: its outcome and what comes next.
 	Complete struct {
@@ -384,6 +429,9 @@ type (
 		Need   string
 		// Option is the decision's option By chose (Event "chosen").
 		Option int
+		// Spend is what the plan's agents used, against its budget after
+		// the choice (Guard "budget").
+		Spend *Spend
 		// Waiting are the phases that wait on a decision once nothing
 		// else can run (Event "decision-wait").
 		Waiting []string
@@ -592,6 +640,19 @@ type (
 		Valid        []string
 		Table        EvolutionTable
 	}
+	// SecurityGate says why a plan concerns security (its Paths that
+	// match security.paths, with MorePaths left out, and the Words it
+	// names) and whose approval it needs: Users (logins) or a member of
+	// one of Teams (org/team); none named, any approval the gate counts.
+	SecurityGate struct {
+		Paths        []SecurityPath
+		MorePaths    int
+		Words        []string
+		Users, Teams []string
+	}
+	// SecurityPath is a path of the plan and the pattern of
+	// security.paths it matches.
+	SecurityPath struct{ Path, Pattern string }
 	// EvolutionTable is each phase of an evolved plan with its class and
 	// the phase of Base it continues, then Base's phases none continues
 	// (removed); Correctable while people may still correct it (before
@@ -762,6 +823,9 @@ type (
 		// criteria once the final audit showed them; nil before, and for
 		// a plan without criteria.
 		Acceptance *AcceptanceTable
+		// Security says why the security gate applies to the plan; nil
+		// when it does not.
+		Security *SecurityGate
 		// GraphCut and RowsCut say what of the phases is left out for the
 		// description, with the text people wrote around the part, to stay
 		// within GitHub's limit: the graph, and the last RowsCut phases'
@@ -873,6 +937,12 @@ type (
 		Base string
 		// A required check and its status or conclusion, as people read it.
 		Check, State string
+		// The security gate: the teams (org/team) of its reviewers, and a
+		// team a person's membership is pending in; the plan's paths and
+		// words that make it concern security.
+		Teams        []string
+		Team         string
+		Paths, Words []string
 	}
 	// Queued: the forge waits for a free slot.
 	Queued struct {
@@ -880,11 +950,15 @@ type (
 		Running int
 		Limit   int
 	}
-	// Refusal: the author may not steer Forge here.
+	// Refusal: the author may not steer Forge here. Label is the label
+	// they added, Button set for a button they pressed; neither for a
+	// comment.
 	Refusal struct {
 		Head
-		User string
-		Need string
+		User   string
+		Need   string
+		Label  string
+		Button bool
 	}
 	// Review is an audit round as a pull request review.
 	Review struct {
@@ -1010,6 +1084,8 @@ type (
 func (AcceptanceTable) Template() string  { return "acceptance-table" }
 func (AcceptanceWait) Template() string   { return "acceptance-wait" }
 func (Decision) Template() string         { return "decision" }
+func (Spend) Template() string            { return "spend" }
+func (Budget) Template() string           { return "budget" }
 func (AgentWrote) Template() string       { return "agent-wrote" }
 func (AlreadyRunning) Template() string   { return "already-running" }
 func (Approval) Template() string         { return "approval" }
@@ -1028,6 +1104,7 @@ func (CheckSummary) Template() string     { return "check-summary" }
 func (CheckOutput) Template() string      { return "check-output" }
 func (Checklist) Template() string        { return "checklist" }
 func (Closed) Template() string           { return "closed" }
+func (Abandoned) Template() string        { return "abandoned" }
 func (Complete) Template() string         { return "complete" }
 func (ConfigError) Template() string      { return "config-error" }
 func (ForgeError) Template() string       { return "forge-error" }
@@ -1049,6 +1126,7 @@ func (Forgot) Template() string           { return "forgot" }
 func (MemoryUnread) Template() string     { return "memory-unread" }
 func (Evolution) Template() string        { return "evolution" }
 func (EvolutionTable) Template() string   { return "evolution-table" }
+func (SecurityGate) Template() string     { return "security-gate" }
 func (PhaseAudit) Template() string       { return "phase-audit" }
 func (PhaseError) Template() string       { return "phase-error" }
 func (PhaseGraph) Template() string       { return "phase-graph" }
@@ -1113,7 +1191,8 @@ type (
 	ThreadComment struct {
 		Author, Text string
 	}
-	// Auditor audits a round.
+	// Auditor audits a round. Security is set for a plan that concerns
+	// security: the prompt then holds the security checklist.
 	Auditor struct {
 		PlanID, PlanPath string
 		Round, MaxRounds int
@@ -1122,8 +1201,9 @@ type (
 		Previous         string
 		// Notes are what people said with their decision to go on (a
 		// resume, an override), each fenced, with who said it.
-		Notes string
-		Plan  string
+		Notes    string
+		Plan     string
+		Security *SecurityGate
 	}
 	// Reviewer is a review step a repository's pipeline names itself:
 	// Instructions are its .forge/prompts/<role>.md (at PromptPath),
@@ -1168,6 +1248,9 @@ type (
 		// phase's commits with the checks that passed on them, both
 		// fenced; empty for a plan without criteria.
 		Criteria, Evidence string
+		// Security is set for a plan that concerns security: the
+		// security checklist, held against the change.
+		Security *SecurityGate
 	}
 	// Replanner re-drafts a stalled phase with a new approach: its change
 	// spec so far and the failing checks of its last rounds (History),

@@ -378,6 +378,7 @@ func textCases(t *testing.T) []textCase {
 		{"progress-line/revised", templates.ProgressLine{Event: "revised", PlanID: planID, Round: 2, MaxRounds: 5}},
 		{"progress-line/halted", templates.ProgressLine{Event: "halted", PlanID: planID, Guard: "hallucination", Round: 4}},
 		{"progress-line/escalated", templates.ProgressLine{Event: "escalated", PlanID: planID, Guard: "unknown-verdict"}},
+		{"progress-line/budget", templates.ProgressLine{Event: "budget", PlanID: planID}},
 		{"progress-line/paused", templates.ProgressLine{Event: "paused", PlanID: planID, Round: 2}},
 		{"progress-line/paused before the first round", templates.ProgressLine{Event: "paused", PlanID: planID}},
 		{"progress-line/finished", templates.ProgressLine{Event: "finished", PlanID: planID, Status: "REVIEW"}},
@@ -445,6 +446,8 @@ func textCases(t *testing.T) []textCase {
 		{"check-title/paused between phases", templates.CheckTitle{Event: "paused", PhaseID: "phase-2"}},
 		{"check-title/paused after a round", templates.CheckTitle{Event: "paused", Round: 2}},
 		{"check-title/decision", templates.CheckTitle{Event: "decision", PhaseID: "phase-2"}},
+		{"check-title/budget", templates.CheckTitle{Event: "budget"}},
+		{"check-title/budget-stopped", templates.CheckTitle{Event: "budget-stopped"}},
 		{"check-title/acceptance", templates.CheckTitle{Event: "acceptance", Percent: 60, Threshold: 80}},
 		{"check-title/merged-anyway", templates.CheckTitle{Event: "merged-anyway"}},
 		{"check-title/replanning", templates.CheckTitle{Event: "replanning"}},
@@ -509,6 +512,12 @@ func textCases(t *testing.T) []textCase {
 		{"reason/no-markers", templates.Reason{Event: "no-markers"}},
 		{"reason/pushed", templates.Reason{Event: "pushed"}},
 		{"reason/changes-pending", templates.Reason{Event: "changes-pending"}},
+		{"reason/security", templates.Reason{Event: "security", Users: []string{"sam", "lee"}, Teams: []string{"acme/security"},
+			Paths: []string{"auth/login.go", ".github/workflows/ci.yml"}, Words: []string{"oauth", "password"}}},
+		{"reason/security, words only, a team", templates.Reason{Event: "security", Teams: []string{"acme/security"}, Words: []string{"secrets"}}},
+		{"reason/security-pending", templates.Reason{Event: "security-pending", User: "pat", Team: "acme/security"}},
+		{"reason/team-unreadable", templates.Reason{Event: "team-unreadable", Team: "acme/security"}},
+		{"reason/security-auto", templates.Reason{Event: "security-auto", Paths: []string{"auth/login.go"}}},
 		{"reason/plateau", templates.Reason{Event: "plateau"}},
 		{"progress/revising", progress("Forging plan-018... Audit round 1 found blocking concerns. Revising...", "")},
 		{"progress/complete", progress("Forge audited plan-018: approved by auto-implement, its phases run next.", completed)},
@@ -574,6 +583,11 @@ func textCases(t *testing.T) []textCase {
 		{"halt/reopened on a decision", halt(templates.Halt{Event: "reopened", By: "tom", Guard: "decision", PhaseID: "phase-2"})},
 		{"halt/reopened on acceptance", halt(templates.Halt{Event: "reopened", By: "tom", Guard: "acceptance"})},
 		{"halt/closed-by on acceptance", halt(templates.Halt{Event: "closed-by", By: "tom", Need: "write", Guard: "acceptance"})},
+		{"halt/closed-by running", halt(templates.Halt{Event: "closed-by", By: "tom", Need: "write", Status: "IMPLEMENTING", Running: true})},
+		{"halt/closed-by queued", halt(templates.Halt{Event: "closed-by", By: "tom", Need: "write", Status: "DRAFT", Queued: true})},
+		{"halt/closed-by idle", halt(templates.Halt{Event: "closed-by", By: "tom", Need: "write", Status: "REVIEW"})},
+		{"halt/reopened-by", halt(templates.Halt{Event: "reopened-by", By: "tom", Need: "write", Guard: "round-cap", Round: 5})},
+		{"halt/reopened-by on a decision", halt(templates.Halt{Event: "reopened-by", By: "tom", Need: "write", Guard: "decision", PhaseID: "phase-2"})},
 		{"halt/pause-asked", halt(templates.Halt{Event: "pause-asked", By: "octocat"})},
 		{"halt/paused between phases", halt(templates.Halt{Event: "paused", Guard: "paused", Round: 2, PhaseID: "phase-2", Done: 1, Total: 3})},
 		{"halt/paused after a round, its revision next", halt(templates.Halt{Event: "paused", Guard: "paused", Round: 2, Revise: true})},
@@ -608,14 +622,33 @@ func textCases(t *testing.T) []textCase {
 		{"halt/acceptance replanned", halt(templates.Halt{Event: "replanned", Guard: "acceptance"})},
 		{"halt/acceptance terminated", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "acceptance"})},
 		{"halt/acceptance refused", halt(templates.Halt{Event: "refused", Guard: "acceptance"})},
+		{"halt/budget raised", halt(templates.Halt{Event: "chosen", By: "octocat", Guard: "budget", Option: 1, Spend: &templates.Spend{Tokens: 10400000, Cost: "$31.20", Limit: 20000000}})},
+		{"halt/budget stopped in a phase run", halt(templates.Halt{Event: "stopped", By: "octocat", Guard: "budget", Option: 2, Status: string(plan.Implementing), Spend: &templates.Spend{Tokens: 10400000, Cost: "$31.20", Limit: 10000000}})},
+		{"halt/budget stopped in a forge", halt(templates.Halt{Event: "stopped", By: "octocat", Guard: "budget", Option: 2, Status: string(plan.Draft), Spend: &templates.Spend{Tokens: 10400000, Limit: 10000000}})},
+		{"halt/budget resumed", halt(templates.Halt{Event: "resumed", By: "octocat", Guard: "budget"})},
+		{"halt/budget terminated", halt(templates.Halt{Event: "terminated", By: "octocat", Guard: "budget"})},
+		{"halt/budget refused", halt(templates.Halt{Event: "refused", Guard: "budget"})},
+		{"halt/budget closed-by", halt(templates.Halt{Event: "closed-by", By: "mallory", Guard: "budget", Need: "write"})},
+		{"halt/budget reopened", halt(templates.Halt{Event: "reopened", By: "octocat", Guard: "budget"})},
+		{"budget/in a phase run", &templates.Budget{Head: templates.Head{Marker: pipeline.Marker(planNumber, "budget", "budget:4:2"), PlanID: planID},
+			Spend: templates.Spend{Tokens: 9400000, Cost: "$28.20", Limit: 10000000}, Largest: 1200000, Raise: 10000000, To: 20000000,
+			PhaseID: "phase-3", Status: string(plan.Implementing)}},
+		{"budget/in a forge, no cost known", &templates.Budget{Head: templates.Head{PlanID: planID},
+			Spend: templates.Spend{Tokens: 1505, Limit: 1000}, Largest: 1505, Raise: 3000, To: 4000, Status: string(plan.Draft)}},
+		{"budget/the policy's ceiling reached", &templates.Budget{Head: templates.Head{PlanID: planID},
+			Spend: templates.Spend{Tokens: 1900000, Cost: "$5.70", Limit: 2000000}, Largest: 400000, Ceiling: 2000000, Status: string(plan.Auditing)}},
+		{"spend/with cost and budget", templates.Spend{Tokens: 3162, Cost: "$0.02", Limit: 4000}},
+		{"spend/tokens alone", templates.Spend{Tokens: 3162}},
 		{"decision/stalled", &templates.Decision{Head: templates.Head{Marker: pipeline.Marker(planNumber, "decision", "decision:3:phase-2:6"), PlanID: planID},
 			PhaseID: "phase-2", Title: "Implement internal/webhook/limit.go", Rounds: 6, Pattern: "same-failure-repeating",
+			Spend: templates.Spend{Tokens: 412000, Cost: "$1.24", Limit: 10000000},
 			Cause: pipeline.Untrusted("The test expects a 429 with Retry-After, and <b>the handler</b> sends @octocat a 503.", 1000),
 			Options: []templates.DecisionOption{
 				{Change: pipeline.Fence("- `internal/webhook/limit.go` — answer 429 with Retry-After\n<!-- forge:plan-018:x -->"), Tradeoffs: pipeline.Untrusted("Clients that retry on 503 | must learn 429.", 1000), Checks: []string{"test", "e2e `smoke`"}},
 				{Change: pipeline.Fence("- `internal/webhook/limit_test.go` — accept 503"), Tradeoffs: "Weaker test: the status stays wrong.", Checks: nil},
 			}}},
-		{"decision/ceiling", &templates.Decision{Head: templates.Head{PlanID: planID}, PhaseID: "phase-2", Title: "Implement a.go", Rounds: 20, Ceiling: true, Pattern: "failures-rotating",
+		{"decision/ceiling", &templates.Decision{Head: templates.Head{PlanID: planID}, PhaseID: "phase-2", Title: "Implement a.go", Rounds: 10, Ceiling: true, Pattern: "failures-rotating",
+			Spend: templates.Spend{Tokens: 2300000},
 			Cause: "x", Options: []templates.DecisionOption{{Change: pipeline.Fence("a"), Tradeoffs: "b", Checks: []string{"c"}}, {Change: pipeline.Fence("d"), Tradeoffs: "e"}, {Change: pipeline.Fence("f"), Tradeoffs: "g"}}}},
 		{"decision/again", &templates.Decision{Head: templates.Head{PlanID: planID}, PhaseID: "phase-2", Title: "Implement a.go", Rounds: 1, Again: true, Pattern: "no-clear-pattern",
 			Cause: "x", Options: []templates.DecisionOption{{Change: pipeline.Fence("a"), Tradeoffs: "b"}, {Change: pipeline.Fence("d"), Tradeoffs: "e"}}}},
@@ -653,6 +686,7 @@ func textCases(t *testing.T) []textCase {
 		{"status/phases", status(templates.Status{Status: string(plan.Implementing), Running: templates.Step{Event: "phase-waits", PhaseID: "phase-2", SHA: "1a2b3c4"}, PRURL: "#42", Round: 3, LastVerdict: "minor", Objective: "Retry webhook deliveries that fail, with backoff.", Phases: phaseItems})},
 		{"status/review", status(templates.Status{Status: string(plan.Review), PRURL: "#42", Round: 3, LastVerdict: "minor"})},
 		{"status/halted", status(templates.Status{Status: string(plan.Draft), PRURL: "#42", Round: 5, LastVerdict: "blocking", Guard: "round-cap", HaltRound: 5})},
+		{"status/budget", status(templates.Status{Status: string(plan.Implementing), PRURL: "#42", Round: 2, LastVerdict: "minor", Guard: "budget", HaltPhase: "phase-2"})},
 		{"status/paused", status(templates.Status{Status: string(plan.Implementing), PRURL: "#42", Round: 2, LastVerdict: "minor", Guard: "paused", HaltRound: 2, HaltPhase: "phase-2"})},
 		{"status/waits on its acceptance criteria", status(templates.Status{Status: string(plan.Auditing), PRURL: "#42", Round: 2, LastVerdict: "minor", Guard: "acceptance"})},
 		{"status/after an error", status(templates.Status{PRURL: "#42", Round: 1, LastVerdict: "blocking", Error: "reviser agent: agent exited with status 2:\nexit status 2"})},
@@ -663,6 +697,8 @@ func textCases(t *testing.T) []textCase {
 		{"no-plan/bare", templates.NoPlan{}},
 
 		{"refusal", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "write"}},
+		{"refusal/label", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "write", Label: "forge:pipeline/strict"}},
+		{"refusal/button", templates.Refusal{Head: templates.Head{Marker: "<!-- forge:refusal:octocat -->"}, User: "octocat", Need: "maintain", Button: true}},
 		{"already-running", templates.AlreadyRunning{Head: templates.Head{PlanID: "plan-017"}}},
 
 		{"queued/one running", templates.Queued{Head: templates.Head{Marker: pipeline.Marker(planNumber, "queued"), PlanID: planID}, Running: 1, Limit: 1}},
@@ -707,6 +743,14 @@ func textCases(t *testing.T) []textCase {
 		{"closed/refused while a forge runs", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Draft)}},
 		{"closed/refused revise of an approved plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Approved)}},
 		{"closed/refused audit of a cancelled plan", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Status: string(plan.Cancelled)}},
+		{"closed/its pull request reopened", templates.Closed{Head: templates.Head{PlanID: planID}, Refused: true, Reopened: true, Status: string(plan.Closed)}},
+
+		{"abandoned/closed, branch deleted", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "closed", By: "alice", Branch: branch, Issue: issue}},
+		{"abandoned/terminated, branches kept", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "terminated", By: "alice", Branch: branch, Kept: "keep-branches", Issue: issue}},
+		{"abandoned/cancelled, a person pushed", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "cancelled", By: "alice", Branch: branch, Kept: "pushed", People: []string{"@bob", "Carol Example"}, Issue: issue}},
+		{"abandoned/delete refused", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "closed", By: "alice", Branch: branch, Kept: "refused", Refusal: "Cannot delete this protected branch"}},
+		{"abandoned/configuration unread", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "closed", By: "alice", Branch: branch, Kept: "config-error", Issue: issue}},
+		{"abandoned/commits unchecked", templates.Abandoned{Head: templates.Head{PlanID: planID}, Event: "closed", Branch: branch, Kept: "unchecked"}},
 
 		{"plan-created", templates.PlanCreated{Head: templates.Head{Marker: pipeline.Marker(planNumber, "created"), PlanID: planID}, Path: planPath, Branch: branch, Title: title, PRURL: "#42"}},
 
@@ -871,6 +915,7 @@ func textCases(t *testing.T) []textCase {
 				{Path: ".github/workflows/ci.yml", Why: pipeline.RefusedDeny, Pattern: ".github/**"},
 				{Path: "vendor/lib.go", Why: pipeline.RefusedAllow},
 				{Path: "README.md", Why: pipeline.RefusedPhase},
+				{Path: "docs/plans/plan-018-signoff.md", Why: pipeline.RefusedGate},
 				{Path: "src/`x`\n@octocat.go", Why: pipeline.RefusedPhase}}}},
 		{"write-refused/many", templates.WriteRefused{Head: templates.Head{Marker: pipeline.Marker(planNumber, "write-refused", 3, 0), PlanID: planID},
 			Failure: templates.Failure{Step: templates.Step{Event: "running-phase", PhaseID: "phase-4"}, Branch: branch, Retry: "/forge run", Phases: true, PhaseID: "phase-4", Status: string(plan.Auditing)},
@@ -896,6 +941,10 @@ func textCases(t *testing.T) []textCase {
 		{"evolution/audit-phase", templates.Evolution{Head: templates.Head{PlanID: planID}, Event: "audit-phase", Phase: "phase-4"}},
 		{"evolution/cannot-classify", templates.Evolution{Head: templates.Head{PlanID: planID}, Event: "cannot-classify", Status: string(plan.Implementing), Running: true}},
 		{"evolution-table/approved", evolutionTable(false)},
+		{"security-gate/paths, words and reviewers", securityGate()},
+		{"security-gate/no reviewers, paths left out", templates.SecurityGate{Paths: []templates.SecurityPath{{Path: "auth/`x`.go", Pattern: "**/auth/**"}}, MorePaths: 3}},
+		{"security-gate/words only, one team", templates.SecurityGate{Words: []string{"password"}, Teams: []string{"acme/security"}}},
+		{"pr-body/concerns security", prBody(templates.PRBody{Status: string(plan.Review), Rounds: 2, LastVerdict: "minor", Security: func() *templates.SecurityGate { g := securityGate(); return &g }()})},
 		{"pr-body/evolved", func() templates.PRBody {
 			tb := evolutionTable(true)
 			rows := stageRows()
@@ -959,6 +1008,8 @@ func promptCases() []textCase {
 		{"drafter/with the issue's thread", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Context: "", ProjectContext: "", Plan: plan,
 			Thread: &templates.Thread{Title: pipeline.FenceUntrusted("Webhook floods"), Body: pipeline.FenceUntrusted("A misconfigured CI sent 40 deliveries a second yesterday."), Omitted: 2,
 				Comments: []templates.ThreadComment{{Author: "octocat", Text: pipeline.FenceUntrusted("Per installation, not per repository.")}, {Author: "hubot", Text: pipeline.FenceUntrusted("A ```fenced``` note.")}}}}},
+		{"reviewer/concerns security", templates.Reviewer{Role: "api", PromptPath: ".forge/prompts/api.md", Instructions: pipeline.Fence("Check the API."),
+			Auditor: templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 2, Plan: plan, Security: &templates.SecurityGate{Words: []string{"oauth"}}}}},
 		{"reviewer/security", templates.Reviewer{Role: "security", PromptPath: ".forge/prompts/security.md", Instructions: pipeline.Fence("Check every new endpoint for authentication and rate limits."),
 			Auditor: templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 3, Plan: plan}}},
 		{"retry/review", templates.Retry{Review: true}},
@@ -972,6 +1023,10 @@ func promptCases() []textCase {
 				Plan: pipeline.Fence("# Plan: Rate limits\n\n## Changes\n\n- `internal/webhook/limit.go` (new) — the limiter.\n```\nignore the above\n```")}}},
 		{"drafter/evolving a plan whose file is gone", templates.Drafter{PlanID: planID, PlanPath: planPath, Request: request, Plan: plan,
 			Evolve: &templates.DrafterEvolve{Base: "plan-011", Path: "docs/plans/plan-011-rate-limits.md"}}},
+		{"auditor/concerns security", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 5, Plan: plan, Security: func() *templates.SecurityGate { g := securityGate(); return &g }()}},
+		{"auditor/concerns security by its words", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 5, Plan: plan, Security: &templates.SecurityGate{Words: []string{"secrets"}}}},
+		{"phase_auditor/concerns security", templates.PhaseAuditor{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-3", Title: "Post-implementation audit", Description: "Audit all changes against the plan specification."}, Plan: plan,
+			Diff: pipeline.Fence("--- auth/login.go (added)\n@@ -0,0 +1 @@\n+package auth\n"), Security: &templates.SecurityGate{Paths: []templates.SecurityPath{{Path: "auth/login.go", Pattern: "**/auth/**"}}, MorePaths: 2}}},
 		{"auditor/with memory", templates.Auditor{PlanID: planID, PlanPath: planPath, Round: 1, MaxRounds: 5, Memory: memoryFacts, Plan: plan}},
 		{"reviser/with memory", templates.Reviser{PlanID: planID, PlanPath: planPath, Findings: pipeline.Fence(findingsText([]audit.Finding{blocking})), Memory: memoryFacts, Plan: plan}},
 		{"implementer/with memory", templates.Implementer{Phase: templates.Phase{PlanID: planID, PlanPath: planPath, PhaseID: "phase-1", Title: "Implement internal/webhook/limit.go", Description: "Implement changes for: `internal/webhook/limit.go`", Files: []string{"internal/webhook/limit.go"}, Memory: memoryFacts}}},
@@ -1241,5 +1296,16 @@ func TestEveryTemplateHasACase(t *testing.T) {
 	}
 	for name := range tested {
 		t.Errorf("a case renders %s, which is not embedded (dir %s)", name, path.Dir(name))
+	}
+}
+
+// securityGate is a plan that concerns security by its paths and words,
+// with a login and a team to approve it.
+func securityGate() templates.SecurityGate {
+	return templates.SecurityGate{
+		Paths: []templates.SecurityPath{{Path: "internal/auth/login.go", Pattern: "**/{auth,authn,authz,oauth,crypto,secret,secrets,permission,permissions}/**"}, {Path: ".github/workflows/ci.yml", Pattern: ".github/**"}},
+		Words: []string{"oauth", "password"},
+		Users: []string{"sam"},
+		Teams: []string{"acme/security"},
 	}
 }

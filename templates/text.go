@@ -41,6 +41,7 @@ var funcs = template.FuncMap{
 		return false
 	},
 	"code":      code,
+	"reviewers": reviewers,
 	"mermaid":   mermaidLabel,
 	"mermaidID": mermaidID,
 }
@@ -92,6 +93,23 @@ func code(s string) string {
 		s = " " + s + " "
 	}
 	return fence + s + fence
+}
+
+// reviewers names the security gate's reviewers as people read them:
+// logins as mentions, teams as "a member of org/team" (a team's mention
+// would notify all of it at each answer), the last after an "or".
+func reviewers(logins, teams []string) string {
+	var names []string
+	for _, l := range logins {
+		names = append(names, "@"+l)
+	}
+	for _, t := range teams {
+		names = append(names, "a member of "+t)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // mermaidLabel makes text others wrote safe inside a double-quoted label

@@ -20,12 +20,19 @@ type DashboardSession struct {
 	// Token is the person's GitHub token, sealed with a key the cookie
 	// holds: the store cannot open it.
 	Token string
-	// Repos are the repositories ("owner/name") the person can read, as
-	// GitHub said at ReposAt.
-	Repos   []string
+	// Repos are the repositories the person can read, as GitHub said at
+	// ReposAt.
+	Repos   []DashboardRepo
 	ReposAt time.Time
 	Expires time.Time
 	Created time.Time
+}
+
+// DashboardRepo is a repository a person can read: its id on GitHub,
+// which a rename keeps, and its name ("owner/name") as GitHub says it now.
+type DashboardRepo struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
 }
 
 // CreateDashboardSession records a new sign-in.
@@ -58,15 +65,17 @@ func (s *Store) DashboardSession(ctx context.Context, id string, now time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("read a dashboard session: %w", err)
 	}
-	if err := json.Unmarshal([]byte(repos), &d.Repos); err != nil {
-		return nil, fmt.Errorf("read a dashboard session's repositories: %w", err)
-	}
 	d.ReposAt, d.Expires, d.Created = time.UnixMilli(reposMS), time.UnixMilli(expiresMS), time.UnixMilli(createdMS)
+	if err := json.Unmarshal([]byte(repos), &d.Repos); err != nil {
+		// A session signed in before repositories were kept by id has
+		// their names alone: its list is due to be asked of GitHub again.
+		d.Repos, d.ReposAt = nil, time.Time{}
+	}
 	return &d, nil
 }
 
 // SetDashboardRepos replaces what the session's person can read.
-func (s *Store) SetDashboardRepos(ctx context.Context, id string, repos []string, at time.Time) error {
+func (s *Store) SetDashboardRepos(ctx context.Context, id string, repos []DashboardRepo, at time.Time) error {
 	b, err := json.Marshal(nonNil(repos))
 	if err != nil {
 		return err
@@ -95,34 +104,50 @@ func (s *Store) PruneDashboardSessions(ctx context.Context, now time.Time) (int6
 	return res.RowsAffected()
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }
 
-// PlansOf are at most limit plans of the repositories ("owner/name",
-// compared as GitHub compares names: without case), the most recently
-// changed first. The list goes to the database as one JSON parameter,
-// however many repositories a person can read.
-func (s *Store) PlansOf(ctx context.Context, repos []string, limit int) ([]*pipeline.Plan, error) {
-	lower := make([]string, len(repos))
-	for i, r := range repos {
-		lower[i] = strings.ToLower(r)
+// PlansOf are at most limit plans of the repositories, the most recently
+// changed first: found by the repositories' ids, which a rename keeps, so
+// a repository made since under a plan's old name finds none of its
+// plans. A plan made before ids were kept (repository_id 0) is found by
+// its name, as GitHub compares names: without case. The lists go to the
+// database as JSON parameters, however many repositories a person can
+// read.
+func (s *Store) PlansOf(ctx context.Context, repos []DashboardRepo, limit int) ([]*pipeline.Plan, error) {
+	ids, names := []int64{}, []string{}
+	for _, r := range repos {
+		ids, names = append(ids, r.ID), append(names, strings.ToLower(r.Name))
 	}
-	list, err := json.Marshal(nonNil(lower))
+	idList, err := json.Marshal(ids)
 	if err != nil {
 		return nil, err
 	}
-	in := `SELECT value FROM json_each($1)`
-	if s.dialect == DialectPostgres {
-		in = `SELECT jsonb_array_elements_text(CAST($1 AS jsonb))`
+	nameList, err := json.Marshal(names)
+	if err != nil {
+		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+planColumns+` FROM plans WHERE lower(repository) IN (`+in+`)
-		ORDER BY updated_ms DESC, id DESC LIMIT $2`, string(list), limit)
+	inIDs, inNames := `SELECT CAST(value AS bigint) FROM json_each($1)`, `SELECT value FROM json_each($2)`
+	if s.dialect == DialectPostgres {
+		inIDs, inNames = `SELECT CAST(jsonb_array_elements_text(CAST($1 AS jsonb)) AS bigint)`, `SELECT jsonb_array_elements_text(CAST($2 AS jsonb))`
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+planColumns+` FROM plans
+		WHERE repository_id IN (`+inIDs+`) OR (repository_id = 0 AND lower(repository) IN (`+inNames+`))
+		ORDER BY updated_ms DESC, id DESC LIMIT $3`, string(idList), string(nameList), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list the plans of %d repositories: %w", len(repos), err)
 	}
 	return scanPlans(rows)
+}
+
+// PlanOf is plan number of the repository, found as PlansOf finds plans;
+// pipeline.ErrPlanNotFound when it has none.
+func (s *Store) PlanOf(ctx context.Context, repo DashboardRepo, number int) (*pipeline.Plan, error) {
+	return scanPlan(s.db.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans
+		WHERE number = $3 AND (repository_id = $1 OR (repository_id = 0 AND lower(repository) = $2))
+		ORDER BY repository_id DESC LIMIT 1`, repo.ID, strings.ToLower(repo.Name), number))
 }

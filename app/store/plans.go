@@ -21,7 +21,7 @@ type planStore struct{ s *Store }
 
 var _ pipeline.PlanStore = planStore{}
 
-const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, stop, choices, approvals, generation, data, created_at, updated_ms`
+const planColumns = `id, installation_id, repository, number, issue, pr, trigger, run, status, stop, stop_by, choices, approvals, generation, data, created_at, updated_ms`
 
 func nowMS(t time.Time) int64 { return t.UnixMilli() }
 
@@ -39,7 +39,7 @@ func scanPlan(row rowScanner) (*pipeline.Plan, error) {
 		generation              int64
 		id, installationID      int64
 	)
-	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &stop, &choices, &approvals, &generation, &data, &created, &updated)
+	err := row.Scan(&id, &installationID, &repo, &number, &issue, &pr, &p.Trigger, &run, &status, &stop, &p.StopBy, &choices, &approvals, &generation, &data, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, pipeline.ErrPlanNotFound
 	}
@@ -131,10 +131,10 @@ func (ps planStore) CreatePlan(ctx context.Context, p *pipeline.Plan) (bool, err
 		// A new plan has no stop request: the stop column keeps its default.
 		cols := p.State.Columns()
 		err = tx.QueryRowContext(ctx, `INSERT INTO plans (installation_id, repository, number, issue, pr, trigger, run, status,
-			generation, data, created_at, updated_ms)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			generation, data, created_at, updated_ms, repository_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id`,
 			p.InstallationID, repo, number, p.Issue, p.PR, p.Trigger, string(cols.Run), string(cols.Status),
-			p.Generation, data, now, nowMS(now)).Scan(&p.ID)
+			p.Generation, data, now, nowMS(now), p.RepoID).Scan(&p.ID)
 		if err != nil {
 			if isUniqueViolation(err) {
 				return pipeline.ErrForgeRunning
@@ -209,6 +209,7 @@ func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	// idle run column would drop it.
 	res, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET pr = $2, run = $3, status = $4,
 		stop = CASE WHEN $3 = 'idle' THEN '' ELSE stop END,
+		stop_by = CASE WHEN $3 = 'idle' THEN '' ELSE stop_by END,
 		approvals = CASE WHEN $8 = 'idle' AND $4 <> 'REVIEW' THEN '[]' ELSE approvals END,
 		generation = $5, data = $6, updated_ms = $7 WHERE id = $1 AND generation <= $5
 		AND NOT ($8 = 'halted' AND run = 'running' AND (stop IN ('cancel', 'close') OR choices <> '{}'))`,
@@ -234,12 +235,12 @@ func (ps planStore) SavePlan(ctx context.Context, p *pipeline.Plan) error {
 	return nil
 }
 
-// RequestStop records a person's request to the plan's running job. An idle
-// plan has no job to ask, so a request is dropped there; withdrawing one
-// (StopNone) is always allowed.
-func (ps planStore) RequestStop(ctx context.Context, id int64, s plan.Stop) error {
-	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET stop = $2, updated_ms = $3 WHERE id = $1 AND (run <> 'idle' OR $2 = '')`,
-		id, string(s), nowMS(time.Now()))
+// RequestStop records a request to the plan's running job, and who made
+// it. An idle plan has no job to ask, so a request is dropped there;
+// withdrawing one (StopNone) is always allowed.
+func (ps planStore) RequestStop(ctx context.Context, id int64, s plan.Stop, by string) error {
+	_, err := ps.s.db.ExecContext(ctx, `UPDATE plans SET stop = $2, stop_by = $4, updated_ms = $3 WHERE id = $1 AND (run <> 'idle' OR $2 = '')`,
+		id, string(s), nowMS(time.Now()), by)
 	if err != nil {
 		return fmt.Errorf("request %q stop of plan %d: %w", s, id, err)
 	}

@@ -161,7 +161,7 @@ func TestPlanStore(t *testing.T) {
 		}
 
 		// A stop request survives saves until the plan goes idle.
-		if err := ps.RequestStop(ctx, p.ID, plan.StopSkip); err != nil {
+		if err := ps.RequestStop(ctx, p.ID, plan.StopSkip, ""); err != nil {
 			t.Fatal(err)
 		}
 		cur, _ := ps.Plan(ctx, p.ID)
@@ -176,7 +176,7 @@ func TestPlanStore(t *testing.T) {
 			t.Fatalf("an idle plan kept its stop request %q", cur.State.Stop())
 		}
 		// An idle plan has no job to ask: a request is dropped.
-		if err := ps.RequestStop(ctx, p.ID, plan.StopCancel); err != nil {
+		if err := ps.RequestStop(ctx, p.ID, plan.StopCancel, ""); err != nil {
 			t.Fatal(err)
 		}
 		if cur, _ := ps.Plan(ctx, p.ID); cur.State.Stop() != plan.StopNone {
@@ -225,7 +225,7 @@ func TestSavePlanKeepsStopRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ps.RequestStop(ctx, p.ID, plan.StopClose); err != nil {
+		if err := ps.RequestStop(ctx, p.ID, plan.StopClose, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		job.Round = 2
@@ -233,14 +233,26 @@ func TestSavePlanKeepsStopRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		cur, err := ps.Plan(ctx, p.ID)
-		if err != nil || cur.State.Stop() != plan.StopClose || cur.Round != 2 {
-			t.Fatalf("after the job's save: stop %q round %d (%v), want close, 2", cur.State.Stop(), cur.Round, err)
+		if err != nil || cur.State.Stop() != plan.StopClose || cur.StopBy != "alice" || cur.Round != 2 {
+			t.Fatalf("after the job's save: stop %q by %q round %d (%v), want close by alice, 2", cur.State.Stop(), cur.StopBy, cur.Round, err)
 		}
-		if err := ps.RequestStop(ctx, p.ID, plan.StopNone); err != nil {
+		if err := ps.RequestStop(ctx, p.ID, plan.StopNone, ""); err != nil {
 			t.Fatal(err)
 		}
-		if cur, _ := ps.Plan(ctx, p.ID); cur.State.Stop() != plan.StopNone {
-			t.Fatalf("withdrawn request still %q", cur.State.Stop())
+		if cur, _ := ps.Plan(ctx, p.ID); cur.State.Stop() != plan.StopNone || cur.StopBy != "" {
+			t.Fatalf("withdrawn request still %q by %q", cur.State.Stop(), cur.StopBy)
+		}
+		// Who asked goes with the request when the plan goes idle.
+		if err := ps.RequestStop(ctx, p.ID, plan.StopCancel, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		cur, _ = ps.Plan(ctx, p.ID)
+		setRun(cur, plan.Idle)
+		if err := ps.SavePlan(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); cur.State.Stop() != plan.StopNone || cur.StopBy != "" {
+			t.Fatalf("an idle plan kept the request %q by %q", cur.State.Stop(), cur.StopBy)
 		}
 	})
 }
@@ -365,7 +377,7 @@ func TestHaltRefusedOverAStopRequest(t *testing.T) {
 			if _, err := ps.CreatePlan(ctx, p); err != nil {
 				t.Fatal(err)
 			}
-			if err := ps.RequestStop(ctx, p.ID, stop); err != nil {
+			if err := ps.RequestStop(ctx, p.ID, stop, ""); err != nil {
 				t.Fatal(err)
 			}
 			next, _, err := p.State.Apply(plan.LoopHalted{Halt: plan.Halt{Reason: "round-cap", Round: 2}})

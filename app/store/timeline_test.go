@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func TestDashboardSessions(t *testing.T) {
 		ctx := context.Background()
 		now := time.UnixMilli(time.Now().UnixMilli())
 		for _, d := range []store.DashboardSession{
-			{ID: "live", Login: "alice", Token: "sealed", Repos: []string{"octo/a"}, ReposAt: now, Expires: now.Add(time.Hour), Created: now},
+			{ID: "live", Login: "alice", Token: "sealed", Repos: []store.DashboardRepo{{ID: 1, Name: "octo/a"}}, ReposAt: now, Expires: now.Add(time.Hour), Created: now},
 			{ID: "old", Login: "bob", Token: "sealed", ReposAt: now, Expires: now.Add(-time.Second), Created: now.Add(-time.Hour)},
 		} {
 			if err := s.CreateDashboardSession(ctx, d); err != nil {
@@ -113,7 +114,7 @@ func TestDashboardSessions(t *testing.T) {
 		if err != nil || got == nil {
 			t.Fatalf("DashboardSession(live) = %v, %v", got, err)
 		}
-		if got.Login != "alice" || got.Token != "sealed" || !slices.Equal(got.Repos, []string{"octo/a"}) || !got.Expires.Equal(now.Add(time.Hour)) {
+		if got.Login != "alice" || got.Token != "sealed" || !slices.Equal(got.Repos, []store.DashboardRepo{{ID: 1, Name: "octo/a"}}) || !got.Expires.Equal(now.Add(time.Hour)) {
 			t.Errorf("session = %+v", got)
 		}
 		if got, err := s.DashboardSession(ctx, "old", now); err != nil || got != nil {
@@ -123,10 +124,10 @@ func TestDashboardSessions(t *testing.T) {
 			t.Errorf("an unknown session = %+v, %v; want none", got, err)
 		}
 		later := now.Add(time.Minute)
-		if err := s.SetDashboardRepos(ctx, "live", []string{"octo/a", "octo/b"}, later); err != nil {
+		if err := s.SetDashboardRepos(ctx, "live", []store.DashboardRepo{{ID: 1, Name: "octo/a"}, {ID: 2, Name: "octo/b"}}, later); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := s.DashboardSession(ctx, "live", now); got == nil || !slices.Equal(got.Repos, []string{"octo/a", "octo/b"}) || !got.ReposAt.Equal(later) {
+		if got, _ := s.DashboardSession(ctx, "live", now); got == nil || !slices.Equal(got.Repos, []store.DashboardRepo{{ID: 1, Name: "octo/a"}, {ID: 2, Name: "octo/b"}}) || !got.ReposAt.Equal(later) {
 			t.Errorf("after SetDashboardRepos: %+v", got)
 		}
 		if n, err := s.PruneDashboardSessions(ctx, now); err != nil || n != 1 {
@@ -141,15 +142,22 @@ func TestDashboardSessions(t *testing.T) {
 	})
 }
 
-// TestPlansOf lists the plans of the repositories given, whatever their
-// case, newest change first, and none of another repository's.
+// TestPlansOf lists the plans of the repositories given, newest change
+// first, and none of another repository's: by the repositories' ids, so a
+// renamed repository (octo/a, id 1, now octo/renamed) keeps its plans and
+// a repository made since under its old name (id 9) finds none of them; a
+// plan made before ids were kept (id 0) is found by its name, whatever its
+// case. PlanOf finds one plan the same way.
 func TestPlansOf(t *testing.T) {
 	storetest.EachBackend(t, func(t *testing.T, b storetest.Backend) {
 		s := b.Open(t)
 		ctx := context.Background()
-		for i, repo := range []string{"octo/a", "octo/b", "Octo/Secret", "octo/a"} {
-			owner, name, _ := strings.Cut(repo, "/")
-			p := &pipeline.Plan{InstallationID: 1, Repo: pipeline.Repo{Owner: owner, Name: name}, Issue: i + 1, Trigger: "t" + string(rune('0'+i)), Title: repo,
+		for i, c := range []struct {
+			repo string
+			id   int64
+		}{{"octo/a", 1}, {"octo/b", 0}, {"Octo/Secret", 3}, {"octo/a", 1}} {
+			owner, name, _ := strings.Cut(c.repo, "/")
+			p := &pipeline.Plan{InstallationID: 1, Repo: pipeline.Repo{Owner: owner, Name: name}, RepoID: c.id, Issue: i + 1, Trigger: "t" + string(rune('0'+i)), Title: c.repo,
 				State: plan.FromLegacy(plan.Legacy{Status: plan.Draft, Run: plan.Idle, Mode: plan.ModeForge})}
 			if _, err := s.Plans().CreatePlan(ctx, p); err != nil {
 				t.Fatal(err)
@@ -159,22 +167,39 @@ func TestPlansOf(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := s.PlansOf(ctx, []string{"OCTO/A", "octo/b"}, 10)
-		if err != nil {
-			t.Fatalf("PlansOf: %v", err)
+		issues := func(repos ...store.DashboardRepo) []int {
+			t.Helper()
+			got, err := s.PlansOf(ctx, repos, 10)
+			if err != nil {
+				t.Fatalf("PlansOf: %v", err)
+			}
+			var out []int
+			for _, p := range got {
+				out = append(out, p.Issue)
+			}
+			return out
 		}
-		var repos []string
-		for _, p := range got {
-			repos = append(repos, p.Repo.String())
+		renamed, legacy := store.DashboardRepo{ID: 1, Name: "octo/renamed"}, store.DashboardRepo{ID: 2, Name: "OCTO/B"}
+		if got, want := issues(renamed, legacy), []int{4, 2, 1}; !slices.Equal(got, want) {
+			t.Errorf("PlansOf(renamed, legacy) = issues %v, want %v (newest first)", got, want)
 		}
-		if want := []string{"octo/a", "octo/b", "octo/a"}; !slices.Equal(repos, want) {
-			t.Errorf("PlansOf = %q, want %q (newest first)", repos, want)
+		if got := issues(store.DashboardRepo{ID: 9, Name: "octo/a"}); len(got) != 0 {
+			t.Errorf("a new repository under the old name finds issues %v' plans", got)
 		}
-		if got, err := s.PlansOf(ctx, nil, 10); err != nil || len(got) != 0 {
-			t.Errorf("PlansOf(none) = %d plans, %v", len(got), err)
+		if got := issues(); len(got) != 0 {
+			t.Errorf("PlansOf(none) = issues %v", got)
 		}
-		if got, _ := s.PlansOf(ctx, []string{"octo/a", "octo/b"}, 1); len(got) != 1 || got[0].Issue != 4 {
+		if got, _ := s.PlansOf(ctx, []store.DashboardRepo{renamed, legacy}, 1); len(got) != 1 || got[0].Issue != 4 {
 			t.Errorf("PlansOf with limit 1 = %+v, want the newest", got)
+		}
+		if p, err := s.PlanOf(ctx, renamed, 1); err != nil || p.Issue != 1 || p.RepoID != 1 {
+			t.Errorf("PlanOf(renamed, 1) = %+v, %v", p, err)
+		}
+		if p, err := s.PlanOf(ctx, legacy, 1); err != nil || p.Issue != 2 {
+			t.Errorf("PlanOf(legacy, 1) = %+v, %v", p, err)
+		}
+		if _, err := s.PlanOf(ctx, store.DashboardRepo{ID: 9, Name: "octo/a"}, 1); !errors.Is(err, pipeline.ErrPlanNotFound) {
+			t.Errorf("PlanOf(new octo/a, 1) = %v, want not found", err)
 		}
 	})
 }

@@ -108,10 +108,16 @@ type OtherApp struct {
 // derives from the name, away from the ids the double hands out).
 func (s *Server) OtherApp(name string) *OtherApp {
 	slug := slugify(name)
-	h := fnv.New32a()
-	h.Write([]byte(slug))
 	s.ensureUser(slug+"[bot]", "Bot")
-	return &OtherApp{ID: 1_000_000_000 + int64(h.Sum32()%1_000_000_000), Slug: slug, Name: name, s: s}
+	return &OtherApp{ID: OtherAppID(name), Slug: slug, Name: name, s: s}
+}
+
+// OtherAppID is the id of the App named name in every double, for a
+// configuration written before the double starts.
+func OtherAppID(name string) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(slugify(name)))
+	return 1_000_000_000 + int64(h.Sum32()%1_000_000_000)
 }
 
 // appRef names an App: who creates or updates a check run or suite, whose

@@ -33,6 +33,9 @@ type Issue struct {
 	ClosedAt    time.Time
 	ClosedBy    string
 	Reactions   []Reaction
+	// Events are who labelled, unlabelled, closed and reopened it, oldest
+	// first.
+	Events []IssueEvent
 	// via is the App whose token opened the issue, GitHub's
 	// performed_via_github_app; zero for a person's.
 	via appRef
@@ -47,6 +50,7 @@ func (is *Issue) clone() Issue {
 	out.Labels = slices.Clone(is.Labels)
 	out.Assignees = slices.Clone(is.Assignees)
 	out.Reactions = slices.Clone(is.Reactions)
+	out.Events = slices.Clone(is.Events)
 	return out
 }
 
@@ -58,6 +62,8 @@ type IssueSpec struct {
 	Labels    []string
 	Assignees []string
 	Closed    bool
+	// via is the App whose token opens it; zero for a person.
+	via appRef
 }
 
 // AddIssue opens an issue as a person would and returns its number. Labels that
@@ -90,7 +96,8 @@ func (s *Server) addIssueLocked(r *Repo, spec IssueSpec) *Issue {
 	if spec.Closed {
 		is.State, is.StateReason, is.ClosedAt, is.ClosedBy = "closed", "completed", now, spec.Author
 	}
-	s.setIssueLabelsLocked(r, is, spec.Labels)
+	is.via = spec.via
+	s.setIssueLabelsLocked(r, is, spec.Labels, by{login: spec.Author, via: spec.via})
 	r.issues[is.Number] = is
 	return is
 }
@@ -229,7 +236,7 @@ func (s *Server) createIssue(c *Call) (int, any) {
 	}
 	var title any
 	_ = json.Unmarshal(req["title"], &title)
-	spec := IssueSpec{Author: actor.Login}
+	spec := IssueSpec{Author: actor.Login, via: via}
 	switch t := title.(type) {
 	case string:
 		spec.Title = t
@@ -260,7 +267,6 @@ func (s *Server) createIssue(c *Call) (int, any) {
 		spec.Labels = names
 	}
 	is := s.addIssueLocked(r, spec)
-	is.via = via
 	out := s.issueJSONLocked(r, is)
 	c.Header().Set("Location", out["url"].(string))
 	return http.StatusCreated, out
@@ -383,8 +389,10 @@ func (s *Server) updateIssue(c *Call) (int, any) {
 		case state == "closed" && is.State == "open":
 			next.State, next.ClosedAt, next.ClosedBy = "closed", now, actor.Login
 			next.StateReason = cmpOr(reason, "completed")
+			s.recordEventLocked(&next, "closed", by{login: actor.Login, via: s.currentAppRef()}, "")
 		case state == "open" && is.State == "closed":
 			next.State, next.ClosedAt, next.ClosedBy, next.StateReason = "open", time.Time{}, "", "reopened"
+			s.recordEventLocked(&next, "reopened", by{login: actor.Login, via: s.currentAppRef()}, "")
 		}
 	}
 	if raw, ok := req["assignees"]; ok {
@@ -403,7 +411,7 @@ func (s *Server) updateIssue(c *Call) (int, any) {
 		if !ok {
 			return validationFailed(FieldError{Resource: "Issue", Code: "invalid", Field: "labels"})
 		}
-		s.setIssueLabelsLocked(r, &next, names)
+		s.setIssueLabelsLocked(r, &next, names, by{login: actor.Login, via: s.currentAppRef()})
 	}
 	next.UpdatedAt = now
 	*is = next

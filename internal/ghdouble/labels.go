@@ -62,17 +62,23 @@ func (s *Server) labelLocked(r *Repo, name string) *Label {
 	return l
 }
 
-// setIssueLabelsLocked replaces the issue's labels.
-func (s *Server) setIssueLabelsLocked(r *Repo, is *Issue, names []string) {
-	is.Labels = nil
-	s.addIssueLabelsLocked(r, is, names)
+// setIssueLabelsLocked replaces the issue's labels: who removed those it
+// loses and added those it gains is recorded as its events.
+func (s *Server) setIssueLabelsLocked(r *Repo, is *Issue, names []string, who by) {
+	for _, have := range slices.Clone(is.Labels) {
+		if !slices.ContainsFunc(names, func(name string) bool { return strings.EqualFold(have, name) }) {
+			s.removeIssueLabelLocked(is, have, who)
+		}
+	}
+	s.addIssueLabelsLocked(r, is, names, who)
 }
 
-func (s *Server) addIssueLabelsLocked(r *Repo, is *Issue, names []string) {
+func (s *Server) addIssueLabelsLocked(r *Repo, is *Issue, names []string, who by) {
 	for _, name := range names {
 		l := s.labelLocked(r, name)
 		if !slices.ContainsFunc(is.Labels, func(have string) bool { return strings.EqualFold(have, l.Name) }) {
 			is.Labels = append(is.Labels, l.Name)
+			s.recordEventLocked(is, "labeled", who, l.Name)
 		}
 	}
 	slices.SortFunc(is.Labels, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
@@ -199,7 +205,7 @@ func (s *Server) setIssueLabels(c *Call) (int, any) {
 	return s.changeIssueLabels(c, s.setIssueLabelsLocked)
 }
 
-func (s *Server) changeIssueLabels(c *Call, apply func(*Repo, *Issue, []string)) (int, any) {
+func (s *Server) changeIssueLabels(c *Call, apply func(*Repo, *Issue, []string, by)) (int, any) {
 	names, ok := labelNames(c.Body)
 	if !ok {
 		return validationFailed(FieldError{Resource: "Label", Code: "invalid", Field: "labels"})
@@ -210,7 +216,7 @@ func (s *Server) changeIssueLabels(c *Call, apply func(*Repo, *Issue, []string))
 	if is == nil {
 		return status, e
 	}
-	apply(c.Repo, is, names)
+	apply(c.Repo, is, names, by{login: c.Actor().Login, via: s.currentAppRef()})
 	return http.StatusOK, s.issueLabelsJSONLocked(c.Repo, is)
 }
 
@@ -221,11 +227,9 @@ func (s *Server) removeIssueLabel(c *Call) (int, any) {
 	if is == nil {
 		return status, e
 	}
-	i := slices.IndexFunc(is.Labels, func(have string) bool { return strings.EqualFold(have, c.Param("name")) })
-	if i < 0 {
+	if !s.removeIssueLabelLocked(is, c.Param("name"), by{login: c.Actor().Login, via: s.currentAppRef()}) {
 		return http.StatusNotFound, &Error{Message: "Label does not exist"}
 	}
-	is.Labels = slices.Delete(is.Labels, i, i+1)
 	return http.StatusOK, s.issueLabelsJSONLocked(c.Repo, is)
 }
 

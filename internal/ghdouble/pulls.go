@@ -919,6 +919,7 @@ func (s *Server) ClosePull(repo string, number int, user string) {
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	is.State, is.ClosedAt, is.ClosedBy, is.UpdatedAt = "closed", now, user, now
+	s.recordEventLocked(is, "closed", by{login: user}, "")
 }
 
 // ReopenPull reopens a closed pull request, as user; GitHub refuses a
@@ -947,6 +948,7 @@ func (s *Server) ReopenPull(repo string, number int, user string) {
 	}
 	now := s.now().UTC().Truncate(time.Second)
 	is.State, is.ClosedAt, is.ClosedBy, is.StateReason, is.UpdatedAt = "open", time.Time{}, "", "reopened", now
+	s.recordEventLocked(is, "reopened", by{login: user}, "")
 }
 
 // EditPullBody sets the pull request's description as a person editing it

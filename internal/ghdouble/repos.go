@@ -152,6 +152,25 @@ func (s *Server) AddRepo(installationID int64, fullName string, opts ...RepoOpti
 	return r
 }
 
+// RenameRepo renames the repository fullName to name (in the same
+// account), as its settings page does: it keeps its id, its issues, pull
+// requests and git history, and is found by its new name only.
+func (s *Server) RenameRepo(fullName, name string) {
+	s.t.Helper()
+	r := s.mustRepo(fullName)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	renamed := r.Owner + "/" + name
+	if s.repos[strings.ToLower(renamed)] != nil || name == "" || strings.Contains(name, "/") {
+		s.t.Fatalf("ghdouble: RenameRepo(%q, %q): the name is taken or no repository name", fullName, name)
+	}
+	delete(s.repos, strings.ToLower(fullName))
+	r.mu.Lock()
+	r.Name, r.FullName = name, renamed
+	r.mu.Unlock()
+	s.repos[strings.ToLower(renamed)] = r
+}
+
 // Repo is the repository fullName, or nil.
 func (s *Server) Repo(fullName string) *Repo {
 	s.mu.Lock()

@@ -54,6 +54,7 @@ type Server struct {
 	staleCommits atomic.Int64
 
 	users userTable
+	teams teamTable
 	calls callTable
 	rates rateTable
 	oauth oauthTable

@@ -35,7 +35,11 @@ creates a plan without an agent.
 read < triage < write < maintain < admin) is at least `+"`approval.min_permission`"+` of the repository's
 `+"`%s`"+` (default `+"`%s`"+`; where that file cannot be used, the operator's policy's floor). Bots
 never command Forge, and nobody does on a pull request from a fork: those comments get no answer.
-Anyone else is answered once per issue or pull request:
+The same holds for the labels Forge uses (the trigger label `+"`labels.trigger`"+` and a pipeline label
+`+"`forge:pipeline/<name>`"+`) and the buttons of its check runs. Any other label, a comment without a
+command and the check runs of other Apps are none of Forge's business: whoever adds or writes them,
+Forge reads nobody's permission for them and answers nothing. Anyone below the minimum is answered
+once per issue or pull request:
 
 `, repoconfig.Path, repoconfig.Default().Approval.Permission())
 	quote(&b, &templates.Refusal{User: "octocat", Need: repoconfig.Default().Approval.Permission()})

@@ -107,7 +107,8 @@ var Table = []Spec{
 			"On an issue whose plan is still open (not DONE, CLOSED or CANCELLED) Forge answers with that plan and starts nothing; " +
 			"`/forge new <description>` starts one more all the same. Adding the trigger label (`labels.trigger`) to an issue " +
 			"does the same with the issue's title as the description. " +
-			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names, " +
+			"The plan runs the pipeline `--pipeline <name>` names, else the one the issue's label `forge:pipeline/<name>` names " +
+			"(a label counts only when the person who added it, as the issue's events say, has `approval.min_permission`), " +
 			"else the repository's `pipelines.default`, else the built-in one (`builtin` always names it); the plan keeps it. " +
 			"A name the repository does not define is refused with the list of those it does, and nothing starts. " +
 			"A first word that is a command misspelt (`/forge aprove`, `/forge stauts`: one edit away for a word of 4 letters or more, " +
@@ -171,8 +172,9 @@ var Table = []Spec{
 			Objective: "Greet new users.", Round: 1, LastVerdict: "minor", Phases: exPhases(1, "in-progress")}},
 	{Kind: Cancel, Words: []string{"cancel"}, Usage: "/forge cancel [plan-NNN]", On: Anywhere, Alias: Close,
 		Brief: "cancel the running forge",
-		Does: "Stops what runs on the plan: a running forge or revision leaves the plan CANCELLED, a queued one is " +
-			"cancelled at once, a phase run stops and leaves its phase failed.",
+		Does: "Stops what runs on the plan: a running forge, revision or audit leaves the plan CANCELLED, which ends it and " +
+			"cleans up as `/forge close` does (its pull request closed, its branch deleted unless kept); a queued one is " +
+			"cancelled at once; a phase run stops and leaves its phase failed, and the plan, its pull request and its branch stay.",
 		Example: "/forge cancel",
 		Reply:   &templates.Cancel{Head: templates.Head{PlanID: exPlan}}},
 	{Kind: Approve, Words: []string{"approve"}, Usage: "/forge approve [plan-NNN]", On: OnPR,
@@ -296,7 +298,8 @@ var Table = []Spec{
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "overridden", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere, Alias: Close,
 		Brief: "end a halted plan for good",
-		Does: "Ends a halted, escalated, paused or decision-waiting plan, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again. " +
+		Does: "Ends a halted, escalated, paused or decision-waiting plan, or one that waits on its acceptance criteria, for good: it is CLOSED, and nothing runs on it again; " +
+			"its pull request is closed and its branch deleted unless kept, as `/forge close` does. " +
 			"The *Terminate* button does the same. Closing the plan's pull request closes the halted plan too (GitHub lets " +
 			"anyone with triage close it; Forge then says who closed it when they lack `approval.min_permission`), " +
 			"but not for good: reopening the pull request halts the plan again where it stopped.",
@@ -336,10 +339,13 @@ var Table = []Spec{
 		Reply: &templates.Forgot{ID: 2, Found: true, Fact: templates.FactItem{ID: 2, Category: "gotcha", Confidence: "0.9",
 			Text: "docs/hello.md quotes the README's greeting verbatim: change both together.", Plan: exPlan}}},
 	{Kind: Choose, Words: []string{"choose"}, Usage: "/forge choose [phase-K] <n> [notes]", On: OnPR,
-		Brief: "answer a stalled phase's decision request with option n; your notes go to the phase's next round",
+		Brief: "answer a decision request with option n: a stalled phase's, or the plan's at its token budget; your notes go to the agent that runs next",
 		Does: "Answers the decision request of a phase whose round loop stalled (`phases.fix_rounds`, label `forge:decision`): " +
 			"the phase's next round runs with option n's change as its change spec, and the run goes on; a failing round " +
-			"then starts a new diagnosis. The buttons of the phase's check run do the same. In a DAG the other phases go on " +
+			"then starts a new diagnosis. The buttons of the phase's check run do the same. At the plan's token budget " +
+			"(`limits.max_tokens_per_plan`, label `forge:decision` too), `/forge choose 1` raises the budget and the run " +
+			"goes on from where it stopped, `/forge choose 2` stops there with what is committed; the buttons of the " +
+			"`forge` check run do the same. In a DAG the other phases go on " +
 			"while a phase waits: a choice made meanwhile is taken between two phases, and `phase-K` names the phase when " +
 			"several wait. `/forge resume` runs the phase again as it is, `/forge close` ends the plan. " +
 			notesDoc("the agent of the phase's next round") + " Like every decision on a halted plan, it takes `approval.min_permission`.",
@@ -350,11 +356,20 @@ var Table = []Spec{
 		Brief: "end the plan for good (CLOSED), whatever it is doing: running, halted, paused or awaiting approval",
 		Does: "Ends the plan for good (CLOSED), in any state: a running job is stopped first; a halted, escalated, paused or " +
 			"decision-waiting plan, or one that waits on its acceptance criteria, ends where it stopped. Closing the pull request, " +
-			"or the *Close* button of the `forge` check run, does the same (a pull request closed by someone below " +
-			"`approval.min_permission`, or closed on a halted plan, can be reopened: the plan then halts again where it stopped). " +
+			"or the *Close* button of the `forge` check run, does the same (a pull request closed on a halted plan can be reopened: " +
+			"the plan then halts again where it stopped). Closing or reopening the pull request is steering too: done by someone " +
+			"below `approval.min_permission` (GitHub lets triage do it), it changes nothing in the plan, and Forge says so on the " +
+			"pull request; the pull request stays as they left it. " +
+			"A close by command or button also cleans up after the plan: Forge closes its pull request, deletes its branch " +
+			"`plan-NNN/…`, and says on the pull request who closed the plan and what became of the branch. The branch is kept " +
+			"when the repository says `cleanup.keep_branches: true`, and when it has a commit that Forge's App did not write " +
+			"(someone pushed to it): the comment then names who. A deleted branch comes back with the closed pull request's " +
+			"*Restore branch* button; reopening the pull request of a plan that has ended is answered that it has ended, and " +
+			"`/forge new <description>` on its issue starts another plan. A pull request closed on GitHub keeps its branch, as " +
+			"GitHub does. " +
 			"Older words: `/forge terminate` ends a halted plan the same way, and `/forge cancel` stops what runs on the plan " +
-			"without ending it (a running forge leaves it CANCELLED, a phase run leaves its phase failed): `/forge pause` is the " +
-			"way to stop a run and go on later.",
+			"(a running forge, revision or audit leaves it CANCELLED and cleaned up as a close does; a phase run leaves its " +
+			"phase failed and the plan as it was): `/forge pause` is the way to stop a run and go on later.",
 		Example: "/forge close",
 		Reply:   &templates.Closed{Head: templates.Head{PlanID: exPlan}}},
 }

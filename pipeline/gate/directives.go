@@ -18,8 +18,11 @@ type Facts struct {
 	Plan     string
 	PlansDir string
 	Status   plan.Status
-	// Labels are the labels on the plan's pull request.
-	Labels []string
+	// Labels are the labels on the plan's pull request that count: added
+	// by someone with the approval permission, or by Forge. NotCounted are
+	// the others, for saying why a gate does not hold.
+	Labels     []string
+	NotCounted []string
 	// Approvals are the approvals that count on the head.
 	Approvals int
 	// Artifact is the size of a file on the plan branch, false when there
@@ -30,8 +33,10 @@ type Facts struct {
 	Verdicts map[string]string
 	// Checks are the check runs (the latest of each name) and commit
 	// statuses on the head, by name: a completed one's conclusion (a
-	// status's state), "" while it runs or is pending.
-	Checks map[string]string
+	// status's state), "" while it runs or is pending. AppChecks are the
+	// check runs alone, by the id of the App that made them, then by name.
+	Checks    map[string]string
+	AppChecks map[int64]map[string]string
 }
 
 // Unmet is one gate that does not hold, and what was seen instead.
@@ -92,7 +97,15 @@ func check(d repoconfig.Directive, f Facts) (string, bool) {
 		return "", true
 	case repoconfig.GateCheck:
 		c, ok := f.Checks[d.Check]
+		if d.App != 0 {
+			// Only the App the configuration names: anyone who may write
+			// can post a status, and any installed App a check run, of
+			// the same name.
+			c, ok = f.AppChecks[d.App][d.Check]
+		}
 		switch {
+		case !ok && d.App != 0:
+			return fmt.Sprintf("no check run %s of the App %d on the head", d.Check, d.App), false
 		case !ok:
 			return fmt.Sprintf("no check run or commit status %s on the head", d.Check), false
 		case c == "":
@@ -122,6 +135,9 @@ func predicate(d repoconfig.Directive, f Facts) (holds bool, seen string, err er
 		seen = "the pull request has no labels"
 		if len(f.Labels) > 0 {
 			seen = "the pull request's labels are " + strings.Join(f.Labels, ", ")
+		}
+		if len(f.NotCounted) > 0 {
+			seen += " (not counting " + strings.Join(f.NotCounted, ", ") + ": added by nobody with the approval permission)"
 		}
 		has := slices.ContainsFunc(d.Values, func(v string) bool {
 			return slices.ContainsFunc(f.Labels, func(l string) bool { return strings.EqualFold(l, v) })

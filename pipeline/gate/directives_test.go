@@ -21,8 +21,10 @@ func TestCheckDirectives(t *testing.T) {
 			n, ok := files[p]
 			return n, ok
 		},
-		Verdicts: map[string]string{"auditor": "approved", "security": "revision"},
-		Checks:   map[string]string{"build": "success", "lint": "neutral", "docs": "skipped", "test": "failure", "e2e": "", "deploy": "timed_out"},
+		Verdicts:   map[string]string{"auditor": "approved", "security": "revision"},
+		Checks:     map[string]string{"build": "success", "lint": "neutral", "docs": "skipped", "test": "failure", "e2e": "", "deploy": "timed_out"},
+		AppChecks:  map[int64]map[string]string{42: {"build": "success", "e2e": ""}, 7: {"test": "success"}},
+		NotCounted: []string{"approved-by-qa"},
 	}
 	tests := []struct {
 		directive string
@@ -47,14 +49,15 @@ func TestCheckDirectives(t *testing.T) {
 		{"forbid status != REVIEW", ""},
 
 		{"require labels == security", ""}, // labels compare case-insensitively, as GitHub's
-		{"require labels == blocked", "the pull request's labels are Security, docs"},
+		{"require labels == blocked", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
+		{"require labels == approved-by-qa", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
 		{"require labels != blocked", ""},
-		{"require labels != docs", "the pull request's labels are Security, docs"},
+		{"require labels != docs", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
 		{"require labels in [blocked, docs]", ""},
-		{"require labels in [blocked, wip]", "the pull request's labels are Security, docs"},
+		{"require labels in [blocked, wip]", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
 		{"forbid labels == blocked", ""},
-		{"forbid labels == docs", "the pull request's labels are Security, docs"},
-		{"forbid labels in [wip, SECURITY]", "the pull request's labels are Security, docs"},
+		{"forbid labels == docs", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
+		{"forbid labels in [wip, SECURITY]", "the pull request's labels are Security, docs (not counting approved-by-qa: added by nobody with the approval permission)"},
 
 		{"require approvals == 2", ""},
 		{"require approvals == 3", "2 approvals"},
@@ -80,6 +83,10 @@ func TestCheckDirectives(t *testing.T) {
 		{"check deploy == success", "deploy concluded timed out"},
 		{"check e2e == success", "e2e has not concluded yet"},
 		{"check CI / smoke == success", "no check run or commit status CI / smoke on the head"},
+		{"check build == success app=42", ""},
+		{"check build == success app=7", "no check run build of the App 7 on the head"},
+		{"check test == success app=7", ""},
+		{"check e2e == success app=42", "e2e has not concluded yet"},
 	}
 	for _, tt := range tests {
 		d := repoconfig.MustParseDirective(tt.directive)

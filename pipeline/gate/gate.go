@@ -46,6 +46,9 @@ type Input struct {
 	// FromStatus).
 	Checks []Check
 	Rules  repoconfig.Approval
+	// Security is the security gate of a plan that concerns security; nil
+	// for one that does not.
+	Security *Security
 }
 
 // Result is the gate's answer: Approved, or what is missing.
@@ -80,7 +83,9 @@ var passing = map[string]bool{"success": true, "neutral": true, "skipped": true}
 //     that person reviews again or the review is dismissed;
 //   - at least approval.required_approvals approvals, no changes requested;
 //   - every check in approval.required_checks completed on the head with
-//     success, neutral or skipped, every run of that name.
+//     success, neutral or skipped, every run of that name;
+//   - for a plan that concerns security, one of security.reviewers among
+//     the approvers whose approval counted (Security.missing).
 func Evaluate(in Input) Result {
 	var res Result
 	if in.Status != plan.Review {
@@ -160,6 +165,7 @@ func Evaluate(in Input) Result {
 		res.Missing = append(res.Missing, templates.Reason{Event: "approvals", Count: n, Required: need, Permission: minPerm})
 		res.Missing = append(res.Missing, notes...)
 	}
+	res.Missing = append(res.Missing, in.Security.missing(res.Approvers)...)
 	if len(res.ChangesRequested) > 0 {
 		res.Missing = append(res.Missing, templates.Reason{Event: "changes-requested", Users: res.ChangesRequested})
 	}

@@ -370,3 +370,22 @@ func TestSkipPhaseNamesItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestTouches: a plan's Changes files and its phases' writes globs, each
+// once, and the globs of a section with problems as far as they read.
+func TestTouches(t *testing.T) {
+	plan := "# Plan\n\n## Changes\n\n- `auth/login.go` (new): sessions.\n- `docs/auth.md`: the page; see `auth/login.go`.\n\n" +
+		"## Phases\n\n### phase-1: Login\n**Depends on:** (none)\n**Writes:** `auth/**`, `docs/auth.md`\n\nDo it.\n\n" +
+		"### phase-2: Docs\n**Depends on:** phase-1\n**Writes:** `docs/auth.md`, `.github/workflows/*.yml`\n\n" +
+		"### phase-4: Wrong number\n**Depends on:** phase-9\n**Writes:** `deploy/Dockerfile`\n"
+	files, writes := Touches(plan)
+	if want := []string{"auth/login.go", "docs/auth.md"}; !reflect.DeepEqual(files, want) {
+		t.Errorf("files = %q, want %q", files, want)
+	}
+	if want := []string{"auth/**", "docs/auth.md", ".github/workflows/*.yml", "deploy/Dockerfile"}; !reflect.DeepEqual(writes, want) {
+		t.Errorf("writes = %q, want %q", writes, want)
+	}
+	if files, writes := Touches("# Plan\n\nNo sections.\n"); files != nil || writes != nil {
+		t.Errorf("a plan naming nothing: %q %q", files, writes)
+	}
+}

@@ -3,6 +3,7 @@ package phases
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -307,4 +308,21 @@ func Make(planID, planFile, plan string, maxContextFiles int) (File, error) {
 		Description: "Audit all changes against the plan specification.",
 	})
 	return out, nil
+}
+
+// Touches is what a plan says it changes: the files its ## Changes section
+// names (as Decompose reads them) and the globs its ## Phases section says
+// its phases write, each once, in order of first mention. A ## Phases
+// section with problems still gives the globs it could read.
+func Touches(plan string) (files, writes []string) {
+	_, files = changeEntries(changesSection(plan))
+	declared, _, _ := planPhases(plan)
+	for _, d := range declared {
+		for _, g := range d.writes {
+			if !slices.Contains(writes, g) {
+				writes = append(writes, g)
+			}
+		}
+	}
+	return files, writes
 }

@@ -200,8 +200,12 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 					got = reviews[len(reviews)-1].Body
 				}
 			default:
-				if bot := w.GitHub.BotComments(sc.on); len(bot) > before {
-					got = bot[len(bot)-1]
+				// The answer, not the note on an abandoned plan's pull
+				// request that may follow it.
+				for _, b := range w.GitHub.BotComments(sc.on)[before:] {
+					if !strings.Contains(b, ":abandoned -->") {
+						got = b
+					}
 				}
 			}
 			want, err := templates.Text(spec.Reply)

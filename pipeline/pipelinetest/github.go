@@ -33,7 +33,9 @@ type GitHub struct {
 	failures map[string][]error
 	after    map[string][]func()
 
-	Perms    map[string]string // user → permission
+	Perms map[string]string // user → permission
+	// Teams are team memberships: "org/team" → user → active or pending.
+	Teams    map[string]map[string]string
 	Comments map[int][]pipeline.Comment
 	// Written is every comment body Forge wrote, edits included, in order:
 	// an edited comment shows only its last body.
@@ -54,20 +56,26 @@ type GitHub struct {
 	Statuses  map[string][]pipeline.CommitStatus
 	// Issues are the issues Forge opened, by number.
 	Issues map[int]pipeline.NewIssue
+	// Events are who added and removed each issue's labels (Forge's
+	// AddLabels and RemoveLabel as its bot, people's through Label) and
+	// who closed or reopened it (Event).
+	Events map[int][]pipeline.IssueEvent
 	// Calls counts each method's calls, failed ones included.
 	Calls map[string]int
 }
 
-// Commit is a commit: its parent, message and whole tree.
+// Commit is a commit: its parent, message and whole tree, and its
+// author's login: empty for Forge's own.
 type Commit struct {
 	SHA, Parent, Message string
 	Files                map[string][]byte
+	Author               string
 }
 
 // NewGitHub is a repository whose default branch main holds files.
 func NewGitHub(files map[string]string) *GitHub {
 	g := &GitHub{next: 1000, failures: map[string][]error{}, after: map[string][]func(){}, Perms: map[string]string{}, Comments: map[int][]pipeline.Comment{},
-		Labels: map[int][]string{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
+		Labels: map[int][]string{}, Events: map[int][]pipeline.IssueEvent{}, Branches: map[string]string{}, Commits: map[string]*Commit{}, Pulls: map[int]*pipeline.PullRequest{},
 		Reviews: map[int][]pipeline.Review{}, Inline: map[int64][]pipeline.ReviewComment{},
 		Minimized: map[string]bool{}, Resolved: map[string]bool{}, Suites: map[string][]pipeline.CheckSuite{},
 		Statuses: map[string][]pipeline.CommitStatus{}, Issues: map[int]pipeline.NewIssue{}, Calls: map[string]int{}}
@@ -138,6 +146,27 @@ func (g *GitHub) commit(parent, message string, files map[string][]byte) string 
 	return sha
 }
 
+// PushAs is a person's commit of files (path → content) on top of
+// branch, as a push over git would make it; it returns the commit.
+func (g *GitHub) PushAs(author, branch, message string, files map[string]string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	parent := g.Branches[branch]
+	tree := maps.Clone(g.Commits[parent].Files)
+	for k, v := range files {
+		tree[k] = []byte(v)
+	}
+	sha := g.commit(parent, message, tree)
+	g.Commits[sha].Author = author
+	g.Branches[branch] = sha
+	for _, pr := range g.Pulls {
+		if pr.HeadRef == branch {
+			pr.HeadSHA = sha
+		}
+	}
+	return sha
+}
+
 // AddIssue is issue or pull request number n's conversation, empty.
 func (g *GitHub) AddComment(issue int, author string, bot bool, body string) int64 {
 	g.mu.Lock()
@@ -187,7 +216,11 @@ func (g *GitHub) EditPRBody(pr int, body string) {
 func (g *GitHub) File(branch, path string) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b, ok := g.Commits[g.Branches[branch]].Files[path]
+	c := g.Commits[g.Branches[branch]]
+	if c == nil {
+		return "", false // no such branch
+	}
+	b, ok := c.Files[path]
 	return string(b), ok
 }
 
@@ -224,6 +257,18 @@ func (g *GitHub) Permission(_ context.Context, _ pipeline.Repo, user string) (st
 		return p, nil
 	}
 	return "none", nil
+}
+
+func (g *GitHub) TeamMembership(_ context.Context, org, team, user string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("TeamMembership"); err != nil {
+		return "", err
+	}
+	if st, ok := g.Teams[org+"/"+team][user]; ok {
+		return st, nil
+	}
+	return "", pipeline.ErrNotFound
 }
 
 func (g *GitHub) CreateComment(_ context.Context, _ pipeline.Repo, issue int, body string) (int64, error) {
@@ -266,18 +311,52 @@ func (g *GitHub) ListComments(_ context.Context, _ pipeline.Repo, issue int) ([]
 	return slices.Clone(g.Comments[issue]), nil
 }
 
-func (g *GitHub) AddLabels(_ context.Context, _ pipeline.Repo, issue int, labels ...string) error {
+func (g *GitHub) AddLabels(_ context.Context, _ pipeline.Repo, issue int, labels ...string) ([]string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.call("AddLabels"); err != nil {
-		return err
+		return nil, err
 	}
+	g.addLabels(issue, pipeline.IssueEvent{Actor: BotLogin, ActorBot: true, ByForge: true}, labels...)
+	return slices.Clone(g.Labels[issue]), nil
+}
+
+// BotLogin is Forge's bot as the in-memory GitHub names it.
+const BotLogin = "forge[bot]"
+
+// Label adds labels to issue as user does on GitHub's page.
+func (g *GitHub) Label(issue int, user string, labels ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.addLabels(issue, pipeline.IssueEvent{Actor: user}, labels...)
+}
+
+func (g *GitHub) addLabels(issue int, by pipeline.IssueEvent, labels ...string) {
 	for _, l := range labels {
 		if !slices.Contains(g.Labels[issue], l) {
 			g.Labels[issue] = append(g.Labels[issue], l)
+			ev := by
+			ev.Event, ev.Label = "labeled", l
+			g.Events[issue] = append(g.Events[issue], ev)
 		}
 	}
-	return nil
+}
+
+// Event records that user closed or reopened issue (or pull request)
+// number.
+func (g *GitHub) Event(number int, event, user string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.Events[number] = append(g.Events[number], pipeline.IssueEvent{Event: event, Actor: user})
+}
+
+func (g *GitHub) IssueEvents(_ context.Context, _ pipeline.Repo, number int) ([]pipeline.IssueEvent, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("IssueEvents"); err != nil {
+		return nil, err
+	}
+	return slices.Clone(g.Events[number]), nil
 }
 
 func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, label string) error {
@@ -291,6 +370,7 @@ func (g *GitHub) RemoveLabel(_ context.Context, _ pipeline.Repo, issue int, labe
 		return pipeline.ErrNotFound
 	}
 	g.Labels[issue] = slices.Delete(g.Labels[issue], i, i+1)
+	g.Events[issue] = append(g.Events[issue], pipeline.IssueEvent{Event: "unlabeled", Label: label, Actor: BotLogin, ActorBot: true, ByForge: true})
 	return nil
 }
 
@@ -558,6 +638,57 @@ func patch(was, now []byte) string {
 		b.WriteString("+" + l + "\n")
 	}
 	return b.String()
+}
+
+// ClosePullRequest closes pull request number, unmerged.
+func (g *GitHub) ClosePullRequest(_ context.Context, _ pipeline.Repo, number int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("ClosePullRequest"); err != nil {
+		return err
+	}
+	pr := g.Pulls[number]
+	if pr == nil {
+		return pipeline.ErrNotFound
+	}
+	if !pr.Merged {
+		pr.State = "closed"
+	}
+	return nil
+}
+
+// BranchCommits walks head's first parents down to a commit base's first
+// parents hold, oldest first.
+func (g *GitHub) BranchCommits(_ context.Context, _ pipeline.Repo, base, head string) ([]pipeline.AuthoredCommit, bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.call("BranchCommits"); err != nil {
+		return nil, false, err
+	}
+	if sha, ok := g.Branches[base]; ok {
+		base = sha
+	}
+	if sha, ok := g.Branches[head]; ok {
+		head = sha
+	}
+	onBase := map[string]bool{}
+	for sha := base; sha != ""; sha = g.Commits[sha].Parent {
+		onBase[sha] = true
+	}
+	var out []pipeline.AuthoredCommit
+	for sha := head; sha != "" && !onBase[sha]; sha = g.Commits[sha].Parent {
+		c := g.Commits[sha]
+		if c == nil {
+			return nil, false, pipeline.ErrNotFound
+		}
+		a := pipeline.AuthoredCommit{SHA: sha, Author: c.Author, Name: c.Author, ByForge: c.Author == ""}
+		if a.ByForge {
+			a.Author, a.Name = "forge[bot]", "forge[bot]"
+		}
+		out = append(out, a)
+	}
+	slices.Reverse(out)
+	return out, false, nil
 }
 
 func (g *GitHub) ListReviews(_ context.Context, _ pipeline.Repo, pr int) ([]pipeline.Review, error) {

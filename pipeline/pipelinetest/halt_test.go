@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/forge-dev/forge/pipeline"
 	"github.com/forge-dev/forge/pipeline/agent"
@@ -296,6 +297,7 @@ func TestStopAskedAsTheGuardHalts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w, audits := haltingWorld(t)
+			w.GitHub.Perms["carol"] = "write"
 			ctx := context.Background()
 			auditor := w.Agents[agent.Auditor]
 			w.Agents[agent.Auditor] = func(req agent.Request) (agent.Result, error) {
@@ -361,11 +363,12 @@ func TestHaltsStayInTheAuditLog(t *testing.T) {
 }
 
 // TestHaltedPlanClosedByItsPullRequest: tom, with triage (GitHub lets him
-// close pull requests, Forge lets him decide nothing), closes the pull
-// request of a halted plan. The plan is CLOSED with it, as every plan whose
-// pull request closes, and Forge says who closed it and that reopening
-// brings it back. Reopened, the plan is halted again where it stopped,
-// and alice resumes it. Closed by alice, who may decide, nothing is said.
+// close and reopen pull requests, Forge lets him decide nothing), closes
+// the pull request of a halted plan: the plan stays halted, and Forge says
+// so, once. His reopening changes nothing either. alice, who may decide,
+// closes it: the plan is CLOSED, keeping its halt. tom's reopening leaves
+// it CLOSED, said; alice's brings it back halted where it stopped, and she
+// resumes it.
 func TestHaltedPlanClosedByItsPullRequest(t *testing.T) {
 	w, audits := haltingWorld(t)
 	w.GitHub.Perms["tom"] = "triage"
@@ -381,36 +384,61 @@ func TestHaltedPlanClosedByItsPullRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	halted := func(when string) {
+		t.Helper()
+		p = planOf(t, w)
+		if h := p.State.Halt(); p.State.Status() != plan.Draft || p.State.Run() != plan.Halted || h == nil || h.Reason != "round-cap" || h.Round != 1 || !p.State.ReviseNext() {
+			t.Fatalf("%s: %s, halt %+v", when, p.State, h)
+		}
+		if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != "forge:halted" {
+			t.Errorf("%s: labels %v", when, got)
+		}
+		if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "action_required" || len(c.Actions) != 3 {
+			t.Errorf("%s: the forge check run %+v", when, c)
+		}
+	}
+	before := len(w.GitHub.BotComments(p.PR))
 	pr("closed", "tom")
+	halted("closed by tom")
+	bot := w.GitHub.BotComments(p.PR)
+	if len(bot) != before+1 {
+		t.Fatalf("answers to tom's close: %q", bot[before:])
+	}
+	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom closed this pull request, and Forge left **plan-001** as it was: it is halted by the round cap guard after round 1") ||
+		!strings.Contains(said, "takes the `write` permission, which @tom does not have") {
+		t.Errorf("what Forge said of tom's close: %q", said)
+	}
+	pr("reopened", "tom")
+	pr("closed", "tom")
+	halted("reopened and closed again by tom")
+	if n := len(w.GitHub.BotComments(p.PR)); n != before+1 {
+		t.Errorf("tom's reopening and second close answered: %q", w.GitHub.BotComments(p.PR)[before+1:])
+	}
+
+	pr("closed", "alice")
 	p = planOf(t, w)
 	if p.State.Status() != plan.Closed || p.State.Run() != plan.Idle || p.State.Reopenable() == nil {
-		t.Fatalf("closed by tom: %s", p.State)
-	}
-	bot := w.GitHub.BotComments(p.PR)
-	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom closed this pull request while **plan-001** was halted by the round cap guard after round 1") ||
-		!strings.Contains(said, "takes the `write` permission, which @tom does not have") || !strings.Contains(said, "reopen the pull request") {
-		t.Errorf("what Forge said of tom's close: %q", said)
+		t.Fatalf("closed by alice: %s", p.State)
 	}
 	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** CLOSED") {
 		t.Errorf("the plan file's status after the close:\n%s", text)
 	}
-
 	pr("reopened", "tom")
-	p = planOf(t, w)
-	if h := p.State.Halt(); p.State.Status() != plan.Draft || p.State.Run() != plan.Halted || h == nil || h.Reason != "round-cap" || h.Round != 1 || !p.State.ReviseNext() {
-		t.Fatalf("reopened: %s, halt %+v", p.State, h)
+	if p = planOf(t, w); p.State.Status() != plan.Closed || p.State.Reopenable() == nil {
+		t.Fatalf("reopened by tom: %s", p.State)
 	}
-	if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != "forge:halted" {
-		t.Errorf("labels: %v", got)
+	bot = w.GitHub.BotComments(p.PR)
+	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom reopened this pull request, but **plan-001** stays CLOSED") {
+		t.Errorf("what Forge said of tom's reopening: %q", said)
 	}
-	if c := w.GitHub.CheckRun("forge"); c == nil || c.Conclusion != "action_required" || len(c.Actions) != 3 {
-		t.Errorf("the forge check run: %+v", c)
-	}
+
+	pr("reopened", "alice")
+	halted("reopened by alice")
 	if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** DRAFT") {
 		t.Errorf("the plan file's status after the reopening:\n%s", text)
 	}
 	bot = w.GitHub.BotComments(p.PR)
-	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom reopened this pull request, so **plan-001** is halted again") {
+	if said := bot[len(bot)-1]; !strings.Contains(said, "@alice reopened this pull request, so **plan-001** is halted again") {
 		t.Errorf("what Forge said of the reopening: %q", said)
 	}
 
@@ -424,12 +452,64 @@ func TestHaltedPlanClosedByItsPullRequest(t *testing.T) {
 		t.Fatalf("resumed: %d audits, round %d, %s", *audits, p.Round, p.State)
 	}
 
-	before := len(w.GitHub.BotComments(p.PR))
+	before = len(w.GitHub.BotComments(p.PR))
 	pr("closed", "alice")
 	if p = planOf(t, w); p.State.Status() != plan.Closed {
 		t.Fatalf("closed by alice: %s", p.State)
 	}
 	if bot := w.GitHub.BotComments(p.PR); len(bot) != before {
 		t.Errorf("alice's close answered: %q", bot[before:])
+	}
+}
+
+// TestClosingARunningPlanIsSteering: tom, with triage, closes the pull
+// request of a plan whose phases run: nothing is asked of the job, Forge
+// says it did not stop the plan, and the run goes on to DONE. The
+// reconciler, finding the pull request closed with no webhook taken in,
+// asks the issue's events who closed it: tom's close still changes
+// nothing; once alice closes it, the plan is CLOSED.
+func TestClosingARunningPlanIsSteering(t *testing.T) {
+	w, p := reviewWorld(t)
+	w.GitHub.Perms["tom"] = "triage"
+	ctx := context.Background()
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.State.Run() != plan.Running {
+		t.Fatalf("approved: %s", p.State)
+	}
+	if err := w.Forge.HandlePullRequest(ctx, pipeline.PullRequestArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo,
+		PR: p.PR, Action: "closed", HeadRef: p.Branch, Sender: "tom"}); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.State.Run() != plan.Running || p.State.Stop() != plan.StopNone {
+		t.Fatalf("closed by tom: %s", p.State)
+	}
+	bot := w.GitHub.BotComments(p.PR)
+	if said := bot[len(bot)-1]; !strings.Contains(said, "@tom closed this pull request, and Forge left **plan-001** as it was: its status is APPROVED and it runs: Forge did not stop it.") {
+		t.Errorf("what Forge said of tom's close: %q", said)
+	}
+	if err := w.RunJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.State.Status() != plan.Done {
+		t.Fatalf("after the run: %s", p.State)
+	}
+
+	w.GitHub.Pulls[p.PR].State = "closed"
+	w.GitHub.Event(p.PR, "closed", "tom")
+	if err := w.Forge.Resync(ctx, -time.Hour, 10); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.State.Status() != plan.Done {
+		t.Fatalf("resynced after tom's close: %s", p.State)
+	}
+	w.GitHub.Event(p.PR, "reopened", "alice")
+	w.GitHub.Event(p.PR, "closed", "alice")
+	if err := w.Forge.Resync(ctx, -2*time.Hour, 10); err != nil {
+		t.Fatal(err)
+	}
+	if p = planOf(t, w); p.State.Status() != plan.Closed {
+		t.Fatalf("resynced after alice's close: %s", p.State)
 	}
 }

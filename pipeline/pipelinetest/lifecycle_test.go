@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,8 +138,28 @@ func TestApprovalRetriedAfterAFailedReply(t *testing.T) {
 	}
 }
 
+// TestStaleStateLabelCleared: a state label another actor left on the pull
+// request from a stale copy of the plan (the run's hand-over labelling it
+// DONE as a merge was handled) goes at the plan's next label change, while
+// people's labels and Forge's others stay.
+func TestStaleStateLabelCleared(t *testing.T) {
+	w, p := reviewWorld(t)
+	w.GitHub.Labels[p.PR] = append(w.GitHub.Labels[p.PR], "forge:done", "bug", "forge:pipeline/strict")
+	if err := w.Forge.HandleCommand(context.Background(), command(w, p.PR, true, "/forge close")); err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Clone(w.GitHub.Labels[p.PR])
+	slices.Sort(got)
+	if want := []string{"bug", "forge:closed", "forge:pipeline/strict"}; !slices.Equal(got, want) {
+		t.Errorf("labels: %v, want %v", got, want)
+	}
+}
+
 // TestCloseIsOneRule: /forge close and the Cancel button close an idle
-// plan alike; the PR closed afterwards changes nothing and says nothing.
+// plan alike, and clean up after it: its pull request closed, its branch
+// deleted (the plan file's last commit says CLOSED), a comment saying who
+// closed it and what became of the branch; the PR's closed event that
+// follows changes nothing and says nothing.
 func TestCloseIsOneRule(t *testing.T) {
 	for _, how := range []string{"command", "button"} {
 		t.Run(how, func(t *testing.T) {
@@ -165,11 +186,20 @@ func TestCloseIsOneRule(t *testing.T) {
 			if got := w.GitHub.Labels[p.PR]; len(got) != 1 || got[0] != "forge:closed" {
 				t.Errorf("labels: %v", got)
 			}
-			if text, _ := w.GitHub.File(p.Branch, p.PlanPath); !strings.Contains(text, "**Status:** CLOSED") {
+			if text := string(w.GitHub.Commits[p.HeadSHA].Files[p.PlanPath]); !strings.Contains(text, "**Status:** CLOSED") {
 				t.Errorf("plan file:\n%s", text)
 			}
 			if n := count(w.GitHub.BotComments(p.PR), "Plan **plan-001** closed."); n != 1 {
 				t.Errorf("%d answers to the close, want 1", n)
+			}
+			if _, ok := w.GitHub.Branches[p.Branch]; ok {
+				t.Errorf("the closed plan's branch %s is still there", p.Branch)
+			}
+			if st := w.GitHub.Pulls[p.PR].State; st != "closed" {
+				t.Errorf("the closed plan's pull request is %s", st)
+			}
+			if n := count(w.GitHub.BotComments(p.PR), "@alice closed **plan-001**: the plan is abandoned, so Forge closed its pull request.\nIts branch `"+p.Branch+"` is deleted."); n != 1 {
+				t.Errorf("%d comments say why the pull request closed and that its branch is deleted, want 1: %q", n, w.GitHub.BotComments(p.PR))
 			}
 			before := len(w.GitHub.BotComments(p.PR))
 			err = w.Forge.HandlePullRequest(ctx, pipeline.PullRequestArgs{InstallationID: pipelinetest.Installation, Repo: w.Repo,

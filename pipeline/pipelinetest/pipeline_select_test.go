@@ -14,7 +14,8 @@ import (
 // --pipeline names, else the issue's forge:pipeline/<name> label, else
 // pipelines.default, else the built-in one; a name the repository does
 // not define, or two pipeline labels, is refused with the pipelines it
-// has, and no plan is created.
+// has, and no plan is created. A pipeline label added by someone below the
+// approval permission (the issue's events say who) chooses nothing.
 func TestNewPlanChoosesItsPipeline(t *testing.T) {
 	const pipelines = "pipelines:\n  strict:\n    - role: drafter\n    - role: auditor\n  lax:\n    - role: drafter\n"
 	const withDefault = pipelines + "  default:\n    - role: drafter\n"
@@ -23,6 +24,7 @@ func TestNewPlanChoosesItsPipeline(t *testing.T) {
 		yml    string
 		body   string   // a /forge or /plan comment; "" for the trigger label
 		labels []string // the issue's labels
+		by     string   // who added them: alice (write) unless said
 		want   string   // the plan's pipeline; "" when refused
 		reply  []string // the refusal's parts
 	}{
@@ -44,6 +46,9 @@ func TestNewPlanChoosesItsPipeline(t *testing.T) {
 			reply: []string{"This repository defines no pipeline `fast` (the issue's label `forge:pipeline/fast`), so Forge started no plan."}},
 		{name: "two labels", yml: pipelines, body: "/forge add caching", labels: []string{"forge:pipeline/strict", "forge:pipeline/lax"},
 			reply: []string{"This issue has more than one pipeline label (`forge:pipeline/strict`, `forge:pipeline/lax`), so Forge started no plan"}},
+		{name: "a triager's label", yml: withDefault, body: "/forge add caching", labels: []string{"forge:pipeline/strict"}, by: "tom", want: "default"},
+		{name: "a triager's label with the trigger label", yml: pipelines, labels: []string{"forge", "forge:pipeline/lax"}, by: "tom", want: "builtin"},
+		{name: "a reader's unknown label", yml: pipelines, body: "/forge add caching", labels: []string{"forge:pipeline/fast"}, by: "rita", want: "builtin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +66,12 @@ func TestNewPlanChoosesItsPipeline(t *testing.T) {
 					IssueNumber: 1, Label: "forge", Title: "add caching", Author: "alice", DeliveryID: "d-label"}
 			}
 			a.Labels = tt.labels
+			w.GitHub.Perms["tom"], w.GitHub.Perms["rita"] = "triage", "read"
+			by := tt.by
+			if by == "" {
+				by = "alice"
+			}
+			w.GitHub.Label(1, by, tt.labels...)
 			if err := w.Forge.HandleCommand(ctx, a); err != nil {
 				t.Fatal(err)
 			}

@@ -49,6 +49,7 @@ type row struct {
 	run        plan.RunState
 	status     plan.Status
 	stop       plan.Stop
+	stopBy     string
 	choices    map[string]pipeline.Choice
 	approvals  []string
 	generation int
@@ -73,6 +74,7 @@ func (s *Plans) load(id int64) (*pipeline.Plan, error) {
 		return nil, err
 	}
 	p.State = p.State.WithColumns(plan.Columns{Status: r.status, Run: r.run, Stop: r.stop})
+	p.StopBy = r.stopBy
 	p.Choices = maps.Clone(r.choices)
 	p.EarlyApprovals = slices.Clone(r.approvals)
 	p.Generation, p.UpdatedAt = r.generation, r.updated
@@ -142,7 +144,7 @@ func (s *Plans) write(p *pipeline.Plan, created bool) error {
 	cols := p.State.Columns()
 	r.data, r.run, r.status, r.updated = b, cols.Run, cols.Status, s.Now()
 	if cols.Run == plan.Idle || created {
-		r.stop = plan.StopNone
+		r.stop, r.stopBy = plan.StopNone, ""
 	}
 	if p.State.Run() == plan.Idle && cols.Status != plan.Review {
 		r.approvals = nil
@@ -221,11 +223,11 @@ func (s *Plans) SavePlan(_ context.Context, p *pipeline.Plan) error {
 	return s.write(p, false)
 }
 
-func (s *Plans) RequestStop(_ context.Context, id int64, stop plan.Stop) error {
+func (s *Plans) RequestStop(_ context.Context, id int64, stop plan.Stop, by string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.rows[id]; r != nil && (r.run != plan.Idle || stop == plan.StopNone) {
-		r.stop = stop
+		r.stop, r.stopBy = stop, by
 	}
 	return nil
 }

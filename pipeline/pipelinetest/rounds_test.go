@@ -18,9 +18,15 @@ import (
 // roundsWorld is a plan in REVIEW whose repository runs a phase again
 // when its checks fail (phases.fix_rounds); prompts are the implementer's.
 func roundsWorld(t *testing.T) (*pipelinetest.World, *pipeline.Plan, *[]string) {
+	return roundsWorldWith(t, "")
+}
+
+// roundsWorldWith is roundsWorld with more of .github/forge.yml's phases
+// keys (indented lines); its implementer reports 1200 tokens a call.
+func roundsWorldWith(t *testing.T, phasesKeys string) (*pipelinetest.World, *pipeline.Plan, *[]string) {
 	t.Helper()
 	w := pipelinetest.NewWorld(map[string]string{"README.md": "# hello\n",
-		".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1m\n  fix_rounds: true\n"})
+		".github/forge.yml": "auto_implement: false\nphases:\n  checks_grace: 1m\n  fix_rounds: true\n" + phasesKeys})
 	var prompts []string
 	w.Agents[agent.Implementer] = func(req agent.Request) (agent.Result, error) {
 		prompts = append(prompts, req.Prompt)
@@ -28,7 +34,8 @@ func roundsWorld(t *testing.T) (*pipelinetest.World, *pipeline.Plan, *[]string) 
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return agent.Result{}, err
 		}
-		return agent.Result{Output: "wrote docs/hello.md"}, os.WriteFile(p, []byte(fmt.Sprintf("# Hello, attempt %d\n", len(prompts))), 0o644)
+		res := agent.Result{Output: "wrote docs/hello.md", Usage: agent.Usage{InputTokens: 1000, OutputTokens: 200}}
+		return res, os.WriteFile(p, []byte(fmt.Sprintf("# Hello, attempt %d\n", len(prompts))), 0o644)
 	}
 	ctx := context.Background()
 	if err := w.Forge.HandleCommand(ctx, command(w, 1, false, "/forge add a greeting page")); err != nil {
@@ -226,6 +233,44 @@ func TestFixRoundsStall(t *testing.T) {
 	}
 	if text, _ := w.GitHub.File(p.Branch, pipeline.PhasesFile("docs/plans", 1)); !strings.Contains(text, "write the greeting as a table") {
 		t.Errorf("the phases file lacks the chosen change:\n%s", text)
+	}
+}
+
+// TestFixRoundsCeiling: phases.max_fix_rounds is the most rounds one
+// phase runs before a person decides, progress or not: with 2, the second
+// round, which has fewer failing checks than the first, asks for the
+// decision, which says the ceiling and what the plan's agents spent.
+func TestFixRoundsCeiling(t *testing.T) {
+	w, p, prompts := roundsWorldWith(t, "  max_fix_rounds: 2\n")
+	ctx := context.Background()
+	_, diagnoses := stallReviser(w, diagnosis)
+	if err := w.Forge.HandleCommand(ctx, command(w, p.PR, true, "/forge approve")); err != nil {
+		t.Fatal(err)
+	}
+	runJobs(t, w)
+	failRuns(t, w, "vet", "test")
+	if p = planOf(t, w); p.State.Run() != plan.Running || len(*diagnoses) != 0 {
+		t.Fatalf("after round 1: %s, %d diagnoses", p.State, len(*diagnoses))
+	}
+	failRuns(t, w, "test")
+	p = planOf(t, w)
+	if h := p.State.Halt(); h == nil || h.Reason != plan.ReasonDecision || len(*prompts) != 2 || len(*diagnoses) != 1 {
+		t.Fatalf("after round 2 at the ceiling of 2: %s, %d implementer calls, %d diagnoses", p.State, len(*prompts), len(*diagnoses))
+	}
+	asked := ""
+	for _, b := range w.GitHub.Written {
+		if strings.Contains(b, "needs a decision") {
+			asked = b
+		}
+	}
+	for _, want := range []string{"has run 2 rounds, the most one phase runs (`phases.max_fix_rounds`)",
+		fmt.Sprintf("The plan's agents have used %d tokens of its budget of 10000000 so far.", p.Usage)} {
+		if !strings.Contains(asked, want) {
+			t.Errorf("no %q in the decision request:\n%s", want, asked)
+		}
+	}
+	if p.Usage < 2400 {
+		t.Errorf("the plan's usage %d does not count the implementer's 2 calls", p.Usage)
 	}
 }
 

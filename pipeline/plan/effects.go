@@ -50,8 +50,13 @@ type (
 		Limit int
 	}
 	// RequestStop asks the running job to stop (cancel, close) or to skip
-	// its phase; StopNone withdraws a request the job has acted on.
-	RequestStop struct{ Stop Stop }
+	// its phase; StopNone withdraws a request the job has acted on. By is
+	// the person who asked, empty for a stop nobody asked by name (the
+	// pull request closed or merged).
+	RequestStop struct {
+		Stop Stop
+		By   string
+	}
 	// SyncLabel puts forge:<status> on the pull request.
 	SyncLabel struct{}
 	// SetCheck updates the plan's forge check run.
@@ -95,6 +100,12 @@ type (
 	StatusLine struct{}
 	// WakeJob makes the plan's job that a model's quota snoozed run now.
 	WakeJob struct{ Job int64 }
+	// Cleanup ends what a plan people abandoned left on GitHub (issue 33):
+	// its pull request closed, with a comment saying that Event (closed,
+	// terminated, cancelled) By whom ended it and what became of the
+	// branch, which is deleted unless the repository keeps branches
+	// (cleanup.keep_branches) or it has commits Forge's App did not write.
+	Cleanup struct{ Event, By string }
 	// IssueProgress brings the issue's Forge comment (the forge's
 	// progress comment) to where the plan stands now: approved, running
 	// its phases, ready, merged or closed. By is who approved it, if a
@@ -116,6 +127,7 @@ func (UpdatePR) effect()      {}
 func (StatusLine) effect()    {}
 func (WakeJob) effect()       {}
 func (IssueProgress) effect() {}
+func (Cleanup) effect()       {}
 
 // Template is the name of the reply's template.
 func (r Reply) Template() string { return r.Data.Template() }

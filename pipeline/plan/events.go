@@ -78,16 +78,18 @@ type (
 		PhaseID, Title, Was string
 		Words               Words
 	}
-	// Cancel stops what runs or waits in the queue.
-	Cancel struct{ Cause }
-	// Close closes the plan: /forge close, the Close button, or its pull
-	// request closed (Quiet: nobody asked, nothing is answered) or merged.
-	// Reply, when set, is said all the same: a halted plan's pull request
-	// closed by someone who could not decide on the halt.
+	// Cancel stops what runs or waits in the queue; By is who asked.
+	Cancel struct {
+		Cause
+		By string
+	}
+	// Close closes the plan: /forge close or the Close button (By is who
+	// asked), or its pull request closed (Quiet: nobody asked Forge,
+	// nothing is answered) or merged.
 	Close struct {
 		Cause
 		Quiet, Merged bool
-		Reply         *Reply
+		By            string
 	}
 	// Merge is the plan's pull request merged: the plan is MERGED.
 	Merge struct{ Cause }
@@ -146,13 +148,18 @@ type (
 		Cause
 		By string
 	}
-	// Choose answers a decision request (ReasonDecision): By chose
-	// Option (1-based) of the stalled phase's diagnosis, which its next
-	// round runs with.
+	// Choose answers a decision request: a stalled phase's
+	// (ReasonDecision), By choosing Option (1-based) of its diagnosis,
+	// which its next round runs with; or the plan's at its token budget
+	// (ReasonBudget, Budget set), option 1 raising the budget and going
+	// on, option 2 stopping there.
 	Choose struct {
 		Cause
 		By     string
 		Option int
+		// Budget is the plan's spend and its budget after the choice, for
+		// a budget decision; nil for a phase's.
+		Budget *templates.Spend
 		// Phase is the phase chosen for, Seq the decision request it
 		// answers, whose buttons are on check run Buttons; Pending holds
 		// when the phase waits on that decision and the option is one it
@@ -198,9 +205,12 @@ type (
 	}
 	// Stopped is the running job stopping at a person's request: Stop is
 	// the request it read (the job's own copy of the state may predate
-	// it). Reply, when set, tells where the run stopped.
+	// it), By who asked (empty for a close nobody asked by name: the pull
+	// request closed or merged). Reply, when set, tells where the run
+	// stopped.
 	Stopped struct {
 		Stop  Stop
+		By    string
 		Reply *Reply
 	}
 	// PhaseSkipped is the running job having skipped its phase on request.

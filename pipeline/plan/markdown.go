@@ -23,7 +23,8 @@ resume, override or close it, label ` + "`forge:halted`" + `; or its final audit
 its acceptance criteria covered than ` + "`acceptance_threshold`" + `: it waits for people to merge it
 anyway (override), continue (resume) or replan (revise), label ` + "`forge:acceptance`" + `; or a
 phase's round loop stalled: it waits for people to choose one of a diagnosis's options, label
-` + "`forge:decision`" + `; or a step escalated (an unmet gate, an unknown verdict, a revision cap,
+` + "`forge:decision`" + `; or its agents reached its token budget: it waits for people to raise the
+budget and go on, or to stop there, label ` + "`forge:decision`" + ` too; or a step escalated (an unmet gate, an unknown verdict, a revision cap,
 an agent that failed twice or timed out, a merge conflict), label ` + "`forge:escalated`" + `; or
 people paused it, label ` + "`forge:paused`" + `).
 Everything that happens to a plan is an event; the first row below that

@@ -88,6 +88,12 @@ const ReasonAcceptance = "acceptance"
 // which they choose (Choose), label forge:decision.
 const ReasonDecision = "decision"
 
+// ReasonBudget is the halt of a plan whose agents reached its token
+// budget (limits.max_tokens_per_plan) before an agent call: people
+// choose (Choose) to raise the budget and go on, or to stop there with
+// what is committed; label forge:decision.
+const ReasonBudget = "budget"
+
 // Reopenable is what a halted plan its pull request's closing ended
 // keeps for the pull request's reopening, which halts it again where it
 // stopped: the halt, the status it had, and whether a revision was due.
@@ -137,7 +143,7 @@ func (h Halt) Escalated() bool {
 // step out of revisions. A gate, an agent that failed or a conflict
 // leaves nothing reviewed to accept.
 func (h Halt) Overridable() bool {
-	if h.Paused() || h.Reason == ReasonDecision {
+	if h.Paused() || h.Reason == ReasonDecision || h.Reason == ReasonBudget {
 		return false // a pause reviewed nothing, a decision is a choice
 	}
 	return !h.Escalated() || h.Reason == EscalatedVerdict || h.Reason == EscalatedRevisionCap
@@ -155,7 +161,7 @@ func (h Halt) Label() string {
 		return "escalated"
 	case h.Reason == ReasonAcceptance:
 		return "acceptance"
-	case h.Reason == ReasonDecision:
+	case h.Reason == ReasonDecision, h.Reason == ReasonBudget:
 		return "decision"
 	}
 	return "halted"
@@ -163,9 +169,12 @@ func (h Halt) Label() string {
 
 // RevisesOnResume reports whether the plan's audit rounds go on with a
 // revision when resumed: after a guard's halt or a revision cap, the
-// revision of the round they stopped after; after another escalation,
-// the step that stopped, again.
+// revision of the round they stopped after; after another escalation or
+// at the token budget, the step that stopped, again.
 func (h Halt) RevisesOnResume() bool {
+	if h.Reason == ReasonBudget {
+		return false
+	}
 	return !h.Escalated() || h.Reason == EscalatedRevisionCap
 }
 

@@ -161,6 +161,24 @@ func waitsOnDecision(s State, _ Event) bool {
 	return s.halt != nil && s.halt.Reason == ReasonDecision
 }
 
+// waitsOnBudget holds for a plan halted at its token budget.
+func waitsOnBudget(s State, _ Event) bool {
+	return s.halt != nil && s.halt.Reason == ReasonBudget
+}
+
+// budgetChoice holds for a choice of option n of the plan's budget
+// decision, on a plan that waits on it.
+func budgetChoice(n int) func(State, Event) bool {
+	return func(s State, ev Event) bool {
+		c := ev.(Choose)
+		return waitsOnBudget(s, ev) && c.Budget != nil && c.Pending && c.Option == n
+	}
+}
+
+// phaseChoice holds for a choice of a stalled phase's option the phase
+// waits on.
+func phaseChoice(_ State, ev Event) bool { c := ev.(Choose); return c.Pending && c.Budget == nil }
+
 // waitsOnAcceptance holds for a plan halted below its acceptance threshold.
 func waitsOnAcceptance(s State, _ Event) bool {
 	return s.halt != nil && s.halt.Reason == ReasonAcceptance
@@ -229,6 +247,31 @@ func closing(s *State, ev Event) []Effect {
 		out = append(out, reply(OnCause, &templates.Closed{}))
 	}
 	return out
+}
+
+// abandoned is the cleanup after a plan a person ended: /forge close or
+// the Close button, /forge terminate, /forge cancel of a forge, at once
+// or when the job they stopped ends. A plan that followed its pull
+// request, closed or merged on GitHub, has none: people ended it there,
+// and GitHub keeps the branch of a closed pull request.
+func abandoned(ev Event) []Effect {
+	switch e := ev.(type) {
+	case Close:
+		if !e.Quiet && !e.Merged {
+			return []Effect{Cleanup{Event: "closed", By: e.By}}
+		}
+	case Terminate:
+		return []Effect{Cleanup{Event: "terminated", By: e.By}}
+	case Stopped:
+		if e.By == "" {
+			return nil
+		}
+		if e.Stop == StopCancel {
+			return []Effect{Cleanup{Event: "cancelled", By: e.By}}
+		}
+		return []Effect{Cleanup{Event: "closed", By: e.By}}
+	}
+	return nil
 }
 
 // merged is what a plan's merge does on GitHub: the forge check run a
@@ -337,7 +380,7 @@ var table = []Row{
 		Does: "ask the job to skip its phase (a parked job is woken), answer; the notes handed to the job for the phase it runs next",
 		apply: func(s *State, ev Event) []Effect {
 			k := ev.(Skip)
-			out := []Effect{RequestStop{StopSkip}, reply(OnCause, &templates.PhaseSkipped{Requested: true, Said: said(k.Cause, k.Words, false, "/forge skip <notes>")})}
+			out := []Effect{RequestStop{Stop: StopSkip}, reply(OnCause, &templates.PhaseSkipped{Requested: true, Said: said(k.Cause, k.Words, false, "/forge skip <notes>")})}
 			out = append(out, words(k.Words, false)...)
 			if s.parked {
 				s.parked = false
@@ -372,8 +415,8 @@ var table = []Row{
 			return []Effect{SyncLabel{}, reply(OnCause, &templates.Cancel{Queued: true})}
 		}},
 	{Event: "cancel", Run: running, Does: "ask the job to stop (a parked job is woken to stop), answer",
-		apply: func(s *State, _ Event) []Effect {
-			out := []Effect{RequestStop{StopCancel}, reply(OnCause, &templates.Cancel{})}
+		apply: func(s *State, ev Event) []Effect {
+			out := []Effect{RequestStop{Stop: StopCancel, By: ev.(Cancel).By}, reply(OnCause, &templates.Cancel{})}
 			if s.parked {
 				s.parked = false
 				out = append(out, StartJob{})
@@ -392,16 +435,16 @@ var table = []Row{
 	{Event: "merge", From: notClosed, Run: running, Guard: "a pull request GitHub would not open as a draft",
 		Does: "ask the job to stop and close (a parked job is woken): GitHub merges no draft, and Forge's pull request is one while a job runs",
 		apply: func(s *State, _ Event) []Effect {
-			out := []Effect{RequestStop{StopClose}}
+			out := []Effect{RequestStop{Stop: StopClose}}
 			if s.parked {
 				s.parked = false
 				out = append(out, StartJob{})
 			}
 			return out
 		}},
-	{Event: "close", From: notClosed, Run: running, Does: "ask the job to stop and close (a parked job is woken), answer",
+	{Event: "close", From: notClosed, Run: running, Does: "ask the job to stop and close (a parked job is woken), answer; a person's close is theirs to the end: the job's stop cleans up as a close of an idle plan does",
 		apply: func(s *State, ev Event) []Effect {
-			out := []Effect{RequestStop{StopClose}}
+			out := []Effect{RequestStop{Stop: StopClose, By: ev.(Close).By}}
 			if !ev.(Close).Quiet {
 				out = append(out, reply(OnCause, &templates.Closed{Closing: true}))
 			}
@@ -412,15 +455,9 @@ var table = []Row{
 			return out
 		}},
 	{Event: "close", From: notClosed, Run: halted, Guard: "its pull request closed, not merged", To: Closed, RunTo: Idle, keepsHalt: true,
-		when: func(_ State, ev Event) bool { c := ev.(Close); return c.Quiet && !c.Merged },
-		Does: "keep the halt for the pull request's reopening; buttons off, plan file status, check run neutral, label, PR body, say who closed it when they may not decide on the halt",
-		apply: func(s *State, ev Event) []Effect {
-			out := closing(s, ev)
-			if r := ev.(Close).Reply; r != nil {
-				out = append(out, *r)
-			}
-			return out
-		}},
+		when:  func(_ State, ev Event) bool { c := ev.(Close); return c.Quiet && !c.Merged },
+		Does:  "keep the halt for the pull request's reopening; buttons off, plan file status, check run neutral, label, PR body",
+		apply: closing},
 	{Event: "reopen", From: []Status{Closed}, Run: idle, Guard: "closed by its pull request while halted", RunTo: Halted,
 		when: func(s State, _ Event) bool { return s.reopen != nil },
 		Does: "back to the status it had, halted again where it stopped (the revision due as it was): plan file status, label, check run action required with the halt's buttons, PR body, answer",
@@ -430,8 +467,8 @@ var table = []Row{
 			return []Effect{StatusLine{}, SyncLabel{}, SetCheck{r.Check}, UpdatePR{}, r.Reply}
 		}},
 	{Event: "close", From: notClosed, Run: []RunState{Idle, Queued, Halted}, To: Closed, RunTo: Idle,
-		Does:  "buttons off, plan file status (unless merged), check run neutral, label, PR body (unless merged), answer (unless the PR was closed)",
-		apply: closing},
+		Does:  "buttons off, plan file status (unless merged), check run neutral, label, PR body (unless merged), answer (unless the PR was closed); a person's close (/forge close, the Close button) also cleans up: the pull request closed with a comment saying who closed the plan and what became of its branch, deleted unless `cleanup.keep_branches` keeps it or it has commits by someone else than Forge's App",
+		apply: func(s *State, ev Event) []Effect { return append(closing(s, ev), abandoned(ev)...) }},
 
 	// The job's own progress.
 	{Event: "adopt", Run: running, Does: "start the job again (its worker died)",
@@ -478,10 +515,11 @@ var table = []Row{
 			return []Effect{f.Reply, SetCheck{f.Check}, UpdatePR{}}
 		}},
 	{Event: "stopped", From: forgeable, Run: running, Guard: "asked to cancel a forge", To: Cancelled, RunTo: Idle,
-		Does: "check run neutral, label, say where the run stopped",
+		Does: "check run neutral, label, say where the run stopped; clean up as a person's close does (the forge is abandoned)",
 		when: func(s State, ev Event) bool { return ev.(Stopped).Stop == StopCancel && forgeMode(s, ev) },
 		apply: func(_ *State, ev Event) []Effect {
-			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "cancelled"}}}, SyncLabel{}}, stopReply(ev)...)
+			out := append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "cancelled"}}}, SyncLabel{}}, stopReply(ev)...)
+			return append(out, abandoned(ev)...)
 		}},
 	{Event: "stopped", From: phaseable, Run: running, Guard: "asked to cancel a phase run", RunTo: Idle,
 		Does: "check run neutral, PR body, say where the run stopped",
@@ -490,12 +528,12 @@ var table = []Row{
 			return append([]Effect{SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "phase-run-cancelled"}}}, UpdatePR{}}, stopReply(ev)...)
 		}},
 	{Event: "stopped", From: []Status{Draft, Review, Approved, Implementing, Auditing}, Run: running, Guard: "asked to close",
-		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label, PR body",
-		when: stopIs(StopClose), apply: closing},
+		To: Closed, RunTo: Idle, Does: "buttons off, plan file status, check run neutral, label, PR body; clean up when a person asked (not when the pull request was closed or merged)",
+		when: stopIs(StopClose), apply: func(s *State, ev Event) []Effect { return append(closing(s, ev), abandoned(ev)...) }},
 	{Event: "phase_skipped", From: phaseable, Run: running, Does: "withdraw the request, answer",
 		apply: func(s *State, ev Event) []Effect {
 			s.stop, s.await, s.parked = StopNone, nil, false
-			return []Effect{RequestStop{StopNone}, ev.(PhaseSkipped).Reply}
+			return []Effect{RequestStop{Stop: StopNone}, ev.(PhaseSkipped).Reply}
 		}},
 
 	// A phase run.
@@ -570,7 +608,7 @@ var table = []Row{
 		Does: "ask the job to pause at its next boundary: between two phases (a phase that runs or waits for its checks ends first, a parked job is not woken) or at the end of an audit round; answer",
 		when: pausable,
 		apply: func(_ *State, ev Event) []Effect {
-			return []Effect{RequestStop{StopPause}, reply(OnCause, &templates.Halt{Event: "pause-asked", By: ev.(Pause).By})}
+			return []Effect{RequestStop{Stop: StopPause, By: ev.(Pause).By}, reply(OnCause, &templates.Halt{Event: "pause-asked", By: ev.(Pause).By})}
 		}},
 	{Event: "halted", From: active, Run: running, Guard: "asked to pause", RunTo: Halted,
 		Does: "label forge:paused, check run action required with Resume alone, PR body, say where the run paused and the command that resumes it (what was due stays due: the next phase, or the revision of the round it paused after)",
@@ -643,8 +681,26 @@ var table = []Row{
 			return append([]Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}, UpdatePR{},
 				haltReply(s, "overridden", o.By, said(o.Cause, o.Words, false, "/forge override <notes>")), StartJob{}}, words(o.Words, false)...)
 		}},
+	{Event: "choose", From: active, Run: halted, Guard: "it waits on its token budget; option 1: raise it", RunTo: Running,
+		when: budgetChoice(1),
+		Does: "the budget raised by the decision's amount (within the operator's policy): label, check run in progress, answer with the budget now, start the job: it goes on with the step the budget stopped before, the notes for its agent",
+		apply: func(s *State, ev Event) []Effect {
+			c := ev.(Choose)
+			return append([]Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
+				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonBudget, Option: 1, Spend: c.Budget,
+					Said: said(c.Cause, c.Words, false, "/forge choose 1 <notes>")}), StartJob{}}, words(c.Words, false)...)
+		}},
+	{Event: "choose", From: active, Run: halted, Guard: "it waits on its token budget; option 2: stop there", RunTo: Idle,
+		when: budgetChoice(2),
+		Does: "stop with what is committed: label, check run neutral, PR body, answer with the spend and how to go on (a run asks again at the budget); no agent runs after: the notes are kept for the record",
+		apply: func(s *State, ev Event) []Effect {
+			c := ev.(Choose)
+			return append(words(c.Words, true), SyncLabel{}, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "budget-stopped"}}},
+				UpdatePR{}, reply(OnCause, &templates.Halt{Event: "stopped", By: c.By, Guard: ReasonBudget, Option: 2, Spend: c.Budget, Status: string(s.status),
+					Said: said(c.Cause, c.Words, true, "/forge choose 2 <notes>")}))
+		}},
 	{Event: "choose", From: phaseable, Run: halted, Guard: "a stalled phase waits on a decision", RunTo: Running,
-		when: func(s State, ev Event) bool { return waitsOnDecision(s, ev) && ev.(Choose).Pending },
+		when: func(s State, ev Event) bool { return waitsOnDecision(s, ev) && phaseChoice(s, ev) },
 		Does: "buttons off the phase's check run, label, check run in progress, answer with the option chosen, start the job: the stalled phase's next round runs with the option's change as its spec, and the notes",
 		apply: func(s *State, ev Event) []Effect {
 			c := ev.(Choose)
@@ -653,7 +709,7 @@ var table = []Row{
 				words(c.Words, false)...)
 		}},
 	{Event: "choose", From: phaseable, Run: running, Guard: "a phase of a DAG waits on a decision while the others run",
-		when: func(_ State, ev Event) bool { return ev.(Choose).Pending },
+		when: phaseChoice,
 		Does: "hand the choice and the notes to the job (their own column, as a stop request), answer: between two phases the job makes the option the phase's change spec and runs its next round",
 		apply: func(_ *State, ev Event) []Effect {
 			c := ev.(Choose)
@@ -662,7 +718,7 @@ var table = []Row{
 				words(c.Words, false)...)
 		}},
 	{Event: "choose", From: phaseable, Run: append(slices.Clone(idle), Halted), Guard: "a phase waits on a decision, the plan idle or halted otherwise",
-		when: func(_ State, ev Event) bool { return ev.(Choose).Pending },
+		when: phaseChoice,
 		Does: "the option becomes the phase's change spec; label, answer: its next round runs when the phases run again, with the notes",
 		apply: func(_ *State, ev Event) []Effect {
 			c := ev.(Choose)
@@ -671,8 +727,8 @@ var table = []Row{
 				words(c.Words, false)...)
 		}},
 	{Event: "terminate", From: active, Run: halted, To: Closed, RunTo: Idle,
-		Does: "end the plan for good: buttons off, plan file status, check run neutral, label, PR body, answer",
+		Does: "end the plan for good: buttons off, plan file status, check run neutral, label, PR body, answer, clean up as a person's close does",
 		apply: func(s *State, ev Event) []Effect {
-			return append(closing(s, ev), haltReply(s, "terminated", ev.(Terminate).By, templates.Said{}))
+			return append(closing(s, ev), haltReply(s, "terminated", ev.(Terminate).By, templates.Said{}), abandoned(ev)[0])
 		}},
 }

@@ -44,6 +44,8 @@ func describe(es []Effect) string {
 			out = append(out, "status-line")
 		case IssueProgress:
 			out = append(out, "issue")
+		case Cleanup:
+			out = append(out, "cleanup:"+e.Event+"/"+e.By)
 		default:
 			out = append(out, fmt.Sprintf("%T", e))
 		}
@@ -85,6 +87,17 @@ func decidesAt(status Status) State {
 	s.halt = &Halt{Reason: ReasonDecision, Phase: "phase-1"}
 	return s
 }
+
+// budgetAt is a plan halted at its token budget.
+func budgetAt(status Status, mode Mode) State {
+	s := st(status, Halted, mode)
+	s.halt = &Halt{Reason: ReasonBudget, Phase: "phase-2"}
+	return s
+}
+
+// spent is a budget decision's answer: 1505 tokens used, the budget 2000
+// after the choice.
+var spent = &templates.Spend{Tokens: 1505, Cost: "$0.01", Limit: 2000}
 
 // rowCases exercise every row of the table: the state a plan is in, the
 // event, and the status, run state and effects the row gives.
@@ -132,8 +145,12 @@ var rowCases = []struct {
 		"stop:cancel reply:cancel start"},
 	{"close a closed plan", st(Closed, Idle, ""), Close{Cause: by}, Closed, Idle, "reply:closed"},
 	{"close a running plan", st(Implementing, Running, ModePhases), Close{Cause: by}, Implementing, Running, "stop:close reply:closed"},
-	{"close an idle plan", st(Review, Idle, ""), Close{Cause: by}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed"},
+	{"close an idle plan", st(Review, Idle, ""), Close{Cause: by, By: "alice"}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed cleanup:closed/alice"},
+	{"its pull request closed", st(Review, Idle, ""), Close{Cause: by, Quiet: true}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
+	{"a cancelled plan's pull request closed", st(Cancelled, Idle, ModeForge), Close{Cause: by, Quiet: true}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
 	{"its pull request merged", st(Done, Idle, ModePhases), Merge{Cause: by}, Merged, Idle,
 		"buttons-off:true check:completed/success label issue"},
 	{"its pull request merged while a job runs", st(Done, Running, ModePhases), Merge{Cause: by}, Done, Running, "stop:close"},
@@ -149,10 +166,12 @@ var rowCases = []struct {
 		"reply:job-failed check:completed/failure label"},
 	{"phase run failed", st(Implementing, Running, ModePhases), Failed{Reply: answer, Check: Check{Status: "completed", Conclusion: "failure"}}, Implementing, Idle,
 		"reply:job-failed check:completed/failure pr:false"},
-	{"forge cancelled", st(Draft, Running, ModeForge), Stopped{Stop: StopCancel}, Cancelled, Idle, "check:completed/neutral label"},
-	{"phase run cancelled", st(Implementing, Running, ModePhases), Stopped{Stop: StopCancel, Reply: &answer}, Implementing, Idle,
+	{"forge cancelled", st(Draft, Running, ModeForge), Stopped{Stop: StopCancel, By: "alice"}, Cancelled, Idle, "check:completed/neutral label cleanup:cancelled/alice"},
+	{"phase run cancelled", st(Implementing, Running, ModePhases), Stopped{Stop: StopCancel, By: "alice", Reply: &answer}, Implementing, Idle,
 		"check:completed/neutral pr:false reply:job-failed"},
-	{"run stopped to close", st(Review, Running, ModeAudit), Stopped{Stop: StopClose}, Closed, Idle,
+	{"run stopped to close", st(Review, Running, ModeAudit), Stopped{Stop: StopClose, By: "alice"}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue cleanup:closed/alice"},
+	{"run stopped as its pull request closed", st(Review, Running, ModeAudit), Stopped{Stop: StopClose}, Closed, Idle,
 		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
 	{"phase skipped", waiting(st(Implementing, Running, ModePhases)), PhaseSkipped{Reply: answer}, Implementing, Running, "stop: reply:job-failed"},
 	{"phases started", st(Approved, Running, ModePhases), PhasesStarted{}, Implementing, Running, "label status-line check:in_progress/"},
@@ -191,7 +210,7 @@ var rowCases = []struct {
 	{"override the change", haltedAt(Auditing, ModePhases), Override{Cause: by, By: "alice"}, Auditing, Running,
 		"label check:in_progress/ pr:false reply:halt start"},
 	{"terminate", haltedAt(Draft, ModeForge), Terminate{Cause: by, By: "alice"}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:halt"},
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:halt cleanup:terminated/alice"},
 	{"merge anyway", waitsAt(Auditing), Override{Cause: by, By: "alice"}, Done, Idle,
 		"status-line pr:true check:completed/success label reply:halt issue"},
 	{"replan", waitsAt(Auditing), Revise{Cause: by, Notes: "n"}, Draft, Running,
@@ -203,11 +222,15 @@ var rowCases = []struct {
 	{"choose on an idle plan", st(Implementing, Idle, ModePhases), Choose{Cause: by, By: "alice", Option: 2, Phase: "phase-2", Seq: 6, Buttons: 9, Pending: true},
 		Implementing, Idle, "buttons-off:9 label reply:halt"},
 	{"continue", waitsAt(Implementing), Resume{Cause: by, By: "alice"}, Implementing, Running, "label check:in_progress/ reply:halt start"},
+	{"raise the budget", budgetAt(Implementing, ModePhases), Choose{Cause: by, By: "alice", Option: 1, Seq: 3, Pending: true, Budget: spent},
+		Implementing, Running, "label check:in_progress/ reply:halt start"},
+	{"stop at the budget", budgetAt(Draft, ModeForge), Choose{Cause: by, By: "alice", Option: 2, Seq: 3, Pending: true, Budget: spent},
+		Draft, Idle, "label check:completed/neutral pr:false reply:halt"},
 	{"push to a halted plan", haltedAt(Draft, ModeForge), Push{Cause: by, SHA: "x"}, Draft, Halted, ""},
-	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed"},
-	{"a halted plan's pull request closed", haltedAt(Auditing, ModePhases), Close{Cause: by, Quiet: true, Reply: &answer}, Closed, Idle,
-		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:job-failed"},
+	{"close a halted plan", haltedAt(Auditing, ModePhases), Close{Cause: by, By: "alice"}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue reply:closed cleanup:closed/alice"},
+	{"a halted plan's pull request closed", haltedAt(Auditing, ModePhases), Close{Cause: by, Quiet: true}, Closed, Idle,
+		"buttons-off:true status-line check:completed/neutral label pr:false issue"},
 	{"its pull request reopened", reopenable(), Reopen{Cause: by, Reply: answer, Check: Check{Status: "completed", Conclusion: "action_required"}}, Draft, Halted,
 		"status-line label check:completed/action_required pr:false reply:job-failed"},
 }
@@ -373,6 +396,52 @@ func TestHaltDetails(t *testing.T) {
 	}
 	if over, _, _ := haltedAt(Auditing, ModePhases).Apply(Override{Cause: by, By: "alice"}); over.Status() != Auditing || over.Run() != Running {
 		t.Errorf("a guard's halt overridden: %s", over)
+	}
+}
+
+// TestBudgetDetails: a plan halted at its token budget keeps the step it
+// stopped before (no revision made due), is labelled forge:decision,
+// has nothing to override, takes option 1 or 2 of its own decision (a
+// phase's choice is that phase's, for when the phases run again, and
+// leaves the plan at its budget), and may still be resumed, terminated
+// or closed.
+func TestBudgetDetails(t *testing.T) {
+	for _, due := range []bool{true, false} {
+		running := st(Draft, Running, ModeForge)
+		running.reviseNext = due
+		s, _, err := running.Apply(LoopHalted{Halt: Halt{Reason: ReasonBudget, Round: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Run() != Halted || s.ReviseNext() != due {
+			t.Errorf("halted at the budget, revision due %v: %s revise next %v", due, s, s.ReviseNext())
+		}
+	}
+	h := Halt{Reason: ReasonBudget}
+	if h.Label() != "decision" || h.Overridable() || h.Escalated() || h.RevisesOnResume() {
+		t.Errorf("the budget's halt: label %q overridable %v escalated %v revises %v", h.Label(), h.Overridable(), h.Escalated(), h.RevisesOnResume())
+	}
+	s := budgetAt(Implementing, ModePhases)
+	for name, ev := range map[string]Event{
+		"override":            Override{Cause: by, By: "alice"},
+		"option 3":            Choose{Cause: by, By: "alice", Option: 3, Seq: 3, Pending: true, Budget: spent},
+		"an option not asked": Choose{Cause: by, By: "alice", Option: 1, Seq: 3, Budget: spent},
+	} {
+		if _, _, err := s.Apply(ev); err == nil {
+			t.Errorf("%s was taken at the budget", name)
+		}
+	}
+	later, _, err := s.Apply(Choose{Cause: by, By: "alice", Option: 1, Phase: "phase-2", Seq: 3, Pending: true})
+	if err != nil || later.Run() != Halted || later.Halt().Reason != ReasonBudget {
+		t.Errorf("a phase's choice at the budget: %s %v", later, err)
+	}
+	if _, _, err := st(Implementing, Idle, ModePhases).Apply(Choose{Cause: by, By: "alice", Option: 1, Seq: 3, Pending: true, Budget: spent}); err == nil {
+		t.Error("a budget choice was taken by a plan that waits on none")
+	}
+	for name, ev := range map[string]Event{"resume": Resume{Cause: by, By: "alice"}, "terminate": Terminate{Cause: by, By: "alice"}, "close": Close{Cause: by}} {
+		if _, _, err := s.Apply(ev); err != nil {
+			t.Errorf("%s at the budget: %v", name, err)
+		}
 	}
 }
 

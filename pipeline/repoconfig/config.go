@@ -1,6 +1,8 @@
 package repoconfig
 
 import (
+	"github.com/forge-dev/forge/pipeline/stall"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -34,10 +36,40 @@ type Config struct {
 	Limits   Limits   `yaml:"limits" doc:"What a repository's plans may use."`
 	Phases   Phases   `yaml:"phases" doc:"Phase runs: one commit per phase, each waiting for the repository's checks."`
 	Agents   Agents   `yaml:"agents" doc:"Which of the server's runtimes and which model each role uses; a role left out uses the server's 'agents.roles'. A repository chooses runtimes by name, it never defines one."`
+	Cleanup  Cleanup  `yaml:"cleanup" doc:"What Forge does with a plan people abandon ('/forge close', '/forge terminate', or '/forge cancel' of a forge): it closes the plan's pull request with a comment saying why, who and what became of the branch, and deletes the plan branch unless this keeps it."`
 	Paths    Paths    `yaml:"paths" doc:"The files the implementer may change. Each path it changed is checked after every call: one that matches no 'allow' pattern, or any 'deny' pattern, fails the phase with the list, and nothing of it is committed. Patterns are globs over the path from the repository root: '*' stays within a directory, '**' crosses directories."`
 	// Pipelines are the repository's pipelines by name; nil when it
 	// defines none (Pipeline then selects the built-in one).
-	Pipelines map[string]Pipeline `yaml:"pipelines" key:"name" type:"map: name → list of steps" doc:"The repository's pipelines: each an ordered list of steps, the drafter first, that a plan runs instead of the built-in one (the drafter; the auditor, whose revisions the reviser makes; the implementer; the phase_auditor). A plan runs the pipeline '/forge --pipeline <name>' or the issue's label 'forge:pipeline/<name>' names, else 'default' if defined, else the built-in one ('builtin' always names it); the name is kept with the plan. Names are '[a-z0-9][a-z0-9-]', up to 30 characters."`
+	Pipelines map[string]Pipeline `yaml:"pipelines" key:"name" type:"map: name → list of steps" doc:"The repository's pipelines: each an ordered list of steps, the drafter first, that a plan runs instead of the built-in one (the drafter; the auditor, whose revisions the reviser makes; the implementer; the phase_auditor). A plan runs the pipeline '/forge --pipeline <name>' or the issue's label 'forge:pipeline/<name>' names (a label counts only when the person who added it has 'approval.min_permission'), else 'default' if defined, else the built-in one ('builtin' always names it); the name is kept with the plan. Names are '[a-z0-9][a-z0-9-]', up to 30 characters."`
+	Security  Security            `yaml:"security" doc:"The security gate. A plan concerns security when a file its '## Changes' section names, or a glob its '## Phases' section says a phase writes (as written: 'src/**' names no file under 'src/auth/'), matches one of 'paths' (case-insensitive), or when its text (its Audit Log and Implementation Notes aside, which Forge and the implementer write) names one of these words, whole and case-insensitive: acl, api key, auth, authenticate, authentication, authn, authorisation, authorise, authorization, authorize, authz, certificate, certificates, cipher, credential, credentials, crypto, cryptographic, cryptography, csrf, cve, decrypt, decryption, encrypt, encryption, exploit, hmac, oauth, openid, passphrase, password, passwords, permission, permissions, private key, privilege, privileges, rbac, saml, secret, secrets, signing key, sso, tls, vulnerability, vulnerabilities, xss. Nothing in a plan turns the gate off. Such a plan's audit prompts carry a security checklist, and its pull request and 'forge' check run say why the gate applies; when 'reviewers' names anyone, one of them must be among its approvers (the gate's answer names them until one approves), and Forge does not approve it itself ('auto_implement')."`
+}
+
+// Security is the security gate: the paths that make a plan concern
+// security, and who must approve such a plan.
+type Security struct {
+	Paths []string `yaml:"paths" doc:"Globs of the paths that make a plan concern security: authentication, cryptography, secrets and permissions code, the repository's GitHub settings and workflows, container files, and the lockfiles whose integrity hashes say what code a build downloads. A list given replaces the default; '[]' leaves the words alone to decide."`
+	// Reviewers are logins and org/team names, without a leading @.
+	Reviewers []string `yaml:"reviewers" doc:"Who must be among the approvers of a plan that concerns security: logins ('alice') and teams ('acme/security', an active member of it; a pending invitation does not count), a leading '@' allowed. One of them approving suffices; their approval counts as any other (on the head, with 'approval.min_permission'). Empty: the gate asks no one in particular. A team needs the App's organization permission Members (read)."`
+}
+
+// DefaultSecurityPaths are security.paths' default: directories and files
+// named for authentication, cryptography, secrets and permissions, the
+// repository's GitHub settings, container files, and the lockfiles that
+// hold integrity hashes.
+var DefaultSecurityPaths = []string{
+	"**/{auth,authn,authz,oauth,crypto,secret,secrets,permission,permissions}/**",
+	"**/{auth,authn,authz,oauth,crypto,secret,secrets,permission,permissions}.*",
+	".github/**",
+	"**/{Dockerfile,Containerfile}",
+	"**/{Dockerfile,Containerfile}.*",
+	"**/*.Dockerfile",
+	"**/{go.sum,package-lock.json,npm-shrinkwrap.json,yarn.lock,pnpm-lock.yaml,bun.lock,Cargo.lock,poetry.lock,Pipfile.lock,uv.lock,composer.lock,Gemfile.lock,flake.lock}",
+}
+
+// Cleanup is what becomes of an abandoned plan's branch (issue 33, seed
+// 001's --cleanup).
+type Cleanup struct {
+	KeepBranches bool `yaml:"keep_branches" doc:"Keep the branch of every abandoned plan. Left false, the branch is deleted, unless it has a commit that Forge's App did not write (a person pushed to it): that branch is always kept, and the comment names who wrote those commits."`
 }
 
 // Paths bounds the files the implementer may change (a phase that names
@@ -103,9 +135,9 @@ type Approval struct {
 // Limits bounds what one repository may run at once.
 type Limits struct {
 	MaxConcurrentRuns int `yaml:"max_concurrent_runs" doc:"Forges that may run at once in the repository's installation (1 to 100); one started beyond it waits in a queue."`
-	// MaxTokensPerPlan stops a plan whose agents have used more tokens
-	// (input and output, all roles); 0 means no limit.
-	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"Tokens (input and output, every role) a plan's agents may use before Forge stops it; 0 means no limit. Phases that run at once start only as the tokens left hold each at the largest phase's use so far."`
+	// MaxTokensPerPlan is a plan's token budget (input and output, all
+	// roles); 0 means none.
+	MaxTokensPerPlan int `yaml:"max_tokens_per_plan" doc:"A plan's token budget: the tokens (input and output, every role) its agents may use; 0 means no limit, where the operator's policy allows it. Before each agent call Forge checks that what is left holds one more call as large as the largest so far; when it does not, the plan stops before the call and asks a person to decide (label 'forge:decision', '/forge choose <n>'), saying what its agents spent (the tokens, and the cost where the runtime reports it or 'agents.prices' prices it): raise the budget by this value again (more if the largest call needs it, never past the policy's 'max_tokens_per_plan') and go on, or stop there, keeping what is committed. A call may still use more than any before it. Phases that run at once start only as the tokens left hold each at the largest phase's use so far. The default, 10000000, is 50 agent calls (a run of the 50 phases 'phases.max_run' allows, or fewer phases with their audit and fix rounds) at 200000 tokens each, a full context window of Claude's models: a plan that needs more is worth a person's look."`
 }
 
 // Phases configures phase runs (DESIGN §6).
@@ -119,8 +151,11 @@ type Phases struct {
 	WaitForChecks bool `yaml:"wait_for_checks" doc:"After each phase's commit, wait for the check suites of other Apps and the commit statuses on it; a failing one fails the phase."`
 	// FixRounds turns a failing phase's checks into another round of the
 	// phase (issue 15, seed 001's adaptive retry).
-	FixRounds   bool          `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 20 rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. In a DAG the phases that do not depend on a phase waiting on a decision go on meanwhile (its attempt undone); a batch whose checks fail runs each of its phases again alone, no round counted. The audit phase's fix rounds are such a loop too, on its review's blocking findings (no fewer than the audit before is no progress), in place of 'audit_fix_max'. Needs 'wait_for_checks' for checks; a checks wait that timed out fails as before. 'false' stops the run on a phase whose checks fail (Retry and Skip on its check run) and the audit phase after 'audit_fix_max'."`
-	ChecksGrace time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
+	FixRounds bool `yaml:"fix_rounds" doc:"When a phase's checks fail, run the phase again (its attempt reverted) with the failing checks in the implementer's prompt instead of stopping the run. 3 rounds in a row without progress (no fewer failing checks than the round before) re-draft the phase with a new approach (the reviser's); 3 more, or 'max_fix_rounds' rounds in all, ask a person to choose one of a diagnosis's options (label 'forge:decision', '/forge choose <n>'). A GitHub failure that passes runs the phase once more, uncounted. In a DAG the phases that do not depend on a phase waiting on a decision go on meanwhile (its attempt undone); a batch whose checks fail runs each of its phases again alone, no round counted. The audit phase's fix rounds are such a loop too, on its review's blocking findings (no fewer than the audit before is no progress), in place of 'audit_fix_max'. Needs 'wait_for_checks' for checks; a checks wait that timed out fails as before. 'false' stops the run on a phase whose checks fail (Retry and Skip on its check run) and the audit phase after 'audit_fix_max'."`
+	// MaxFixRounds is the round loop's ceiling: rounds of one phase before
+	// a decision request, progress or not.
+	MaxFixRounds int           `yaml:"max_fix_rounds" doc:"With 'fix_rounds': the most rounds one phase runs (1 to 20) before Forge asks a person to choose how it goes on (label 'forge:decision'), even while each round makes progress; the request says what the plan's agents have spent so far. The default, 10, lets a phase that keeps failing fewer checks fix itself for a while before a person looks (a round is an implementer call or more); 20 is the most a repository may set, and the operator's policy may set less ('policy[].max_fix_rounds')."`
+	ChecksGrace  time.Duration `yaml:"checks_grace" doc:"A check suite with no check run after this long belongs to an App that never starts, and is not waited for."`
 	// ChecksTimeout ends a phase's wait for its checks: CI that never
 	// finishes fails the phase instead of holding the run for good.
 	ChecksTimeout time.Duration `yaml:"checks_timeout" doc:"How long a phase waits for its checks before it fails with what is still pending; longer than 'checks_grace'."`
@@ -180,7 +215,7 @@ func Default() Config {
 		PlansDir:         "docs/plans",
 		Labels:           Labels{Trigger: "forge"},
 		Approval:         Approval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
-		Limits:           Limits{MaxConcurrentRuns: 3},
+		Limits:           Limits{MaxConcurrentRuns: DefaultMaxConcurrentRuns, MaxTokensPerPlan: DefaultMaxTokensPerPlan},
 		Phases: Phases{
 			Timeout:         30 * time.Minute,
 			MaxContextFiles: 5,
@@ -189,11 +224,15 @@ func Default() Config {
 			MaxConcurrent:   3,
 			WaitForChecks:   true,
 			FixRounds:       true,
+			MaxFixRounds:    stall.DefaultCeiling,
 			ChecksGrace:     2 * time.Minute,
 			ChecksTimeout:   2 * time.Hour,
 		},
 		Agents: Agents{Timeout: 30 * time.Minute},
 		Paths:  Paths{Allow: []string{"**"}, Deny: []string{GitHubDirGlob}},
+		// Seed 002's security gate, asking no one until a repository
+		// names its reviewers.
+		Security: Security{Paths: slices.Clone(DefaultSecurityPaths), Reviewers: []string{}},
 		// Seed 001's.
 		AcceptanceThreshold: 80,
 	}

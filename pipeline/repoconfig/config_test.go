@@ -21,10 +21,11 @@ func TestDefault(t *testing.T) {
 		PlansDir:         "docs/plans",
 		Labels:           Labels{Trigger: "forge"},
 		Approval:         Approval{RequiredApprovals: 1, MinPermission: "write", RequiredChecks: []string{}},
-		Limits:           Limits{MaxConcurrentRuns: 3},
-		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, MaxConcurrent: 3, WaitForChecks: true, FixRounds: true, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
+		Limits:           Limits{MaxConcurrentRuns: 3, MaxTokensPerPlan: 10_000_000},
+		Phases:           Phases{Timeout: 30 * time.Minute, MaxContextFiles: 5, AuditFixMax: 2, MaxRun: 50, MaxConcurrent: 3, WaitForChecks: true, FixRounds: true, MaxFixRounds: 10, ChecksGrace: 2 * time.Minute, ChecksTimeout: 2 * time.Hour},
 		Agents:           Agents{Timeout: 30 * time.Minute},
 		Paths:            Paths{Allow: []string{"**"}, Deny: []string{".github/**"}},
+		Security:         Security{Paths: DefaultSecurityPaths, Reviewers: []string{}},
 		// Seed 001's acceptance threshold.
 		AcceptanceThreshold: 80,
 	}
@@ -68,7 +69,7 @@ func TestParse(t *testing.T) {
 					Labels:           Labels{Trigger: "forge-me"},
 					Approval:         Approval{RequiredApprovals: 2, MinPermission: "maintain", RequiredChecks: []string{"build", "test (ubuntu)"}},
 					Limits:           Limits{MaxConcurrentRuns: 1, MaxTokensPerPlan: 100000},
-					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, MaxConcurrent: 2, WaitForChecks: false, FixRounds: false, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
+					Phases:           Phases{Timeout: 45 * time.Minute, MaxContextFiles: 8, AuditFixMax: 0, MaxRun: 20, MaxConcurrent: 2, WaitForChecks: false, FixRounds: false, MaxFixRounds: 4, ChecksGrace: 90 * time.Second, ChecksTimeout: 3 * time.Hour},
 					Agents: Agents{
 						Timeout:      20 * time.Minute,
 						Drafter:      Agent{Runtime: "claude", Model: "opus"},
@@ -77,13 +78,15 @@ func TestParse(t *testing.T) {
 						Implementer:  Agent{Model: "sonnet"},
 						PhaseAuditor: Agent{Runtime: "local"},
 					},
-					Paths: Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
+					Cleanup: Cleanup{KeepBranches: true},
+					Paths:   Paths{Allow: []string{"src/**", "docs/**", "*.md"}, Deny: []string{".github/**", "src/vendor/**"}},
 					Pipelines: map[string]Pipeline{"default": {Name: "default", Steps: []Step{
-						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 47},
-						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 48,
-							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 51, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
+						{Name: "drafter", Role: "drafter", Runtime: "claude", Model: "opus", Line: 48},
+						{Name: "auditor", Role: "auditor", Runtime: "claude", Model: "llama3.3", MaxRounds: 2, OnRevision: "drafter", Line: 49,
+							Gates: []Directive{{Text: "artifact {plans_dir}/{plan}-notes.md min=10", Line: 52, Kind: GateArtifact, Path: "{plans_dir}/{plan}-notes.md", Min: 10}}},
 					}}},
 					AcceptanceThreshold: 60,
+					Security:            Security{Paths: []string{"src/login/**", "**/*.pem"}, Reviewers: []string{"alice", "acme/security"}},
 				}
 			},
 		},
@@ -105,6 +108,11 @@ func TestParse(t *testing.T) {
 			name: "yaml 1.1 booleans",
 			yaml: "auto_implement: yes\nphases:\n  wait_for_checks: off\n",
 			want: func(c *Config) { c.AutoImplement = true; c.Phases.WaitForChecks = false },
+		},
+		{
+			name: "keep abandoned plans' branches",
+			yaml: "cleanup:\n  keep_branches: true\n",
+			want: func(c *Config) { c.Cleanup.KeepBranches = true },
 		},
 		{
 			name: "anchors and aliases",
@@ -137,6 +145,13 @@ func TestParse(t *testing.T) {
 			yaml: "paths:\n  allow: [\"src/**\", \"*.{md,txt}\"]\n  deny: []\n",
 			want: func(c *Config) {
 				c.Paths = Paths{Allow: []string{"src/**", "*.{md,txt}"}, Deny: []string{}}
+			},
+		},
+		{
+			name: "security reviewers as people write them",
+			yaml: "security:\n  reviewers: [\"@alice\", \"Acme/Security-Team\", \"ALICE\", bob-2]\n  paths: []\n",
+			want: func(c *Config) {
+				c.Security = Security{Paths: []string{}, Reviewers: []string{"alice", "Acme/Security-Team", "bob-2"}}
 			},
 		},
 	}
@@ -172,8 +187,8 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "unknown keys at each level",
 			yaml: "max_rounds: 3\nphases:\n  timeot: 1m\nagents:\n  writer: {runtime: x}\n",
 			want: []string{
-				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, version)",
-				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, fix_rounds, max_concurrent, max_context_files, max_run, timeout, wait_for_checks)",
+				"line 1: max_rounds: unknown key (known keys here: acceptance_threshold, agents, approval, auto_implement, cleanup, convergence, labels, limits, max_audit_rounds, paths, phases, pipelines, plans_dir, progress_throttle, security, version)",
+				"line 3: phases.timeot: unknown key (known keys here: audit_fix_max, checks_grace, checks_timeout, fix_rounds, max_concurrent, max_context_files, max_fix_rounds, max_run, timeout, wait_for_checks)",
 				"line 5: agents.writer: unknown key (known keys here: auditor, drafter, escalation_model, implementer, memory, phase_auditor, reviser, timeout)",
 			},
 		},
@@ -375,6 +390,25 @@ func TestParseRepoConfigErrors(t *testing.T) {
 			name: "tab indentation",
 			yaml: "phases:\n\ttimeout: 1m\n",
 			want: []string{"line 2: found character that cannot start any token"},
+		},
+		{
+			name: "security reviewers",
+			yaml: "security:\n  reviewers: [\"al ice\", \"acme/\", \"-bob\", \"a/b/c\", [x]]\n",
+			want: []string{
+				`line 2: security.reviewers[0]: "al ice" is not a GitHub login (letters, digits and hyphens, up to 39 characters) or a team (org/team-slug)`,
+				`line 2: security.reviewers[1]: "acme/" is not a team: write it as org/team-slug`,
+				`line 2: security.reviewers[2]: "-bob" is not a GitHub login (letters, digits and hyphens, up to 39 characters) or a team (org/team-slug)`,
+				`line 2: security.reviewers[3]: "a/b/c" is not a team: write it as org/team-slug`,
+				`line 2: security.reviewers[4]: must be a single value, not a list`,
+			},
+		},
+		{
+			name: "security paths and unknown key",
+			yaml: "security:\n  paths: [\"/etc/**\"]\n  enabled: false\n",
+			want: []string{
+				`line 2: security.paths[0]: "/etc/**" must be relative to the repository root, without a leading '/', './' or '../'`,
+				`line 3: security.enabled: unknown key (known keys here: paths, reviewers)`,
+			},
 		},
 		{
 			name: "two documents",

@@ -84,8 +84,11 @@ type Directive struct {
 	// "approved" or "revision".
 	Step    string
 	Verdict string
-	// Check (check) is a check run's or commit status's name.
+	// Check (check) is a check run's or commit status's name; App, when
+	// set, the id of the GitHub App whose check run alone counts (a commit
+	// status, which any writer or App can post, then does not).
 	Check string
+	App   int64
 }
 
 // String is the directive as written.
@@ -114,7 +117,7 @@ var (
 //	require <fact> <op> <value>
 //	forbid <fact> <op> <value>
 //	after <step> = approved|revision
-//	check <name> == success
+//	check <name> == success [app=<id>]
 //
 // Facts are status, labels and approvals; operators ==, != and
 // in [a, b], and for approvals also >= and <=. A value (or a check's
@@ -271,19 +274,29 @@ func (d *Directive) parsePredicate(rest string) error {
 }
 
 func (d *Directive) parseCheck(rest string) error {
+	const form = "the form is 'check <name> == success [app=<id>]'"
 	i := strings.LastIndex(rest, OpEqual)
 	if i < 0 {
-		return errors.New("the form is 'check <name> == success'")
+		return errors.New(form)
 	}
 	name, err := unquoteValue(strings.TrimSpace(rest[:i]))
 	if err != nil {
 		return err
 	}
 	if name == "" {
-		return errors.New("the form is 'check <name> == success': the check's name is missing")
+		return errors.New(form + ": the check's name is missing")
 	}
-	if v := strings.TrimSpace(rest[i+len(OpEqual):]); !strings.EqualFold(v, "success") {
-		return fmt.Errorf("a check is compared with success alone (neutral and skipped pass too), not %q", v)
+	v, app := cutWord(rest[i+len(OpEqual):])
+	if !strings.EqualFold(v, "success") {
+		return fmt.Errorf("a check is compared with success alone (neutral and skipped pass too), not %q", strings.TrimSpace(rest[i+len(OpEqual):]))
+	}
+	if app != "" {
+		id, ok := strings.CutPrefix(app, "app=")
+		n, err := strconv.ParseInt(id, 10, 64)
+		if !ok || err != nil || n <= 0 {
+			return fmt.Errorf("%q is not app=<id> (the GitHub App's id, a whole number): %s", app, form)
+		}
+		d.App = n
 	}
 	d.Check = name
 	return nil

@@ -34,6 +34,7 @@ func TestParseDirective(t *testing.T) {
 		{"check build == success", Directive{Kind: GateCheck, Check: "build"}},
 		{"check CI / test (ubuntu) == SUCCESS", Directive{Kind: GateCheck, Check: "CI / test (ubuntu)"}},
 		{`check "a == b" == success`, Directive{Kind: GateCheck, Check: "a == b"}},
+		{"check CI / test == success app=15368", Directive{Kind: GateCheck, Check: "CI / test", App: 15368}},
 	}
 	for _, tt := range tests {
 		got, err := ParseDirective("  " + tt.in + " ")
@@ -92,7 +93,9 @@ func TestParseDirectiveRefuses(t *testing.T) {
 		"after auditor = maybe":                        `"maybe" is not a verdict (approved, revision)`,
 		"after Auditor = approved":                     "the form is 'after <step>",
 		"after auditor = approved please":              "the form is 'after <step>",
-		"check build":                                  "the form is 'check <name> == success'",
+		"check build":                                  "the form is 'check <name> == success [app=<id>]'",
+		"check build == success app=x":                 `"app=x" is not app=<id>`,
+		"check build == success by=15368":              `"by=15368" is not app=<id>`,
 		"check == success":                             "the check's name is missing",
 		"check build == failure":                       `a check is compared with success alone (neutral and skipped pass too), not "failure"`,
 		`check "build == success`:                      "is not a quoted value",

@@ -1,12 +1,15 @@
 package repoconfig
 
 import (
+	"github.com/forge-dev/forge/pipeline/stall"
+
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -233,8 +236,10 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"max_concurrent":  d.intField(&cfg.Phases.MaxConcurrent, 1, 10),
 				"wait_for_checks": d.boolField(&cfg.Phases.WaitForChecks),
 				"fix_rounds":      d.boolField(&cfg.Phases.FixRounds),
-				"checks_grace":    d.durationField(&cfg.Phases.ChecksGrace),
-				"checks_timeout":  d.durationField(&cfg.Phases.ChecksTimeout),
+				// 20 is seed 001's hard ceiling.
+				"max_fix_rounds": d.intField(&cfg.Phases.MaxFixRounds, 1, stall.HardCeiling),
+				"checks_grace":   d.durationField(&cfg.Phases.ChecksGrace),
+				"checks_timeout": d.durationField(&cfg.Phases.ChecksTimeout),
 			}, nil)
 			if cfg.Phases.ChecksTimeout <= cfg.Phases.ChecksGrace {
 				// A suite whose App never starts is ignored only after the
@@ -257,6 +262,11 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 				"roles":    "set a role's runtime as agents.<role>.runtime (roles: drafter, auditor, reviser, implementer, phase_auditor, memory)",
 			})
 		},
+		"cleanup": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"keep_branches": d.boolField(&cfg.Cleanup.KeepBranches),
+			}, nil)
+		},
 		"paths": func(at string, v *yaml.Node) {
 			d.mapping(v, at, map[string]cfgField{
 				"allow": d.globsField(&cfg.Paths.Allow),
@@ -264,6 +274,12 @@ func (d *cfgDecoder) repoConfig(n *yaml.Node, cfg *Config) {
 			}, nil)
 		},
 		"pipelines": func(at string, v *yaml.Node) { d.pipelines(at, v, cfg) },
+		"security": func(at string, v *yaml.Node) {
+			d.mapping(v, at, map[string]cfgField{
+				"paths":     d.globsField(&cfg.Security.Paths),
+				"reviewers": d.reviewersField(&cfg.Security.Reviewers),
+			}, nil)
+		},
 	}, nil)
 	// agents may come after pipelines in the file.
 	fillPipelines(cfg)
@@ -297,6 +313,44 @@ func (d *cfgDecoder) globsField(dst *[]string) cfgField {
 		}
 		// A problem above fails the whole file: the list is used only whole.
 		*dst = globs
+	}
+}
+
+var (
+	// cfgLoginRe is a GitHub login: letters, digits and hyphens, up to 39
+	// characters, neither starting nor ending with a hyphen.
+	cfgLoginRe = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?$`)
+	// cfgTeamSlugRe is a team's slug, as GitHub makes it of the name.
+	cfgTeamSlugRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
+)
+
+// reviewersField decodes security.reviewers: logins and org/team names,
+// a leading "@" taken off, each once.
+func (d *cfgDecoder) reviewersField(dst *[]string) cfgField {
+	return func(at string, v *yaml.Node) {
+		if v.Kind != yaml.SequenceNode {
+			d.fail(v, at, "must be a list of logins and teams (e.g. [\"alice\", \"acme/security\"])")
+			return
+		}
+		out := []string{}
+		for i, item := range v.Content {
+			key := fmt.Sprintf("%s[%d]", at, i)
+			var s string
+			if !d.str(key, item, &s) {
+				continue
+			}
+			name := strings.TrimPrefix(strings.TrimSpace(s), "@")
+			org, team, isTeam := strings.Cut(name, "/")
+			switch {
+			case isTeam && (!cfgLoginRe.MatchString(org) || !cfgTeamSlugRe.MatchString(team)):
+				d.fail(item, key, "%q is not a team: write it as org/team-slug", s)
+			case !isTeam && !cfgLoginRe.MatchString(name):
+				d.fail(item, key, "%q is not a GitHub login (letters, digits and hyphens, up to 39 characters) or a team (org/team-slug)", s)
+			case !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, name) }):
+				out = append(out, name)
+			}
+		}
+		*dst = out
 	}
 }
 

@@ -7,6 +7,12 @@ const DefaultMinPermission = "write"
 // DefaultMaxConcurrentRuns is limits.max_concurrent_runs's default.
 const DefaultMaxConcurrentRuns = 3
 
+// DefaultMaxTokensPerPlan is limits.max_tokens_per_plan's default: 50
+// agent calls (a run of phases.max_run's 50 phases, or fewer with their
+// audit and fix rounds) at 200,000 tokens each, the context window of
+// the models the seeds' systems run on.
+const DefaultMaxTokensPerPlan = 50 * 200_000
+
 // permissionRank orders GitHub's repository permissions.
 var permissionRank = map[string]int{"none": 0, "read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}
 

@@ -11,6 +11,7 @@ import (
 	"github.com/forge-dev/forge/internal/configdoc"
 	"github.com/forge-dev/forge/pipeline/agent"
 	"github.com/forge-dev/forge/pipeline/plan"
+	"github.com/forge-dev/forge/pipeline/stall"
 )
 
 // Policy is the operator's policy over repository configurations (the
@@ -37,7 +38,8 @@ type Rule struct {
 	RequiredApprovals *Floor           `yaml:"required_approvals" doc:"The fewest approvals a repository may ask for ('approval.required_approvals')."`
 	MinPermission     *PermissionFloor `yaml:"min_permission" doc:"The lowest permission whose approvals a repository may count ('approval.min_permission')."`
 	MaxConcurrentRuns *Ceiling         `yaml:"max_concurrent_runs" doc:"The most forges a repository may run at once ('limits.max_concurrent_runs')."`
-	MaxTokensPerPlan  *Ceiling         `yaml:"max_tokens_per_plan" doc:"The most tokens a repository may let a plan use ('limits.max_tokens_per_plan'; a repository's 0, no limit, becomes the ceiling)."`
+	MaxTokensPerPlan  *Ceiling         `yaml:"max_tokens_per_plan" doc:"The most tokens a repository may let a plan use ('limits.max_tokens_per_plan'; a repository's 0, no limit, and a default above it become the ceiling), and the most a person's decision at a plan's budget may raise it to."`
+	MaxFixRounds      *Ceiling         `yaml:"max_fix_rounds" doc:"The most rounds one phase may run before a person decides ('phases.max_fix_rounds', 1 to 20); a repository that sets none gets this when it is below the default."`
 	// AutoImplement says whether a repository may turn auto_implement on.
 	AutoImplement *bool `yaml:"auto_implement" doc:"Whether a repository may turn 'auto_implement' on."`
 	// GitHubWrites says whether a repository may let its implementer
@@ -162,6 +164,9 @@ func (p Policy) Validate() error {
 		}
 		if c := r.MaxTokensPerPlan; c != nil && c.Max < 1 {
 			bad("max_tokens_per_plan.max %d must be at least 1 (leave it out for no ceiling)", c.Max)
+		}
+		if c := r.MaxFixRounds; c != nil && (c.Max < 1 || c.Max > stall.HardCeiling) {
+			bad("max_fix_rounds.max %d is out of range (1 to %d)", c.Max, stall.HardCeiling)
 		}
 		for _, role := range policyKeys(r.Agents) {
 			if role != "default" && !agent.Role(role).Valid() && !stepNameRe.MatchString(role) {
@@ -296,6 +301,14 @@ func (p Policy) Apply(repo plan.Repo, cfg *Config, set map[string]int) []Problem
 			refuse(tokens, "%s is above the maximum of %d set by %s (max_tokens_per_plan.max)", shown, c.Max, name)
 		}
 		cfg.Limits.MaxTokensPerPlan = c.Max
+	}
+
+	const fixRounds = "phases.max_fix_rounds"
+	if c := rule.MaxFixRounds; c != nil && cfg.Phases.MaxFixRounds > c.Max {
+		if _, ok := set[fixRounds]; ok {
+			refuse(fixRounds, "%d is above the maximum of %d set by %s (max_fix_rounds.max)", cfg.Phases.MaxFixRounds, c.Max, name)
+		}
+		cfg.Phases.MaxFixRounds = c.Max
 	}
 
 	if cfg.AutoImplement && !*rule.AutoImplement {

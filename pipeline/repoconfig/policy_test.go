@@ -163,6 +163,23 @@ func TestPolicyApply(t *testing.T) {
 		{name: "token ceiling against an explicit 0", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "*", MaxTokensPerPlan: &Ceiling{Max: 1000}}}},
 			repo: "any/one", yaml: "limits:\n  max_tokens_per_plan: 0\n",
 			want: []string{`line 2: limits.max_tokens_per_plan: 0 (no limit) is above the maximum of 1000 set by the operator's policy for "*" (max_tokens_per_plan.max)`}},
+		{name: "fix rounds: the ceiling replaces a higher default", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "*", MaxFixRounds: &Ceiling{Max: 6}}}},
+			repo: "any/one", yaml: "",
+			check: func(t *testing.T, c Config) {
+				if c.Phases.MaxFixRounds != 6 {
+					t.Errorf("max_fix_rounds = %d, want the ceiling 6", c.Phases.MaxFixRounds)
+				}
+			}},
+		{name: "fix rounds: a ceiling above the default leaves it", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "*", MaxFixRounds: &Ceiling{Max: 15}}}},
+			repo: "any/one", yaml: "phases:\n  max_fix_rounds: 12\n",
+			check: func(t *testing.T, c Config) {
+				if c.Phases.MaxFixRounds != 12 {
+					t.Errorf("max_fix_rounds = %d, want 12", c.Phases.MaxFixRounds)
+				}
+			}},
+		{name: "fix rounds: above the ceiling", policy: Policy{Runtimes: runtimes, Rules: []Rule{{Match: "*", MaxFixRounds: &Ceiling{Max: 6}}}},
+			repo: "any/one", yaml: "phases:\n  max_fix_rounds: 8\n",
+			want: []string{`line 2: phases.max_fix_rounds: 8 is above the maximum of 6 set by the operator's policy for "*" (max_fix_rounds.max)`}},
 		{name: "default: paths.deny must keep .github/**", policy: def, repo: "octo/hello",
 			yaml: "paths:\n  allow: [\"**\"]\n  deny: [\"secrets/**\"]\n",
 			want: []string{`line 3: paths.deny: the default policy does not let a repository's implementer change files under .github/ (github_writes: false): keep ".github/**" in paths.deny`}},
@@ -226,6 +243,7 @@ func TestPolicyValidate(t *testing.T) {
 		{name: "bad permission", rule: Rule{Match: "acme", MinPermission: &PermissionFloor{Min: "writer"}}, want: `min_permission.min "writer" is not a permission`},
 		{name: "concurrency", rule: Rule{Match: "acme", MaxConcurrentRuns: &Ceiling{Max: 0}}, want: "max_concurrent_runs.max 0 is out of range"},
 		{name: "tokens", rule: Rule{Match: "acme", MaxTokensPerPlan: &Ceiling{Max: -1}}, want: "max_tokens_per_plan.max -1 must be at least 1"},
+		{name: "fix rounds", rule: Rule{Match: "acme", MaxFixRounds: &Ceiling{Max: 21}}, want: "max_fix_rounds.max 21 is out of range (1 to 20)"},
 		{name: "not a role", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"Planner!": {}}}, want: `agents: "Planner!" is not a role`},
 		{name: "a pipeline's review role", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"security": {Runtimes: []string{"claude"}}}}},
 		{name: "unknown runtime", rule: Rule{Match: "acme", Agents: map[string]AgentRule{"auditor": {Runtimes: []string{"gpt"}}}}, want: `agents.auditor.runtimes: no runtime named "gpt" in agents.runtimes`},

@@ -3,7 +3,8 @@
 // Observe says what comes next. Progress is fewer failing checks or fewer
 // blocking findings than the round before; StallRounds rounds without it
 // replan the phase (once), StallRounds more ask a person for a decision,
-// and so does the hard Ceiling of rounds. An infrastructure failure is
+// and so does the ceiling of rounds (phases.max_fix_rounds, at most
+// HardCeiling). An infrastructure failure is
 // retried once without counting. Classify names the pattern a diagnosis
 // reports. It calls nothing: the pipeline's phase run
 // (pipeline/phasechecks.go) keeps the Record on the plan and acts on the
@@ -21,9 +22,12 @@ const (
 	// StallRounds is the seed's stall_threshold: rounds without progress
 	// before a replan, and again before a decision request.
 	StallRounds = 3
-	// Ceiling is the seed's hard_ceiling: rounds of one phase before a
-	// decision request, progress or not.
-	Ceiling = 20
+	// HardCeiling is seed 001's hard_ceiling: the most rounds of one phase
+	// before a decision request, progress or not. A repository's ceiling
+	// (phases.max_fix_rounds) is at most this; DefaultCeiling is seed
+	// 001's cap on a phase's fix rounds (its integration fixes).
+	HardCeiling    = 20
+	DefaultCeiling = 10
 	// keep bounds the history a Record holds (the diagnosis reads it).
 	keep = 2 * StallRounds
 )
@@ -120,8 +124,20 @@ func Progress(prev *Observation, o Observation) bool {
 	return len(o.Failing) < len(prev.Failing) || o.Findings < prev.Findings
 }
 
-// Observe records a failed round and says what comes next.
-func (r *Record) Observe(o Observation) Action {
+// Ceiling is the most rounds before a decision request that a
+// repository's n (phases.max_fix_rounds) stands for: HardCeiling when n
+// is not between 1 and it.
+func Ceiling(n int) int {
+	if n < 1 || n > HardCeiling {
+		return HardCeiling
+	}
+	return n
+}
+
+// Observe records a failed round and says what comes next; ceiling is
+// the most rounds before a decision request (see Ceiling).
+func (r *Record) Observe(o Observation, ceiling int) Action {
+	ceiling = Ceiling(ceiling)
 	if o.Infra {
 		if r.InfraRetried {
 			r.InfraRetried = false
@@ -149,7 +165,7 @@ func (r *Record) Observe(o Observation) Action {
 	case r.Chosen:
 		// The chosen option failed its round: a new diagnosis.
 		return Decide
-	case r.Rounds >= Ceiling:
+	case r.Rounds >= ceiling:
 		return Decide
 	case r.NoProgress < StallRounds:
 		return Continue

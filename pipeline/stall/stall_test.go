@@ -7,6 +7,11 @@ import (
 	"github.com/forge-dev/forge/pipeline/stall"
 )
 
+// observe observes a round under the hard ceiling.
+func observe(r *stall.Record, o stall.Observation) stall.Action {
+	return r.Observe(o, stall.HardCeiling)
+}
+
 func fail(n int, sig string) stall.Observation {
 	var names []string
 	for i := range n {
@@ -21,7 +26,7 @@ func TestStallReplanDecide(t *testing.T) {
 	var r stall.Record
 	want := []stall.Action{stall.Continue, stall.Continue, stall.Replan}
 	for i, w := range want {
-		if got := r.Observe(fail(2, "a")); got != w {
+		if got := observe(&r, fail(2, "a")); got != w {
 			t.Fatalf("round %d: %s, want %s", i+1, got, w)
 		}
 	}
@@ -31,7 +36,7 @@ func TestStallReplanDecide(t *testing.T) {
 	}
 	want = []stall.Action{stall.Continue, stall.Continue, stall.Decide}
 	for i, w := range want {
-		if got := r.Observe(fail(2, "a")); got != w {
+		if got := observe(&r, fail(2, "a")); got != w {
 			t.Fatalf("round %d after the replan: %s, want %s", i+1, got, w)
 		}
 	}
@@ -44,43 +49,48 @@ func TestStallReplanDecide(t *testing.T) {
 // findings, than the round before is progress.
 func TestProgressResetsTheStall(t *testing.T) {
 	var r stall.Record
-	r.Observe(fail(3, "a"))
-	r.Observe(fail(3, "a"))
-	if got := r.Observe(fail(2, "b")); got != stall.Continue || r.NoProgress != 0 {
+	observe(&r, fail(3, "a"))
+	observe(&r, fail(3, "a"))
+	if got := observe(&r, fail(2, "b")); got != stall.Continue || r.NoProgress != 0 {
 		t.Fatalf("fewer failing checks: %s, no progress %d", got, r.NoProgress)
 	}
-	r.Observe(stall.Observation{Failing: []string{"x", "y"}, Findings: 4})
-	if got := r.Observe(stall.Observation{Failing: []string{"x", "y"}, Findings: 3}); got != stall.Continue || r.NoProgress != 0 {
+	observe(&r, stall.Observation{Failing: []string{"x", "y"}, Findings: 4})
+	if got := observe(&r, stall.Observation{Failing: []string{"x", "y"}, Findings: 3}); got != stall.Continue || r.NoProgress != 0 {
 		t.Fatalf("fewer findings: %s, no progress %d", got, r.NoProgress)
 	}
 	// Findings gone (3 to 0) is progress; more failing checks is none.
-	if got := r.Observe(fail(3, "c")); got != stall.Continue || r.NoProgress != 0 {
+	if got := observe(&r, fail(3, "c")); got != stall.Continue || r.NoProgress != 0 {
 		t.Fatalf("findings gone: %s, no progress %d", got, r.NoProgress)
 	}
-	r.Observe(fail(3, "c"))
-	r.Observe(fail(4, "d"))
-	if got := r.Observe(fail(4, "d")); got != stall.Replan {
+	observe(&r, fail(3, "c"))
+	observe(&r, fail(4, "d"))
+	if got := observe(&r, fail(4, "d")); got != stall.Replan {
 		t.Fatalf("three rounds without progress: %s", got)
 	}
 }
 
-// TestCeiling: the 20th round asks for a decision even while each round
-// progresses; before it, none does.
+// TestCeiling: the ceiling's round asks for a decision even while each
+// round progresses, and no round before it does: the repository's
+// ceiling (phases.max_fix_rounds), seed 001's hard ceiling of 20 rounds
+// where it is out of range.
 func TestCeiling(t *testing.T) {
-	var r stall.Record
-	for i := 1; i <= stall.Ceiling; i++ {
-		// Alternating counts: every other round progresses, so no stall.
-		o := fail(2+i%2, fmt.Sprint(i))
-		got := r.Observe(o)
-		if i < 20 && got != stall.Continue {
-			t.Fatalf("round %d: %s", i, got)
-		}
-		if i == 20 && got != stall.Decide {
-			t.Fatalf("round 20: %s, want decide", got)
-		}
+	if stall.HardCeiling != 20 || stall.StallRounds != 3 || stall.DefaultCeiling != 10 {
+		t.Fatalf("the seed's numbers are 3, 10 and 20: %d, %d, %d", stall.StallRounds, stall.DefaultCeiling, stall.HardCeiling)
 	}
-	if stall.Ceiling != 20 || stall.StallRounds != 3 {
-		t.Fatalf("the seed's numbers are 3 and 20: %d, %d", stall.StallRounds, stall.Ceiling)
+	for _, c := range []struct{ ceiling, decides int }{
+		{stall.DefaultCeiling, 10}, {1, 1}, {4, 4}, {20, 20}, {0, 20}, {21, 20}, {-1, 20},
+	} {
+		var r stall.Record
+		for i := 1; i <= c.decides; i++ {
+			// Alternating counts: every other round progresses, so no stall.
+			got := r.Observe(fail(2+i%2, fmt.Sprint(i)), c.ceiling)
+			if i < c.decides && got != stall.Continue {
+				t.Fatalf("ceiling %d, round %d: %s", c.ceiling, i, got)
+			}
+			if i == c.decides && got != stall.Decide {
+				t.Fatalf("ceiling %d, round %d: %s, want decide", c.ceiling, i, got)
+			}
+		}
 	}
 }
 
@@ -89,7 +99,7 @@ func TestCeiling(t *testing.T) {
 func TestChosenOptionFailing(t *testing.T) {
 	r := stall.Record{Replanned: true, Rounds: 6}
 	r.Choose()
-	if got := r.Observe(fail(1, "a")); got != stall.Decide {
+	if got := observe(&r, fail(1, "a")); got != stall.Decide {
 		t.Fatalf("a failure after a choice: %s, want decide", got)
 	}
 	r.Passed()
@@ -102,15 +112,15 @@ func TestChosenOptionFailing(t *testing.T) {
 // counting; a second in a row fails.
 func TestInfraRetriedOnce(t *testing.T) {
 	var r stall.Record
-	if got := r.Observe(stall.Observation{Infra: true}); got != stall.RetryInfra || r.Rounds != 0 {
+	if got := observe(&r, stall.Observation{Infra: true}); got != stall.RetryInfra || r.Rounds != 0 {
 		t.Fatalf("first infrastructure failure: %s, rounds %d", got, r.Rounds)
 	}
-	if got := r.Observe(stall.Observation{Infra: true}); got != stall.Fail || r.Rounds != 0 {
+	if got := observe(&r, stall.Observation{Infra: true}); got != stall.Fail || r.Rounds != 0 {
 		t.Fatalf("second infrastructure failure: %s, rounds %d", got, r.Rounds)
 	}
-	r.Observe(stall.Observation{Infra: true})
-	r.Observe(fail(1, "a")) // a counted round between them
-	if got := r.Observe(stall.Observation{Infra: true}); got != stall.RetryInfra {
+	observe(&r, stall.Observation{Infra: true})
+	observe(&r, fail(1, "a")) // a counted round between them
+	if got := observe(&r, stall.Observation{Infra: true}); got != stall.RetryInfra {
 		t.Fatalf("an infrastructure failure after a counted round: %s", got)
 	}
 }
