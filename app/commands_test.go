@@ -470,6 +470,9 @@ func TestPhaseFailureAndRetry(t *testing.T) {
 	}
 	w.deliverPR(t, "check_run", "check_run/requested_action", pr, w.gh.RequestedActionEdit(w.repo, run.ID, "retry"),
 		w.gh.SenderEdit("alice"))
+	// The button takes no notes: its answer names the command that does.
+	w.waitReply(t, pr, "Running **phase-1** of **plan-001** again, as @alice asked")
+	w.waitReply(t, pr, "use `/forge retry phase-1 <notes>` instead of the button")
 	w.waitReply(t, pr, "Plan run complete for **plan-001**")
 	w.status(t, "DONE")
 	// The failed run's buttons went when the retry started.

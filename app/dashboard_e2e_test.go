@@ -100,7 +100,8 @@ func (w *dashboardWorld) more(t *testing.T) {
 	t.Helper()
 	failing := *w.world
 	failing.issue = w.gh.AddIssue(w.repo, ghdouble.IssueSpec{Title: "Retry webhooks", Author: "alice"})
-	failing.command(t, "alice", "/forge retry failed webhook deliveries")
+	// `/forge new`: retry is a command (/forge retry phase-K).
+	failing.command(t, "alice", "/forge new retry failed webhook deliveries")
 	widgets := &world{gh: w.gh, forge: w.forge, inst: w.inst, repo: "octo/widgets"}
 	w.gh.AddRepo(w.inst, widgets.repo).Seed(map[string]string{"README.md": "# widgets\n", "main.go": "package main\n\nfunc main() {}\n",
 		".github/forge.yml": "auto_implement: true\nphases:\n  checks_grace: 1s\n"}, "initial commit")

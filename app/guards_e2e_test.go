@@ -197,7 +197,10 @@ func TestGuardHallucinationOverriddenByButton(t *testing.T) {
 	w, pr := guardWorld(t, auditRounds(t, [3]int{0, 8, 0}, [3]int{0, 6, 0}, [3]int{0, 5, 0}, [3]int{0, 7, 0}), "auto_implement: true\n")
 	run := wantHalted(t, w, pr, "8 → 6 → 5 → 7", "fix-regress cycle detected. The findings decreased for 2 rounds, then spiked to 7 at round 4.")
 	w.press(t, pr, run, "alice", "override")
-	w.waitReply(t, pr.Number, "Overridden by @alice: **plan-001** is accepted as reviewed despite the hallucination halt after round 4.")
+	answer := w.waitReply(t, pr.Number, "Overridden by @alice: **plan-001** is accepted as reviewed despite the hallucination halt after round 4.")
+	if !strings.Contains(answer, "To give the agent notes with this decision, use `/forge override <notes>` instead of the button") {
+		t.Errorf("the button's answer does not say how to give notes:\n%s", answer)
+	}
 	apptest.Eventually(t, forgeWait, "the forge:review label", func() bool {
 		return slices.Equal(w.gh.Labels(w.repo, pr.Number), []string{"forge:review"})
 	})

@@ -438,7 +438,7 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 			Msg("button pressed on an older commit of the plan branch ignored")
 		return nil
 	}
-	cause := plan.Cause{Trigger: "button:" + a.DeliveryID, On: p.PR}
+	cause := plan.Cause{Trigger: "button:" + a.DeliveryID, On: p.PR, Button: true}
 	if n := optionOf(a.Identifier); n != 0 {
 		if h := p.State.Halt(); phaseID == "" && h != nil && h.Reason == plan.ReasonDecision {
 			// The forge check run's buttons are the halt's decision's.
@@ -446,14 +446,14 @@ func (f *Forge) HandleCheckAction(ctx context.Context, a CheckActionArgs) error 
 		}
 		// A stalled phase's decision: its buttons are on the phase's
 		// check run and the forge one.
-		ev, err := choose(p, phaseID, n, a.Author, cause)
+		ev, err := choose(p, phaseID, n, a.Author, cause, "")
 		if err != nil {
 			return nil // an option the decision does not offer: no such button
 		}
 		return f.press(ctx, gh, p, a.Identifier, ev)
 	}
 	if phaseID != "" {
-		return f.phaseAction(ctx, gh, p, a.Identifier, phaseID, cause)
+		return f.phaseAction(ctx, gh, p, a.Identifier, phaseID, a.Author, cause)
 	}
 	switch a.Identifier {
 	case "approve":
@@ -667,13 +667,15 @@ func (f *Forge) humanPush(ctx context.Context, gh GitHub, p *Plan, after string)
 // phaseAction runs a button of a phase's check run: Retry runs the phases
 // again from the failed one, Skip marks it skipped, Cancel stops the run.
 // A plan closed or cancelled runs nothing.
-func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action, phaseID string, cause plan.Cause) error {
+func (f *Forge) phaseAction(ctx context.Context, gh GitHub, p *Plan, action, phaseID, by string, cause plan.Cause) error {
 	if p.Phases == nil {
 		return nil
 	}
 	switch action {
 	case "retry":
-		return f.press(ctx, gh, p, action, plan.RunPhases{Cause: cause, Limit: phases.MaxPerRun})
+		// Answered with the command that retries with notes.
+		return f.press(ctx, gh, p, action, plan.RunPhases{Cause: cause, Limit: phases.MaxPerRun, Reply: &plan.Reply{On: plan.OnCause,
+			Data: &templates.Rerun{Event: "retry", PhaseID: phaseID, Was: "failed", By: by, Said: templates.Said{Command: "/forge retry " + phaseID + " <notes>"}}}})
 	case "skip":
 		if p.State.Run() != plan.Idle || !phaseable(p.State.Status()) {
 			// The job skips a running phase; a plan past its phases refuses.

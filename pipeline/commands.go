@@ -115,6 +115,8 @@ func (f *Forge) HandleCommand(ctx context.Context, a CommandArgs) error {
 		return c.phases(ctx, cmd)
 	case command.Run, command.RunOne:
 		return c.runPhases(ctx, cmd)
+	case command.Retry:
+		return c.retry(ctx, cmd)
 	case command.Skip:
 		return c.skip(ctx, cmd)
 	case command.Pause:
@@ -241,7 +243,70 @@ func (c *commandCtx) runPhases(ctx context.Context, cmd command.Command) error {
 	if cmd.Kind == command.RunOne {
 		limit = 1
 	}
-	return c.apply(ctx, p, plan.RunPhases{Cause: c.cause(), Limit: limit})
+	ev := plan.RunPhases{Cause: c.cause(), Limit: limit, Words: c.words(cmd, nextPhase(p))}
+	if ev.Words.Given() {
+		ev.Reply = &plan.Reply{On: plan.OnCause, Data: &templates.Rerun{Event: "run", By: c.a.Author,
+			Said: templates.Said{Given: true, Phase: ev.Words.Phase}}}
+	}
+	return c.apply(ctx, p, ev)
+}
+
+// retry runs phase cmd.Phase again, with the notes: a failed one as
+// /forge run retries it, the last one done once what its commit changed
+// is put back (prepareRetry). What the phase cannot do is answered.
+func (c *commandCtx) retry(ctx context.Context, cmd command.Command) error {
+	p, err := c.planOrAnswer(ctx, cmd)
+	if p == nil {
+		return err
+	}
+	ev := plan.RunPhases{Cause: c.cause(), Limit: phases.MaxPerRun, Words: c.words(cmd, cmd.Phase)}
+	if _, ok := plan.Lookup(p.State, ev); !ok || p.State.Applied(ev.Trigger) {
+		// Refused (and answered), or this very command again: nothing is
+		// prepared twice.
+		return c.apply(ctx, p, ev)
+	}
+	if p.Phases == nil {
+		return c.reply(ctx, withPlan(&templates.UsageError{Problem: templates.UsageProblem{Event: "no-such-phase", Arg: cmd.Phase}, Usage: cmd.Kind.Usage()}, p))
+	}
+	was, problem, err := c.f.prepareRetry(ctx, c.gh, p, cmd.Phase)
+	if err != nil {
+		return err
+	}
+	if problem != nil {
+		return c.reply(ctx, withPlan(&templates.UsageError{Problem: *problem, Usage: cmd.Kind.Usage()}, p))
+	}
+	ev.Reply = &plan.Reply{On: plan.OnCause, Data: &templates.Rerun{Event: "retry", PhaseID: cmd.Phase, Was: was, By: c.a.Author,
+		Said: templates.Said{Given: ev.Words.Given(), Phase: cmd.Phase}}}
+	return c.apply(ctx, p, ev)
+}
+
+// words are the notes a person gave with the command, for the next agent
+// call of phase (the plan's next one, whichever it is, when empty).
+func (c *commandCtx) words(cmd command.Command, phase string) plan.Words {
+	if cmd.Notes == "" {
+		return plan.Words{}
+	}
+	line := "/forge " + string(cmd.Kind)
+	switch cmd.Kind {
+	case command.Choose:
+		line = fmt.Sprintf("/forge choose %s %d", phase, cmd.Option)
+	case command.Retry:
+		line += " " + cmd.Phase
+	}
+	return plan.Words{By: c.a.Author, Command: line, Phase: phase, Text: cmd.Notes}
+}
+
+// nextPhase is the phase a run of p's phases starts with (phases.Next):
+// the notes given with it are that phase's; empty when p has no phases
+// yet (the run binds them to its first).
+func nextPhase(p *Plan) string {
+	if p.Phases == nil {
+		return ""
+	}
+	if ph, ok := phases.Next(*p.Phases); ok {
+		return ph.ID
+	}
+	return ""
 }
 
 // skip skips the phase that failed, waits or runs: an idle plan's phase is
@@ -255,13 +320,15 @@ func (c *commandCtx) skip(ctx context.Context, cmd command.Command) error {
 		return c.reply(ctx, &templates.PhaseSkipped{Head: templates.Head{PlanID: PlanID(p.Number)}})
 	}
 	if p.State.Run() != plan.Idle || !phaseable(p.State.Status()) {
-		// The job skips a running phase; a plan past its phases refuses.
-		return c.apply(ctx, p, plan.Skip{Cause: c.cause()})
+		// The job skips a running phase, and keeps the notes for the
+		// phase it runs next; a plan past its phases refuses.
+		return c.apply(ctx, p, plan.Skip{Cause: c.cause(), Words: c.words(cmd, "")})
 	}
 	ev, ok := skipIdle(p, c.cause(), "")
 	if !ok {
 		return c.reply(ctx, &templates.PhaseSkipped{Head: templates.Head{PlanID: PlanID(p.Number)}})
 	}
+	ev.Words = c.words(cmd, nextPhase(p))
 	return c.apply(ctx, p, ev)
 }
 
@@ -286,9 +353,24 @@ func (c *commandCtx) decide(ctx context.Context, cmd command.Command) error {
 		// Its job waits for a model's quota: woken now, it runs its step
 		// again (and pauses again if the quota still holds).
 		return c.apply(ctx, p, plan.QuotaResume{Cause: c.cause(), Job: q.Job, Reply: plan.Reply{On: plan.OnCause,
-			Data: &templates.Quota{Event: "resumed", Runtime: q.Runtime, Until: q.Until.UTC().Format(time.RFC1123), By: c.a.Author}}})
+			Data: &templates.Quota{Event: "resumed", Runtime: q.Runtime, Until: q.Until.UTC().Format(time.RFC1123), By: c.a.Author, NotesLeft: cmd.Notes != ""}}})
 	}
-	return c.apply(ctx, p, haltDecision(p, string(cmd.Kind), c.a.Author, c.cause()))
+	ev := haltDecision(p, string(cmd.Kind), c.a.Author, c.cause())
+	phase := ""
+	if h := p.State.Halt(); h != nil && p.State.Mode() == plan.ModePhases && h.Reason != plan.ReasonAcceptance && cmd.Kind == command.Resume {
+		// The phase the run goes on with; an audit phase overridden
+		// passes, and the phase after it (the run binds them) hears them.
+		phase = h.Phase
+	}
+	switch e := ev.(type) {
+	case plan.Resume:
+		e.Words = c.words(cmd, phase)
+		ev = e
+	case plan.Override:
+		e.Words = c.words(cmd, phase)
+		ev = e
+	}
+	return c.apply(ctx, p, ev)
 }
 
 // choose answers a stalled phase's decision request with the option
@@ -298,7 +380,7 @@ func (c *commandCtx) choose(ctx context.Context, cmd command.Command) error {
 	if p == nil {
 		return err
 	}
-	ev, err := choose(p, cmd.Phase, cmd.Option, c.a.Author, c.cause())
+	ev, err := choose(p, cmd.Phase, cmd.Option, c.a.Author, c.cause(), cmd.Notes)
 	if errors.Is(err, errNoOption) {
 		return c.reply(ctx, withPlan(&templates.UsageError{Problem: templates.UsageProblem{Event: "not-option", Arg: strconv.Itoa(cmd.Option)},
 			Usage: cmd.Kind.Usage()}, p))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,12 +26,19 @@ func (r *run) commitFiles(ctx context.Context, message string, files []FileChang
 	if done, err := r.alreadyCommitted(ctx, message); err != nil || done {
 		return err
 	}
+	files, words, err := r.withWords(ctx, files)
+	if err != nil {
+		return err
+	}
 	base, parent, want := p.HeadSHA, p.HeadSHA, files
 	stale := 0
 	for attempt := 1; ; {
 		sha, cerr := r.writeCommit(ctx, parent, message, want)
 		if cerr == nil {
 			p.HeadSHA = sha
+			if words {
+				p.wordsRecorded()
+			}
 			return r.save(ctx)
 		}
 		if !errors.Is(cerr, ErrNotFastForward) || attempt > maxMergeAttempts {
@@ -83,6 +91,56 @@ func (r *run) commitFiles(ctx context.Context, message string, files []FileChang
 		}
 		parent, want = head, merged
 	}
+}
+
+// withWords adds the plan file's Decisions section to a commit of
+// Forge's own files (the plan file, the phases file): the notes people
+// gave since the last such commit are recorded by one Forge makes anyway,
+// never by one of their own. A commit of the plan file always writes the
+// section, which a revision may have dropped. words says the commit
+// records every note.
+func (r *run) withWords(ctx context.Context, files []FileChange) (out []FileChange, words bool, err error) {
+	p := r.p
+	if len(p.Said) == 0 || p.PlanPath == "" {
+		return files, false, nil
+	}
+	planAt, own := -1, false
+	for i, f := range files {
+		switch f.Path {
+		case p.PlanPath:
+			planAt, own = i, !f.Deleted
+		case PhasesFile(r.cfg.PlansDir, p.Number):
+			own = true
+		}
+	}
+	if !own || (planAt < 0 && !p.wordsUnrecorded()) {
+		return files, false, nil
+	}
+	var text string
+	if planAt >= 0 {
+		text = string(files[planAt].Content)
+	} else {
+		b, err := r.ws.ReadFile(ctx, p.Repo, p.HeadSHA, p.PlanPath)
+		if errors.Is(err, fs.ErrNotExist) {
+			return files, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read the plan file: %w", err)
+		}
+		text = string(b)
+	}
+	next, err := WithDecisions(text, p.Said)
+	if err != nil {
+		return nil, false, err
+	}
+	out = slices.Clone(files)
+	switch {
+	case planAt >= 0:
+		out[planAt].Content = []byte(next)
+	case next != text:
+		out = append(out, ownFile(p.PlanPath, next))
+	}
+	return out, true, nil
 }
 
 // staleHeadWaits are the pauses before each new try of a commit GitHub

@@ -251,7 +251,8 @@ func (r *run) undoDeciding(ctx context.Context) error {
 // store's choices column, read with the stop request): each phase chosen
 // for fails again with the option's change as its spec, so the loop runs
 // it next; its check run loses its buttons. A choice for a decision the
-// phase no longer waits on is dropped.
+// phase no longer waits on is dropped. Notes given with a decision on the
+// running plan are kept for the next agent call of their phase.
 func (r *run) takeChoices(ctx context.Context) error {
 	p := r.p
 	choices := r.choices
@@ -260,8 +261,11 @@ func (r *run) takeChoices(ctx context.Context) error {
 		return nil
 	}
 	for _, c := range choices {
+		if c.Words != nil {
+			p.keepWords(*c.Words, false, r.f.now())
+		}
 		d := p.Decisions[c.Phase]
-		if d != nil && d.Seq == c.Seq && d.Chosen == 0 {
+		if d != nil && c.Option != 0 && d.Seq == c.Seq && d.Chosen == 0 {
 			if applyChoice(p, d, c.Option) {
 				if ph, ok := p.Phases.Find(d.Phase); ok && d.CheckRunID != 0 {
 					if err := r.gh.UpdateCheckRun(ctx, p.Repo, CheckRun{ID: d.CheckRunID, Title: ph.Title,
@@ -283,12 +287,26 @@ func (r *run) takeChoices(ctx context.Context) error {
 }
 
 // Choice is a person's choice of Option among the options of decision
-// request Seq, phase Phase's.
+// request Seq, phase Phase's; or, with Option 0, the notes (Words) a
+// person gave with a decision on a plan a job runs (a skip of its phase),
+// for the job to keep between two phases, told from others by the
+// Trigger that gave them.
 type Choice struct {
-	Phase  string `json:"phase"`
-	Seq    int    `json:"seq"`
-	Option int    `json:"option"`
-	By     string `json:"by"`
+	Phase   string      `json:"phase"`
+	Seq     int         `json:"seq"`
+	Option  int         `json:"option"`
+	By      string      `json:"by"`
+	Words   *plan.Words `json:"words,omitempty"`
+	Trigger string      `json:"trigger,omitempty"`
+}
+
+// Key is the choice's key in the plan's choices column: its phase (a
+// later choice for it replaces it), or the trigger of notes alone.
+func (c Choice) Key() string {
+	if c.Option == 0 && c.Words != nil {
+		return "words:" + c.Trigger
+	}
+	return c.Phase
 }
 
 // applyChoice makes option n of decision d the change spec of its phase,
@@ -317,15 +335,20 @@ func applyChoice(p *Plan, d *Decision, n int) bool {
 // two phases (the event's RequestChoice). A plan with no such decision
 // is answered by the table's refusal and changes nothing; an option the
 // decision does not offer is errNoOption, several phases waiting and none
-// named errWhichPhase.
-func choose(p *Plan, phaseID string, n int, by string, cause plan.Cause) (plan.Event, error) {
+// named errWhichPhase. notes, said with the choice, go to the phase's next
+// round.
+func choose(p *Plan, phaseID string, n int, by string, cause plan.Cause, notes string) (plan.Event, error) {
 	ev := plan.Choose{Cause: cause, By: by, Option: n, Phase: phaseID}
 	if p.State.Applied(cause.Trigger) {
 		return ev, nil
 	}
 	if h := p.State.Halt(); h != nil && h.Reason == plan.ReasonBudget && phaseID == "" && p.Budget != nil {
 		// The plan's own decision, at its token budget: a command that
-		// names no phase, or the forge check run's buttons.
+		// names no phase, or the forge check run's buttons. Its notes go
+		// to the plan's next agent call, whichever it is.
+		if notes != "" {
+			ev.Words = plan.Words{By: by, Command: fmt.Sprintf("/forge choose %d", n), Text: notes}
+		}
 		return chooseBudget(p, ev)
 	}
 	if p.Phases == nil {
@@ -351,6 +374,9 @@ func choose(p *Plan, phaseID string, n int, by string, cause plan.Cause) (plan.E
 		return nil, errNoOption
 	}
 	ev.Phase, ev.Seq, ev.Buttons, ev.Pending = d.Phase, d.Seq, d.CheckRunID, true
+	if notes != "" {
+		ev.Words = plan.Words{By: by, Command: fmt.Sprintf("/forge choose %s %d", d.Phase, n), Phase: d.Phase, Text: notes}
+	}
 	if _, ok := plan.Lookup(p.State, ev); !ok || p.State.Run() == plan.Running {
 		// Refused, nothing is recorded (the handler saves the plan before
 		// the table decides); a running job takes it through the store.

@@ -198,6 +198,10 @@ func (x *executor) now(ctx context.Context, ev plan.Event, e plan.Effect) error 
 		return nil
 	case plan.RequestChoice:
 		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: e.Phase, Seq: e.Seq, Option: e.Option, By: e.By})
+	case plan.GiveWords:
+		// The job keeps them between two phases, as it takes a choice.
+		w := e.Words
+		return x.f.Plans.RequestChoice(ctx, x.p.ID, Choice{Phase: w.Phase, By: w.By, Words: &w, Trigger: causeOf(ev).Trigger})
 	case plan.WakeJob:
 		return x.f.Queue.Wake(ctx, e.Job)
 	case plan.NoteApproval:
@@ -244,6 +248,10 @@ func (x *executor) queue(ctx context.Context, ev plan.Event, e plan.Effect) erro
 	case plan.NoteApproval:
 		// So does an approval noted for the end of the loop.
 		return x.f.Plans.NoteApproval(ctx, p.ID, e.By)
+	case plan.GiveWords:
+		// The plan's own data, saved with the transition.
+		p.keepWords(e.Words, e.Kept, x.f.now())
+		return nil
 	case plan.SyncLabel:
 		out = effect{Kind: effectLabel}
 	case plan.SetCheck:
@@ -723,10 +731,14 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 		if err != nil {
 			return fmt.Errorf("read the plan file: %w", err)
 		}
-		next := plan.SetStatusLine(string(text), status)
+		next, err := WithDecisions(plan.SetStatusLine(string(text), status), p.Said)
+		if err != nil {
+			return err
+		}
 		if next == string(text) {
 			// Right already: the run's own commit set it (the phases
 			// commit sets IMPLEMENTING), or an earlier try did.
+			p.wordsRecorded()
 			return nil
 		}
 		msg := fmt.Sprintf("%s: status %s", PlanID(p.Number), status)
@@ -742,6 +754,7 @@ func (x *executor) statusLine(ctx context.Context, status plan.Status) error {
 			// person's.
 			p.HeadSHA = sha
 		}
+		p.wordsRecorded()
 		return nil
 	}
 	return fmt.Errorf("commit the plan's status: the branch %s keeps moving", p.Branch)

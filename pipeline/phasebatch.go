@@ -175,6 +175,8 @@ func (r *run) runBatch(ctx context.Context, batch []*phases.Phase) (ended bool, 
 	if p.BatchBase == "" {
 		p.BatchBase = p.HeadSHA
 	}
+	// Notes given for the run's next agent call go to the batch's first.
+	p.bindWords(batch[0].ID)
 	if err := r.save(ctx); err != nil {
 		return false, err
 	}
@@ -336,6 +338,7 @@ func (r *run) landPhase(ctx context.Context, res phaseResult, stopAt func() plan
 		j.err = res.err
 		return false
 	}
+	p.heard(ph.ID) // its implementer's call went through
 	ph.ModifiedFiles = res.changes.modified
 	ph.Output = res.changes.output
 	if len(res.changes.files) == 0 {

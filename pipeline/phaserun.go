@@ -138,9 +138,11 @@ func (r *run) runPhases(ctx context.Context) error {
 			}
 			r.markBatch(r.nextBatch(), ph.ID)
 		}
-		// A retry tells the agent why the last attempt failed.
+		// A retry tells the agent why the last attempt failed; notes
+		// given for the run's next agent call are this phase's.
 		r.prevError = ph.Error
 		ph.Status, ph.Error = phases.InProgress, ""
+		p.bindWords(ph.ID)
 		if ph.Kind == phases.Audit && p.State.Status() == plan.Implementing {
 			if err := r.apply(ctx, plan.AuditPhaseStarted{}); err != nil {
 				return err
@@ -540,7 +542,7 @@ func (r *run) phasePrompt(ph *phases.Phase, projectContext, remembered string, a
 	data := templates.Phase{
 		PlanID: PlanID(r.p.Number), PlanPath: r.p.PlanPath, PhaseID: ph.ID, Title: ph.Title,
 		Description: ph.Description, ChangeSpec: ph.ChangeSpec, Files: ph.ContextFiles, PreviousError: prev, FailedChecks: failed,
-		ProjectContext: projectContext, Memory: remembered,
+		ProjectContext: projectContext, Memory: remembered, Notes: r.p.wordsFor(ph.ID),
 	}
 	if ph.Kind != phases.Implement {
 		if audit == nil {
@@ -761,7 +763,13 @@ func (r *run) callPhaseAgent(ctx context.Context, role agent.Role, wc WorkingCop
 		r.using = &s
 		defer func() { r.using = nil }()
 	}
-	return r.callAgent(ctx, role, prompt, wc.Dir(), 0)
+	res, err := r.callAgent(ctx, role, prompt, wc.Dir(), 0)
+	if err == nil && !r.worker {
+		// A batch's worker holds a copy of the plan: the run marks them
+		// when the phase lands (landPhase).
+		r.p.heard(ph.ID)
+	}
+	return res, err
 }
 
 func (r *run) readPhase(ctx context.Context, ph *phases.Phase) error {

@@ -255,7 +255,7 @@ func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 		}
 		prompt, err := r.reviewPrompt(ctx, step, templates.Auditor{
 			PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Round: r.stepRound(round, step.Name), MaxRounds: r.roundsOfRun(),
-			ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Previous: previous, Plan: Fence(text),
+			ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Previous: previous, Notes: p.wordsFor(""), Plan: Fence(text),
 			Security: securityNote(p.Security),
 		})
 		if err != nil {
@@ -267,6 +267,7 @@ func (r *run) audit(ctx context.Context, step repoconfig.Step) error {
 		if err != nil {
 			return err
 		}
+		p.heard("")
 		v := audit.ParseVerdict(res.Output)
 		ar.Verdict, ar.Loop, ar.Findings, ar.Clean = v.MaxSeverity, v.ShouldLoop, v.Findings, v.Structured && len(v.Findings) == 0
 		ar.Decision = audit.Decide(res.Output, v)

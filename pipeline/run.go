@@ -596,10 +596,15 @@ func (r *run) revise(ctx context.Context, findings []audit.Finding, notes string
 		PlanID: PlanID(p.Number), PlanPath: p.PlanPath, Findings: Fence(findingsText(findings)),
 		Notes: fenceIf(notes), ProjectContext: r.projectContext(wc.Dir()), Memory: r.planMemory(ctx), Plan: Fence(text),
 	}
+	if words := p.wordsFor(""); words != "" {
+		// What people said with their decision to go on (a resume).
+		prompt.Notes = strings.TrimSpace(prompt.Notes + "\n\n" + words)
+	}
 	res, err := r.callAgent(ctx, agent.Reviser, prompt, wc.Dir(), p.Round)
 	if err != nil {
 		return err
 	}
+	p.heard("")
 	revised := AgentPlan(res.Output)
 	if strings.TrimSpace(revised) == "" {
 		return errors.New("the reviser answered with an empty plan")

@@ -76,6 +76,10 @@ type Plan struct {
 	// yet: a job that failed half way finishes them first.
 	Outbox []effect `json:"outbox,omitempty"`
 	Notes  string   // revision notes for a revise run
+	// Said are the notes people gave with their decisions (words.go),
+	// oldest first: each waits for the next agent call of its phase, and
+	// the plan file's Decisions section lists them all.
+	Said []Said `json:",omitempty"`
 	// ReviewsTaken is the highest id of a changes-requested review already
 	// turned into a revision: a later one is still to do.
 	ReviewsTaken  int64

@@ -456,6 +456,43 @@ type (
 		Running     bool
 		Queued      bool
 		Stopping    string
+		// Said is what became of the notes given with the decision, or
+		// how to give some when a button decided.
+		Said Said
+	}
+	// Said is what an answer to a person's decision says of the notes
+	// given with it: Given, they go to the next agent call of Phase (the
+	// plan's next agent when empty), or, Kept, no agent runs after this
+	// decision and the plan file's Decisions section alone keeps them.
+	// Command, for a decision a check run's button made, is the command
+	// that makes it with notes.
+	Said struct {
+		Given, Kept    bool
+		Phase, Command string
+	}
+	// Rerun answers a decision that runs phases: /forge retry or the
+	// Retry button (Event "retry": PhaseID runs again, Was failed or
+	// done, its commit reverted first when done), or /forge run with
+	// notes (Event "run").
+	Rerun struct {
+		Head
+		Event   string
+		PhaseID string
+		Was     string
+		By      string
+		Said    Said
+	}
+	// PlanDecisions is the plan file's Decisions section: the notes people
+	// gave with their decisions, oldest first.
+	PlanDecisions struct {
+		Notes []PlanNote
+	}
+	// PlanNote is one of them: who gave it, with which command, for which
+	// phase (none: the plan's review loop), when, and the note fenced as
+	// data.
+	PlanNote struct {
+		By, Command, Phase, Date string
+		Text                     string
 	}
 	// Unmet is one thing an escalation names: What (a gate directive, a
 	// file), shown as code, and Why it stopped the plan.
@@ -483,6 +520,9 @@ type (
 		Head
 		Event, Runtime, Until, Step, Message, By string
 		Guessed                                  bool
+		// NotesLeft: notes came with the resume, which a running job
+		// does not take.
+		NotesLeft bool
 	}
 	// JobFailed: a job gave up after its attempts.
 	JobFailed struct {
@@ -655,6 +695,7 @@ type (
 		PhaseID   string
 		Title     string
 		Was       string
+		Said      Said
 	}
 	// PhaseStopped: a phase run stopped (failed, timed out, cancelled,
 	// stale).
@@ -1053,6 +1094,9 @@ func (AuditLog) Template() string         { return "audit-log" }
 func (AuditLogEnd) Template() string      { return "audit-log-end" }
 func (Halt) Template() string             { return "halt" }
 func (Trajectory) Template() string       { return "trajectory" }
+func (Said) Template() string             { return "said" }
+func (Rerun) Template() string            { return "rerun" }
+func (PlanDecisions) Template() string    { return "plan-decisions" }
 func (Doctor) Template() string           { return "doctor" }
 func (Cancel) Template() string           { return "cancel" }
 func (ChangeTooLarge) Template() string   { return "change-too-large" }
@@ -1156,8 +1200,11 @@ type (
 		ProjectContext   string
 		Memory           string
 		Previous         string
-		Plan             string
-		Security         *SecurityGate
+		// Notes are what people said with their decision to go on (a
+		// resume, an override), each fenced, with who said it.
+		Notes    string
+		Plan     string
+		Security *SecurityGate
 	}
 	// Reviewer is a review step a repository's pipeline names itself:
 	// Instructions are its .forge/prompts/<role>.md (at PromptPath),
@@ -1188,6 +1235,9 @@ type (
 		FailedChecks   string
 		ProjectContext string
 		Memory         string
+		// Notes are what people said with their decisions on the phase,
+		// each fenced, with who said it.
+		Notes string
 	}
 	// Implementer implements a phase.
 	Implementer struct{ Phase }

@@ -253,7 +253,7 @@ func (ps planStore) RequestStop(ctx context.Context, id int64, s plan.Stop, by s
 // idle plan takes none.
 func (ps planStore) RequestChoice(ctx context.Context, id int64, c pipeline.Choice) error {
 	return ps.editChoices(ctx, id, true, func(m map[string]pipeline.Choice) bool {
-		m[c.Phase] = c
+		m[c.Key()] = c
 		return true
 	})
 }
@@ -262,10 +262,10 @@ func (ps planStore) RequestChoice(ctx context.Context, id int64, c pipeline.Choi
 // (a later decision's, or another person's) replaced it.
 func (ps planStore) TakeChoice(ctx context.Context, id int64, c pipeline.Choice) error {
 	return ps.editChoices(ctx, id, false, func(m map[string]pipeline.Choice) bool {
-		if was, ok := m[c.Phase]; !ok || was.Seq != c.Seq || was.Option != c.Option {
+		if was, ok := m[c.Key()]; !ok || was.Seq != c.Seq || was.Option != c.Option {
 			return false
 		}
-		delete(m, c.Phase)
+		delete(m, c.Key())
 		return true
 	})
 }

@@ -333,6 +333,38 @@ func TestChoicesOutliveTheJobsSaves(t *testing.T) {
 	})
 }
 
+// TestNotesHandedToTheJob: notes given with a decision on a plan a job
+// runs wait in the choices column by the trigger that gave them: two
+// people's both stay beside a choice for the same phase, and taking one
+// leaves the others.
+func TestNotesHandedToTheJob(t *testing.T) {
+	eachPlanStore(t, func(t *testing.T, ps pipeline.PlanStore) {
+		ctx := context.Background()
+		p := newPlan("comment:1", 7, plan.Running)
+		if _, err := ps.CreatePlan(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		alice := pipeline.Choice{By: "alice", Words: &plan.Words{By: "alice", Command: "/forge skip", Text: "tabs"}, Trigger: "comment:2"}
+		bob := pipeline.Choice{By: "bob", Words: &plan.Words{By: "bob", Command: "/forge skip", Text: "spaces"}, Trigger: "comment:3"}
+		choice := pipeline.Choice{Phase: "phase-2", Seq: 1, Option: 2, By: "bob"}
+		for _, c := range []pipeline.Choice{alice, bob, choice} {
+			if err := ps.RequestChoice(ctx, p.ID, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cur, err := ps.Plan(ctx, p.ID)
+		if err != nil || len(cur.Choices) != 3 || cur.Choices["words:comment:2"].Words.Text != "tabs" || cur.Choices["words:comment:3"].Words.Text != "spaces" {
+			t.Fatalf("the choices column: %+v (%v)", cur.Choices, err)
+		}
+		if err := ps.TakeChoice(ctx, p.ID, cur.Choices["words:comment:2"]); err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := ps.Plan(ctx, p.ID); len(cur.Choices) != 2 || cur.Choices["phase-2"].Option != 2 || cur.Choices["words:comment:3"].Words == nil {
+			t.Fatalf("after taking alice's notes: %+v", cur.Choices)
+		}
+	})
+}
+
 // TestHaltRefusedOverAStopRequest: the save that halts a running plan is
 // refused while a person's cancel or close waits for its job (a halted
 // plan takes no request: the save would drop it); a pause gives way, and

@@ -28,7 +28,7 @@ var preflightRequired = []preflightSection{
 var (
 	// Sections Forge and the implementer write into; text there quotes
 	// auditors and code and is not the plan's to fill.
-	preflightSkipRe = regexp.MustCompile(`^(?:audit log|implementation notes)\b`)
+	preflightSkipRe = regexp.MustCompile(`^(?:audit log|implementation notes|decisions)\b`)
 
 	preflightTokenRe = regexp.MustCompile(`\{\{[^{}\n]*\}\}`)
 	preflightWordRe  = regexp.MustCompile(`\b(?:TODO|TBD|FIXME)\b`)
@@ -254,6 +254,7 @@ func IsChanges(folded string) bool {
 }
 
 // IsForgeSection reports whether a heading (folded) is a section Forge or
-// the implementer writes into (Audit Log, Implementation Notes): it is not
-// the plan's text to check or to hash.
+// the implementer writes into (Audit Log, Implementation Notes, Decisions:
+// the notes people gave with their decisions): it is not the plan's text
+// to check or to hash.
 func IsForgeSection(folded string) bool { return preflightSkipRe.MatchString(folded) }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/forge-dev/forge/pipeline/markdown"
 	"github.com/forge-dev/forge/pipeline/phases"
@@ -53,7 +54,13 @@ const (
 	// Choose answers a stalled phase's decision request with one of its
 	// options.
 	Choose Kind = "choose"
+	// Retry runs a failed phase, or the last phase done, again.
+	Retry Kind = "retry"
 )
+
+// MaxNotes bounds the notes a person gives with a choice, in characters:
+// they go into an agent's prompt and the plan file.
+const MaxNotes = 2000
 
 // MaxFollowUps bounds the findings one /forge followup names: each opens
 // an issue, and GitHub limits how fast content is created.
@@ -87,8 +94,11 @@ type Command struct {
 	// New is set by /forge new and /plan new: a plan is started even when
 	// the issue has an open one.
 	New bool
-	// Notes is, for revise, the rest of the line after the optional plan id
-	// plus the lines after it: a note usually spans several lines.
+	// Notes is, for revise and the choices that take notes (run, run-one,
+	// skip, resume, override, choose, retry), the rest of the line after
+	// the command's arguments plus the lines after it: a note usually
+	// spans several lines. Those of a choice are at most MaxNotes
+	// characters.
 	Notes string
 	// PlanID is the plan named in the command ("plan-017"), lower-cased; empty
 	// when left out.
@@ -109,7 +119,8 @@ type Command struct {
 	Option int
 	// Phase and Class are /forge classify's: the phase (phase-K, lower-
 	// cased) and the class a person gives it (kept, revised or added).
-	// /forge choose names its phase the same way, when it does.
+	// /forge choose names its phase the same way, when it does, and
+	// /forge retry the phase it runs again.
 	Phase, Class string
 	// Err is a *UsageError when a reserved subcommand was given
 	// arguments it does not take; Kind still names that subcommand.
@@ -242,7 +253,27 @@ func cmdParseLine(prefix, rest string, following []string, raw string) Command {
 		cmd.FactID, cmd.Err = cmdFactID(args)
 	case spec.Kind == Choose:
 		cmd.Kind = Choose
-		cmd.Phase, cmd.Option, cmd.Err = cmdOption(args)
+		var rest string
+		cmd.Phase, cmd.Option, rest, cmd.Err = cmdOption(afterSub)
+		if cmd.Err == nil {
+			cmd.Notes, cmd.Err = cmdNotes(Choose, rest, following)
+		}
+	case spec.Kind == Retry:
+		cmd.Kind = Retry
+		var rest string
+		cmd.PlanID, cmd.Phase, rest, cmd.Err = cmdRetryPhase(afterSub)
+		if cmd.Err == nil {
+			cmd.Notes, cmd.Err = cmdNotes(Retry, rest, following)
+		}
+	case spec.Kind == Run, spec.Kind == RunOne, spec.Kind == Skip, spec.Kind == Resume, spec.Kind == Override:
+		// A choice: an optional plan id, then notes for the agent that
+		// runs next.
+		cmd.Kind = spec.Kind
+		var rest string
+		cmd.PlanID, rest, cmd.Err = cmdChoiceArgs(spec.Kind, afterSub)
+		if cmd.Err == nil {
+			cmd.Notes, cmd.Err = cmdNotes(spec.Kind, rest, following)
+		}
 	case spec.Kind == Evolve:
 		// /forge evolve plan-NNN <what changed>: the plan evolved, then
 		// the description of the new plan, whose lines after it are its
@@ -455,23 +486,80 @@ func cmdFactID(args []string) (int, error) {
 
 // cmdOption reads /forge choose's arguments: the phase, optional (phase-K,
 // lower-cased), then the number of its decision request's option: 1 to 3
-// (GitHub's buttons of a check run).
-func cmdOption(args []string) (string, int, error) {
-	phase := ""
-	if len(args) > 0 && phaseIDRe.MatchString(strings.ToLower(args[0])) {
-		phase, args = strings.ToLower(args[0]), args[1:]
+// (GitHub's buttons of a check run). rest is what follows: notes.
+func cmdOption(afterSub string) (phase string, n int, rest string, err error) {
+	word, rest := cmdCutWord(afterSub)
+	if phaseIDRe.MatchString(strings.ToLower(word)) {
+		phase = strings.ToLower(word)
+		word, rest = cmdCutWord(rest)
 	}
-	if len(args) == 0 {
-		return "", 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "no-option"}}
+	if word == "" {
+		return "", 0, "", &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "no-option"}}
 	}
-	n, err := strconv.Atoi(args[0])
-	if err != nil || n < 1 || n > 3 || strings.HasPrefix(args[0], "+") {
-		return "", 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "not-option", Arg: args[0]}}
+	n, err = strconv.Atoi(word)
+	if err != nil || n < 1 || n > 3 || strings.HasPrefix(word, "+") {
+		return "", 0, "", &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "not-option", Arg: word}}
 	}
-	if len(args) > 1 {
-		return "", 0, &UsageError{Kind: Choose, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: args[1]}}
+	return phase, n, rest, nil
+}
+
+// cmdChoiceArgs reads the arguments of a choice that names no phase (run,
+// run-one, skip, resume, override): an optional plan id (given twice, the
+// same), then notes. A first word that is a flag or a phase id is no
+// note: the command takes neither.
+func cmdChoiceArgs(kind Kind, afterSub string) (planID, rest string, err error) {
+	rest = afterSub
+	for {
+		word, after := cmdCutWord(rest)
+		lower := strings.ToLower(word)
+		is, like := cmdPlanID(lower)
+		switch {
+		case is && planID != "" && planID != lower:
+			return "", "", &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "two-plan-ids", Arg: planID, Other: lower}}
+		case is:
+			planID, rest = lower, after
+			continue
+		case like:
+			return "", "", &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "not-plan-id", Arg: word}}
+		case strings.HasPrefix(word, "--"):
+			return "", "", &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "unexpected-argument", Arg: word}}
+		case phaseIDRe.MatchString(lower):
+			return "", "", &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "names-no-phase", Arg: word}}
+		}
+		return planID, rest, nil
 	}
-	return phase, n, nil
+}
+
+// cmdRetryPhase reads /forge retry's arguments: an optional plan id, then
+// the phase to run again; rest is what follows: notes.
+func cmdRetryPhase(afterSub string) (planID, phase, rest string, err error) {
+	word, rest := cmdCutWord(afterSub)
+	lower := strings.ToLower(word)
+	switch is, like := cmdPlanID(lower); {
+	case is:
+		planID = lower
+		word, rest = cmdCutWord(rest)
+		lower = strings.ToLower(word)
+	case like:
+		return "", "", "", &UsageError{Kind: Retry, Problem: templates.UsageProblem{Event: "not-plan-id", Arg: word}}
+	}
+	switch {
+	case word == "":
+		return "", "", "", &UsageError{Kind: Retry, Problem: templates.UsageProblem{Event: "no-retry-phase"}}
+	case !phaseIDRe.MatchString(lower):
+		return "", "", "", &UsageError{Kind: Retry, Problem: templates.UsageProblem{Event: "not-phase-id", Arg: word}}
+	}
+	return planID, lower, rest, nil
+}
+
+// cmdNotes joins a choice's notes, the rest of its line and the lines
+// after it, and refuses more than MaxNotes characters.
+func cmdNotes(kind Kind, rest string, following []string) (string, error) {
+	notes := cmdJoinLines(append([]string{rest}, following...))
+	if n := utf8.RuneCountInString(notes); n > MaxNotes {
+		return "", &UsageError{Kind: kind, Problem: templates.UsageProblem{Event: "notes-too-long", Arg: strconv.Itoa(n), Other: strconv.Itoa(MaxNotes)}}
+	}
+	return notes, nil
 }
 
 // cmdJoinLines joins lines with \n, dropping trailing spaces of each line

@@ -210,11 +210,38 @@ func TestParseCommand(t *testing.T) {
 		{"choose", "/forge choose 2", true, cmdResult{Kind: Choose, Option: 2, Raw: "/forge choose 2"}},
 		{"choose for a phase", "/forge choose Phase-4 3", true, cmdResult{Kind: Choose, Option: 3, Phase: "phase-4", Raw: "/forge choose Phase-4 3"}},
 		{"choose without a number", "/forge choose", true,
-			cmdResult{Kind: Choose, Err: "the number of the option to choose is needed (the decision request lists them); usage: /forge choose [phase-K] <n>", Raw: "/forge choose"}},
+			cmdResult{Kind: Choose, Err: "the number of the option to choose is needed (the decision request lists them); usage: /forge choose [phase-K] <n> [notes]", Raw: "/forge choose"}},
 		{"choose four", "/forge choose 4", true,
-			cmdResult{Kind: Choose, Err: "\"4\" is not an option's number (1, 2 or 3, as the decision request lists them); usage: /forge choose [phase-K] <n>", Raw: "/forge choose 4"}},
-		{"choose two", "/forge choose 1 2", true,
-			cmdResult{Kind: Choose, Err: "unexpected argument \"2\"; usage: /forge choose [phase-K] <n>", Raw: "/forge choose 1 2"}},
+			cmdResult{Kind: Choose, Err: "\"4\" is not an option's number (1, 2 or 3, as the decision request lists them); usage: /forge choose [phase-K] <n> [notes]", Raw: "/forge choose 4"}},
+		{"choose with notes", "/forge choose 1 2", true,
+			cmdResult{Kind: Choose, Option: 1, Notes: "2", Raw: "/forge choose 1 2"}},
+		{"choose for a phase with notes on two lines", "/forge choose phase-3 2 keep it short\n\nand tested", true,
+			cmdResult{Kind: Choose, Option: 2, Phase: "phase-3", Notes: "keep it short\n\nand tested", Raw: "/forge choose phase-3 2 keep it short"}},
+
+		// Notes with a decision.
+		{"run with notes", "/forge run  use the   existing logger", true,
+			cmdResult{Kind: Run, Notes: "use the   existing logger", Raw: "/forge run  use the   existing logger"}},
+		{"run-one with a plan id and notes below", "/forge run-one plan-017\n- tabs, not spaces\n", true,
+			cmdResult{Kind: RunOne, PlanID: "plan-017", Notes: "- tabs, not spaces", Raw: "/forge run-one plan-017"}},
+		{"skip with notes naming a plan", "/forge skip plan-002 plan-002 plan-based caching is gone", true,
+			cmdResult{Kind: Skip, PlanID: "plan-002", Notes: "plan-based caching is gone", Raw: "/forge skip plan-002 plan-002 plan-based caching is gone"}},
+		{"resume with notes", "/forge resume the gate is fixed now", true,
+			cmdResult{Kind: Resume, Notes: "the gate is fixed now", Raw: "/forge resume the gate is fixed now"}},
+		{"override with notes", "/plan override risk accepted by the team", true,
+			cmdResult{Kind: Override, Notes: "risk accepted by the team", Raw: "/plan override risk accepted by the team"}},
+		{"skip naming a phase", "/forge skip phase-3", true,
+			cmdResult{Kind: Skip, Err: "`phase-3`: this command names no phase (it acts on the plan's phase that failed, waits or runs next; `/forge retry phase-K` runs a given one again); what follows the command is notes for the agent; usage: /forge skip [plan-NNN] [notes]", Raw: "/forge skip phase-3"}},
+		{"notes too long", "/forge run " + strings.Repeat("é", MaxNotes+1), true,
+			cmdResult{Kind: Run, Err: "the notes are 2001 characters long, at most 2000 go with a decision; usage: /forge run [plan-NNN] [notes]", Raw: "/forge run " + strings.Repeat("é", MaxNotes+1)}},
+		{"notes at the bound", "/forge resume " + strings.Repeat("x", MaxNotes), true,
+			cmdResult{Kind: Resume, Notes: strings.Repeat("x", MaxNotes), Raw: "/forge resume " + strings.Repeat("x", MaxNotes)}},
+		{"retry", "/forge retry Phase-2", true, cmdResult{Kind: Retry, Phase: "phase-2", Raw: "/forge retry Phase-2"}},
+		{"retry with a plan id and notes", "/forge retry plan-004 phase-12 link it\nfrom the README", true,
+			cmdResult{Kind: Retry, PlanID: "plan-004", Phase: "phase-12", Notes: "link it\nfrom the README", Raw: "/forge retry plan-004 phase-12 link it"}},
+		{"retry without a phase", "/forge retry plan-004", true,
+			cmdResult{Kind: Retry, Err: "name the phase to run again (phase-K), a failed one or the last one done; usage: /forge retry [plan-NNN] <phase-K> [notes]", Raw: "/forge retry plan-004"}},
+		{"retry not a phase", "/forge retry the login", true,
+			cmdResult{Kind: Retry, Err: "`the` is not a phase id (phase-K); usage: /forge retry [plan-NNN] <phase-K> [notes]", Raw: "/forge retry the login"}},
 		{"forget", "/forge forget 12", true, cmdResult{Kind: Forget, FactID: 12, Raw: "/forge forget 12"}},
 		{"forget without an id", "/forge forget", true,
 			cmdResult{Kind: Forget, Err: "the id of the fact to forget is needed (`/forge memory` lists them); usage: /forge forget <id>", Raw: "/forge forget"}},
@@ -233,9 +260,9 @@ func TestParseCommand(t *testing.T) {
 		{"status with prose", "/forge status of the login page", true,
 			cmdResult{Kind: Status, Err: `unexpected argument "of"; usage: /forge status [plan-NNN]`, Raw: "/forge status of the login page"}},
 		{"regenerate on run", "/forge run --regenerate", true,
-			cmdResult{Kind: Run, Err: `unexpected argument "--regenerate"; usage: /forge run [plan-NNN]`, Raw: "/forge run --regenerate"}},
+			cmdResult{Kind: Run, Err: `unexpected argument "--regenerate"; usage: /forge run [plan-NNN] [notes]`, Raw: "/forge run --regenerate"}},
 		{"two plan ids", "/forge run plan-001 plan-002", true,
-			cmdResult{Kind: Run, Err: `two plan ids given (plan-001 and plan-002); usage: /forge run [plan-NNN]`, Raw: "/forge run plan-001 plan-002"}},
+			cmdResult{Kind: Run, Err: `two plan ids given (plan-001 and plan-002); usage: /forge run [plan-NNN] [notes]`, Raw: "/forge run plan-001 plan-002"}},
 		{"revise short plan id", "/forge revise plan-7 more tests", true,
 			cmdResult{Kind: Revise, Notes: "plan-7 more tests", Err: `"plan-7" is not a plan id (plan-NNN); usage: /forge revise [plan-NNN] [notes]`, Raw: "/forge revise plan-7 more tests"}},
 		{"cancel trailing punctuation", "/forge cancel.", true,
@@ -375,6 +402,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 		{FollowUp, true, true, "/forge followup"},
 		{Evolve, true, false, "/forge evolve plan-NNN"},
 		{Classify, false, true, "/forge classify"},
+		{Retry, false, true, "/forge retry"},
 		{Kind("bogus"), false, false, ""},
 	}
 	for _, tt := range tests {
@@ -396,7 +424,7 @@ func TestCommandKindAllowedOn(t *testing.T) {
 // usage line, a place, a description and an example that parses back to
 // it, without a usage error, and is allowed where the row says.
 func TestCommandTable(t *testing.T) {
-	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Memory, Forget, Close, Evolve, Classify, Choose}
+	kinds := []Kind{Start, Plan, Help, List, Status, Cancel, Approve, Revise, Audit, Phases, Run, RunOne, Skip, Pause, Resume, Override, Terminate, FollowUp, Memory, Forget, Close, Evolve, Classify, Choose, Retry}
 	doc := Markdown()
 	if len(Table) != len(kinds) {
 		t.Errorf("the table has %d rows for %d kinds", len(Table), len(kinds))

@@ -219,10 +219,10 @@ var Table = []Spec{
 					{ID: "phase-1", Title: "Implement docs/hello.md", Class: "revised", BaseID: "phase-1", BaseTitle: "Implement docs/hello.md"},
 					{ID: "phase-2", Title: "Implement README.md", Class: "revised", BaseID: "phase-2", BaseTitle: "Implement README.md", By: "alice", Forge: "kept"},
 				}}}},
-	{Kind: Run, Words: []string{"run"}, Usage: "/forge run [plan-NNN]", On: OnPR,
-		Brief: "run all pending phases",
+	{Kind: Run, Words: []string{"run"}, Usage: "/forge run [plan-NNN] [notes]", On: OnPR,
+		Brief: "run all pending phases; your notes go to the phase that runs first",
 		Does: "Runs the approved plan's pending phases, one commit each, waiting for the repository's checks after each " +
-			"(at most `phases.max_run` in one run). A phase that failed is retried.",
+			"(at most `phases.max_run` in one run). A phase that failed is retried. " + notesDoc("the agent of the phase that runs first"),
 		Example: "/forge run",
 		Reply: &templates.RunProgress{
 			Line: templates.Line(templates.ProgressLine{Event: "run-complete", PlanID: exPlan, Ran: 2, Elapsed: "6m41s"}),
@@ -231,17 +231,32 @@ var Table = []Spec{
 				{ID: "phase-2", Title: "Implement README.md", Status: "done", Took: "1m40s", Checks: "2m12s"},
 				{ID: "phase-3", Title: "Post-implementation audit", Status: "done", Took: "2m49s"},
 			}}},
-	{Kind: RunOne, Words: []string{"run-one"}, Usage: "/forge run-one [plan-NNN]", On: OnPR,
+	{Kind: RunOne, Words: []string{"run-one"}, Usage: "/forge run-one [plan-NNN] [notes]", On: OnPR,
 		Brief:   "run the next pending phase",
-		Does:    "Runs only the next pending phase of the approved plan.",
+		Does:    "Runs only the next pending phase of the approved plan. " + notesDoc("its agent"),
 		Example: "/forge run-one",
 		Reply:   &templates.PhaseRunDone{Head: templates.Head{PlanID: exPlan}, Ran: 1, Remaining: 1, Elapsed: "3m52s"}},
-	{Kind: Skip, Words: []string{"skip"}, Usage: "/forge skip [plan-NNN]", On: OnPR,
-		Brief: "skip the failed or running phase",
+	{Kind: Skip, Words: []string{"skip"}, Usage: "/forge skip [plan-NNN] [notes]", On: OnPR,
+		Brief: "skip the failed or running phase; your notes go to the phase that runs next",
 		Does: "Marks the phase that failed, runs or waits for its checks `skipped`: a running one is stopped first. " +
-			"`/forge run` then goes on with the next.",
-		Example: "/forge skip",
-		Reply:   &templates.PhaseSkipped{Head: templates.Head{PlanID: exPlan}, PhaseID: "phase-2", Title: "Implement README.md", Was: "failed"}},
+			"`/forge run` then goes on with the next. " + notesDoc("the agent of the phase that runs next") +
+			" The *Skip* button of the phase's check run does the same without notes.",
+		Example: "/forge skip the README needs no change after all",
+		Reply: &templates.PhaseSkipped{Head: templates.Head{PlanID: exPlan}, PhaseID: "phase-2", Title: "Implement README.md", Was: "failed",
+			Said: templates.Said{Given: true, Phase: "phase-3"}}},
+	{Kind: Retry, Words: []string{"retry"}, Usage: "/forge retry [plan-NNN] <phase-K> [notes]", On: OnPR,
+		Brief: "run a failed phase, or the last phase done, again, with your notes",
+		Does: "Runs phase-K again, then the phases after it as `/forge run` does. A failed phase is retried as `/forge run` retries it: " +
+			"what its failed attempt committed is reverted first. A phase that is done runs again when it is an implement phase whose " +
+			"commit is the branch's last phase commit and no other phase's failed attempt is still on the branch (retry or skip that " +
+			"one first): the files its commit changed are put back as they were before it, except those changed since, the phases " +
+			"that depend on it and failed wait for it again, and it runs afresh. In a DAG that is the last phase done; an earlier one " +
+			"would undo what later phases built on, and is refused with the phase whose commit came after it. A phase that waits on a " +
+			"decision is answered with `/forge choose` or `/forge resume`, a pending one with `/forge run`. " + notesDoc("its agent") +
+			" The *Retry* button of a failed phase's check run retries it without notes, and its answer names this command.",
+		Example: "/forge retry phase-2 link the page from the README's first paragraph",
+		Reply: &templates.Rerun{Head: templates.Head{PlanID: exPlan}, Event: "retry", PhaseID: "phase-2", Was: "failed", By: "alice",
+			Said: templates.Said{Given: true, Phase: "phase-2"}}},
 	{Kind: Pause, Words: []string{"pause"}, Usage: "/forge pause [plan-NNN]", On: Anywhere,
 		Brief: "pause the running forge at the end of its audit round, or the phase run between two phases",
 		Does: "Pauses the plan's running forge, revision or phase run at its next boundary: at the end of the audit round " +
@@ -253,7 +268,7 @@ var Table = []Spec{
 			"approval, say) is answered that there is nothing to pause. Like every command, it takes `approval.min_permission`.",
 		Example: "/forge pause",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "pause-asked", By: "alice"}},
-	{Kind: Resume, Words: []string{"resume"}, Usage: "/forge resume [plan-NNN]", On: Anywhere,
+	{Kind: Resume, Words: []string{"resume"}, Usage: "/forge resume [plan-NNN] [notes]", On: Anywhere,
 		Brief: "go on with a halted, escalated or paused plan: after the round a guard halted it, or with the step that escalated again",
 		Does: "Resumes a plan whose review loop a convergence guard halted (label `forge:halted`): the loop goes on from the " +
 			"round it halted after, its rounds numbered on and their history kept (the plan's audit rounds with a revision, " +
@@ -264,18 +279,21 @@ var Table = []Spec{
 			"button of the `forge` check run does the same. On a plan that waits on its acceptance criteria (label " +
 			"`forge:acceptance`) it continues: one implement phase per uncovered criterion is added before the final audit, " +
 			"they run, and the audit runs again (the *Continue* button). On a plan a model's spent quota pauses (its `forge` check run " +
-			"says until when), the step runs again now instead of at the reset, and pauses again if the quota still holds. " +
-			"Like every decision on a halted plan, it takes `approval.min_permission`.",
+			"says until when), the step runs again now instead of at the reset, and pauses again if the quota still holds (its job runs: " +
+			"notes are not taken then, and the answer says so). " + notesDoc("the agent that runs next: the phase the run goes on with, "+
+			"or the reviser or auditor of the plan's audit rounds") + " Like every decision on a halted plan, it takes `approval.min_permission`.",
 		Example: "/forge resume",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "resumed", By: "alice", Guard: "round-cap", Round: 1}},
-	{Kind: Override, Words: []string{"override"}, Usage: "/forge override [plan-NNN]", On: Anywhere,
+	{Kind: Override, Words: []string{"override"}, Usage: "/forge override [plan-NNN] [notes]", On: Anywhere,
 		Brief: "accept a halted plan, or the change its audit halted on, as reviewed",
 		Does: "Accepts a halted plan as reviewed: it goes to REVIEW and awaits approval, and Forge never implements it by " +
 			"itself; when the halt was a review step's before the last of the plan's pipeline, that step is accepted and the " +
 			"next review step audits. Of the escalations, only an unknown verdict and a revision cap can be overridden. On an audit phase's halted fix rounds, the change is accepted: the audit phase passes and the phase run " +
 			"goes on. The pull request lists every override. The *Override* button does the same. On a plan that waits on its " +
 			"acceptance criteria it merges anyway: the plan is DONE and its pull request ready for review, the uncovered criteria " +
-			"listed (the *Merge anyway* button).",
+			"listed (the *Merge anyway* button). " + notesDoc("the agent that runs next (the next review step's auditor, the phase after an "+
+			"audit phase); where none runs after the override (a plan accepted into REVIEW, merged anyway), the plan file's "+
+			"`## Decisions` section alone keeps them"),
 		Example: "/forge override",
 		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "overridden", By: "alice", Guard: "round-cap", Round: 1}},
 	{Kind: Terminate, Words: []string{"terminate"}, Usage: "/forge terminate [plan-NNN]", On: Anywhere, Alias: Close,
@@ -320,8 +338,8 @@ var Table = []Spec{
 		Example: "/forge forget 2",
 		Reply: &templates.Forgot{ID: 2, Found: true, Fact: templates.FactItem{ID: 2, Category: "gotcha", Confidence: "0.9",
 			Text: "docs/hello.md quotes the README's greeting verbatim: change both together.", Plan: exPlan}}},
-	{Kind: Choose, Words: []string{"choose"}, Usage: "/forge choose [phase-K] <n>", On: OnPR,
-		Brief: "answer a decision request with option n: a stalled phase's, or the plan's at its token budget",
+	{Kind: Choose, Words: []string{"choose"}, Usage: "/forge choose [phase-K] <n> [notes]", On: OnPR,
+		Brief: "answer a decision request with option n: a stalled phase's, or the plan's at its token budget; your notes go to the agent that runs next",
 		Does: "Answers the decision request of a phase whose round loop stalled (`phases.fix_rounds`, label `forge:decision`): " +
 			"the phase's next round runs with option n's change as its change spec, and the run goes on; a failing round " +
 			"then starts a new diagnosis. The buttons of the phase's check run do the same. At the plan's token budget " +
@@ -329,10 +347,11 @@ var Table = []Spec{
 			"goes on from where it stopped, `/forge choose 2` stops there with what is committed; the buttons of the " +
 			"`forge` check run do the same. In a DAG the other phases go on " +
 			"while a phase waits: a choice made meanwhile is taken between two phases, and `phase-K` names the phase when " +
-			"several wait. `/forge resume` runs the phase again as it is, `/forge close` ends the plan. Like every " +
-			"decision on a halted plan, it takes `approval.min_permission`.",
-		Example: "/forge choose 2",
-		Reply:   &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "chosen", By: "alice", Guard: "decision", PhaseID: "phase-2", Option: 2}},
+			"several wait. `/forge resume` runs the phase again as it is, `/forge close` ends the plan. " +
+			notesDoc("the agent of the phase's next round") + " Like every decision on a halted plan, it takes `approval.min_permission`.",
+		Example: "/forge choose 2 keep the table to two columns",
+		Reply: &templates.Halt{Head: templates.Head{PlanID: exPlan}, Event: "chosen", By: "alice", Guard: "decision", PhaseID: "phase-2", Option: 2,
+			Said: templates.Said{Given: true, Phase: "phase-2"}}},
 	{Kind: Close, Words: []string{"close"}, Usage: "/forge close [plan-NNN]", On: Anywhere,
 		Brief: "end the plan for good (CLOSED), whatever it is doing: running, halted, paused or awaiting approval",
 		Does: "Ends the plan for good (CLOSED), in any state: a running job is stopped first; a halted, escalated, paused or " +
@@ -353,6 +372,15 @@ var Table = []Spec{
 			"phase failed and the plan as it was): `/forge pause` is the way to stop a run and go on later.",
 		Example: "/forge close",
 		Reply:   &templates.Closed{Head: templates.Head{PlanID: exPlan}}},
+}
+
+// notesDoc says what becomes of the notes a decision takes: they go to
+// whom.
+func notesDoc(whom string) string {
+	return "Notes after the command (the rest of its line and the lines after it, at most " + strconv.Itoa(MaxNotes) +
+		" characters) go to " + whom + ", quoted as data with who gave them, and the plan file's `## Decisions` section " +
+		"lists them with who gave them, with which command, for which phase, written by the next commit Forge makes of the plan " +
+		"or phases file (never a commit of their own)."
 }
 
 // mustText renders example data for the table; a template that fails

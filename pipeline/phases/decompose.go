@@ -23,8 +23,10 @@ var planHashRuleRe = regexp.MustCompile(`^ {0,3}[-*_](?:[ \t]*[-*_]){2,}[ \t]*$`
 //   - the plan's status line (plan.FindStatusLine), which Forge rewrites
 //     on every status change (a later **Status:** line is prose, hashed);
 //   - the ## Audit Log section (to the next heading of its level or above),
-//     which Forge rebuilds on every audit round, and ## Implementation
-//     Notes, which the implementer may write into while phases run;
+//     which Forge rebuilds on every audit round, ## Decisions, which it
+//     rebuilds as people give notes with their decisions, and
+//     ## Implementation Notes, which the implementer may write into while
+//     phases run;
 //   - blank lines, trailing spaces, line-ending style and thematic breaks
 //     ("---"), which Forge adds when it restores a dropped Audit Log.
 //

@@ -168,6 +168,7 @@ func TestCommandAnswersAsDocumented(t *testing.T) {
 		forgecmd.Evolve:    {"merged", 1, true},
 		forgecmd.Classify:  {"evolved", 4, false},
 		forgecmd.Choose:    {"decision", 2, false},
+		forgecmd.Retry:     {"failed", 2, false},
 	}
 	for _, spec := range forgecmd.Table {
 		t.Run(string(spec.Kind), func(t *testing.T) {

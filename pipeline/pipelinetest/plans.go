@@ -239,7 +239,7 @@ func (s *Plans) RequestChoice(_ context.Context, id int64, c pipeline.Choice) er
 		if r.choices == nil {
 			r.choices = map[string]pipeline.Choice{}
 		}
-		r.choices[c.Phase] = c
+		r.choices[c.Key()] = c
 	}
 	return nil
 }
@@ -281,8 +281,8 @@ func (s *Plans) TakeChoice(_ context.Context, id int64, c pipeline.Choice) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.rows[id]; r != nil {
-		if was, ok := r.choices[c.Phase]; ok && was.Seq == c.Seq && was.Option == c.Option {
-			delete(r.choices, c.Phase)
+		if was, ok := r.choices[c.Key()]; ok && was.Seq == c.Seq && was.Option == c.Option {
+			delete(r.choices, c.Key())
 		}
 	}
 	return nil

@@ -77,6 +77,17 @@ type (
 		Seq, Option int
 		By          string
 	}
+	// GiveWords keeps a person's notes for the next agent call of their
+	// phase (the plan's, whichever it is, when none) and for the plan
+	// file's Decisions section, which the next commit Forge makes of the
+	// plan or phases file writes; Kept when no agent runs after the
+	// decision: the section alone keeps them. On a plan a job runs they
+	// are handed to the job through the store (as RequestChoice's), which
+	// takes them between two phases.
+	GiveWords struct {
+		Words Words
+		Kept  bool
+	}
 	// NoteApproval keeps a person's approval given while the plan is
 	// drafted or audited, through the store (a column of its own, as
 	// RequestStop's): the gate counts it when the loop reaches it.
@@ -108,6 +119,7 @@ func (StartRun) effect()      {}
 func (RequestStop) effect()   {}
 func (RequestChoice) effect() {}
 func (NoteApproval) effect()  {}
+func (GiveWords) effect()     {}
 func (SyncLabel) effect()     {}
 func (SetCheck) effect()      {}
 func (ButtonsOff) effect()    {}

@@ -16,7 +16,20 @@ type Event interface {
 type Cause struct {
 	Trigger string
 	On      int
+	// Button is set when a check run's button raised the event: a button
+	// takes no notes, so its answer says the command that does.
+	Button bool
 }
+
+// Words are the notes a person gives with a decision: Text, for the next
+// agent call of Phase (the plan's next one, whichever it is, when
+// empty), said By with Command (as written: "/forge retry phase-2").
+type Words struct {
+	By, Command, Phase, Text string
+}
+
+// Given reports whether notes were given.
+func (w Words) Given() bool { return w.Text != "" }
 
 func (c Cause) Origin() Cause { return c }
 
@@ -48,10 +61,14 @@ type (
 		// the loop reaches the gate.
 		By string
 	}
-	// RunPhases runs the approved plan's phases: at most Limit of them.
+	// RunPhases runs the approved plan's phases: at most Limit of them,
+	// the notes for the phase that runs first. Reply, when set, answers
+	// the decision (a retry, a run with notes).
 	RunPhases struct {
 		Cause
 		Limit int
+		Words Words
+		Reply *Reply
 	}
 	// Skip skips the phase that failed, waits or runs. PhaseID and Title
 	// name the phase skipped when no job runs (the caller skipped it in
@@ -59,6 +76,7 @@ type (
 	Skip struct {
 		Cause
 		PhaseID, Title, Was string
+		Words               Words
 	}
 	// Cancel stops what runs or waits in the queue; By is who asked.
 	Cancel struct {
@@ -112,7 +130,8 @@ type (
 	// plan from where it paused; By is who asked.
 	Resume struct {
 		Cause
-		By string
+		By    string
+		Words Words
 	}
 	// Override accepts a halted plan, or the change its audit phase
 	// halted on, as reviewed.
@@ -121,7 +140,8 @@ type (
 		By string
 		// Next is the review step the plan goes on with: the halt was a
 		// review step's before the last of its pipeline (Halt.Next).
-		Next string
+		Next  string
+		Words Words
 	}
 	// Terminate ends a halted plan for good.
 	Terminate struct {
@@ -148,6 +168,7 @@ type (
 		Seq     int
 		Buttons int64
 		Pending bool
+		Words   Words
 	}
 )
 

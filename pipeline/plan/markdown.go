@@ -32,6 +32,14 @@ matches the plan's status, run state and guard says where the event leads
 and what Forge then does on GitHub. An event no row matches is refused
 with an answer, never ignored.
 
+A person's decision (` + "`/forge run`, `run-one`, `retry`, `skip`, `resume`, `override`, `choose`" + `) may
+carry notes: its event holds them, and its row keeps them for the next agent call of their phase (the
+plan's next agent call, whichever it is, when the decision names none), whose prompt quotes them as
+data, once; a row whose decision leaves no agent to run keeps them for the record alone. The plan
+file's ` + "`## Decisions`" + ` section lists every note with who gave it, written by the next commit Forge
+makes of the plan or phases file anyway. ` + "`/forge retry phase-K`" + ` is a ` + "`run_phases`" + ` whose phase
+Forge first made ready to run again (a phase done: what its commit changed is put back).
+
 ## Status changes
 
 ` + "```mermaid" + `

@@ -186,15 +186,44 @@ func waitsOnAcceptance(s State, _ Event) bool {
 
 func reply(on Target, data templates.Reply) Reply { return Reply{On: on, Data: data} }
 
+// chooseSaid is what the answer to a choice says of its notes.
+func chooseSaid(c Choose) templates.Said {
+	return said(c.Cause, c.Words, false, fmt.Sprintf("/forge choose %s %d <notes>", c.Phase, c.Option))
+}
+
 // haltReply is the answer to a person's decision on a halted plan, event
 // saying which, by whom.
 // overridable: the halt left something reviewed to accept (see
 // Halt.Overridable).
 func overridable(s State, _ Event) bool { return s.halt != nil && s.halt.Overridable() }
 
-func haltReply(s *State, event, by string) Reply {
+func haltReply(s *State, event, by string, said templates.Said) Reply {
 	return reply(OnCause, &templates.Halt{Event: event, By: by, Guard: s.halt.Reason, Round: s.halt.Round, PhaseID: s.halt.Phase,
-		Step: s.halt.Step, Escalated: s.halt.Escalated(), Overridable: s.halt.Overridable()})
+		Step: s.halt.Step, Escalated: s.halt.Escalated(), Overridable: s.halt.Overridable(), Said: said})
+}
+
+// words are the effects of the notes a person gave with a decision: kept
+// for the next agent call of their phase and for the plan file's
+// Decisions section (the section alone when kept: no agent runs after the
+// decision).
+func words(w Words, kept bool) []Effect {
+	if !w.Given() {
+		return nil
+	}
+	return []Effect{GiveWords{Words: w, Kept: kept}}
+}
+
+// said is what the answer to a decision says of the notes given with it
+// (kept as words keeps them), or, to a check run's button, the command
+// that decides the same with notes.
+func said(c Cause, w Words, kept bool, command string) templates.Said {
+	switch {
+	case w.Given():
+		return templates.Said{Given: true, Kept: kept, Phase: w.Phase}
+	case c.Button:
+		return templates.Said{Command: command}
+	}
+	return templates.Said{}
 }
 
 // closing is what closing a plan does on GitHub. The plan file's status
@@ -329,22 +358,30 @@ var table = []Row{
 			return []Effect{NoteApproval{By: by}, reply(OnCause, &templates.Approval{Noted: true, Approvers: []string{by}})}
 		}},
 	{Event: "run_phases", From: phaseable, Run: idle, RunTo: Running,
-		Does: "take a failed phase's buttons off, run the phases (at most the limit)",
+		Does: "take a failed phase's buttons off, run the phases (at most the limit), the notes for the phase that runs first; answer a retry or a run with notes",
 		apply: func(s *State, ev Event) []Effect {
+			r := ev.(RunPhases)
 			s.mode, s.step = ModePhases, StepFinished
-			return []Effect{ButtonsOff{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}},
-				StartRun{Mode: ModePhases, Limit: ev.(RunPhases).Limit}}
+			out := []Effect{ButtonsOff{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}},
+				StartRun{Mode: ModePhases, Limit: r.Limit}}
+			if r.Reply != nil {
+				out = append(out, *r.Reply)
+			}
+			return append(out, words(r.Words, false)...)
 		}},
 	{Event: "skip", From: phaseable, Run: idle, Guard: "the caller skipped the phase",
-		Does: "take the phase's buttons off, PR body, answer",
+		Does: "take the phase's buttons off, PR body, answer; the notes for the phase that runs next",
 		apply: func(_ *State, ev Event) []Effect {
 			k := ev.(Skip)
-			return []Effect{ButtonsOff{}, UpdatePR{}, reply(OnCause, &templates.PhaseSkipped{PhaseID: k.PhaseID, Title: k.Title, Was: k.Was})}
+			return append([]Effect{ButtonsOff{}, UpdatePR{}, reply(OnCause, &templates.PhaseSkipped{PhaseID: k.PhaseID, Title: k.Title, Was: k.Was,
+				Said: said(k.Cause, k.Words, false, "/forge skip <notes>")})}, words(k.Words, false)...)
 		}},
 	{Event: "skip", From: phaseable, Run: running, Guard: "a phase runs or waits",
-		Does: "ask the job to skip its phase (a parked job is woken), answer",
-		apply: func(s *State, _ Event) []Effect {
-			out := []Effect{RequestStop{Stop: StopSkip}, reply(OnCause, &templates.PhaseSkipped{Requested: true})}
+		Does: "ask the job to skip its phase (a parked job is woken), answer; the notes handed to the job for the phase it runs next",
+		apply: func(s *State, ev Event) []Effect {
+			k := ev.(Skip)
+			out := []Effect{RequestStop{Stop: StopSkip}, reply(OnCause, &templates.PhaseSkipped{Requested: true, Said: said(k.Cause, k.Words, false, "/forge skip <notes>")})}
+			out = append(out, words(k.Words, false)...)
 			if s.parked {
 				s.parked = false
 				out = append(out, StartJob{})
@@ -594,92 +631,104 @@ var table = []Row{
 			return []Effect{SyncLabel{}, SetCheck{h.Check}, UpdatePR{}, h.Reply}
 		}},
 	{Event: "resume", From: active, Run: halted, RunTo: Running,
-		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept; a paused run from where it paused (a plan that waits on its acceptance criteria continues: a phase per uncovered criterion, then the final audit again)",
+		Does: "label, check run in progress, answer, start the job: the loop goes on from the round it halted after, its numbering and history kept; a paused run from where it paused (a plan that waits on its acceptance criteria continues: a phase per uncovered criterion, then the final audit again); the notes for the agent that runs next",
 		apply: func(s *State, ev Event) []Effect {
-			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
-				haltReply(s, "resumed", ev.(Resume).By), StartJob{}}
+			r := ev.(Resume)
+			return append([]Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
+				haltReply(s, "resumed", r.By, said(r.Cause, r.Words, false, "/forge resume <notes>")), StartJob{}}, words(r.Words, false)...)
 		}},
 	{Event: "override", From: forgeable, Run: halted, Guard: "a review step before the pipeline's last halted or escalated on a review", RunTo: Running,
 		when: func(s State, ev Event) bool { return overridable(s, ev) && ev.(Override).Next != "" },
-		Does: "accept the plan as that step's reviewed: label, check run in progress, PR body lists the override, answer, start the job (the next review step audits)",
+		Does: "accept the plan as that step's reviewed: label, check run in progress, PR body lists the override, answer, start the job (the next review step audits, given the notes)",
 		apply: func(s *State, ev Event) []Effect {
+			o := ev.(Override)
 			s.reviseNext = false
-			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "resumed"}}}, UpdatePR{},
-				haltReply(s, "overridden", ev.(Override).By), StartJob{}}
+			return append([]Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "resumed"}}}, UpdatePR{},
+				haltReply(s, "overridden", o.By, said(o.Cause, o.Words, false, "/forge override <notes>")), StartJob{}}, words(o.Words, false)...)
 		}},
 	{Event: "override", From: forgeable, Run: halted, Guard: "the plan's audit rounds halted or escalated on a review (not paused)", To: Review, RunTo: Idle, when: overridable,
-		Does: "accept the plan as reviewed: check run awaits approval (never auto-implemented), label, plan file status, PR body lists the override, answer",
+		Does: "accept the plan as reviewed: check run awaits approval (never auto-implemented), label, plan file status (its commit writes the notes into the Decisions section: no agent runs after), PR body lists the override, answer",
 		apply: func(s *State, ev Event) []Effect {
+			o := ev.(Override)
 			s.step = StepFinished
-			return []Effect{SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "overridden"}, Buttons: planButton}},
-				SyncLabel{}, StatusLine{}, UpdatePR{}, haltReply(s, "overridden", ev.(Override).By)}
+			// The notes first: the status line's commit writes them.
+			return append(words(o.Words, true), SetCheck{Check{Status: "completed", Conclusion: "action_required", Title: templates.CheckTitle{Event: "overridden"}, Buttons: planButton}},
+				SyncLabel{}, StatusLine{}, UpdatePR{}, haltReply(s, "overridden", o.By, said(o.Cause, o.Words, true, "/forge override <notes>")))
 		}},
 	{Event: "override", From: phaseable, Run: halted, Guard: "it waits on its acceptance criteria", To: Done, RunTo: Idle,
-		Does: "merge anyway: plan file status, PR body (the traceability table, the override listed) and ready for review, check run success, label, answer",
+		Does: "merge anyway: plan file status (its commit writes the notes into the Decisions section), PR body (the traceability table, the override listed) and ready for review, check run success, label, answer",
 		when: waitsOnAcceptance,
 		apply: func(s *State, ev Event) []Effect {
-			return []Effect{StatusLine{}, UpdatePR{Ready: true},
+			o := ev.(Override)
+			return append(words(o.Words, true), StatusLine{}, UpdatePR{Ready: true},
 				SetCheck{Check{Status: "completed", Conclusion: "success", Title: templates.CheckTitle{Event: "merged-anyway"}}},
-				SyncLabel{}, haltReply(s, "overridden", ev.(Override).By), IssueProgress{}}
+				SyncLabel{}, haltReply(s, "overridden", o.By, said(o.Cause, o.Words, true, "/forge override <notes>")), IssueProgress{})
 		}},
 	{Event: "revise", From: phaseable, Run: halted, Guard: "it waits on its acceptance criteria", To: Draft, RunTo: Running,
 		Does: "replan: the phases are stale; label, check run in progress, PR body, answer, start a revision with the notes and the uncovered criteria, then audit rounds",
 		when: waitsOnAcceptance,
 		apply: func(s *State, ev Event) []Effect {
-			reply := haltReply(s, "replanned", "")
+			reply := haltReply(s, "replanned", "", templates.Said{})
 			// The revised plan gets phases of its own.
 			s.mode, s.step, s.phasesStale = ModeRevise, StepDrafted, true
 			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "replanning"}}},
 				UpdatePR{}, reply, StartRun{Mode: ModeRevise, Notes: ev.(Revise).Notes}}
 		}},
 	{Event: "override", From: phaseable, Run: halted, Guard: "an audit phase's fix rounds halted or escalated on a review (not paused)", RunTo: Running, when: overridable,
-		Does: "accept the change as reviewed: label, check run in progress, PR body lists the override, answer, start the job (the audit phase passes, the phase run goes on)",
+		Does: "accept the change as reviewed: label, check run in progress, PR body lists the override, answer, start the job (the audit phase passes, the phase run goes on; the notes for the phase that runs next)",
 		apply: func(s *State, ev Event) []Effect {
-			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}, UpdatePR{},
-				haltReply(s, "overridden", ev.(Override).By), StartJob{}}
+			o := ev.(Override)
+			return append([]Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}}, UpdatePR{},
+				haltReply(s, "overridden", o.By, said(o.Cause, o.Words, false, "/forge override <notes>")), StartJob{}}, words(o.Words, false)...)
 		}},
 	{Event: "choose", From: active, Run: halted, Guard: "it waits on its token budget; option 1: raise it", RunTo: Running,
 		when: budgetChoice(1),
-		Does: "the budget raised by the decision's amount (within the operator's policy): label, check run in progress, answer with the budget now, start the job: it goes on with the step the budget stopped before",
+		Does: "the budget raised by the decision's amount (within the operator's policy): label, check run in progress, answer with the budget now, start the job: it goes on with the step the budget stopped before, the notes for its agent",
 		apply: func(s *State, ev Event) []Effect {
 			c := ev.(Choose)
-			return []Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
-				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonBudget, Option: 1, Spend: c.Budget}), StartJob{}}
+			return append([]Effect{SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: resumedTitle(s)}},
+				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonBudget, Option: 1, Spend: c.Budget,
+					Said: said(c.Cause, c.Words, false, "/forge choose 1 <notes>")}), StartJob{}}, words(c.Words, false)...)
 		}},
 	{Event: "choose", From: active, Run: halted, Guard: "it waits on its token budget; option 2: stop there", RunTo: Idle,
 		when: budgetChoice(2),
-		Does: "stop with what is committed: label, check run neutral, PR body, answer with the spend and how to go on (a run asks again at the budget)",
+		Does: "stop with what is committed: label, check run neutral, PR body, answer with the spend and how to go on (a run asks again at the budget); no agent runs after: the notes are kept for the record",
 		apply: func(s *State, ev Event) []Effect {
 			c := ev.(Choose)
-			return []Effect{SyncLabel{}, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "budget-stopped"}}},
-				UpdatePR{}, reply(OnCause, &templates.Halt{Event: "stopped", By: c.By, Guard: ReasonBudget, Option: 2, Spend: c.Budget, Status: string(s.status)})}
+			return append(words(c.Words, true), SyncLabel{}, SetCheck{Check{Status: "completed", Conclusion: "neutral", Title: templates.CheckTitle{Event: "budget-stopped"}}},
+				UpdatePR{}, reply(OnCause, &templates.Halt{Event: "stopped", By: c.By, Guard: ReasonBudget, Option: 2, Spend: c.Budget, Status: string(s.status),
+					Said: said(c.Cause, c.Words, true, "/forge choose 2 <notes>")}))
 		}},
 	{Event: "choose", From: phaseable, Run: halted, Guard: "a stalled phase waits on a decision", RunTo: Running,
 		when: func(s State, ev Event) bool { return waitsOnDecision(s, ev) && phaseChoice(s, ev) },
-		Does: "buttons off the phase's check run, label, check run in progress, answer with the option chosen, start the job: the stalled phase's next round runs with the option's change as its spec",
+		Does: "buttons off the phase's check run, label, check run in progress, answer with the option chosen, start the job: the stalled phase's next round runs with the option's change as its spec, and the notes",
 		apply: func(s *State, ev Event) []Effect {
 			c := ev.(Choose)
-			return []Effect{ButtonsOff{Run: c.Buttons}, SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}},
-				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option}), StartJob{}}
+			return append([]Effect{ButtonsOff{Run: c.Buttons}, SyncLabel{}, SetCheck{Check{Status: "in_progress", Title: templates.CheckTitle{Event: "running"}}},
+				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option, Said: chooseSaid(c)}), StartJob{}},
+				words(c.Words, false)...)
 		}},
 	{Event: "choose", From: phaseable, Run: running, Guard: "a phase of a DAG waits on a decision while the others run",
 		when: phaseChoice,
-		Does: "hand the choice to the job (its own column, as a stop request), answer: between two phases the job makes the option the phase's change spec and runs its next round",
+		Does: "hand the choice and the notes to the job (their own column, as a stop request), answer: between two phases the job makes the option the phase's change spec and runs its next round",
 		apply: func(_ *State, ev Event) []Effect {
 			c := ev.(Choose)
-			return []Effect{RequestChoice{Phase: c.Phase, Seq: c.Seq, Option: c.Option, By: c.By},
-				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option})}
+			return append([]Effect{RequestChoice{Phase: c.Phase, Seq: c.Seq, Option: c.Option, By: c.By},
+				reply(OnCause, &templates.Halt{Event: "chosen", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option, Said: chooseSaid(c)})},
+				words(c.Words, false)...)
 		}},
 	{Event: "choose", From: phaseable, Run: append(slices.Clone(idle), Halted), Guard: "a phase waits on a decision, the plan idle or halted otherwise",
 		when: phaseChoice,
-		Does: "the option becomes the phase's change spec; label, answer: its next round runs when the phases run again",
+		Does: "the option becomes the phase's change spec; label, answer: its next round runs when the phases run again, with the notes",
 		apply: func(_ *State, ev Event) []Effect {
 			c := ev.(Choose)
-			return []Effect{ButtonsOff{Run: c.Buttons}, SyncLabel{}, reply(OnCause, &templates.Halt{Event: "chosen-later", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option})}
+			return append([]Effect{ButtonsOff{Run: c.Buttons}, SyncLabel{},
+				reply(OnCause, &templates.Halt{Event: "chosen-later", By: c.By, Guard: ReasonDecision, PhaseID: c.Phase, Option: c.Option, Said: chooseSaid(c)})},
+				words(c.Words, false)...)
 		}},
 	{Event: "terminate", From: active, Run: halted, To: Closed, RunTo: Idle,
 		Does: "end the plan for good: buttons off, plan file status, check run neutral, label, PR body, answer, clean up as a person's close does",
 		apply: func(s *State, ev Event) []Effect {
-			return append(closing(s, ev), haltReply(s, "terminated", ev.(Terminate).By), abandoned(ev)[0])
+			return append(closing(s, ev), haltReply(s, "terminated", ev.(Terminate).By, templates.Said{}), abandoned(ev)[0])
 		}},
 }
