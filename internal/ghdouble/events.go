@@ -48,21 +48,18 @@ func (s *Server) IssueEvents(repo string, number int) []IssueEvent {
 // The issues webhook is the test's to deliver (LabelEdit).
 func (s *Server) LabelIssue(repo string, number int, user string, names ...string) {
 	s.t.Helper()
-	r := s.mustRepo(repo)
-	s.ensureUser(user, "User")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	is := r.issues[number]
-	if is == nil {
-		s.t.Fatalf("ghdouble: %s has no issue #%d", repo, number)
-		return
-	}
-	s.addIssueLabelsLocked(r, is, names, by{login: user})
-	is.UpdatedAt = s.now().UTC().Truncate(time.Second)
+	s.asUser(repo, number, user, func(r *Repo, is *Issue) { s.addIssueLabelsLocked(r, is, names, by{login: user}) })
 }
 
 // UnlabelIssue removes a label from the issue as user does.
 func (s *Server) UnlabelIssue(repo string, number int, user, name string) {
+	s.t.Helper()
+	s.asUser(repo, number, user, func(_ *Repo, is *Issue) { s.removeIssueLabelLocked(is, name, by{login: user}) })
+}
+
+// asUser changes issue number of repo as user does on GitHub's page,
+// under the repository's lock, and moves its updated_at as GitHub does.
+func (s *Server) asUser(repo string, number int, user string, change func(*Repo, *Issue)) {
 	s.t.Helper()
 	r := s.mustRepo(repo)
 	s.ensureUser(user, "User")
@@ -73,7 +70,7 @@ func (s *Server) UnlabelIssue(repo string, number int, user, name string) {
 		s.t.Fatalf("ghdouble: %s has no issue #%d", repo, number)
 		return
 	}
-	s.removeIssueLabelLocked(is, name, by{login: user})
+	change(r, is)
 	is.UpdatedAt = s.now().UTC().Truncate(time.Second)
 }
 
