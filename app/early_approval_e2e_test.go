@@ -12,10 +12,7 @@ import (
 // the audit loop ends clean, the gate counts them on the plan as revised
 // and the phases run, with nobody approving again.
 func TestEarlyApprovalIsKept(t *testing.T) {
-	w, g := pauseWorld(t, "auditor", forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
-	w.command(t, "alice", "/forge add rate limiting")
-	g.waitBegun(t)
-	pr := w.pulls(t)[0]
+	w, g, pr := auditingPlan(t, "auto_implement: false\n", "/forge add rate limiting")
 	id := w.gh.AddReview(w.repo, pr.Number, "alice", "APPROVED", "looks right", nil)
 	w.deliverPR(t, "pull_request_review", "pull_request_review/submitted", pr.Number, w.gh.ReviewEdit(w.repo, id), w.gh.SenderEdit("alice"))
 	w.waitReply(t, pr.Number, "Approval noted from @alice: plan **plan-001** is still being drafted and audited. Forge will run the phases once the audit is clean")
@@ -37,10 +34,7 @@ func TestEarlyApprovalIsKept(t *testing.T) {
 // counts at the gate like any other: where the gate asks for two, Forge
 // says why the plan is not approved, and it awaits approval.
 func TestEarlyApprovalLapses(t *testing.T) {
-	w, g := pauseWorld(t, "auditor", forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\napproval:\n  required_approvals: 2\n"}})
-	w.command(t, "alice", "/forge add rate limiting")
-	g.waitBegun(t)
-	pr := w.pulls(t)[0]
+	w, g, pr := auditingPlan(t, "auto_implement: false\napproval:\n  required_approvals: 2\n", "/forge add rate limiting")
 	w.commandOn(t, pr.Number, "alice", "/forge approve")
 	w.waitReply(t, pr.Number, "Approval noted from @alice")
 	g.open(t)
@@ -57,10 +51,7 @@ func TestEarlyApprovalLapses(t *testing.T) {
 // withdrawn the approval: Forge says so at once, and at the gate the plan
 // is not approved on it (the change request is taken as a revision).
 func TestEarlyApprovalWithdrawnByChangeRequest(t *testing.T) {
-	w, g := pauseWorld(t, "auditor", forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
-	w.command(t, "alice", "/forge add rate limiting")
-	g.waitBegun(t)
-	pr := w.pulls(t)[0]
+	w, g, pr := auditingPlan(t, "auto_implement: false\n", "/forge add rate limiting")
 	w.commandOn(t, pr.Number, "alice", "/forge approve")
 	w.waitReply(t, pr.Number, "Approval noted from @alice")
 	id := w.gh.AddReview(w.repo, pr.Number, "alice", "CHANGES_REQUESTED", "use a token bucket", nil)

@@ -48,6 +48,17 @@ func (g gate) open(t *testing.T) {
 
 // pauseWorld is a forge world whose role's first agent call waits at a
 // gate, dumped when the test fails.
+// auditingPlan starts a forge of request by alice on a repository whose
+// .github/forge.yml is yml, its auditor held at the gate: it returns once
+// the first audit round has begun, with the plan's pull request.
+func auditingPlan(t *testing.T, yml, request string) (*world, gate, ghdouble.Pull) {
+	t.Helper()
+	w, g := pauseWorld(t, "auditor", forgeOptions{files: map[string]string{".github/forge.yml": yml}})
+	w.command(t, "alice", request)
+	g.waitBegun(t)
+	return w, g, w.pulls(t)[0]
+}
+
 func pauseWorld(t *testing.T, role string, o forgeOptions) (*world, gate) {
 	t.Helper()
 	agent, g := gatedAgent(t, role)
@@ -143,10 +154,7 @@ func TestPauseBetweenPhases(t *testing.T) {
 // round's revision due. Forge restarts: the plan stays paused and no job
 // runs it. /forge resume revises, audits round 2 and ends in REVIEW.
 func TestPauseAtTheEndOfAnAuditRound(t *testing.T) {
-	w, g := pauseWorld(t, "auditor", forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
-	w.command(t, "alice", "/forge add a greeting page")
-	g.waitBegun(t)
-	pr := w.pulls(t)[0]
+	w, g, pr := auditingPlan(t, "auto_implement: false\n", "/forge add a greeting page")
 	w.command(t, "alice", "/forge pause plan-001")
 	w.waitReply(t, w.issue, "Pausing **plan-001**, as @alice asked")
 	g.open(t)
@@ -216,10 +224,7 @@ func TestPauseHonouredAfterTheJobDied(t *testing.T) {
 // refused and changes nothing (the forge ends in REVIEW); a pause of a
 // plan nothing runs on is answered with why there is nothing to pause.
 func TestPauseRefused(t *testing.T) {
-	w, g := pauseWorld(t, "auditor", forgeOptions{files: map[string]string{".github/forge.yml": "auto_implement: false\n"}})
-	w.command(t, "alice", "/forge add a greeting page")
-	g.waitBegun(t)
-	pr := w.pulls(t)[0]
+	w, g, pr := auditingPlan(t, "auto_implement: false\n", "/forge add a greeting page")
 	w.commandOn(t, pr.Number, "rita", "/forge pause")
 	w.waitReply(t, pr.Number, "@rita, Forge only takes commands from people with at least write permission")
 	g.open(t)
