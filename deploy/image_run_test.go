@@ -110,43 +110,7 @@ func TestImageRuns(t *testing.T) {
 	}
 
 	serve := inImage(append(c.Entrypoint, c.Cmd...)...)
-	var log strings.Builder
-	serve.Stdout, serve.Stderr = &log, &log
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- serve.Wait() }()
-	defer func() {
-		if serve.ProcessState == nil {
-			serve.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("forge serve's log in the image:\n%s", log.String())
-		}
-	}()
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for code, _ := get("/healthz"); code != http.StatusOK; code, _ = get("/healthz") {
-		select {
-		case err := <-exited:
-			t.Fatalf("forge serve in the image exited: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("forge serve in the image did not answer /healthz within 60s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	get, exited := served(t, serve, addr, "forge serve in the image", 60*time.Second)
 	if code, body := get("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz: %d %q", code, body)
 	}

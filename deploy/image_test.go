@@ -4,7 +4,6 @@ package deploy_test
 
 import (
 	"debug/elf"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -82,37 +81,7 @@ func TestImage(t *testing.T) {
 	l.Close()
 	serve := exec.Command(bin, "serve", "--config", filepath.Join(dir, "forge.yml"))
 	serve.Env = append(os.Environ(), "FORGE_ADDR="+addr, "OPENAI_API_KEY=sk-test")
-	var log strings.Builder
-	serve.Stdout, serve.Stderr = &log, &log
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- serve.Wait() }()
-	defer func() {
-		if serve.ProcessState == nil {
-			serve.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("forge serve's log:\n%s", log.String())
-		}
-	}()
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for code, _ := get("/healthz"); code != http.StatusOK; code, _ = get("/healthz") {
-		if time.Now().After(deadline) {
-			t.Fatal("forge serve did not answer /healthz within 30s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	get, exited := served(t, serve, addr, "forge serve", 30*time.Second)
 	if code, body := get("/readyz"); code != http.StatusOK || !strings.Contains(body, "database: ok\nmigrations: ok\n") {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
