@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/forge-dev/forge/pipeline/agent"
+	"github.com/forge-dev/forge/pipeline/gate"
 	"github.com/forge-dev/forge/pipeline/phases"
 	"github.com/forge-dev/forge/pipeline/plan"
 	"github.com/forge-dev/forge/pipeline/repoconfig"
@@ -34,6 +35,10 @@ const (
 	// RefusedGate: the path is an artifact a gate of the plan's pipeline
 	// reads: an agent that wrote it would open the gate itself.
 	RefusedGate = "gate"
+	// RefusedSecurity: the path matches security.paths, and the plan was
+	// approved without its security reviewers (nothing it said concerned
+	// security): a write there needs a plan they approve.
+	RefusedSecurity = "security"
 )
 
 // WriteRefusal is one path an agent changed that its role may not.
@@ -54,6 +59,8 @@ func (w WriteRefusal) reason() string {
 		return "not a file of the phase, nor a new file beside one"
 	case RefusedGate:
 		return "read by a gate of the plan's pipeline"
+	case RefusedSecurity:
+		return "matches security.paths, and the plan was approved without its security reviewers: a plan that names the path needs their approval"
 	}
 	return "not the role's to change"
 }
@@ -107,6 +114,10 @@ type writeRules struct {
 	// gated are the artifacts the gates of the plan's pipeline read
 	// (gateArtifacts): people's to write, never an agent's.
 	gated []string
+	// security are the rules of the security gate when its reviewers were
+	// not asked (the plan did not concern security as approved); nil when
+	// they approved it or the repository names none.
+	security *repoconfig.Security
 }
 
 // check returns the changed paths the rules refuse, in the order given.
@@ -139,6 +150,11 @@ func (w writeRules) refuses(c ChangedPath) (why, pattern string) {
 	}
 	if slices.Contains(w.gated, c.Path) {
 		return RefusedGate, ""
+	}
+	if w.security != nil && gate.SecurityConcern("", *w.security, c.Path).Applies() {
+		// A broad Writes glob ('src/**') or a new file beside a declared
+		// one cannot carry a change past the security reviewers.
+		return RefusedSecurity, ""
 	}
 	if g, ok := w.paths.Denied(c.Path); ok {
 		return RefusedDeny, g
@@ -245,6 +261,9 @@ func (r *run) guardWrites(ctx context.Context, role agent.Role, dir string, roun
 	}
 	rules := writeRules{role: role, planFile: p.PlanPath, phasesFile: PhasesFile(r.cfg.PlansDir, p.Number), paths: r.cfg.Paths,
 		declared: r.phaseFiles, writes: r.phaseWrites, gated: gateArtifacts(r.pl, PlanID(p.Number), r.cfg.PlansDir)}
+	if len(r.cfg.Security.Reviewers) > 0 && (p.Security == nil || !p.Security.Applies()) {
+		rules.security = &r.cfg.Security
+	}
 	refused := rules.check(changed)
 	if len(refused) == 0 {
 		return nil

@@ -13,6 +13,25 @@ import (
 	"github.com/forge-dev/forge/templates"
 )
 
+// TestWriteRulesSecurity: with security reviewers named, a plan approved
+// without them (it named no security path) may not write one, whatever
+// its phase's Writes glob allows; a plan they approved may.
+func TestWriteRulesSecurity(t *testing.T) {
+	sec := repoconfig.Security{Paths: repoconfig.DefaultSecurityPaths, Reviewers: []string{"sam"}}
+	base := writeRules{role: agent.Implementer, planFile: "docs/plans/plan-001-x.md", phasesFile: "docs/plans/plan-001-phases.md",
+		paths: repoconfig.Default().Paths, writes: []string{"src/**"}, declared: []string{"src/a.go"}}
+	changed := []ChangedPath{{Path: "src/a.go"}, {Path: "src/auth/login.go", New: true}, {Path: "src/crypto.go", New: true}}
+	unreviewed := base
+	unreviewed.security = &sec
+	want := []WriteRefusal{{Path: "src/auth/login.go", Why: RefusedSecurity}, {Path: "src/crypto.go", Why: RefusedSecurity}}
+	if got := unreviewed.check(changed); !reflect.DeepEqual(got, want) {
+		t.Errorf("a plan approved without its security reviewers: %+v, want %+v", got, want)
+	}
+	if got := base.check(changed); len(got) != 0 {
+		t.Errorf("a plan its security reviewers approved: %+v, want nothing refused", got)
+	}
+}
+
 // TestWriteRules: what each role may change in its working copy, as a
 // table over the changed paths (the end-to-end tests are in
 // app/writeguard_e2e_test.go).

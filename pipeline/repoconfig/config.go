@@ -49,7 +49,7 @@ type Config struct {
 type Security struct {
 	Paths []string `yaml:"paths" doc:"Globs of the paths that make a plan concern security: authentication, cryptography, secrets and permissions code, the repository's GitHub settings and workflows, container files, and the lockfiles whose integrity hashes say what code a build downloads. A list given replaces the default; '[]' leaves the words alone to decide."`
 	// Reviewers are logins and org/team names, without a leading @.
-	Reviewers []string `yaml:"reviewers" doc:"Who must be among the approvers of a plan that concerns security: logins ('alice') and teams ('acme/security', an active member of it; a pending invitation does not count), a leading '@' allowed. One of them approving suffices; their approval counts as any other (on the head, with 'approval.min_permission'). Empty: the gate asks no one in particular. A team needs the App's organization permission Members (read)."`
+	Reviewers []string `yaml:"reviewers" doc:"Who must be among the approvers of a plan that concerns security: logins ('alice') and teams ('acme/security', an active member of it; a pending invitation does not count), a leading '@' allowed. One of them approving suffices; their approval counts as any other (on the head, with 'approval.min_permission'). A plan approved without them (it named no security path nor word) may not write a path of 'paths': the implementer's write there fails its phase, whatever its '**Writes:**' glob allows. Empty: the gate asks no one in particular. A team needs the App's organization permission Members (read)."`
 }
 
 // DefaultSecurityPaths are security.paths' default: directories and files
